@@ -1,0 +1,53 @@
+# The README's two commands:  `make run`  (set up + main job)  and  `make test`.
+# Setup creates .venv with uv when it can (installing uv with pip if needed),
+# else with python3 -m venv + pip, and installs this project editable with the
+# dev extra. It re-runs only when pyproject.toml changes.
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.falcon-installed
+
+.PHONY: setup run evaluate test test-all lint mlflow-ui clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (found " + sys.version.split()[0] + "); set PYTHON=/path/to/python3.11")'
+	@if ! command -v uv >/dev/null 2>&1; then \
+	    echo "uv not found: installing it with pip"; \
+	    $(PYTHON) -m pip install --quiet --user uv >/dev/null 2>&1 || \
+	    $(PYTHON) -m pip install --quiet uv >/dev/null 2>&1 || \
+	    $(PYTHON) -m pip install --quiet --user --break-system-packages uv >/dev/null 2>&1 || \
+	    echo "could not install uv: falling back to python -m venv + pip"; \
+	fi; \
+	export PATH="$$($(PYTHON) -m site --user-base 2>/dev/null)/bin:$$PATH"; \
+	if command -v uv >/dev/null 2>&1; then \
+	    [ -x $(BIN)/python ] || UV_PYTHON_DOWNLOADS=never uv venv --quiet --python $(PYTHON) $(VENV) && \
+	    uv pip install --compile-bytecode --python $(BIN)/python -e '.[dev]'; \
+	else \
+	    { [ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); } && \
+	    $(BIN)/python -m pip install --upgrade pip && \
+	    $(BIN)/python -m pip install -e '.[dev]'; \
+	fi
+	@touch $(STAMP)
+
+## the project's main job: compare the rule-based schedulers on static 4G+5G
+run: setup
+	$(BIN)/python -m falcon.train
+
+## the default test suite (slow tests excluded; `make test-all` runs them too)
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-all: setup
+	$(BIN)/python -m pytest -q -m ''
+
+lint: setup
+	$(BIN)/ruff check .
+
+mlflow-ui: setup
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache results multirun outputs

@@ -1,0 +1,49 @@
+"""Comparison schedulers (rule-based, bandit, learning) and their registry.
+
+``SCHEDULERS`` maps a registry name to a :class:`envs.scheduler.Scheduler`
+subclass, or to a ``"module:Class"`` string that :func:`make_scheduler`
+imports on first use. Heavy schedulers (anything importing torch) should
+register as strings so that ``import baselines`` stays light, e.g.::
+
+    SCHEDULERS["dqn_on"] = "baselines.dqn:DQNOn"
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from baselines.rule_based import BLEST, DAPS, ECF, STMS, MinRTT, RoundRobin
+from envs.errors import ConfigError
+
+SCHEDULERS: dict = {
+    "rr": RoundRobin,
+    "minrtt": MinRTT,
+    "blest": BLEST,
+    "ecf": ECF,
+    "daps": DAPS,
+    "stms": STMS,
+}
+
+
+def scheduler_class(name: str):
+    """The class registered under ``name`` (importing it if registered as a
+    ``"module:Class"`` string)."""
+    try:
+        entry = SCHEDULERS[name]
+    except (KeyError, TypeError):
+        raise ConfigError(
+            f"unknown scheduler {name!r}; known: {', '.join(sorted(SCHEDULERS))}") from None
+    if isinstance(entry, str):
+        module, _, attr = entry.partition(":")
+        entry = getattr(importlib.import_module(module), attr)
+        SCHEDULERS[name] = entry
+    return entry
+
+
+def make_scheduler(name: str, **kwargs):
+    """A new scheduler instance: ``make_scheduler("blest", lambda_init=1.1)``."""
+    return scheduler_class(name)(**kwargs)
+
+
+__all__ = ["SCHEDULERS", "make_scheduler", "scheduler_class",
+           "RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS"]

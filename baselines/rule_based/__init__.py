@@ -1,0 +1,14 @@
+"""Rule-based multipath schedulers: round robin, minRTT, BLEST, ECF, DAPS, STMS.
+
+Each is a :class:`envs.scheduler.Scheduler` with a registry ``name``; the
+exact rules are in ``design/SPEC-baselines.md`` and each module's docstring.
+"""
+
+from baselines.rule_based.blest import BLEST
+from baselines.rule_based.daps import DAPS
+from baselines.rule_based.ecf import ECF
+from baselines.rule_based.minrtt import MinRTT
+from baselines.rule_based.roundrobin import RoundRobin
+from baselines.rule_based.stms import STMS
+
+__all__ = ["RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS"]

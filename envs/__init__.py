@@ -1,0 +1,15 @@
+"""Trace-driven, packet-level multipath transport emulator.
+
+Main entry: :func:`run_episode` (scenario dict + app dict + scheduler + seed).
+Lower level: :class:`envs.scenario.Emulation` builds several connections over
+shared links; :mod:`envs.transport` is the MPQUIC-like connection;
+:mod:`envs.scheduler` is the scheduler hook.
+"""
+
+from envs.errors import ConfigError, FalconInputError, TraceError
+from envs.runner import EpisodeResult, run_episode, setup_episode
+from envs.scenario import LINKS, Emulation, normalise_scenario
+from envs.scheduler import WAIT, Decision, Scheduler
+
+__all__ = ["run_episode", "setup_episode", "EpisodeResult", "Emulation", "normalise_scenario",
+           "LINKS", "Scheduler", "Decision", "WAIT", "ConfigError", "TraceError", "FalconInputError"]

@@ -1,0 +1,70 @@
+"""Web page download over stream multiplexing.
+
+The root (HTML) is requested at time 0. When an object has been fully
+delivered to the client, the client requests its children: each request
+reaches the server one forward propagation delay later (half the smallest
+mean base RTT of the paths; the request itself is small and never queued),
+and the server then opens one stream per child object. Concurrent streams
+share the connection by smooth weighted round robin with the page model's
+weights. Page load time = completion of the last object.
+"""
+
+from __future__ import annotations
+
+
+class WebApp:
+    kind = "web"
+
+    def __init__(self, page, request_delay_s: float):
+        self.page = page
+        self.request_delay = float(request_delay_s)
+        self.conn = None
+        self.start_time = 0.0
+        self.complete = [-1.0] * len(page.objects)
+        self.released = [-1.0] * len(page.objects)
+        self._children = {o.id: [] for o in page.objects}
+        for o in page.objects:
+            if o.parent is not None:
+                self._children[o.parent].append(o.id)
+        self._left = len(page.objects)
+        self.done_time = -1.0
+
+    @property
+    def sizes(self) -> list[int]:
+        return [o.size for o in self.page.objects]
+
+    def start(self, conn) -> None:
+        self.conn = conn
+        conn.app = self
+        self.start_time = conn.sim.now
+        for root in self.page.roots():
+            self._open(root.id)
+
+    def _open(self, oid: int) -> None:
+        obj = self.page.objects[oid]
+        self.released[oid] = self.conn.sim.now
+        self.conn.open_stream(oid, obj.size, weight=obj.weight, priority=obj.depth)
+
+    def on_stream_complete(self, stream_id: int, now: float) -> None:
+        self.complete[stream_id] = now
+        self._left -= 1
+        if self._left == 0:
+            self.done_time = now
+            self.conn.finished = True
+            self.conn.sim.stop()
+            return
+        for child in self._children[stream_id]:
+            self.conn.sim.schedule(now + self.request_delay, self._open, child)
+
+    @property
+    def done(self) -> bool:
+        return self.done_time >= 0
+
+    def object_times(self) -> list[float]:
+        """Per object: completion minus request time at the client [s]."""
+        out = []
+        for o in self.page.objects:
+            req = self.start_time if o.parent is None else self.complete[o.parent]
+            c = self.complete[o.id]
+            out.append(c - req if c >= 0 and req >= 0 else float("nan"))
+        return out

@@ -1,0 +1,74 @@
+"""Congestion-control interface (per path; coupled controllers share a group).
+
+Units: bytes and seconds. ``mss`` is the packet size on the wire [bytes].
+
+The transport calls, per path:
+
+* ``on_packet_sent(now, size)`` when a packet leaves;
+* ``on_ack(now, acked_bytes, sent_time, rtt)`` once per ACK frame with the
+  bytes newly acknowledged (sum over packets), the send time of the largest
+  newly acked packet [s] and the path's RTT estimator (``rtt.srtt``,
+  ``rtt.min_rtt``, ``rtt.latest_rtt`` [s]);
+* ``on_loss(now, lost_bytes, sent_time)`` for each lost packet; a reduction
+  happens at most once per recovery period (a loss of a packet sent before
+  the current recovery started is ignored), as RFC 9002 §7.3.2;
+* ``on_pto(now)`` when a probe timeout fires (no reduction by default).
+
+Coupled controllers (LIA, OLIA, BALIA) of one connection share a
+:class:`CouplingGroup` and read each other's ``cwnd`` and ``srtt`` through it.
+"""
+
+from __future__ import annotations
+
+
+class CouplingGroup:
+    """The subflows of one connection whose windows are coupled."""
+
+    __slots__ = ("members",)
+
+    def __init__(self):
+        self.members: list[CongestionController] = []
+
+    def add(self, cc: "CongestionController") -> None:
+        self.members.append(cc)
+
+
+class CongestionController:
+    """NewReno-shaped base: slow start, recovery period, minimum window."""
+
+    name = "base"
+
+    def __init__(self, mss: int, initial_window_packets: int = 32,
+                 min_window_packets: int = 2, max_window_bytes: float = float("inf"),
+                 group: CouplingGroup | None = None):
+        self.mss = mss
+        self.cwnd = float(initial_window_packets * mss)
+        self.ssthresh = float("inf")
+        self.min_window = float(min_window_packets * mss)
+        self.max_window = float(max_window_bytes)
+        self.recovery_start = -1.0
+        #: smoothed RTT of the path [s]; kept current by the transport so
+        #: coupled controllers can read it across subflows.
+        self.srtt = 0.333
+        self.group = group
+        if group is not None:
+            group.add(self)
+
+    @property
+    def in_slow_start(self) -> bool:
+        return self.cwnd < self.ssthresh
+
+    def in_recovery(self, sent_time: float) -> bool:
+        return sent_time <= self.recovery_start
+
+    def on_packet_sent(self, now: float, size: int) -> None:
+        pass
+
+    def on_ack(self, now: float, acked_bytes: int, sent_time: float, rtt) -> None:
+        raise NotImplementedError
+
+    def on_loss(self, now: float, lost_bytes: int, sent_time: float) -> None:
+        raise NotImplementedError
+
+    def on_pto(self, now: float) -> None:
+        pass

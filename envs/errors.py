@@ -1,0 +1,23 @@
+"""Errors raised on bad user input.
+
+Every error here carries one line that names the problem (file and line for
+traces, key for configs), so command-line entry points can print it as is.
+"""
+
+
+class FalconInputError(ValueError):
+    """Base class: bad user input (config, trace, model file)."""
+
+
+class ConfigError(FalconInputError):
+    """An impossible or malformed scenario / app / agent configuration."""
+
+
+class TraceError(FalconInputError):
+    """A malformed, empty or unknown-format trace file."""
+
+    def __init__(self, path, message, line=None):
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"trace {where}: {message}")
+        self.path = str(path)
+        self.line = line

@@ -1,0 +1,222 @@
+"""Links and paths, composed like Mahimahi shells.
+
+A :class:`Link` is a drop-tail FIFO bottleneck served along a capacity trace.
+Because the queue is FIFO, a packet's departure time is known the moment it
+is admitted, so the link needs no events of its own: it keeps the departure
+times of the packets still queued (to measure occupancy) and the position of
+its server on the cumulative-capacity curve.
+
+A :class:`Path` is one direction of data (forward link + propagation delay
+with jitter + random loss) plus the return direction that carries ACKs.
+Jitter never reorders packets within a path: a packet never arrives before
+the one sent ahead of it on the same path.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from envs.traces.base import CapacityTrace, StepSeries
+
+_BLOCK = 4096  # random draws are made in blocks: one numpy call per 4096 packets
+
+
+class Link:
+    """Drop-tail bottleneck. Buffer limit in packets and/or bytes (None = unlimited).
+
+    Several paths (of one or several connections) may share one Link object:
+    they then share its queue and capacity.
+    """
+
+    __slots__ = ("capacity", "buffer_packets", "buffer_bytes", "name", "_queue",
+                 "_queued_bytes", "_last_departure", "_pos", "_rate", "drops",
+                 "packets_served", "bytes_served")
+
+    def __init__(self, capacity: CapacityTrace, buffer_packets: int | None = None,
+                 buffer_bytes: int | None = None, name: str = "link"):
+        self.capacity = capacity
+        self.buffer_packets = buffer_packets
+        self.buffer_bytes = buffer_bytes
+        self.name = name
+        self._queue: deque = deque()      # (departure time [s], size [bytes]) of admitted packets
+        self._queued_bytes = 0
+        self._last_departure = 0.0
+        self._pos = 0.0                   # server position on C(t) [bytes]
+        self._rate = capacity.constant_rate  # bytes/s, None for time-varying traces
+        self.drops = 0
+        self.packets_served = 0
+        self.bytes_served = 0
+
+    def occupancy(self, now: float) -> tuple[int, int]:
+        """(packets, bytes) admitted and not yet fully transmitted at ``now``."""
+        self._drain(now)
+        return len(self._queue), self._queued_bytes
+
+    def _drain(self, now: float) -> None:
+        q = self._queue
+        while q and q[0][0] <= now:
+            self._queued_bytes -= q.popleft()[1]
+
+    def admit(self, now: float, size: int) -> float:
+        """Enqueue a packet of ``size`` bytes at ``now``; return its departure
+        time [s], or -1.0 if the drop-tail buffer is full."""
+        q = self._queue
+        while q and q[0][0] <= now:
+            self._queued_bytes -= q.popleft()[1]
+        if self.buffer_packets is not None and len(q) >= self.buffer_packets:
+            self.drops += 1
+            return -1.0
+        if self.buffer_bytes is not None and self._queued_bytes + size > self.buffer_bytes:
+            self.drops += 1
+            return -1.0
+        rate = self._rate
+        if rate is not None:
+            start = now if now > self._last_departure else self._last_departure
+            departure = start + size / rate
+        else:
+            cap = self.capacity
+            c_now = cap.cum_bytes(now)
+            pos = (self._pos if self._pos > c_now else c_now) + size
+            self._pos = pos
+            departure = cap.time_at(pos)
+        self._last_departure = departure
+        q.append((departure, size))
+        self._queued_bytes += size
+        self.packets_served += 1
+        self.bytes_served += size
+        return departure
+
+
+class DelayModel:
+    """Per-packet base RTT: ``mean(t) * G`` with ``G ~ Gamma(mean 1, std cv)``.
+
+    ``mean_rtt`` [s] is a constant or a :class:`StepSeries` of the one-way
+    delay (then RTT = 2 x one-way). ``cv`` = RTT std / RTT mean. Half of the
+    sampled RTT is the forward delay of the data packet, half the return
+    delay of the ACK it triggers, so RTT samples average ``mean_rtt`` plus
+    queueing. Gamma keeps every sample positive and matches mean and std
+    exactly, also for the large deviation ratios of the condition grid.
+    """
+
+    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_i")
+
+    def __init__(self, mean_rtt: float, cv: float, rng: np.random.Generator,
+                 one_way_series: StepSeries | None = None):
+        self.mean_rtt = float(mean_rtt)
+        self.one_way_series = one_way_series
+        self.cv = float(cv)
+        self._rng = rng
+        self._buf: list = []
+        self._i = 0
+
+    def sample_rtt(self, now: float) -> float:
+        mean = self.mean_rtt if self.one_way_series is None else 2.0 * self.one_way_series.value_at(now)
+        if self.cv <= 0.0:
+            return mean
+        i = self._i
+        if i >= len(self._buf):
+            k = 1.0 / (self.cv * self.cv)
+            self._buf = self._rng.gamma(k, 1.0 / k, _BLOCK).tolist()
+            i = 0
+        self._i = i + 1
+        return mean * self._buf[i]
+
+
+class LossModel:
+    """Random loss of data packets: Bernoulli(p), or Gilbert-Elliott.
+
+    Gilbert-Elliott: a two-state Markov chain stepped once per packet with
+    transition probabilities ``p_gb`` (good->bad) and ``p_bg`` (bad->good) and
+    loss probabilities ``loss_good`` / ``loss_bad`` in each state.
+    ``p`` may be a :class:`StepSeries` (loss from a trace).
+    """
+
+    __slots__ = ("p", "series", "ge", "_bad", "_rng", "_buf", "_i")
+
+    def __init__(self, p: float, rng: np.random.Generator, series: StepSeries | None = None,
+                 ge: dict | None = None):
+        self.p = float(p)
+        self.series = series
+        self.ge = ge
+        self._bad = False
+        self._rng = rng
+        self._buf: list = []
+        self._i = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.p > 0.0 or self.series is not None or self.ge is not None
+
+    def _uniform(self) -> float:
+        i = self._i
+        if i >= len(self._buf):
+            self._buf = self._rng.random(_BLOCK).tolist()
+            i = 0
+        self._i = i + 1
+        return self._buf[i]
+
+    def lost(self, now: float) -> bool:
+        ge = self.ge
+        if ge is not None:
+            u = self._uniform()
+            if self._bad:
+                if u < ge["p_bg"]:
+                    self._bad = False
+            elif u < ge["p_gb"]:
+                self._bad = True
+            return self._uniform() < (ge["loss_bad"] if self._bad else ge["loss_good"])
+        p = self.p if self.series is None else self.series.value_at(now)
+        return p > 0.0 and self._uniform() < p
+
+
+class Path:
+    """One path: forward bottleneck + delay + loss, and a return direction.
+
+    ``transmit`` returns ``(arrival time at the receiver [s], return delay
+    [s] for the ACK it triggers)`` or ``None`` if the packet is dropped (full
+    buffer) or lost.
+    """
+
+    __slots__ = ("name", "link", "delay", "loss", "return_link", "_last_arrival",
+                 "_last_ack_arrival", "packets_lost_random", "_loss_on")
+
+    def __init__(self, link: Link, delay: DelayModel, loss: LossModel,
+                 return_link: Link | None = None, name: str = "path"):
+        self.name = name
+        self.link = link
+        self.delay = delay
+        self.loss = loss
+        self.return_link = return_link
+        self._last_arrival = 0.0
+        self._last_ack_arrival = 0.0
+        self.packets_lost_random = 0
+        self._loss_on = loss.enabled
+
+    def transmit(self, now: float, size: int):
+        departure = self.link.admit(now, size)
+        if departure < 0.0:
+            return None
+        if self._loss_on and self.loss.lost(departure):
+            self.packets_lost_random += 1
+            return None
+        half = 0.5 * self.delay.sample_rtt(now)
+        arrival = departure + half
+        if arrival < self._last_arrival:   # jitter never reorders within a path
+            arrival = self._last_arrival
+        self._last_arrival = arrival
+        return arrival, half
+
+    def ack_arrival(self, now: float, return_delay: float, size: int) -> float:
+        """Arrival time [s] at the sender of an ACK of ``size`` bytes sent at ``now``."""
+        start = now
+        if self.return_link is not None:
+            dep = self.return_link.admit(now, size)
+            if dep >= 0.0:
+                start = dep
+        arrival = start + return_delay
+        if arrival < self._last_ack_arrival:
+            arrival = self._last_ack_arrival
+        self._last_ack_arrival = arrival
+        return arrival

@@ -1,0 +1,48 @@
+"""Episode metrics from a finished connection and its application."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
+    """Flat dict of floats (schema in envs/SCHEMA.md)."""
+    start = app.start_time
+    done = app.done
+    duration = (app.done_time if done else end_time) - start
+    total = sum(app.sizes)
+    m: dict[str, float] = {
+        "download_time_s": duration if done else math.nan,
+        "elapsed_s": duration,
+        "timed_out": 0.0 if done else 1.0,
+        "goodput_mbps": (conn.delivered * 8 / duration / 1e6) if duration > 0 else 0.0,
+        "app_bytes": float(total),
+        "retransmissions": float(sum(p.retransmissions for p in conn.paths)),
+        "packets_sent": float(sum(p.packets_sent for p in conn.paths)),
+        "packets_lost": float(sum(p.packets_lost for p in conn.paths)),
+        "events": float(conn.sim.events_processed),
+    }
+    if conn.oqs_v:
+        v = np.asarray(conn.oqs_v, dtype=np.float64)
+        m["oqs_mean_bytes"] = float(v.mean())
+        m["oqs_p99_bytes"] = float(np.percentile(v, 99))
+        m["oqs_max_bytes"] = float(v.max())
+    else:
+        m["oqs_mean_bytes"] = m["oqs_p99_bytes"] = m["oqs_max_bytes"] = 0.0
+    sent_total = sum(p.bytes_sent for p in conn.paths) or 1
+    for p in conn.paths:
+        i = p.index
+        cap = p.path.link.capacity
+        offered = cap.cum_bytes(start + duration) - cap.cum_bytes(start) if duration > 0 else 0.0
+        m[f"path{i}_bytes"] = float(p.bytes_sent)
+        m[f"path{i}_share"] = p.bytes_sent / sent_total
+        m[f"path{i}_utilisation"] = p.bytes_sent / offered if offered > 0 else 0.0
+        m[f"path{i}_packets_lost"] = float(p.packets_lost)
+        m[f"path{i}_srtt_ms"] = p.srtt * 1000
+    times = [t for t in app.object_times() if not math.isnan(t)]
+    if len(app.sizes) > 1 and times:
+        m["object_time_mean_s"] = float(np.mean(times))
+        m["object_time_p95_s"] = float(np.percentile(times, 95))
+    return m

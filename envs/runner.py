@@ -1,0 +1,48 @@
+"""Run one episode: a scenario, an app, a scheduler and a seed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from envs.apps import make_app
+from envs.metrics import episode_metrics
+from envs.scenario import Emulation, normalise_scenario
+from envs.scheduler import Scheduler
+
+
+@dataclass
+class EpisodeResult:
+    """What one episode measured (see envs/SCHEMA.md)."""
+
+    metrics: dict[str, float]
+    object_times: list[float]
+    timeseries: dict[str, np.ndarray] = field(default_factory=dict)
+    scenario: dict = field(default_factory=dict)
+    seed: int = 0
+
+
+def setup_episode(scenario, app, scheduler: Scheduler, seed: int = 0):
+    """Build (emulation, connection, app) without running; the app is started."""
+    s = normalise_scenario(scenario)
+    emu = Emulation(seed)
+    conn = emu.connect(s, scheduler)
+    request_delay = min(p["rtt_ms"] for p in s["paths"]) / 2000
+    application = make_app(app, request_delay)
+    scheduler.reset(conn)
+    application.start(conn)
+    return emu, conn, application, s
+
+
+def run_episode(scenario, app, scheduler: Scheduler, seed: int = 0) -> EpisodeResult:
+    """Emulate until the app completes or ``scenario.max_duration_s`` passes."""
+    emu, conn, application, s = setup_episode(scenario, app, scheduler, seed)
+    end = emu.sim.run(until=s["max_duration_s"])
+    return EpisodeResult(
+        metrics=episode_metrics(conn, application, end),
+        object_times=application.object_times(),
+        timeseries={"oqs_t": np.asarray(conn.oqs_t), "oqs_bytes": np.asarray(conn.oqs_v)},
+        scenario=s,
+        seed=int(seed),
+    )

@@ -1,0 +1,87 @@
+"""The scheduler hook: what a multipath scheduler sees and returns.
+
+Whenever the connection could send a packet it calls ``scheduler.decide(view)``.
+The scheduler answers with
+
+* an ``int``: the index of the path that carries the next packet (the next
+  in-order data: retransmissions first, then new data of the stream chosen by
+  the application's stream scheduler);
+* ``None`` (:data:`WAIT`): send nothing now; the connection asks again after
+  the next ACK, loss or application event;
+* a :class:`Decision`: a path plus which data (a stream, or a sequence gap for
+  GAP-style schedulers such as STMS/GAPS).
+
+If the chosen path has no congestion-window room the packet is committed to
+that path and leaves as soon as the window opens (no other decision is asked
+for meanwhile). Rule-based schedulers normally only pick paths with room.
+
+The ``view`` is the live :class:`envs.transport.Connection`; schedulers must
+treat it as read-only. Its documented read-only surface is:
+
+``view.now``                 current emulated time [s]
+``view.paths``               list of path senders, each with
+    ``index``, ``cwnd`` [bytes], ``ssthresh`` [bytes], ``in_slow_start``,
+    ``bytes_in_flight`` [bytes], ``packets_in_flight``,
+    ``srtt``/``rttvar``/``min_rtt``/``latest_rtt`` [s] (``srtt`` is the
+    RFC 9002 initial 0.333 s guess until ``has_rtt_sample``),
+    ``min_srtt``/``max_srtt`` [s] (extremes of srtt seen so far),
+    ``has_rtt_sample``, ``has_room`` (bytes_in_flight + mss <= cwnd),
+    ``packets_sent``, ``packets_acked``, ``packets_lost``, ``bytes_sent``,
+    ``retransmissions``, ``mss`` [bytes on the wire], ``payload`` [bytes]
+``view.send_window``         connection flow-control credit left [bytes]
+``view.pending_bytes``       data not yet sent, retransmissions included [bytes]
+``view.retransmit_bytes``    data waiting for retransmission [bytes]
+``view.bytes_acked``         application data acknowledged so far [bytes]
+``view.streams_pending()``   list of streams with unsent data (``stream_id``,
+                             ``remaining`` [bytes], ``size``, ``weight``,
+                             ``priority``, ``release_time``, ``sent_offset``)
+``view.payload``             stream payload carried by one packet [bytes]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+WAIT = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A path plus a choice of data.
+
+    ``stream_id``: send from this stream instead of the application's choice.
+    ``gap``: skip this many bytes ahead of the next unsent offset of the
+    stream (the skipped bytes stay unsent and are sent later, normally by a
+    faster path); 0 means the next in-order data.
+    """
+
+    path: int
+    stream_id: int | None = None
+    gap: int = 0
+
+
+class Scheduler:
+    """Base class of every scheduler. Subclasses override :meth:`decide`.
+
+    Learning schedulers that need per-packet feedback set
+    ``wants_packet_feedback = True`` and override :meth:`on_packet_acked` /
+    :meth:`on_packet_lost`; the connection skips those calls otherwise, which
+    keeps the per-packet loop free of work nobody asked for.
+    """
+
+    #: short registry name, e.g. "minrtt"
+    name: str = "scheduler"
+    #: call on_packet_acked / on_packet_lost for every packet
+    wants_packet_feedback: bool = False
+
+    def reset(self, view) -> None:
+        """Called once when a connection starts using this scheduler."""
+
+    def decide(self, view):  # -> int | None | Decision
+        raise NotImplementedError
+
+    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+        """A packet of ``size`` bytes sent at ``sent_time`` [s] on ``path`` was acked."""
+
+    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+        """A packet of ``size`` bytes sent at ``sent_time`` [s] on ``path`` was declared lost."""

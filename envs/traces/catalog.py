@@ -1,0 +1,57 @@
+"""Where the shipped trace files live, and name -> path resolution.
+
+The project ships a curated set of real traces under ``<repo>/data/traces/``
+(see ``data/PROVENANCE.md``). ``FALCON_DATA_DIR`` overrides the ``data/``
+folder (e.g. for an installed package or a larger private trace set).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from envs.errors import TraceError
+
+DATA_DIR_ENV = "FALCON_DATA_DIR"
+
+
+def data_dir() -> Path:
+    """The project's ``data/`` folder (``$FALCON_DATA_DIR`` if set)."""
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+def traces_dir() -> Path:
+    """``data_dir() / "traces"``."""
+    return data_dir() / "traces"
+
+
+def resolve_trace_path(name_or_path) -> Path:
+    """An existing trace file for ``name_or_path``.
+
+    Tried in order: the path as given (absolute, or relative to the working
+    directory), then relative to ``data/traces/``, then to ``data/``.
+    Raises :class:`TraceError` if none is a file.
+    """
+    p = Path(name_or_path).expanduser()
+    candidates = [p] if p.is_absolute() else [p, traces_dir() / p, data_dir() / p]
+    for c in candidates:
+        if c.is_file():
+            return c
+    if any(c.is_dir() for c in candidates):
+        raise TraceError(name_or_path, "is a directory, not a trace file")
+    where = "" if p.is_absolute() else f" (also looked under {traces_dir()})"
+    raise TraceError(name_or_path, f"no such file{where}")
+
+
+def list_traces(pattern: str = "**/*") -> list[str]:
+    """Shipped trace files matching ``pattern``, relative to ``data/traces/``.
+
+    Licence texts, READMEs, ``*.md`` and checksum files are left out.
+    """
+    root = traces_dir()
+    skip = ("LICENSE", "README", "SHA256SUMS")
+    return sorted(str(p.relative_to(root)) for p in root.glob(pattern)
+                  if p.is_file() and not p.name.startswith(skip) and p.suffix != ".md")

@@ -1,0 +1,624 @@
+"""An MPQUIC-like connection: streams, per-path packet-number spaces, RFC 9002
+RTT estimation and loss detection, retransmission on any path, connection flow
+control, receiver reassembly with an observable out-of-order queue, ACKs.
+
+Units: seconds and bytes. One data packet carries one STREAM frame of at most
+``payload`` bytes; its size on the wire is the frame length plus
+``header_bytes``. ACKs travel on the return direction of the path the data
+came on and are never lost (ACK loss is not modelled).
+
+Simplifications against a real QUIC stack, each documented where it lives:
+no pacing, no persistent-congestion collapse, one frame per packet, the
+receiver's flow-control auto-tuning uses the sender's smallest smoothed RTT.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from envs.cc.base import CongestionController
+from envs.scheduler import Scheduler
+
+K_PACKET_THRESHOLD = 3          # RFC 9002 kPacketThreshold
+K_TIME_THRESHOLD = 9.0 / 8.0    # RFC 9002 kTimeThreshold
+K_GRANULARITY = 0.001           # s
+K_INITIAL_RTT = 0.333           # s
+INF = math.inf
+
+
+class SentPacket:
+    __slots__ = ("pn", "time_sent", "size", "stream_id", "offset", "length")
+
+    def __init__(self, pn, time_sent, size, stream_id, offset, length):
+        self.pn = pn
+        self.time_sent = time_sent
+        self.size = size
+        self.stream_id = stream_id
+        self.offset = offset
+        self.length = length
+
+
+class PathSender:
+    """Sender-side state of one path; also the read-only path view of schedulers."""
+
+    __slots__ = ("index", "path", "cc", "mss", "payload", "srtt", "rttvar", "min_rtt",
+                 "latest_rtt", "min_srtt", "max_srtt", "has_rtt_sample", "bytes_in_flight",
+                 "next_pn", "sent", "largest_acked", "loss_time", "pto_count",
+                 "time_of_last_ack_eliciting", "timer_deadline", "timer_pending_at",
+                 "packets_sent", "packets_acked", "packets_lost", "bytes_sent",
+                 "payload_bytes_acked", "retransmissions", "max_ack_delay")
+
+    def __init__(self, index: int, path, cc: CongestionController, mss: int, payload: int,
+                 max_ack_delay: float):
+        self.index = index
+        self.path = path
+        self.cc = cc
+        self.mss = mss
+        self.payload = payload
+        self.srtt = K_INITIAL_RTT
+        self.rttvar = K_INITIAL_RTT / 2
+        self.min_rtt = INF
+        self.latest_rtt = 0.0
+        self.min_srtt = INF
+        self.max_srtt = 0.0
+        self.has_rtt_sample = False
+        self.bytes_in_flight = 0
+        self.next_pn = 0
+        self.sent: dict[int, SentPacket] = {}   # insertion order == packet-number order
+        self.largest_acked = -1
+        self.loss_time = INF
+        self.pto_count = 0
+        self.time_of_last_ack_eliciting = 0.0
+        self.timer_deadline = INF
+        self.timer_pending_at = INF
+        self.packets_sent = 0
+        self.packets_acked = 0
+        self.packets_lost = 0
+        self.bytes_sent = 0
+        self.payload_bytes_acked = 0
+        self.retransmissions = 0
+        self.max_ack_delay = max_ack_delay
+
+    # -- read-only view -------------------------------------------------
+    @property
+    def cwnd(self) -> float:
+        return self.cc.cwnd
+
+    @property
+    def ssthresh(self) -> float:
+        return self.cc.ssthresh
+
+    @property
+    def in_slow_start(self) -> bool:
+        return self.cc.cwnd < self.cc.ssthresh
+
+    @property
+    def has_room(self) -> bool:
+        return self.bytes_in_flight + self.mss <= self.cc.cwnd
+
+    @property
+    def packets_in_flight(self) -> int:
+        return len(self.sent)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    # -- RFC 9002 §5.3 ----------------------------------------------------
+    def update_rtt(self, latest: float, ack_delay: float) -> None:
+        self.latest_rtt = latest
+        if not self.has_rtt_sample:
+            self.has_rtt_sample = True
+            self.min_rtt = latest
+            self.srtt = latest
+            self.rttvar = latest / 2
+        else:
+            if latest < self.min_rtt:
+                self.min_rtt = latest
+            if ack_delay > self.max_ack_delay:
+                ack_delay = self.max_ack_delay
+            adjusted = latest - ack_delay if latest >= self.min_rtt + ack_delay else latest
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - adjusted)
+            self.srtt = 0.875 * self.srtt + 0.125 * adjusted
+        srtt = self.srtt
+        if srtt < self.min_srtt:
+            self.min_srtt = srtt
+        if srtt > self.max_srtt:
+            self.max_srtt = srtt
+        self.cc.srtt = srtt
+
+    def pto_period(self) -> float:
+        return self.srtt + max(4.0 * self.rttvar, K_GRANULARITY) + self.max_ack_delay
+
+
+class SendStream:
+    """Sender side of a stream: unsent byte ranges (sorted, disjoint)."""
+
+    __slots__ = ("stream_id", "size", "weight", "priority", "release_time", "unsent",
+                 "unsent_bytes", "sent_offset", "swrr_current")
+
+    def __init__(self, stream_id, size, weight=1.0, priority=0, release_time=0.0):
+        self.stream_id = stream_id
+        self.size = size
+        self.weight = weight
+        self.priority = priority
+        self.release_time = release_time
+        self.unsent = [[0, size]]
+        self.unsent_bytes = size
+        self.sent_offset = 0       # highest offset handed out so far
+        self.swrr_current = 0.0
+
+    @property
+    def remaining(self) -> int:
+        return self.unsent_bytes
+
+    def take(self, max_len: int, gap: int = 0):
+        """Hand out up to ``max_len`` unsent bytes, skipping ``gap`` bytes ahead
+        of the first unsent one. Returns ``(offset, length)``."""
+        unsent = self.unsent
+        if gap <= 0:
+            iv = unsent[0]
+            start = iv[0]
+            length = min(max_len, iv[1] - start)
+            iv[0] = start + length
+            if iv[0] >= iv[1]:
+                unsent.pop(0)
+        else:
+            target = unsent[0][0] + gap
+            k = 0
+            while k < len(unsent) - 1 and unsent[k][1] <= target:
+                k += 1
+            iv = unsent[k]
+            start = max(iv[0], min(target, iv[1] - 1))
+            length = min(max_len, iv[1] - start)
+            if start > iv[0]:
+                unsent.insert(k + 1, [start + length, iv[1]])
+                iv[1] = start
+                if unsent[k + 1][0] >= unsent[k + 1][1]:
+                    unsent.pop(k + 1)
+            else:
+                iv[0] = start + length
+                if iv[0] >= iv[1]:
+                    unsent.pop(k)
+        self.unsent_bytes -= length
+        if start + length > self.sent_offset:
+            self.sent_offset = start + length
+        return start, length
+
+
+class RecvStream:
+    __slots__ = ("size", "next_offset", "ooo", "complete_time")
+
+    def __init__(self, size):
+        self.size = size
+        self.next_offset = 0
+        self.ooo: dict[int, int] = {}   # offset -> length, frames above a hole
+        self.complete_time = -1.0
+
+
+class RecvPathState:
+    __slots__ = ("pending", "count", "largest", "largest_recv_time", "return_delay",
+                 "timer_pending_at")
+
+    def __init__(self):
+        self.pending: list[int] = []
+        self.count = 0
+        self.largest = -1
+        self.largest_recv_time = 0.0
+        self.return_delay = 0.0
+        self.timer_pending_at = INF
+
+
+class Connection:
+    """One multipath connection between a server (sender) and a client.
+
+    ``app`` drives it: ``open_stream`` releases data, ``on_stream_complete``
+    is called back when a stream is fully delivered in order to the client.
+    """
+
+    def __init__(self, sim, paths, ccs, scheduler: Scheduler, *, packet_size=1350,
+                 header_bytes=60, ack_every=2, max_ack_delay=0.025, ack_size=50,
+                 fc_initial_window=786432, fc_max_window=15728640, fc_autotune=True,
+                 record_oqs=True, name="conn"):
+        self.sim = sim
+        self.name = name
+        self.scheduler = scheduler
+        self.mss = packet_size
+        self.payload = packet_size - header_bytes
+        if self.payload <= 0:
+            raise ValueError("packet_size must exceed header_bytes")
+        self.header_bytes = header_bytes
+        self.paths = [PathSender(i, p, cc, packet_size, self.payload, max_ack_delay)
+                      for i, (p, cc) in enumerate(zip(paths, ccs))]
+        self.ack_every = max(1, int(ack_every))
+        self.max_ack_delay = max_ack_delay
+        self.ack_size = ack_size
+        # streams
+        self.send_streams: dict[int, SendStream] = {}
+        self.active: list[SendStream] = []       # released, with unsent data
+        self.recv_streams: dict[int, RecvStream] = {}
+        self.retx: deque = deque()                # (stream_id, offset, length) to resend
+        self.retransmit_bytes = 0
+        self.acked_frames: set = set()
+        self.new_bytes_sent = 0                   # first transmissions only (flow control)
+        self.bytes_acked = 0
+        self._pending_new = 0                     # released, not yet sent
+        self._blocked: tuple | None = None        # decision committed to a path without room
+        # flow control (receiver side state lives here too: one object, two ends)
+        self.fc_window = fc_initial_window
+        self.fc_max_window = fc_max_window
+        self.fc_autotune = fc_autotune
+        self.max_data = fc_initial_window         # receiver's limit as known to the sender
+        self._rx_max_data = fc_initial_window     # receiver's current limit
+        self._rx_consumed = 0
+        self._epoch_start_time = 0.0
+        self._epoch_start_offset = 0
+        # receiver
+        self.rx_paths = [RecvPathState() for _ in self.paths]
+        self.oqs = 0
+        self.record_oqs = record_oqs
+        self.oqs_t: list[float] = []
+        self.oqs_v: list[int] = []
+        self.delivered = 0
+        self.app = None
+        self.feedback = scheduler.wants_packet_feedback
+        self.start_time = sim.now
+        self.finished = False
+
+    # ----------------------------------------------------------- views
+    @property
+    def now(self) -> float:
+        return self.sim.now
+
+    @property
+    def send_window(self) -> int:
+        """Connection flow-control credit left at the sender [bytes]."""
+        w = self.max_data - self.new_bytes_sent
+        return w if w > 0 else 0
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending_new + self.retransmit_bytes
+
+    def streams_pending(self) -> list[SendStream]:
+        return self.active
+
+    # ----------------------------------------------------------- app API
+    def open_stream(self, stream_id: int, size: int, weight: float = 1.0, priority: int = 0) -> None:
+        """Release ``size`` bytes on a new stream now (the server has them)."""
+        if size <= 0:
+            raise ValueError(f"stream {stream_id}: size must be positive")
+        st = SendStream(stream_id, size, weight, priority, self.sim.now)
+        self.send_streams[stream_id] = st
+        self.recv_streams[stream_id] = RecvStream(size)
+        self.active.append(st)
+        self._pending_new += size
+        self.try_send()
+
+    # ----------------------------------------------------------- sending
+    def _has_data(self) -> bool:
+        if self.retx:
+            return True
+        return self._pending_new > 0 and self.max_data > self.new_bytes_sent
+
+    def try_send(self) -> None:
+        """Ask the scheduler for decisions while there is data and a path to take it."""
+        paths = self.paths
+        decide = self.scheduler.decide
+        while True:
+            blocked = self._blocked
+            if blocked is not None:
+                ps = paths[blocked[0]]
+                if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
+                    return
+                self._blocked = None
+                if not self._has_data():
+                    return
+                self._send_on(ps, blocked[1], blocked[2])
+                continue
+            if not self.retx and (self._pending_new <= 0 or self.max_data <= self.new_bytes_sent):
+                return
+            d = decide(self)
+            if d is None:
+                return
+            if type(d) is int:
+                ps = paths[d]
+                if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
+                    self._blocked = (d, None, 0)
+                    return
+                self._send_on(ps, None, 0)
+            else:
+                ps = paths[d.path]
+                if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
+                    self._blocked = (d.path, d.stream_id, d.gap)
+                    return
+                self._send_on(ps, d.stream_id, d.gap)
+
+    def _next_frame(self, stream_id, gap):
+        """Pick the data of the next packet: retransmissions first, then new data."""
+        retx = self.retx
+        while retx:
+            sid, off, length = retx.popleft()
+            self.retransmit_bytes -= length
+            if (sid, off) not in self.acked_frames:
+                return sid, off, length, True
+        active = self.active
+        if not active:
+            return None
+        credit = self.max_data - self.new_bytes_sent
+        if credit <= 0:
+            return None
+        if stream_id is not None:
+            st = self.send_streams.get(stream_id)
+            if st is None or st.unsent_bytes <= 0:
+                st = self._wrr_pick()
+        elif len(active) == 1:
+            st = active[0]
+        else:
+            st = self._wrr_pick()
+        off, length = st.take(min(self.payload, credit), gap)
+        if st.unsent_bytes <= 0:
+            active.remove(st)
+        self._pending_new -= length
+        self.new_bytes_sent += length
+        return st.stream_id, off, length, False
+
+    def _wrr_pick(self) -> SendStream:
+        """Smooth weighted round robin over streams with unsent data."""
+        best = None
+        total = 0.0
+        for st in self.active:
+            st.swrr_current += st.weight
+            total += st.weight
+            if best is None or st.swrr_current > best.swrr_current:
+                best = st
+        best.swrr_current -= total
+        return best
+
+    def _send_on(self, ps: PathSender, stream_id, gap) -> None:
+        frame = self._next_frame(stream_id, gap)
+        if frame is None:
+            return
+        sid, off, length, is_retx = frame
+        if is_retx:
+            ps.retransmissions += 1
+        self._transmit(ps, sid, off, length)
+
+    def _transmit(self, ps: PathSender, sid, off, length) -> None:
+        now = self.sim.now
+        size = length + self.header_bytes
+        pn = ps.next_pn
+        ps.next_pn = pn + 1
+        ps.sent[pn] = SentPacket(pn, now, size, sid, off, length)
+        ps.bytes_in_flight += size
+        ps.packets_sent += 1
+        ps.bytes_sent += size
+        ps.time_of_last_ack_eliciting = now
+        ps.cc.on_packet_sent(now, size)
+        r = ps.path.transmit(now, size)
+        if r is not None:
+            self.sim.schedule(r[0], self._on_data_arrival, (ps.index, pn, sid, off, length, r[1]))
+        # PTO deadline moves forward with every send; arm lazily
+        if ps.loss_time == INF:
+            self._arm(ps, now + ps.pto_period() * (1 << ps.pto_count))
+
+    # ----------------------------------------------------------- timers
+    def _arm(self, ps: PathSender, deadline: float) -> None:
+        ps.timer_deadline = deadline
+        if deadline < ps.timer_pending_at:
+            ps.timer_pending_at = deadline
+            self.sim.schedule(deadline, self._on_timer, ps)
+
+    def _set_loss_detection_timer(self, ps: PathSender) -> None:
+        if ps.loss_time < INF:
+            self._arm(ps, ps.loss_time)
+        elif ps.bytes_in_flight > 0:
+            self._arm(ps, ps.time_of_last_ack_eliciting + ps.pto_period() * (1 << ps.pto_count))
+        else:
+            ps.timer_deadline = INF
+
+    def _on_timer(self, ps: PathSender) -> None:
+        now = self.sim.now
+        if now != ps.timer_pending_at:
+            return                      # superseded by an earlier event
+        ps.timer_pending_at = INF
+        if self.finished:
+            return
+        deadline = ps.timer_deadline
+        if deadline == INF:
+            return
+        if deadline > now:              # the deadline moved: re-arm
+            self._arm(ps, deadline)
+            return
+        ps.timer_deadline = INF
+        if ps.loss_time <= now:
+            self._detect_lost(ps, now)
+        elif ps.bytes_in_flight > 0:
+            self._on_pto(ps, now)
+        self._set_loss_detection_timer(ps)
+        self.try_send()
+
+    def _on_pto(self, ps: PathSender, now: float) -> None:
+        """Probe timeout: send one probe on this path, regardless of cwnd
+        (RFC 9002 §6.2.4): new data if any, else the oldest in-flight frame."""
+        ps.pto_count += 1
+        ps.cc.on_pto(now)
+        frame = self._next_frame(None, 0)
+        if frame is not None:
+            sid, off, length, is_retx = frame
+            if is_retx:
+                ps.retransmissions += 1
+            self._transmit(ps, sid, off, length)
+        elif ps.sent:
+            sp = next(iter(ps.sent.values()))
+            ps.retransmissions += 1
+            self._transmit(ps, sp.stream_id, sp.offset, sp.length)
+
+    # ----------------------------------------------------------- receiver
+    def _on_data_arrival(self, arg) -> None:
+        pidx, pn, sid, off, length, return_delay = arg
+        now = self.sim.now
+        rp = self.rx_paths[pidx]
+        rp.pending.append(pn)
+        rp.count += 1
+        rp.return_delay = return_delay
+        immediate = pn != rp.largest + 1          # a gap: ACK at once (RFC 9000 §13.2.1)
+        if pn > rp.largest:
+            rp.largest = pn
+            rp.largest_recv_time = now
+        st = self.recv_streams[sid]
+        nxt = st.next_offset
+        if off == nxt:
+            nxt += length
+            ooo = st.ooo
+            if ooo:
+                while nxt in ooo:
+                    seg = ooo.pop(nxt)
+                    self.oqs -= seg
+                    nxt += seg
+            self.delivered += nxt - st.next_offset
+            st.next_offset = nxt
+            self._consume(now)
+            if nxt >= st.size and st.complete_time < 0:
+                st.complete_time = now
+                if self.app is not None:
+                    self.app.on_stream_complete(sid, now)
+        elif off > nxt and off not in st.ooo:
+            st.ooo[off] = length
+            self.oqs += length
+        if self.record_oqs:
+            self.oqs_t.append(now)
+            self.oqs_v.append(self.oqs)
+        if immediate or rp.count >= self.ack_every:
+            self._send_ack(pidx, now)
+        elif rp.timer_pending_at == INF:
+            rp.timer_pending_at = now + self.max_ack_delay
+            self.sim.schedule(rp.timer_pending_at, self._on_ack_timer, pidx)
+
+    def _consume(self, now: float) -> None:
+        """The client application reads delivered data at once; update the
+        connection flow-control limit as quic-go does (window update when a
+        quarter of the window is consumed; auto-tuning doubles the window when
+        an epoch is consumed in under 4 x fraction x RTT)."""
+        self._rx_consumed = self.delivered
+        remaining = self._rx_max_data - self.delivered
+        if remaining > 0.75 * self.fc_window:
+            return
+        if self.fc_autotune:
+            in_epoch = self.delivered - self._epoch_start_offset
+            if in_epoch > self.fc_window / 2:
+                rtt = min(p.srtt for p in self.paths)
+                fraction = in_epoch / self.fc_window
+                if now - self._epoch_start_time < 4.0 * fraction * rtt:
+                    self.fc_window = min(2 * self.fc_window, self.fc_max_window)
+                self._epoch_start_time = now
+                self._epoch_start_offset = self.delivered
+        self._rx_max_data = self.delivered + self.fc_window
+
+    def _on_ack_timer(self, pidx: int) -> None:
+        rp = self.rx_paths[pidx]
+        if self.sim.now != rp.timer_pending_at:
+            return
+        rp.timer_pending_at = INF
+        if rp.pending:
+            self._send_ack(pidx, self.sim.now)
+
+    def _send_ack(self, pidx: int, now: float) -> None:
+        rp = self.rx_paths[pidx]
+        arrival = self.paths[pidx].path.ack_arrival(now, rp.return_delay, self.ack_size)
+        self.sim.schedule(arrival, self._on_ack,
+                          (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data))
+        rp.pending = []
+        rp.count = 0
+        rp.timer_pending_at = INF
+
+    # ----------------------------------------------------------- ACK processing
+    def _on_ack(self, arg) -> None:
+        pidx, pns, largest, ack_delay, max_data = arg
+        if self.finished:
+            return
+        now = self.sim.now
+        ps = self.paths[pidx]
+        sent = ps.sent
+        acked_bytes = 0
+        n_acked = 0
+        largest_sent_time = -1.0
+        last_sent_time = 0.0
+        acked_frames = self.acked_frames
+        feedback = self.feedback
+        for pn in pns:
+            sp = sent.pop(pn, None)
+            if sp is None:
+                continue
+            acked_bytes += sp.size
+            n_acked += 1
+            ps.payload_bytes_acked += sp.length
+            key = (sp.stream_id, sp.offset)
+            if key not in acked_frames:
+                acked_frames.add(key)
+                self.bytes_acked += sp.length
+            if sp.time_sent > last_sent_time:
+                last_sent_time = sp.time_sent
+            if pn == largest:
+                largest_sent_time = sp.time_sent
+            if feedback:
+                self.scheduler.on_packet_acked(self, pidx, sp.size, sp.time_sent)
+        if max_data > self.max_data:
+            self.max_data = max_data
+        if largest > ps.largest_acked:
+            ps.largest_acked = largest
+        if acked_bytes:
+            ps.bytes_in_flight -= acked_bytes
+            ps.packets_acked += n_acked
+            if largest_sent_time >= 0.0:
+                ps.update_rtt(now - largest_sent_time, ack_delay)
+            ps.pto_count = 0
+            ps.cc.on_ack(now, acked_bytes, last_sent_time, ps)
+            self._detect_lost(ps, now)
+            self._set_loss_detection_timer(ps)
+        self.try_send()
+
+    def _detect_lost(self, ps: PathSender, now: float) -> None:
+        """RFC 9002 §6.1: packet and time thresholds. Both conditions are
+        monotone in the packet number, so lost packets form a prefix of the
+        (pn-ordered) sent map and the scan stops at the first survivor."""
+        ps.loss_time = INF
+        largest = ps.largest_acked
+        if largest < 0:
+            return
+        rtt = ps.latest_rtt if ps.latest_rtt > ps.srtt else ps.srtt
+        loss_delay = K_TIME_THRESHOLD * rtt
+        if loss_delay < K_GRANULARITY:
+            loss_delay = K_GRANULARITY
+        sent = ps.sent
+        lost = []
+        for pn, sp in sent.items():
+            if pn > largest:
+                break
+            # the same float expression as loss_time below, so a timer set
+            # for loss_time always finds the packet lost when it fires
+            if sp.time_sent + loss_delay <= now or largest >= pn + K_PACKET_THRESHOLD:
+                lost.append(sp)
+            else:
+                ps.loss_time = sp.time_sent + loss_delay
+                break
+        if not lost:
+            return
+        cc = ps.cc
+        feedback = self.feedback
+        for sp in lost:
+            del sent[sp.pn]
+            ps.bytes_in_flight -= sp.size
+            ps.packets_lost += 1
+            if (sp.stream_id, sp.offset) not in self.acked_frames:
+                self.retx.append((sp.stream_id, sp.offset, sp.length))
+                self.retransmit_bytes += sp.length
+            cc.on_loss(now, sp.size, sp.time_sent)
+            if feedback:
+                self.scheduler.on_packet_lost(self, ps.index, sp.size, sp.time_sent)
+
+    # ----------------------------------------------------------- summary
+    @property
+    def packets_sent(self) -> int:
+        return sum(p.packets_sent for p in self.paths)

@@ -1,0 +1,147 @@
+"""What the command-line entry points share: bad input -> one error line, exit 2.
+
+:func:`main` runs a ``@hydra.main`` function so that Hydra's own errors
+(unknown config name, override syntax, a key that does not exist) come out as
+one ``error: ...`` line on stderr with exit status 2 instead of Hydra's
+multi-line report; :func:`guard` does the same for errors raised inside the
+job (``FalconInputError`` from the emulator, OmegaConf errors, missing files).
+Set ``FALCON_DEBUG=1`` to get the full traceback instead. Errors that are not
+about the input (bugs) keep their traceback.
+
+:func:`staged_output` writes an output folder next to its final place and
+moves it there only when complete, so a failed run leaves nothing half
+written.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from envs.errors import ConfigError, FalconInputError
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+OUTPUT_MARKER = "summary.json"
+
+_NOISE = (re.compile(r"^\s*full_key:"), re.compile(r"^\s*object_type="), re.compile(r"^\s*\^\s*$"),
+          re.compile(r"^Set the environment variable HYDRA_FULL_ERROR"), re.compile(r"^See https://hydra"),
+          re.compile(r"^Config search path:"), re.compile(r"^\s*provider="))
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    return (FalconInputError, HydraException, OmegaConfBaseException, FileNotFoundError,
+            IsADirectoryError, NotADirectoryError)
+
+
+def one_line(exc: BaseException) -> str:
+    """A one-line message for an input error (Hydra's multi-line reports folded)."""
+    msg = str(exc).strip() or type(exc).__name__
+    m = re.search(r"Could not find '([^']+)/([^'/]+)'", msg)
+    if m and "Available options" in msg:
+        group, name = m.groups()
+        opts = re.findall(r"^\t(\S+)$", msg.split("Available options", 1)[1], flags=re.M)
+        return f"unknown {group} {name!r} (known: {', '.join(opts)})"
+    lines = []
+    for line in msg.splitlines():
+        if not line.strip() or any(p.search(line) for p in _NOISE):
+            continue
+        lines.append(" ".join(line.split()))
+    cause = exc.__cause__
+    if cause is not None and str(cause).strip():
+        first = " ".join(str(cause).strip().splitlines()[0].split())
+        if first and first not in " ".join(lines):
+            lines.append(first)
+    text = "; ".join(lines).replace(".;", ";").replace(":;", ":")
+    if isinstance(exc, FileNotFoundError) and exc.filename and exc.filename not in text:
+        text = f"{text}: {exc.filename}"
+    return text
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT):
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def _debug() -> bool:
+    return os.environ.get("FALCON_DEBUG", "") not in ("", "0")
+
+
+def guard(fn: Callable) -> Callable:
+    """Decorator for the body of a Hydra job: input errors -> one line, exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        except _input_errors() as e:
+            if _debug():
+                raise
+            fail(one_line(e))
+
+    return wrapper
+
+
+def main(hydra_main: Callable[[], object]) -> None:
+    """Run a ``@hydra.main`` function with Hydra's errors reported as one line."""
+    # Hydra prints its own multi-line report and exits 1 unless HYDRA_FULL_ERROR=1,
+    # in which case it lets the exception through to us.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        hydra_main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except _input_errors() as e:
+        if _debug():
+            raise
+        fail(one_line(e))
+
+
+def _replaceable(path: Path) -> bool:
+    """An existing output may be replaced if it is an empty folder or an earlier output."""
+    if not path.exists():
+        return True
+    return path.is_dir() and (not any(path.iterdir()) or (path / OUTPUT_MARKER).is_file())
+
+
+@contextmanager
+def staged_output(final: str | Path) -> Iterator[Path]:
+    """Yield a temporary folder; on success it becomes ``final`` (replacing an earlier output)."""
+    final = Path(final).expanduser().absolute()
+    if not _replaceable(final):
+        raise ConfigError(f"output {final} exists and is not an earlier output folder "
+                          f"(no {OUTPUT_MARKER}); choose another output=")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if final.exists():
+        old = final.parent / f".{final.name}.old-{os.getpid()}"
+        os.replace(final, old)
+    os.replace(tmp, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+__all__ = ["main", "guard", "fail", "one_line", "staged_output", "EXIT_BAD_INPUT"]

@@ -1,0 +1,211 @@
+"""From a composed Hydra config to the plain dicts the emulator runs.
+
+The entry points compose ``configs/`` with Hydra; this module turns the
+result into a :class:`Plan`: the named scenarios, apps and agents of a run,
+the seeds, as plain (resolved) dicts, and checks the values the entry points
+own (runs, seed, lists, runtime). Emulator values are checked by
+``envs.normalise_scenario`` / ``envs.apps.normalise_app`` when the plan is
+validated (:func:`falcon.experiment.validate_plan`).
+
+Lists (``agent_list``, ``scenario_list``, ``app_list``) name configs of their
+group (``configs/agent/<name>.yaml`` ...). The config selected by ``agent=``
+(``scenario=``, ``app=``) carries the command line's dotted overrides and is
+used wherever its name appears in the list; the other names are composed from
+their files as they are. If the command line selects ``agent=NAME`` and does
+not give ``agent_list``, that one agent runs (same for scenario and app).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from envs.errors import ConfigError
+
+#: ``configs/`` of the source tree (the package is installed editable).
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+#: keys of an agent config that are not constructor arguments
+AGENT_META_KEYS = ("train",)
+
+GROUPS = ("scenario", "app", "agent")
+
+
+@dataclass
+class Plan:
+    """What one run executes: every agent on every scenario x app x seed."""
+
+    scenarios: list[tuple[str, dict]]
+    apps: list[tuple[str, dict]]
+    agents: list[tuple[str, Any]]  # (name, agent config dict with _target_) or (name, prepared scheduler)
+    seeds: list[int]
+    choices: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.scenarios) * len(self.apps) * len(self.agents) * len(self.seeds)
+
+    def describe(self) -> str:
+        def names(items):
+            return ",".join(n for n, _ in items)
+
+        return (f"{self.n_jobs} episodes: schedulers [{names(self.agents)}] x scenarios "
+                f"[{names(self.scenarios)}] x apps [{names(self.apps)}] x {len(self.seeds)} seeds")
+
+
+def to_plain(node) -> Any:
+    """A resolved plain container from an OmegaConf node (plain values pass through)."""
+    if isinstance(node, DictConfig | ListConfig):
+        return OmegaConf.to_container(node, resolve=True, throw_on_missing=True)
+    return node
+
+
+def drop_unset(scenario: dict) -> dict:
+    """Drop ``null`` path fields, so that a Table I preset or the emulator default applies.
+
+    The scenario configs list every path field (so that each can be overridden
+    from the command line without ``+``) and use ``null`` for "not set"; the
+    emulator would take an explicit ``None`` as a value that replaces the
+    preset's.
+    """
+    out = dict(scenario)
+    if isinstance(out.get("paths"), list):
+        out["paths"] = [{k: v for k, v in p.items() if v is not None} if isinstance(p, dict) else p
+                        for p in out["paths"]]
+    return out
+
+
+def group_options(group: str) -> list[str]:
+    """Names of the configs in a config group (``configs/<group>/*.yaml``)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    gh = GlobalHydra.instance()
+    if gh.is_initialized():
+        return sorted(gh.config_loader().get_group_options(group))
+    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+
+
+def load_group(group: str, name: str) -> DictConfig:
+    """Compose ``configs/<group>/<name>.yaml`` (with its own defaults list) on its own."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import MissingConfigException
+
+    name = str(name)
+    known = group_options(group)
+    if name not in known:
+        raise ConfigError(f"unknown {group} {name!r} (known: {', '.join(known)})")
+    try:
+        if GlobalHydra.instance().is_initialized():
+            return compose(overrides=[f"+{group}={name}"])[group]
+        with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+            return compose(overrides=[f"+{group}={name}"])[group]
+    except MissingConfigException as e:  # pragma: no cover - listed above
+        raise ConfigError(f"unknown {group} {name!r} (known: {', '.join(known)})") from e
+
+
+def hydra_context() -> tuple[dict[str, str], set[str]]:
+    """(group choices, keys overridden on the command line) of the running Hydra job."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return {}, set()
+    hc = HydraConfig.get()
+    choices = {k: v for k, v in hc.runtime.choices.items() if v is not None and not k.startswith("hydra")}
+    keys = set()
+    for ov in hc.overrides.task:
+        key = ov.split("=", 1)[0].lstrip("+~")
+        keys.add(key.split("@", 1)[0])
+    return dict(choices), keys
+
+
+def check_int(cfg, key: str, lo: int) -> int:
+    value = cfg.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise ConfigError(f"{key}: expected an integer >= {lo}, got {value!r}")
+    return value
+
+
+def _names(cfg, key: str) -> list[str] | None:
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    value = to_plain(value)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{key}: expected a non-empty list of names, e.g. {key}=[a,b], got {value!r}")
+    dup = sorted({v for v in value if value.count(v) > 1})
+    if dup:
+        raise ConfigError(f"{key}: {', '.join(dup)} listed twice")
+    return value
+
+
+def _entries(cfg, group: str, choices: dict, cli_keys: set) -> list[tuple[str, Any]]:
+    list_key = f"{group}_list"
+    names = _names(cfg, list_key)
+    chosen = choices.get(group, group)
+    single = group in cli_keys and list_key not in cli_keys
+    if names is None or single:
+        if cfg.get(group) is None:
+            raise ConfigError(f"{group}: none selected (give {group}=NAME or {list_key}=[...])")
+        return [(chosen, cfg[group])]
+    return [(n, cfg[group] if n == chosen and cfg.get(group) is not None else load_group(group, n))
+            for n in names]
+
+
+def check_runtime(rt) -> dict:
+    rt = to_plain(rt) or {}
+    name = rt.get("name", "local")
+    if name not in ("local", "ray"):
+        raise ConfigError(f"runtime.name: unknown runtime {name!r} (known: local, ray)")
+    if name == "local":
+        rt["workers"] = check_int(rt, "workers", 1) if rt.get("workers") is not None else 1
+    else:
+        if rt.get("num_cpus") is not None:
+            rt["num_cpus"] = check_int(rt, "num_cpus", 1)
+        addr = rt.get("address")
+        if addr is not None and not isinstance(addr, str):
+            raise ConfigError(f"runtime.address: expected an address string, got {addr!r}")
+    return rt
+
+
+def make_plan(cfg: DictConfig, choices: dict | None = None, cli_keys: set | None = None) -> Plan:
+    """Resolve the run's scenarios, apps, agents and seeds from a composed config.
+
+    ``choices`` (group -> selected option) and ``cli_keys`` (keys given on the
+    command line) come from the running Hydra job when not given.
+    """
+    if choices is None or cli_keys is None:
+        hc_choices, hc_keys = hydra_context()
+        choices = hc_choices if choices is None else choices
+        cli_keys = hc_keys if cli_keys is None else cli_keys
+    runs = check_int(cfg, "runs", 1)
+    seed = check_int(cfg, "seed", 0)
+    scenarios = []
+    for name, node in _entries(cfg, "scenario", choices, cli_keys):
+        s = to_plain(node)
+        if not isinstance(s, dict):
+            raise ConfigError(f"scenario {name!r}: expected a mapping")
+        label = str(s.get("name") or name)
+        scenarios.append((label, drop_unset(s)))
+    apps = [(name, to_plain(node)) for name, node in _entries(cfg, "app", choices, cli_keys)]
+    agents = []
+    for name, node in _entries(cfg, "agent", choices, cli_keys):
+        a = to_plain(node)
+        if not isinstance(a, dict) or "_target_" not in a:
+            raise ConfigError(f"agent {name!r}: the config needs a _target_ (the scheduler class)")
+        agents.append((name, a))
+    for what, items in (("scenario", scenarios), ("app", apps), ("agent", agents)):
+        labels = [n for n, _ in items]
+        dup = sorted({n for n in labels if labels.count(n) > 1})
+        if dup:
+            raise ConfigError(f"{what} name(s) {', '.join(dup)} appear twice in one run")
+    return Plan(scenarios, apps, agents, list(range(seed, seed + runs)), dict(choices))
+
+
+__all__ = ["CONFIG_DIR", "Plan", "make_plan", "load_group", "group_options", "to_plain", "drop_unset",
+           "check_runtime", "check_int", "hydra_context", "AGENT_META_KEYS"]

@@ -1,0 +1,34 @@
+"""python -m falcon.evaluate: compare schedulers on the same scenarios, apps and seeds.
+
+    python -m falcon.evaluate agent_list=[minrtt,blest,ecf,rr] scenario=static_4g_5g runs=20
+    python -m falcon.evaluate agent_list=[minrtt,ecf] scenario=custom \\
+        scenario.paths.0.bandwidth_mbps=50 scenario.paths.1.trace=mahimahi_cellular_lte/TMobile-LTE-short.down
+    python -m falcon.evaluate -m scenario=static_4g_5g,static_4g_wlan runtime=ray
+
+Prints the comparison table, writes summary.json, table.txt, plots and the
+configs to ``output=`` (default ``results/evaluate/<time>-<run id>``) and logs
+everything to MLflow. See configs/evaluate.yaml and the README.
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from falcon import cli
+
+
+@hydra.main(config_path="../configs", config_name="evaluate", version_base="1.3")
+@cli.guard
+def _hydra_main(cfg: DictConfig) -> None:
+    from falcon.experiment import run_pipeline
+
+    run_pipeline(cfg, "evaluate")
+
+
+def main() -> None:
+    cli.main(_hydra_main)
+
+
+if __name__ == "__main__":
+    main()

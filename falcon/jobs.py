@@ -1,0 +1,76 @@
+"""One episode as a self-contained job, and the worker that runs it.
+
+A :class:`Job` holds plain data only (dicts, a seed, or a picklable prepared
+scheduler), so it runs the same in this process, in a local process pool and
+on a Ray worker. :func:`run_job` builds a fresh scheduler per episode and
+seeds every global RNG from the job's seed, so a job's metrics do not depend
+on where or after which other job it ran.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from envs.errors import ConfigError
+
+from falcon.config import AGENT_META_KEYS
+
+
+@dataclass(frozen=True)
+class Job:
+    index: int
+    scenario_name: str
+    app_name: str
+    agent_name: str
+    seed: int
+    scenario: dict
+    app: dict
+    agent: Any  # an agent config dict (with _target_) or a prepared (e.g. trained) scheduler
+
+
+def instantiate_agent(name: str, agent_cfg: dict):
+    """A new scheduler from an agent config (``_target_`` + constructor arguments)."""
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    kwargs = {k: v for k, v in agent_cfg.items() if k not in AGENT_META_KEYS}
+    try:
+        return instantiate(kwargs, _convert_="all")
+    except InstantiationException as e:
+        cause = e.__cause__ or e
+        msg = " ".join(str(cause).split()) or type(cause).__name__
+        raise ConfigError(f"agent {name!r} ({agent_cfg.get('_target_')}): {msg}") from None
+
+
+def make_scheduler(job: Job):
+    if isinstance(job.agent, dict):
+        return instantiate_agent(job.agent_name, job.agent)
+    return copy.deepcopy(job.agent)
+
+
+def seed_globals(seed: int) -> None:
+    """Seed Python's, NumPy's and (if loaded) torch's global RNGs."""
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def run_job(job: Job) -> dict[str, float]:
+    """Run one episode; returns its metrics (a flat dict of floats)."""
+    import envs
+
+    seed_globals(job.seed)
+    scheduler = make_scheduler(job)
+    result = envs.run_episode(job.scenario, job.app, scheduler, job.seed)
+    return {k: float(v) for k, v in result.metrics.items()}
+
+
+__all__ = ["Job", "run_job", "instantiate_agent", "make_scheduler", "seed_globals"]

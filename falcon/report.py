@@ -1,0 +1,190 @@
+"""Summary statistics, the comparison table, plots and the summary JSON.
+
+Pure functions on per-episode records ``{"scenario", "app", "agent", "seed",
+"metrics": {name: float}}``. The summary (see README, "summary.json") nests
+``results[scenario][app][scheduler][metric] = {n, median, p25, p75, mean,
+values}``; ``values`` are the per-seed values in seed order, with ``null`` for
+a non-finite value (the statistics are taken over the finite ones).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+STATS = ("median", "p25", "p75", "mean")
+
+
+def describe(values: Sequence[float]) -> dict:
+    """n, median, p25, p75, mean (linear-interpolated percentiles) and the raw values."""
+    raw = [float(v) if v is not None and math.isfinite(float(v)) else None for v in values]
+    finite = np.array([v for v in raw if v is not None], dtype=float)
+    if finite.size:
+        p25, median, p75 = (float(x) for x in np.percentile(finite, [25, 50, 75]))
+        mean = float(finite.mean())
+    else:
+        p25 = median = p75 = mean = None
+    return {"n": len(raw), "median": median, "p25": p25, "p75": p75, "mean": mean, "values": raw}
+
+
+def _ordered(items: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for x in items:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def summarize(records: Sequence[dict], *, seeds: Sequence[int], job: str = "evaluate",
+              extra: dict | None = None) -> dict:
+    """The summary dict (JSON-serialisable) of a set of episode records."""
+    scenarios = _ordered(r["scenario"] for r in records)
+    apps = _ordered(r["app"] for r in records)
+    agents = _ordered(r["agent"] for r in records)
+    results: dict = {}
+    for sc in scenarios:
+        for app in apps:
+            for ag in agents:
+                rows = sorted((r for r in records if (r["scenario"], r["app"], r["agent"]) == (sc, app, ag)),
+                              key=lambda r: r["seed"])
+                if not rows:
+                    continue
+                metrics = _ordered(k for r in rows for k in r["metrics"])
+                results.setdefault(sc, {}).setdefault(app, {})[ag] = {
+                    m: describe([r["metrics"].get(m, math.nan) for r in rows]) for m in metrics}
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "job": job,
+        "seeds": [int(s) for s in seeds],
+        "runs": len(seeds),
+        "scenarios": scenarios,
+        "apps": apps,
+        "schedulers": agents,
+        "results": results,
+    }
+    summary.update(extra or {})
+    return summary
+
+
+def groups(summary: dict) -> list[tuple[str, str, dict]]:
+    """(scenario, app, {scheduler: {metric: stats}}) blocks of a summary."""
+    return [(sc, app, by_agent) for sc, by_app in summary["results"].items()
+            for app, by_agent in by_app.items()]
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "-"
+    ax = abs(x)
+    if ax != 0 and (ax >= 1e5 or ax < 1e-3):
+        return f"{x:.3g}"
+    return f"{x:.4g}" if ax < 1000 else f"{x:.0f}"
+
+
+def format_table(summary: dict, metrics: Sequence[str]) -> str:
+    """The comparison table: per scenario and app, one row per scheduler.
+
+    The first metric shows median [p25, p75]; the others their median.
+    Metrics no scheduler has are left out.
+    """
+    blocks = []
+    for sc, app, by_agent in groups(summary):
+        present = [m for m in metrics if any(m in st for st in by_agent.values())]
+        if not present:
+            present = _ordered(m for st in by_agent.values() for m in st)[:1]
+        head = ["scheduler"]
+        for i, m in enumerate(present):
+            head.append(f"{m} median [p25, p75]" if i == 0 else f"{m} (median)")
+        rows = []
+        for ag, st in by_agent.items():
+            row = [ag]
+            for i, m in enumerate(present):
+                s = st.get(m)
+                if s is None:
+                    row.append("-")
+                elif i == 0:
+                    row.append(f"{_fmt(s['median'])} [{_fmt(s['p25'])}, {_fmt(s['p75'])}]")
+                else:
+                    row.append(_fmt(s["median"]))
+            rows.append(row)
+        widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
+
+        def line(cells):
+            return "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
+
+        n = max((s.get("n", 0) for st in by_agent.values() for s in st.values()), default=0)
+        title = f"scenario {sc} | app {app} | {n} runs per scheduler"
+        blocks.append("\n".join([title, line(head), "  ".join("-" * w for w in widths),
+                                 *(line(r) for r in rows)]))
+    return "\n\n".join(blocks)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
+    """One PNG per scenario x app: the metric's empirical CDF and a box plot per scheduler."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    written = []
+    for sc, app, by_agent in groups(summary):
+        data = {ag: [v for v in st[metric]["values"] if v is not None]
+                for ag, st in by_agent.items() if metric in st}
+        data = {ag: v for ag, v in data.items() if v}
+        if not data:
+            continue
+        fig, (ax_cdf, ax_box) = plt.subplots(1, 2, figsize=(11, 4.2))
+        for ag, vals in data.items():
+            x = np.sort(vals)
+            y = np.arange(1, len(x) + 1) / len(x)
+            ax_cdf.step(x, y, where="post", label=f"{ag} (n={len(x)})")
+        ax_cdf.set_xlabel(metric)
+        ax_cdf.set_ylabel("CDF")
+        ax_cdf.grid(alpha=0.3)
+        ax_cdf.legend(fontsize="small")
+        ax_box.boxplot(list(data.values()), showfliers=True)
+        ax_box.set_xticks(range(1, len(data) + 1), list(data.keys()))
+        ax_box.set_ylabel(metric)
+        ax_box.grid(alpha=0.3, axis="y")
+        fig.suptitle(f"{metric}: scenario {sc}, app {app}")
+        fig.tight_layout()
+        path = Path(out_dir) / f"{_slug(metric)}__{_slug(sc)}__{_slug(app)}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def write_json(summary: dict, path: Path) -> None:
+    Path(path).write_text(json.dumps(summary, indent=1, allow_nan=False) + "\n")
+
+
+def flat_metrics(summary: dict) -> dict[str, float]:
+    """MLflow metrics of a summary: ``<scheduler>/<metric>_<stat>``.
+
+    Runs over more than one scenario or app prefix ``<scenario>/<app>/``.
+    """
+    blocks = groups(summary)
+    prefix_all = len(blocks) > 1
+    out = {}
+    for sc, app, by_agent in blocks:
+        pre = f"{_slug(sc)}/{_slug(app)}/" if prefix_all else ""
+        for ag, st in by_agent.items():
+            for m, s in st.items():
+                for stat in STATS:
+                    if s[stat] is not None:
+                        out[f"{pre}{_slug(ag)}/{_slug(m)}_{stat}"] = s[stat]
+    return out
+
+
+__all__ = ["describe", "summarize", "format_table", "plot_metric", "write_json", "flat_metrics",
+           "groups", "SCHEMA_VERSION"]

@@ -1,0 +1,121 @@
+"""Fan a list of jobs out: in this process, a local process pool, or a Ray cluster.
+
+:func:`run_jobs` takes jobs (anything picklable with an ``index``, or plain
+objects) and a worker callable (a module-level function, so that it pickles
+by reference) and returns ``[worker(job) for job in jobs]`` in job order,
+whatever order they finish in. With deterministic workers the three runtimes
+therefore give identical results.
+
+``runtime=local`` (``workers: 1``) runs everything in this process and needs
+no Ray; ``workers: N`` uses N spawned processes. ``runtime=ray`` submits one
+Ray task per job to the cluster at ``runtime.address`` (null: a private local
+instance with ``runtime.num_cpus`` CPUs, shut down again afterwards).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from envs.errors import ConfigError, FalconInputError
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, dynamic_ncols=True,
+                disable=not (enabled and sys.stderr.isatty()))
+
+
+def run_jobs(jobs: Sequence, worker: Callable[[Any], Any], runtime: dict | None = None, *,
+             progress: bool = True, desc: str = "episodes") -> list:
+    """``[worker(job) for job in jobs]``, run on the configured runtime, in job order."""
+    runtime = dict(runtime or {})
+    name = runtime.get("name", "local")
+    if name == "local":
+        workers = int(runtime.get("workers") or 1)
+        if workers <= 1 or len(jobs) <= 1:
+            return _run_inline(jobs, worker, progress, desc)
+        return _run_pool(jobs, worker, workers, progress, desc)
+    if name == "ray":
+        return _run_ray(jobs, worker, runtime, progress, desc)
+    raise ConfigError(f"runtime.name: unknown runtime {name!r} (known: local, ray)")
+
+
+def _run_inline(jobs, worker, progress, desc) -> list:
+    out = []
+    with _progress(len(jobs), progress, desc) as bar:
+        for job in jobs:
+            out.append(worker(job))
+            bar.update(1)
+    return out
+
+
+def _run_pool(jobs, worker, workers, progress, desc) -> list:
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+    results: list = [None] * len(jobs)
+    ctx = mp.get_context("spawn")  # no fork of a process that may hold torch/MLflow threads
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool, \
+            _progress(len(jobs), progress, desc) as bar:
+        futures = {pool.submit(worker, job): i for i, job in enumerate(jobs)}
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for fut in done:
+                    results[futures[fut]] = fut.result()  # re-raises the worker's exception
+                    bar.update(1)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+    return results
+
+
+def _run_ray(jobs, worker, runtime, progress, desc) -> list:
+    import logging
+
+    import ray
+    from ray.exceptions import RayTaskError
+
+    started = False
+    if not ray.is_initialized():
+        kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+        address = runtime.get("address") or None
+        if address is None and runtime.get("num_cpus") is not None:
+            kwargs["num_cpus"] = int(runtime["num_cpus"])
+        try:
+            ray.init(address=address, **kwargs)
+        except ConnectionError as e:
+            raise ConfigError(f"runtime.address: cannot connect to Ray at {address!r}: {e}") from None
+        started = True
+    try:
+        task = ray.remote(num_cpus=1)(worker)
+        refs = [task.remote(job) for job in jobs]
+        where = {ref: i for i, ref in enumerate(refs)}
+        results: list = [None] * len(jobs)
+        pending = list(refs)
+        with _progress(len(jobs), progress, desc) as bar:
+            try:
+                while pending:
+                    done, pending = ray.wait(pending, num_returns=1)
+                    for ref in done:
+                        results[where[ref]] = ray.get(ref)
+                        bar.update(1)
+            except RayTaskError as e:
+                for ref in pending:
+                    ray.cancel(ref)
+                cause = getattr(e, "cause", None)
+                if isinstance(cause, FalconInputError | FileNotFoundError):
+                    raise cause from None
+                raise
+        return results
+    finally:
+        if started:
+            ray.shutdown()
+
+
+__all__ = ["run_jobs"]

@@ -1,0 +1,184 @@
+"""MLflow tracking of the entry points' runs.
+
+The store is, in order: ``tracking.uri``, ``$MLFLOW_TRACKING_URI``, or the
+SQLite file ``mlflow.db`` in the directory the command was started from, with
+artifacts in ``mlartifacts/`` next to it, so that
+
+    mlflow ui --backend-store-uri sqlite:///mlflow.db
+
+shows every run with nothing else to set up. :func:`tracked_run` marks a run
+FINISHED when its block completes, FAILED when it raises (KILLED on Ctrl-C),
+so no run is left RUNNING. MLflow is imported only when a run starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+DB_NAME = "mlflow.db"
+ARTIFACT_DIR = "mlartifacts"
+MAX_PARAMS_PER_BATCH = 100
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAM_LEN = 6000
+
+
+def resolve_uri(uri: str | None, base_dir: str | Path | None = None) -> str:
+    """The tracking URI to use (see the module docstring)."""
+    if uri:
+        return str(uri)
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    base = Path(base_dir or os.getcwd()).resolve()
+    return f"sqlite:///{base / DB_NAME}"
+
+
+def default_artifact_location(uri: str) -> str | None:
+    """``mlartifacts/`` next to a SQLite store; the server's choice otherwise."""
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        return (db.parent / ARTIFACT_DIR).resolve().as_uri()
+    return None
+
+
+def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:
+    """Dotted-key params of a nested config (lists of scalars as JSON, lists of mappings by index)."""
+    out: dict[str, str] = {}
+    for k, v in cfg.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            if v:
+                out.update(flatten(v, key + "."))
+            else:
+                out[key] = "{}"
+        elif isinstance(v, list | tuple) and any(isinstance(x, Mapping) for x in v):
+            for i, x in enumerate(v):
+                if isinstance(x, Mapping):
+                    out.update(flatten(x, f"{key}.{i}."))
+                else:
+                    out[f"{key}.{i}"] = str(x)
+        elif isinstance(v, list | tuple):
+            out[key] = json.dumps(list(v))
+        else:
+            out[key] = "null" if v is None else str(v)
+    return {k: v[:MAX_PARAM_LEN] for k, v in out.items()}
+
+
+def git_commit(cwd: str | Path | None = None) -> str | None:
+    try:
+        res = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd or Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() if res.returncode == 0 and res.stdout.strip() else None
+
+
+class NullTracker:
+    """Tracking switched off: every call does nothing."""
+
+    run_id: str | None = None
+    uri: str | None = None
+    enabled = False
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        pass
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        pass
+
+    def log_artifacts(self, local_dir: str | Path, artifact_path: str | None = None) -> None:
+        pass
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        pass
+
+
+class Tracker(NullTracker):
+    """One MLflow run, driven through ``MlflowClient`` (no global active run)."""
+
+    enabled = True
+
+    def __init__(self, client, run_id: str, uri: str):
+        self.client = client
+        self.run_id = run_id
+        self.uri = uri
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(str(k)[:250], str(v)[:MAX_PARAM_LEN]) for k, v in params.items()]
+        for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        ts = int(time.time() * 1000)
+        items = [Metric(k, float(v), ts, int(step or 0)) for k, v in metrics.items()]
+        for i in range(0, len(items), MAX_METRICS_PER_BATCH):
+            self.client.log_batch(self.run_id, metrics=items[i:i + MAX_METRICS_PER_BATCH])
+
+    def log_artifacts(self, local_dir: str | Path, artifact_path: str | None = None) -> None:
+        self.client.log_artifacts(self.run_id, str(local_dir), artifact_path)
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        for k, v in tags.items():
+            self.client.set_tag(self.run_id, str(k), str(v))
+
+
+def _quiet_mlflow() -> None:
+    for name in ("mlflow", "alembic", "sqlalchemy", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+@contextmanager
+def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, Any] | None = None,
+                base_dir: str | Path | None = None) -> Iterator[NullTracker]:
+    """A tracked MLflow run around a block (a :class:`NullTracker` when disabled).
+
+    The run ends FINISHED if the block completes, KILLED on KeyboardInterrupt,
+    FAILED on any other exception (which is re-raised).
+    """
+    tracking = dict(tracking or {})
+    if not tracking.get("enabled", True):
+        yield NullTracker()
+        return
+    from mlflow.tracking import MlflowClient
+
+    _quiet_mlflow()  # after the import: importing mlflow configures its loggers
+
+    uri = resolve_uri(tracking.get("uri"), base_dir)
+    client = MlflowClient(tracking_uri=uri)
+    exp_name = str(tracking.get("experiment") or "falcon")
+    exp = client.get_experiment_by_name(exp_name)
+    if exp is None:
+        location = tracking.get("artifact_location") or default_artifact_location(uri)
+        exp_id = client.create_experiment(exp_name, artifact_location=location)
+    else:
+        exp_id = exp.experiment_id
+    all_tags = {"falcon.commit": git_commit()} | dict(tracking.get("tags") or {}) | dict(tags or {})
+    all_tags = {k: str(v) for k, v in all_tags.items() if v is not None}
+    run = client.create_run(exp_id, run_name=run_name, tags=all_tags)
+    tracker = Tracker(client, run.info.run_id, uri)
+    try:
+        yield tracker
+    except KeyboardInterrupt:
+        client.set_terminated(tracker.run_id, "KILLED")
+        raise
+    except BaseException:
+        client.set_terminated(tracker.run_id, "FAILED")
+        raise
+    client.set_terminated(tracker.run_id, "FINISHED")
+
+
+__all__ = ["tracked_run", "Tracker", "NullTracker", "resolve_uri", "flatten", "default_artifact_location"]
