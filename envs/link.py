@@ -201,7 +201,11 @@ class Path:
         if self._loss_on and self.loss.lost(departure):
             self.packets_lost_random += 1
             return None
-        half = 0.5 * self.delay.sample_rtt(now)
+        d = self.delay
+        if d.cv <= 0.0 and d.one_way_series is None:
+            half = 0.5 * d.mean_rtt
+        else:
+            half = 0.5 * d.sample_rtt(now)
         arrival = departure + half
         if arrival < self._last_arrival:   # jitter never reorders within a path
             arrival = self._last_arrival

@@ -8,22 +8,24 @@ Callbacks take one argument so the hot loop needs no closures.
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from itertools import count
 
 
 class Simulator:
-    __slots__ = ("now", "_heap", "_seq", "stopped", "events_processed")
+    __slots__ = ("now", "heap", "seq", "stopped", "events_processed")
 
     def __init__(self):
         self.now = 0.0
-        self._heap: list = []
-        self._seq = 0
+        #: the event heap and the tie-breaking counter; hot loops may push
+        #: ``(time, next(sim.seq), callback, arg)`` onto ``heap`` directly.
+        self.heap: list = []
+        self.seq = count()
         self.stopped = False
         self.events_processed = 0
 
     def schedule(self, time: float, callback, arg=None) -> None:
         """Run ``callback(arg)`` at emulated ``time`` [s] (never in the past)."""
-        self._seq += 1
-        heappush(self._heap, (time, self._seq, callback, arg))
+        heappush(self.heap, (time, next(self.seq), callback, arg))
 
     def stop(self) -> None:
         self.stopped = True
@@ -31,7 +33,7 @@ class Simulator:
     def run(self, until: float = float("inf")) -> float:
         """Process events in time order until none is left, :meth:`stop` is
         called, or the next event lies beyond ``until`` [s]. Returns the clock."""
-        heap = self._heap
+        heap = self.heap
         n = 0
         self.stopped = False
         while heap:
@@ -49,4 +51,4 @@ class Simulator:
 
     @property
     def pending(self) -> int:
-        return len(self._heap)
+        return len(self.heap)

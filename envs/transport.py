@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from heapq import heappush
 
 from envs.cc.base import CongestionController
 from envs.scheduler import Scheduler
@@ -27,16 +28,10 @@ K_INITIAL_RTT = 0.333           # s
 INF = math.inf
 
 
-class SentPacket:
-    __slots__ = ("pn", "time_sent", "size", "stream_id", "offset", "length")
-
-    def __init__(self, pn, time_sent, size, stream_id, offset, length):
-        self.pn = pn
-        self.time_sent = time_sent
-        self.size = size
-        self.stream_id = stream_id
-        self.offset = offset
-        self.length = length
+# A sent packet is the tuple (time_sent [s], size [bytes on the wire],
+# stream_id, offset, length [payload bytes]): tuples are much cheaper to build
+# than objects on the per-packet path.
+T_SENT, SIZE, SID, OFF, LEN = range(5)
 
 
 class PathSender:
@@ -47,7 +42,8 @@ class PathSender:
                  "next_pn", "sent", "largest_acked", "loss_time", "pto_count",
                  "time_of_last_ack_eliciting", "timer_deadline", "timer_pending_at",
                  "packets_sent", "packets_acked", "packets_lost", "bytes_sent",
-                 "payload_bytes_acked", "retransmissions", "max_ack_delay")
+                 "payload_bytes_acked", "retransmissions", "max_ack_delay", "pto_base",
+                 "cc_on_sent")
 
     def __init__(self, index: int, path, cc: CongestionController, mss: int, payload: int,
                  max_ack_delay: float):
@@ -65,7 +61,7 @@ class PathSender:
         self.has_rtt_sample = False
         self.bytes_in_flight = 0
         self.next_pn = 0
-        self.sent: dict[int, SentPacket] = {}   # insertion order == packet-number order
+        self.sent: dict[int, tuple] = {}   # pn -> sent tuple; insertion order == pn order
         self.largest_acked = -1
         self.loss_time = INF
         self.pto_count = 0
@@ -79,6 +75,10 @@ class PathSender:
         self.payload_bytes_acked = 0
         self.retransmissions = 0
         self.max_ack_delay = max_ack_delay
+        self.pto_base = self.srtt + 4 * self.rttvar + max_ack_delay
+        # skip the per-packet call for controllers that do not override it
+        overridden = type(cc).on_packet_sent is not CongestionController.on_packet_sent
+        self.cc_on_sent = cc.on_packet_sent if overridden else None
 
     # -- read-only view -------------------------------------------------
     @property
@@ -127,9 +127,12 @@ class PathSender:
         if srtt > self.max_srtt:
             self.max_srtt = srtt
         self.cc.srtt = srtt
+        v4 = 4.0 * self.rttvar
+        self.pto_base = srtt + (v4 if v4 > K_GRANULARITY else K_GRANULARITY) + self.max_ack_delay
 
     def pto_period(self) -> float:
-        return self.srtt + max(4.0 * self.rttvar, K_GRANULARITY) + self.max_ack_delay
+        """RFC 9002 §6.2.1 PTO period without backoff [s]."""
+        return self.pto_base
 
 
 class SendStream:
@@ -319,21 +322,26 @@ class Connection:
                 continue
             if not self.retx and (self._pending_new <= 0 or self.max_data <= self.new_bytes_sent):
                 return
+            for p in paths:   # a packet can be sent only if some path has room
+                if p.bytes_in_flight + p.mss <= p.cc.cwnd:
+                    break
+            else:
+                return
             d = decide(self)
             if d is None:
                 return
             if type(d) is int:
                 ps = paths[d]
-                if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
-                    self._blocked = (d, None, 0)
-                    return
-                self._send_on(ps, None, 0)
+                sid = None
+                gap = 0
             else:
                 ps = paths[d.path]
-                if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
-                    self._blocked = (d.path, d.stream_id, d.gap)
-                    return
-                self._send_on(ps, d.stream_id, d.gap)
+                sid = d.stream_id
+                gap = d.gap
+            if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
+                self._blocked = (ps.index, sid, gap)
+                return
+            self._send_on(ps, sid, gap)
 
     def _next_frame(self, stream_id, gap):
         """Pick the data of the next packet: retransmissions first, then new data."""
@@ -377,12 +385,25 @@ class Connection:
         return best
 
     def _send_on(self, ps: PathSender, stream_id, gap) -> None:
-        frame = self._next_frame(stream_id, gap)
-        if frame is None:
-            return
-        sid, off, length, is_retx = frame
-        if is_retx:
-            ps.retransmissions += 1
+        active = self.active
+        if self.retx or stream_id is not None or gap or len(active) != 1:
+            frame = self._next_frame(stream_id, gap)
+            if frame is None:
+                return
+            sid, off, length, is_retx = frame
+            if is_retx:
+                ps.retransmissions += 1
+        else:  # the common case, inlined: new in-order data of the only stream
+            st = active[0]
+            credit = self.max_data - self.new_bytes_sent
+            if credit <= 0:
+                return
+            sid = st.stream_id
+            off, length = st.take(self.payload if self.payload < credit else credit)
+            if st.unsent_bytes <= 0:
+                active.pop()
+            self._pending_new -= length
+            self.new_bytes_sent += length
         self._transmit(ps, sid, off, length)
 
     def _transmit(self, ps: PathSender, sid, off, length) -> None:
@@ -390,18 +411,26 @@ class Connection:
         size = length + self.header_bytes
         pn = ps.next_pn
         ps.next_pn = pn + 1
-        ps.sent[pn] = SentPacket(pn, now, size, sid, off, length)
+        ps.sent[pn] = (now, size, sid, off, length)
         ps.bytes_in_flight += size
         ps.packets_sent += 1
         ps.bytes_sent += size
         ps.time_of_last_ack_eliciting = now
-        ps.cc.on_packet_sent(now, size)
+        if ps.cc_on_sent is not None:
+            ps.cc_on_sent(now, size)
         r = ps.path.transmit(now, size)
+        sim = self.sim
         if r is not None:
-            self.sim.schedule(r[0], self._on_data_arrival, (ps.index, pn, sid, off, length, r[1]))
-        # PTO deadline moves forward with every send; arm lazily
+            heappush(sim.heap, (r[0], next(sim.seq), self._on_data_arrival, (ps.index, pn, sid, off, length, r[1])))
+        # The PTO deadline moves forward with every send. Only the deadline is
+        # updated here; a heap event exists already unless none is pending
+        # (see _arm), which keeps timers off the per-packet path.
         if ps.loss_time == INF:
-            self._arm(ps, now + ps.pto_period() * (1 << ps.pto_count))
+            deadline = now + ps.pto_base * (1 << ps.pto_count)
+            ps.timer_deadline = deadline
+            if deadline < ps.timer_pending_at:
+                ps.timer_pending_at = deadline
+                sim.schedule(deadline, self._on_timer, ps)
 
     # ----------------------------------------------------------- timers
     def _arm(self, ps: PathSender, deadline: float) -> None:
@@ -453,7 +482,7 @@ class Connection:
         elif ps.sent:
             sp = next(iter(ps.sent.values()))
             ps.retransmissions += 1
-            self._transmit(ps, sp.stream_id, sp.offset, sp.length)
+            self._transmit(ps, sp[SID], sp[OFF], sp[LEN])
 
     # ----------------------------------------------------------- receiver
     def _on_data_arrival(self, arg) -> None:
@@ -527,8 +556,9 @@ class Connection:
     def _send_ack(self, pidx: int, now: float) -> None:
         rp = self.rx_paths[pidx]
         arrival = self.paths[pidx].path.ack_arrival(now, rp.return_delay, self.ack_size)
-        self.sim.schedule(arrival, self._on_ack,
-                          (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data))
+        sim = self.sim
+        heappush(sim.heap, (arrival, next(sim.seq), self._on_ack,
+                            (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data)))
         rp.pending = []
         rp.count = 0
         rp.timer_pending_at = INF
@@ -551,19 +581,20 @@ class Connection:
             sp = sent.pop(pn, None)
             if sp is None:
                 continue
-            acked_bytes += sp.size
+            t_sent, size, sid, off, length = sp
+            acked_bytes += size
             n_acked += 1
-            ps.payload_bytes_acked += sp.length
-            key = (sp.stream_id, sp.offset)
+            ps.payload_bytes_acked += length
+            key = (sid, off)
             if key not in acked_frames:
                 acked_frames.add(key)
-                self.bytes_acked += sp.length
-            if sp.time_sent > last_sent_time:
-                last_sent_time = sp.time_sent
+                self.bytes_acked += length
+            if t_sent > last_sent_time:
+                last_sent_time = t_sent
             if pn == largest:
-                largest_sent_time = sp.time_sent
+                largest_sent_time = t_sent
             if feedback:
-                self.scheduler.on_packet_acked(self, pidx, sp.size, sp.time_sent)
+                self.scheduler.on_packet_acked(self, pidx, size, t_sent)
         if max_data > self.max_data:
             self.max_data = max_data
         if largest > ps.largest_acked:
@@ -598,25 +629,25 @@ class Connection:
                 break
             # the same float expression as loss_time below, so a timer set
             # for loss_time always finds the packet lost when it fires
-            if sp.time_sent + loss_delay <= now or largest >= pn + K_PACKET_THRESHOLD:
-                lost.append(sp)
+            if sp[T_SENT] + loss_delay <= now or largest >= pn + K_PACKET_THRESHOLD:
+                lost.append(pn)
             else:
-                ps.loss_time = sp.time_sent + loss_delay
+                ps.loss_time = sp[T_SENT] + loss_delay
                 break
         if not lost:
             return
         cc = ps.cc
         feedback = self.feedback
-        for sp in lost:
-            del sent[sp.pn]
-            ps.bytes_in_flight -= sp.size
+        for pn in lost:
+            t_sent, size, sid, off, length = sent.pop(pn)
+            ps.bytes_in_flight -= size
             ps.packets_lost += 1
-            if (sp.stream_id, sp.offset) not in self.acked_frames:
-                self.retx.append((sp.stream_id, sp.offset, sp.length))
-                self.retransmit_bytes += sp.length
-            cc.on_loss(now, sp.size, sp.time_sent)
+            if (sid, off) not in self.acked_frames:
+                self.retx.append((sid, off, length))
+                self.retransmit_bytes += length
+            cc.on_loss(now, size, t_sent)
             if feedback:
-                self.scheduler.on_packet_lost(self, ps.index, sp.size, sp.time_sent)
+                self.scheduler.on_packet_lost(self, ps.index, size, t_sent)
 
     # ----------------------------------------------------------- summary
     @property

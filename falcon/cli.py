@@ -46,6 +46,11 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 
 def one_line(exc: BaseException) -> str:
     """A one-line message for an input error (Hydra's multi-line reports folded)."""
+    from hydra.errors import OverrideParseException
+
+    if isinstance(exc, OverrideParseException):
+        hint = " (list items are addressed as key.0.field=value)" if "[" in exc.override.split("=")[0] else ""
+        return f"cannot parse override {exc.override!r}{hint}"
     msg = str(exc).strip() or type(exc).__name__
     m = re.search(r"Could not find '([^']+)/([^'/]+)'", msg)
     if m and "Available options" in msg:

@@ -122,10 +122,10 @@ def hydra_context() -> tuple[dict[str, str], set[str]]:
     return dict(choices), keys
 
 
-def check_int(cfg, key: str, lo: int) -> int:
+def check_int(cfg, key: str, lo: int, where: str = "") -> int:
     value = cfg.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise ConfigError(f"{key}: expected an integer >= {lo}, got {value!r}")
+        raise ConfigError(f"{where}{key}: expected an integer >= {lo}, got {value!r}")
     return value
 
 
@@ -163,10 +163,10 @@ def check_runtime(rt) -> dict:
     if name not in ("local", "ray"):
         raise ConfigError(f"runtime.name: unknown runtime {name!r} (known: local, ray)")
     if name == "local":
-        rt["workers"] = check_int(rt, "workers", 1) if rt.get("workers") is not None else 1
+        rt["workers"] = check_int(rt, "workers", 1, "runtime.") if rt.get("workers") is not None else 1
     else:
         if rt.get("num_cpus") is not None:
-            rt["num_cpus"] = check_int(rt, "num_cpus", 1)
+            rt["num_cpus"] = check_int(rt, "num_cpus", 1, "runtime.")
         addr = rt.get("address")
         if addr is not None and not isinstance(addr, str):
             raise ConfigError(f"runtime.address: expected an address string, got {addr!r}")

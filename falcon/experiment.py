@@ -43,26 +43,14 @@ def _prefixed(where: str, fn: Callable, *args):
 def validate_plan(plan: Plan) -> None:
     """Fail before any run starts: instantiate each agent, build each scenario and app once."""
     import envs
-    from envs.apps import normalise_app
+    from envs.apps import make_app
 
-    for name, agent in plan.agents:
-        if isinstance(agent, dict):
-            instantiate_agent(name, agent)
+    schedulers = [instantiate_agent(n, a) if isinstance(a, dict) else a for n, a in plan.agents]
     for name, app in plan.apps:
-        _prefixed(f"app {name!r}", normalise_app, app)
+        _prefixed(f"app {name!r}", make_app, app, 0.0)  # loads page models and stream traces
     for name, scenario in plan.scenarios:
-        _prefixed(f"scenario {name!r}", envs.normalise_scenario, scenario)
-
-    def probe(scenario, app):
-        name, agent = plan.agents[0]
-        sched = instantiate_agent(name, agent) if isinstance(agent, dict) else agent
-        envs.setup_episode(scenario, app, sched, plan.seeds[0])  # loads traces and page models
-
-    first_scenario, first_app = plan.scenarios[0][1], plan.apps[0][1]
-    for name, scenario in plan.scenarios:
-        _prefixed(f"scenario {name!r}", probe, scenario, first_app)
-    for name, app in plan.apps[1:]:
-        _prefixed(f"app {name!r}", probe, first_scenario, app)
+        # builds paths and loads their traces
+        _prefixed(f"scenario {name!r}", envs.Emulation(plan.seeds[0]).connect, scenario, schedulers[0])
 
 
 def make_jobs(plan: Plan) -> list[Job]:

@@ -15,6 +15,7 @@ instance with ``runtime.num_cpus`` CPUs, shut down again afterwards).
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,6 +76,19 @@ def _run_pool(jobs, worker, workers, progress, desc) -> list:
     return results
 
 
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on an unreachable HOST:PORT (ray.init would retry for minutes)."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        raise ConfigError(f"runtime.address: expected HOST:PORT, 'auto' or ray://HOST:PORT, got {address!r}")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"runtime.address: no Ray cluster reachable at {address!r} ({e})") from None
+
+
 def _run_ray(jobs, worker, runtime, progress, desc) -> list:
     import logging
 
@@ -87,10 +101,16 @@ def _run_ray(jobs, worker, runtime, progress, desc) -> list:
         address = runtime.get("address") or None
         if address is None and runtime.get("num_cpus") is not None:
             kwargs["num_cpus"] = int(runtime["num_cpus"])
+        if address and address != "auto" and "://" not in address:
+            _check_reachable(address)
         try:
-            ray.init(address=address, **kwargs)
-        except ConnectionError as e:
-            raise ConfigError(f"runtime.address: cannot connect to Ray at {address!r}: {e}") from None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ray.init(address=address, **kwargs)
+        except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
+            where = f"connect to Ray at {address!r}" if address else "start a local Ray instance"
+            msg = " ".join(str(e).split())
+            raise ConfigError(f"runtime: cannot {where}: {msg}") from None
         started = True
     try:
         task = ray.remote(num_cpus=1)(worker)

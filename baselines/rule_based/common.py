@@ -74,7 +74,19 @@ def gap_limit(view) -> int:
     the target offset, whatever stream the application's stream scheduler
     picks: the smallest ``remaining`` of the pending streams minus one
     payload (0 if none). A larger gap would make the transport send a short
-    packet from the end of the stream."""
+    packet from the end of the stream.
+
+    The gap is also kept within the connection flow-control credit:
+    gap + payload <= ``view.send_window``. The stream's first unsent offset
+    is at most the bytes sent so far, so this keeps the gapped packet below
+    the receiver's offset limit (``max_data``), as a QUIC sender must
+    (RFC 9000 §4.1). Without it a gapped packet can be placed beyond that
+    limit; the emulator charges flow-control credit per byte sent, so the
+    out-of-order data can then use up the credit while the hole the
+    receiver waits for stays unsent: no window update ever comes and the
+    connection stalls (observed with STMS, 50/20 + 10/200 Mbit/s/ms, 5 MB).
+    With the cap the credit left always covers the holes below the highest
+    offset sent, so they can still be filled."""
     smallest = INF
     for st in view.streams_pending():
         r = st.remaining
@@ -83,6 +95,9 @@ def gap_limit(view) -> int:
     if smallest == INF:
         return 0
     lim = int(smallest) - view.payload
+    fc = int(view.send_window) - view.payload
+    if fc < lim:
+        lim = fc
     return lim if lim > 0 else 0
 
 

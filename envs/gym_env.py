@@ -1,0 +1,337 @@
+"""Gymnasium environment of FALCON's MDP: one step = one scheduling decision.
+
+The emulator calls its scheduler from inside the event loop; this module turns
+that around. An internal scheduler (:class:`_AgentScheduler`) answers a
+decision request with the action the environment was given, or, when there is
+none, records that a decision is needed, stops the simulator and answers
+"wait". :meth:`MultipathSchedulingEnv.step` hands the action over, lets the
+connection send (``Connection.try_send``), which asks again for the next
+packet, and runs the simulator until the next request, the end of the
+application or the time limit. The agent's thinking costs no emulated time.
+
+MDP (``SPEC-falcon.md``, "Learning elements")
+---------------------------------------------
+
+**Observation**: ``Box(0, inf, (4 * n_paths,), float32)``, one block of four
+features per path, in path order (see :data:`FEATURES` and
+:func:`feature_names`)::
+
+    [cwnd/RTT, inflight/RTT, swnd/RTT, RTT]  (path 0), [...] (path 1), ...
+
+* windows are counted in packets: ``cwnd`` [bytes on the wire] / packet size,
+  ``inflight`` = packets in flight on the path, ``swnd`` = the connection's
+  remaining flow-control credit [payload bytes] / payload per packet (the same
+  credit on every path, divided by each path's RTT);
+* ``RTT`` is the path's smoothed RTT (RFC 9002 ``srtt``; the RFC's initial
+  0.333 s before the first sample) in units of :data:`RTT_SCALE_S` (100 ms);
+* each window is divided by ``RTT`` (in those units) and by
+  :data:`RATE_SCALE_PKTS` (1000 packets per 100 ms, about 108 Mbit/s with
+  1350-byte packets), so the three rate features are ~0.01 for an initial
+  window before any RTT sample, ~1 for a path running at ~100 Mbit/s and ~10
+  for a saturated 1 Gbit/s 5G path; RTT is ~0.2-3.
+
+**Action**: ``Discrete(n_paths)``, the path of the next packet (the next
+in-order data, retransmissions first). A path is honoured whether or not it has
+congestion-window room: without room the packet is committed to that path and
+leaves when its window opens, and no other decision is asked for meanwhile
+(the state tells the agent the path is congested). The agent is only asked
+when some path could send.
+
+**Reward** (``reward=``):
+
+* ``"goodput"`` (default): in-order bytes delivered to the client application
+  during the step (from the previous decision to this one) divided by the
+  payload of one packet, i.e. "packets of goodput" obtained since the previous
+  decision. Finite even when the step takes no emulated time (several
+  decisions at one instant: the later ones get 0). The undiscounted return of
+  a complete episode is the app size in packets whatever the policy; it is the
+  discount (per decision) and the time limit that reward delivering sooner.
+* ``"goodput_rate"``: the same bytes divided by the step's emulated duration,
+  floored at :data:`GOODPUT_MIN_INTERVAL_S` (1 ms), in units of
+  :data:`GOODPUT_RATE_SCALE_BPS` (100 Mbit/s): a time-normalised goodput.
+* ``"ack_rate"`` (Peekaboo-style per-packet credit): for every packet acked
+  during the step, ``MSS / time to ACK``, in units of ``MSS`` per
+  :data:`RTT_SCALE_S` (i.e. ``0.1 s / time_to_ack``), averaged over those
+  packets; 0 when none was acked.
+
+**Episode**: one application run (default a 2 MB bulk download over static
+4G + 5G). ``terminated`` when the application completes; ``truncated`` when the
+scenario's ``max_duration_s`` (or the ``max_duration_s`` argument) of emulated
+time passes, or after ``max_steps`` decisions. The final ``info`` carries
+``metrics`` (:func:`envs.metrics.episode_metrics`) and ``episode_steps``.
+
+**Seeding**: ``reset(seed=s)`` seeds ``self.np_random`` (Gymnasium
+convention); the scenario sampler, if any, draws from it, then the emulator
+seed is drawn from it, so a reset seed reproduces the episode bit for bit.
+
+Registered as ``falcon/MultipathScheduling-v0`` on import;
+:func:`register_rllib` registers it with Ray RLlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from envs.apps import normalise_app
+from envs.errors import ConfigError
+from envs.metrics import episode_metrics
+from envs.runner import setup_episode
+from envs.scenario import normalise_scenario
+from envs.scheduler import Scheduler
+
+#: RTT unit of the observation [s]: RTTs are given in units of 100 ms.
+RTT_SCALE_S = 0.1
+#: Rate unit of the window/RTT features [packets per RTT_SCALE_S]:
+#: 1000 packets per 100 ms (~108 Mbit/s with 1350-byte packets).
+RATE_SCALE_PKTS = 1000.0
+#: "goodput_rate" reward: floor of the step duration [s] and rate unit [bit/s].
+GOODPUT_MIN_INTERVAL_S = 0.001
+GOODPUT_RATE_SCALE_BPS = 100e6
+#: Per-path feature names, in observation order.
+FEATURES = ("cwnd_per_rtt", "inflight_per_rtt", "swnd_per_rtt", "rtt")
+REWARDS = ("goodput", "goodput_rate", "ack_rate")
+
+ENV_ID = "falcon/MultipathScheduling-v0"
+DEFAULT_SCENARIO: dict = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
+DEFAULT_APP: dict = {"kind": "bulk", "size_bytes": 2_000_000}
+
+
+def feature_names(n_paths: int) -> list[str]:
+    """Names of the observation entries, e.g. ``path0_cwnd_per_rtt``."""
+    return [f"path{i}_{f}" for i in range(n_paths) for f in FEATURES]
+
+
+class _AgentScheduler(Scheduler):
+    """Answers decision requests with the action the environment set; with none
+    set it flags the request, stops the simulator and waits."""
+
+    name = "gym-agent"
+
+    def __init__(self, ack_feedback: bool):
+        self.action: int | None = None     # pending action, consumed by decide()
+        self.requested = False             # a decision is needed now
+        # read by the Connection at construction: per-packet ACK callbacks
+        # only for the ack_rate reward
+        self.wants_packet_feedback = ack_feedback
+        self.sim = None
+        self.ack_credit = 0.0
+        self.ack_count = 0
+
+    def reset(self, view) -> None:
+        self.sim = view.sim
+        self.action = None
+        self.requested = False
+        self.ack_credit = 0.0
+        self.ack_count = 0
+
+    def decide(self, view):
+        a = self.action
+        if a is not None:
+            self.action = None
+            return a
+        self.requested = True
+        self.sim.stop()
+        return None
+
+    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+        dt = self.sim.now - sent_time
+        self.ack_credit += RTT_SCALE_S / (dt if dt > 1e-9 else 1e-9)
+        self.ack_count += 1
+
+
+class MultipathSchedulingEnv(gym.Env):
+    """FALCON's multipath-scheduling MDP over the packet-level emulator (see
+    the module docstring for observation, action, reward and episode).
+
+    Args:
+        scenario: scenario dict (``envs/SCHEMA.md``); default static 4G + 5G.
+        app: app dict; default a 2 MB bulk download.
+        max_steps: truncate after this many decisions (None: no limit).
+        max_duration_s: emulated-time limit [s]; default the scenario's.
+        reward: ``"goodput"`` (default), ``"goodput_rate"`` or ``"ack_rate"``.
+        scenario_sampler: ``callable(np_random) -> scenario dict`` called at
+            every reset (e.g. a meta-learner's task sampler); overrides
+            ``scenario``. Every sampled scenario must have ``n_paths`` paths.
+        n_paths: number of paths; inferred from ``scenario`` (or one draw of
+            the sampler with a throw-away generator) when not given.
+
+    ``reset(options={"scenario": ..., "app": ...})`` overrides the scenario or
+    app for one episode.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, scenario: Mapping | None = None, app: Mapping | None = None, *,
+                 max_steps: int | None = None, max_duration_s: float | None = None,
+                 reward: str = "goodput",
+                 scenario_sampler: Callable[[np.random.Generator], Any] | None = None,
+                 n_paths: int | None = None, render_mode: str | None = None):
+        if reward not in REWARDS:
+            raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(REWARDS)}")
+        if max_steps is not None and int(max_steps) <= 0:
+            raise ConfigError(f"max_steps: must be positive, got {max_steps}")
+        if max_duration_s is not None and not float(max_duration_s) > 0:
+            raise ConfigError(f"max_duration_s: must be positive, got {max_duration_s}")
+        self.reward_kind = reward
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.max_duration_s = None if max_duration_s is None else float(max_duration_s)
+        self.scenario_sampler = scenario_sampler
+        self._scenario_cfg = normalise_scenario(DEFAULT_SCENARIO if scenario is None else scenario)
+        self._app_cfg = normalise_app(DEFAULT_APP if app is None else app)
+        if n_paths is None:
+            s = self._scenario_cfg if scenario_sampler is None else normalise_scenario(
+                scenario_sampler(np.random.default_rng(0)))
+            n_paths = len(s["paths"])
+        self.n_paths = int(n_paths)
+        self.render_mode = render_mode
+        self.observation_space = spaces.Box(0.0, np.inf, (4 * self.n_paths,), np.float32)
+        self.action_space = spaces.Discrete(self.n_paths)
+        self._sched = _AgentScheduler(ack_feedback=(reward == "ack_rate"))
+        self._obs = np.zeros(4 * self.n_paths, dtype=np.float32)
+        self._rew_goodput = reward == "goodput"
+        self._rew_rate = reward == "goodput_rate"
+        self.emulation = None
+        self.connection = None
+        self.application = None
+        self.scenario: dict | None = None
+        self.emulator_seed: int | None = None
+        self._sim = None
+        self._until = 0.0
+        self._steps = 0
+        self._over = True
+        self._inv_payload = 1.0
+
+    # ------------------------------------------------------------------ API
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        scenario = options.get("scenario")
+        if scenario is None:
+            scenario = (self.scenario_sampler(self.np_random) if self.scenario_sampler is not None
+                        else self._scenario_cfg)
+        app = options.get("app", self._app_cfg)
+        s = normalise_scenario(scenario)
+        if len(s["paths"]) != self.n_paths:
+            raise ConfigError(f"scenario has {len(s['paths'])} paths; this environment was built "
+                              f"for {self.n_paths}")
+        self.emulator_seed = int(self.np_random.integers(0, 2**32))
+        sched = self._sched
+        emu, conn, application, s = setup_episode(s, app, sched, self.emulator_seed)
+        self.emulation, self.connection, self.application, self.scenario = emu, conn, application, s
+        self._sim = emu.sim
+        self._until = self.max_duration_s if self.max_duration_s is not None else s["max_duration_s"]
+        self._inv_payload = 1.0 / conn.payload
+        self._steps = 0
+        self._over = False
+        self._advance()   # the app started; run to the first decision request
+        return self._observe(), {"emulator_seed": self.emulator_seed}
+
+    def step(self, action):
+        if self._over:
+            raise RuntimeError("episode is over: call reset()")
+        a = int(action)
+        if not 0 <= a < self.n_paths:
+            raise ValueError(f"action {action!r} outside Discrete({self.n_paths})")
+        conn = self.connection
+        sched = self._sched
+        sim = self._sim
+        delivered0 = conn.delivered
+        t0 = sim.now
+        sched.ack_credit = 0.0
+        sched.ack_count = 0
+        if sched.requested:
+            sched.requested = False
+            sched.action = a
+            conn.try_send()       # consumes the action; may ask for the next one
+            # defensive: if the state changed so that no packet was sent, the
+            # action is dropped rather than applied to a later state
+            sched.action = None
+        self._advance()
+        self._steps += 1
+
+        if self._rew_goodput:
+            reward = (conn.delivered - delivered0) * self._inv_payload
+        elif self._rew_rate:
+            dt = sim.now - t0
+            reward = ((conn.delivered - delivered0) * 8.0
+                      / (dt if dt > GOODPUT_MIN_INTERVAL_S else GOODPUT_MIN_INTERVAL_S)
+                      / GOODPUT_RATE_SCALE_BPS)
+        else:
+            n = sched.ack_count
+            reward = sched.ack_credit / n if n else 0.0
+
+        terminated = self.application.done
+        truncated = not terminated and (
+            not sched.requested
+            or (self.max_steps is not None and self._steps >= self.max_steps))
+        if terminated or truncated:
+            self._over = True
+            info = {"metrics": episode_metrics(conn, self.application, sim.now),
+                    "episode_steps": self._steps}
+        else:
+            info = {}
+        return self._observe(), float(reward), terminated, truncated, info
+
+    def close(self):
+        self.emulation = self.connection = self.application = self._sim = None
+        self._sched.sim = None
+        self._over = True
+
+    # ------------------------------------------------------------ internals
+    def _advance(self) -> None:
+        """Run the emulator until a decision is requested, the app completes,
+        the time limit passes or no event is left."""
+        sched = self._sched
+        app = self.application
+        sim = self._sim
+        until = self._until
+        while not sched.requested and not app.done:
+            if sim.now >= until or not sim.pending:
+                return
+            sim.run(until)    # Simulator.run clears `stopped` first: never call it
+            # with a request pending (handled by the loop condition)
+
+    def _observe(self) -> np.ndarray:
+        buf = self._obs
+        conn = self.connection
+        swnd = conn.send_window * self._inv_payload
+        k = 0
+        for p in conn.paths:
+            rtt = p.srtt / RTT_SCALE_S
+            c = 1.0 / (rtt * RATE_SCALE_PKTS)
+            buf[k:k + 4] = (p.cwnd / p.mss * c, p.packets_in_flight * c, swnd * c, rtt)
+            k += 4
+        return buf.copy()
+
+    @property
+    def steps(self) -> int:
+        """Decisions taken in the current episode."""
+        return self._steps
+
+
+def _rllib_env_creator(env_config=None) -> MultipathSchedulingEnv:
+    return MultipathSchedulingEnv(**dict(env_config or {}))
+
+
+def register_rllib(name: str = "falcon-multipath") -> str:
+    """Register the environment with Ray RLlib (``ray.tune.registry``) under
+    ``name``; the RLlib ``env_config`` dict holds the constructor arguments.
+    Does not start Ray. Returns ``name``."""
+    from ray.tune.registry import register_env
+
+    register_env(name, _rllib_env_creator)
+    return name
+
+
+if ENV_ID not in gym.registry:
+    gym.register(id=ENV_ID, entry_point="envs.gym_env:MultipathSchedulingEnv")
+
+
+__all__ = ["MultipathSchedulingEnv", "register_rllib", "feature_names", "ENV_ID", "FEATURES",
+           "REWARDS", "RTT_SCALE_S", "RATE_SCALE_PKTS", "GOODPUT_MIN_INTERVAL_S",
+           "GOODPUT_RATE_SCALE_BPS", "DEFAULT_SCENARIO", "DEFAULT_APP"]

@@ -1,0 +1,95 @@
+"""The shipped Hydra configs and how the entry points resolve them into a plan."""
+
+from __future__ import annotations
+
+import pytest
+
+import envs
+from envs.errors import ConfigError
+from falcon.config import group_options, make_plan
+from falcon.jobs import instantiate_agent
+
+CHOICES = {"scenario": "static_4g_5g", "app": "bulk", "agent": "minrtt"}
+
+
+def _plan(compose, overrides, cli_keys=(), choices=None):
+    cfg = compose("evaluate", overrides)
+    return make_plan(cfg, choices={**CHOICES, **(choices or {})}, cli_keys=set(cli_keys))
+
+
+@pytest.mark.parametrize("name", group_options("scenario"))
+def test_every_scenario_builds(compose, name):
+    if name == "custom":
+        pytest.skip("custom is filled from overrides (test_custom_scenario_from_overrides)")
+    plan = _plan(compose, [f"scenario={name}", "agent_list=[minrtt]"], ["scenario"], {"scenario": name})
+    (label, scenario), = plan.scenarios
+    assert label == name
+    conn = envs.Emulation(0).connect(scenario, instantiate_agent("minrtt", plan.agents[0][1]))
+    assert len(conn.paths) >= 1
+
+
+def test_mobile_scenario_uses_traces_and_table1_rtt(compose):
+    plan = _plan(compose, ["scenario=mobile_5g_5g"], ["scenario"], {"scenario": "mobile_5g_5g"})
+    s = envs.normalise_scenario(plan.scenarios[0][1])
+    for p in s["paths"]:
+        assert p["trace"].startswith("raca_5g_2020/") and p["bandwidth_mbps"] is None
+        assert (p["rtt_ms"], p["rtt_std_ms"], p["loss"]) == (27.4, 6.4, 0.001)
+
+
+def test_static_scenario_gets_table1_presets(compose):
+    s = envs.normalise_scenario(_plan(compose, []).scenarios[0][1])
+    assert [(p["bandwidth_mbps"], p["rtt_ms"]) for p in s["paths"]] == [(140.0, 29.2), (1100.0, 27.4)]
+
+
+@pytest.mark.parametrize("name", group_options("agent"))
+def test_every_agent_instantiates(compose, name):
+    plan = _plan(compose, [f"agent_list=[{name}]"])
+    sched = instantiate_agent(name, plan.agents[0][1])
+    assert isinstance(sched, envs.Scheduler)
+
+
+def test_custom_scenario_from_overrides(compose):
+    ov = ["scenario=custom", "scenario.name=mine", "scenario.cc=cubic",
+          "scenario.paths.0.bandwidth_mbps=50", "scenario.paths.0.rtt_ms=40", "scenario.paths.0.rtt_std_ms=5",
+          "scenario.paths.0.loss=0.01", "scenario.paths.0.buffer_packets=100",
+          "scenario.paths.1.trace=mahimahi_cellular_lte/TMobile-LTE-short.down", "scenario.paths.1.cc=newreno"]
+    plan = _plan(compose, ov, ["scenario", "scenario.cc"], {"scenario": "custom"})
+    label, raw = plan.scenarios[0]
+    assert label == "mine"
+    s = envs.normalise_scenario(raw)
+    p0, p1 = s["paths"]
+    assert (p0["bandwidth_mbps"], p0["rtt_ms"], p0["rtt_std_ms"], p0["loss"], p0["buffer_packets"]) == \
+        (50.0, 40.0, 5.0, 0.01, 100)
+    assert s["cc"] == "cubic" and p1["cc"] == "newreno" and p1["trace"].endswith("TMobile-LTE-short.down")
+    envs.Emulation(0).connect(raw, instantiate_agent("minrtt", plan.agents[0][1]))
+
+
+def test_agent_on_command_line_runs_alone(compose):
+    plan = _plan(compose, ["agent=blest"], ["agent"], {"agent": "blest"})
+    assert [n for n, _ in plan.agents] == ["blest"]
+
+
+def test_selected_agent_overrides_apply_inside_the_list(compose):
+    plan = _plan(compose, ["agent_list=[minrtt,blest]", "agent=blest", "agent.lambda_init=1.1"],
+                 ["agent", "agent.lambda_init", "agent_list"], {"agent": "blest"})
+    agents = dict(plan.agents)
+    assert agents["blest"]["lambda_init"] == 1.1 and "lambda_init" not in agents["minrtt"]
+
+
+def test_lists_of_scenarios_and_apps(compose):
+    plan = _plan(compose, ["scenario_list=[static_4g_5g,static_4g_wlan]", "app_list=[bulk,web]", "runs=3"])
+    assert [n for n, _ in plan.scenarios] == ["static_4g_5g", "static_4g_wlan"]
+    assert [n for n, _ in plan.apps] == ["bulk", "web"]
+    assert plan.n_jobs == 2 * 2 * 4 * 3
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["agent_list=[minrtt,nosuch]"], "unknown agent 'nosuch'"),
+    (["agent_list=[minrtt,minrtt]"], "minrtt listed twice"),
+    (["agent_list=[]"], "agent_list: expected a non-empty list"),
+    (["runs=1.5"], "runs: expected an integer"),
+    (["seed=-1"], "seed: expected an integer >= 0"),
+])
+def test_bad_plan_values(compose, overrides, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        _plan(compose, overrides)

@@ -1,0 +1,247 @@
+"""The emulator against what networking says must happen.
+
+Each test compares the emulator with an independent model (analytic queueing,
+Mathis et al., slow-start arithmetic, coupled-CC design goal, the trace's own
+mean), so it fails if the mechanism under test is missing or wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from baselines import make_scheduler
+from envs import ConfigError, Emulation, Scheduler, TraceError, run_episode, setup_episode
+from envs.apps import BulkApp
+from envs.traces import load_trace
+
+BIG_FC = {"initial_window_bytes": 10**9, "max_window_bytes": 10**9, "autotune": False}
+WIRE, PAYLOAD = 1350, 1290
+
+
+def one_path(bw, rtt, loss=0.0, cc="newreno", **kw):
+    path = {"bandwidth_mbps": bw, "rtt_ms": rtt, "loss": loss, "buffer_packets": 100_000}
+    path.update(kw.pop("path", {}))
+    s = {"paths": [path], "cc": cc, "flow_control": BIG_FC}
+    s.update(kw)
+    return s
+
+
+class RecordingMinRTT(Scheduler):
+    """minRTT on one path, recording every ACKed packet (send time, size, ack time)."""
+
+    wants_packet_feedback = True
+
+    def __init__(self):
+        self.acks = []
+
+    def decide(self, view):
+        p = view.paths[0]
+        return 0 if p.has_room else None
+
+    def on_packet_acked(self, view, path, size, sent_time):
+        self.acks.append((sent_time, size, view.now))
+
+
+# ---------------------------------------------------------------- single path
+
+
+def test_goodput_matches_link_rate_minus_headers():
+    bw = 20.0
+    r = run_episode(one_path(bw, 40), {"kind": "bulk", "size_bytes": 10_000_000}, make_scheduler("minrtt"), 0)
+    expected = bw * PAYLOAD / WIRE
+    assert r.metrics["timed_out"] == 0
+    assert r.metrics["goodput_mbps"] == pytest.approx(expected, rel=0.05)
+    assert r.metrics["goodput_mbps"] <= expected * 1.0001  # never faster than the link
+
+
+def test_rtt_samples_are_base_rtt_plus_queueing():
+    """With immediate ACKs, no jitter and a FIFO link, every RTT sample must be
+    the base RTT plus the packet's own queueing and serialisation delay, which
+    an independent FIFO recursion over the send times gives exactly."""
+    bw, rtt = 10.0, 50.0
+    sched = RecordingMinRTT()
+    run_episode(one_path(bw, rtt, ack={"every": 1}), {"kind": "bulk", "size_bytes": 1_000_000}, sched, 0)
+    rate = bw * 1e6 / 8
+    last_departure = 0.0
+    checked = 0
+    queued_some = False
+    for sent, size, acked in sorted(sched.acks):
+        departure = max(sent, last_departure) + size / rate
+        last_departure = departure
+        expected = rtt / 1000 + (departure - sent)
+        assert acked - sent == pytest.approx(expected, abs=1e-9)
+        queued_some |= departure - sent > 2 * size / rate
+        checked += 1
+    assert checked > 700 and queued_some
+
+
+def test_buffer_overflow_drops_exactly_the_excess():
+    s = one_path(1.0, 100, path={"buffer_packets": 10}, initial_window_packets=50)
+    emu, conn, app, _ = setup_episode(s, {"kind": "bulk", "size_bytes": 1_000_000}, make_scheduler("minrtt"), 0)
+    link = conn.paths[0].path.link
+    # the initial window leaves in one burst at t=0: 10 fit, 40 are dropped
+    assert conn.paths[0].packets_sent == 50
+    assert link.drops == 40
+    assert link.occupancy(0.0) == (10, 10 * WIRE)
+
+
+def test_buffer_in_bytes():
+    s = one_path(1.0, 100, path={"buffer_packets": None, "buffer_bytes": 5 * WIRE + 100},
+                 initial_window_packets=20)
+    emu, conn, app, _ = setup_episode(s, {"kind": "bulk", "size_bytes": 1_000_000}, make_scheduler("minrtt"), 0)
+    assert conn.paths[0].path.link.drops == 15
+
+
+# ---------------------------------------------------------------- congestion control
+
+
+@pytest.mark.parametrize("p", [0.002, 0.005, 0.02])
+def test_newreno_follows_mathis_law(p):
+    """Throughput ~ MSS/RTT * 1.22/sqrt(p) (Mathis et al. 1997) on a path whose
+    capacity is never the limit."""
+    rtt = 0.05
+    rates = []
+    for seed in range(2):
+        r = run_episode(one_path(1000, rtt * 1000, p, max_duration_s=40),
+                        {"kind": "bulk", "size_bytes": 10**10}, make_scheduler("minrtt"), seed)
+        rates.append(r.metrics["goodput_mbps"] * WIRE / PAYLOAD)
+    mathis = WIRE * 8 / rtt * 1.22 / math.sqrt(p) / 1e6
+    assert sum(rates) / len(rates) == pytest.approx(mathis, rel=0.25)
+
+
+def test_cubic_beats_newreno_at_high_bdp():
+    def goodput(cc):
+        r = run_episode(one_path(300, 80, 2e-4, cc=cc, max_duration_s=10),
+                        {"kind": "bulk", "size_bytes": 10**10}, make_scheduler("minrtt"), 0)
+        return r.metrics["goodput_mbps"]
+
+    assert goodput("cubic") > 1.3 * goodput("newreno")
+
+
+def test_slow_start_doubles_the_window_every_rtt():
+    rtt = 0.1
+    s = one_path(10_000, rtt * 1000, ack={"every": 1})
+    emu, conn, app, _ = setup_episode(s, {"kind": "bulk", "size_bytes": 50_000_000}, make_scheduler("minrtt"), 0)
+    cwnds = []
+    for k in range(6):
+        # just before round k+1's ACKs start arriving, all of round k is acked
+        emu.sim.run(until=(k + 1) * rtt + rtt / 2)
+        cwnds.append(conn.paths[0].cwnd / WIRE)
+    for k in range(1, 6):
+        assert cwnds[k] == pytest.approx(2 * cwnds[k - 1], rel=0.02)
+    assert cwnds[0] == pytest.approx(64, rel=0.02)
+
+
+@pytest.mark.parametrize("bw,rtt", [(100, 40), (20, 60), (500, 30)])
+def test_2mb_download_matches_analytic_time(bw, rtt):
+    """T = k RTT (slow-start rounds below the BDP) + rest / C + RTT/2."""
+    s = one_path(bw, rtt, ack={"every": 1})
+    r = run_episode(s, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("minrtt"), 0)
+    n = math.ceil(2_000_000 / PAYLOAD)
+    c = bw * 1e6 / 8
+    rtt_s = rtt / 1000
+    bdp_packets = c * rtt_s / WIRE
+    rounds, sent, cwnd = 0, 0, 32
+    while cwnd < bdp_packets and sent + cwnd < n:
+        sent += cwnd
+        cwnd *= 2
+        rounds += 1
+    analytic = rounds * rtt_s + (n - sent) * WIRE / c + rtt_s / 2
+    assert r.metrics["download_time_s"] == pytest.approx(analytic, rel=0.03)
+
+
+def _shared_bottleneck_share(cc_multipath: str, competitor: str, subflows: int = 2, seeds=(0, 1, 2),
+                             T: float = 20.0) -> float:
+    """Mean share of a shared 20 Mbit/s drop-tail bottleneck that an n-subflow
+    connection takes against one single-path flow with congestion control
+    ``competitor``. A little RTT jitter breaks the phase effects that
+    deterministic flows show at a shared drop-tail queue."""
+    shares = []
+    for seed in seeds:
+        emu = Emulation(seed)
+        path = {"bandwidth_mbps": 20, "rtt_ms": 40, "rtt_std_ms": 2, "shared_link": "bottleneck"}
+        a = emu.connect({"paths": [path] * subflows, "cc": cc_multipath}, make_scheduler("minrtt"))
+        b = emu.connect({"paths": [path], "cc": competitor}, make_scheduler("minrtt"))
+        for conn in (a, b):
+            BulkApp(10**10).start(conn)
+        emu.sim.run(until=T)
+        shares.append(a.delivered / (a.delivered + b.delivered))
+    return sum(shares) / len(shares)
+
+
+def test_coupled_cc_takes_no_more_than_one_flows_share():
+    uncoupled = _shared_bottleneck_share("newreno", "newreno")
+    assert uncoupled > 0.65          # two independent NewReno subflows take ~2/3
+    for cc in ("lia", "olia", "balia"):
+        share = _shared_bottleneck_share(cc, "newreno")
+        assert share < 0.62, cc      # ~1/2, one flow's share: the design goal of RFC 6356
+        assert share < uncoupled - 0.08, cc
+
+
+def test_coupled_cc_against_cubic_is_less_greedy_than_uncoupled_subflows():
+    uncoupled = _shared_bottleneck_share("newreno", "cubic", seeds=(0, 1))
+    for cc in ("lia", "olia", "balia"):
+        assert _shared_bottleneck_share(cc, "cubic", seeds=(0, 1)) < uncoupled, cc
+
+
+# ---------------------------------------------------------------- traces
+
+
+def test_mahimahi_replay_yields_the_trace_mean_rate():
+    window = 15.0
+    spec = {"file": "mahimahi_cellular_lte/TMobile-LTE-short.down", "start_s": 20, "duration_s": window}
+    mean_mbps = load_trace("mahimahi_cellular_lte/TMobile-LTE-short.down", start_s=20,
+                           duration_s=window).capacity.mean_rate * 8 / 1e6
+    s = {"paths": [{"trace": spec, "rtt_ms": 20, "buffer_packets": 2000}], "cc": "cubic",
+         "flow_control": BIG_FC, "max_duration_s": window}
+    r = run_episode(s, {"kind": "bulk", "size_bytes": 10**10}, make_scheduler("minrtt"), 0)
+    wire_rate = r.metrics["goodput_mbps"] * WIRE / PAYLOAD
+    assert wire_rate == pytest.approx(mean_mbps, rel=0.05)
+
+
+# ---------------------------------------------------------------- determinism and input
+
+
+def test_same_seed_same_result_different_seed_differs():
+    s = {"paths": [{"link": "4g"}, {"link": "wlan"}]}
+
+    def run(seed):
+        r = run_episode(s, {"kind": "bulk"}, make_scheduler("minrtt"), seed)
+        return json.dumps(r.metrics, sort_keys=True), r.timeseries["oqs_bytes"].tolist()
+
+    assert run(3) == run(3)
+    assert run(3)[0] != run(4)[0]
+
+
+@pytest.mark.parametrize("scenario,fragment", [
+    ({"paths": []}, "at least one path"),
+    ({"paths": [{"link": "6g"}]}, "unknown link '6g'"),
+    ({"paths": [{"bandwidth_mbps": -5}]}, "bandwidth_mbps"),
+    ({"paths": [{"bandwidth_mbps": "fast"}]}, "expected a number"),
+    ({"paths": [{"bandwidth_mbps": 10, "loss": 1.0}]}, "loss"),
+    ({"paths": [{"bandwidth_mbps": 10, "rtt_ms": 0}]}, "rtt_ms"),
+    ({"paths": [{"bandwidth_mbps": 10, "colour": "red"}]}, "unknown key(s) ['colour']"),
+    ({"paths": [{"bandwidth_mbps": 10}], "cc": "vegas"}, "unknown congestion control 'vegas'"),
+    ({"paths": [{"rtt_ms": 10}]}, "exactly one of bandwidth_mbps, trace, synthetic"),
+    ({"paths": [{"bandwidth_mbps": 10, "loss_model": "burst"}]}, "loss_model"),
+])
+def test_bad_scenario_gives_one_clear_line(scenario, fragment):
+    with pytest.raises(ConfigError) as e:
+        run_episode(scenario, {"kind": "bulk"}, make_scheduler("minrtt"), 0)
+    assert fragment in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_missing_trace_file_is_a_trace_error():
+    with pytest.raises(TraceError, match="no_such_trace.csv"):
+        run_episode({"paths": [{"trace": "no_such_trace.csv"}]}, {"kind": "bulk"}, make_scheduler("minrtt"), 0)
+
+
+def test_bad_app_is_a_config_error():
+    with pytest.raises(ConfigError, match="app.kind"):
+        run_episode({"paths": [{"link": "4g"}]}, {"kind": "video"}, make_scheduler("minrtt"), 0)
+    with pytest.raises(ConfigError, match="size_bytes"):
+        run_episode({"paths": [{"link": "4g"}]}, {"kind": "bulk", "size_bytes": 0}, make_scheduler("minrtt"), 0)

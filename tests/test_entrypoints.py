@@ -1,0 +1,131 @@
+"""End-to-end tests of python -m falcon.evaluate / falcon.train on tiny configs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import mlflow_runs
+
+TINY = ["experiment=tiny"]
+
+
+def _check_stats(stats: dict) -> None:
+    vals = [v for v in stats["values"] if v is not None]
+    assert stats["n"] == len(stats["values"])
+    assert math.isclose(stats["median"], float(np.median(vals)))
+    assert math.isclose(stats["mean"], float(np.mean(vals)))
+    assert stats["p25"] <= stats["median"] <= stats["p75"]
+
+
+def test_evaluate_end_to_end(run_cli, tmp_path, mlflow_uri):
+    out = tmp_path / "out"
+    res = run_cli("evaluate", *TINY, "agent_list=[minrtt,ecf]", "runs=3", "seed=5",
+                  f"output={out}", f"tracking.uri={mlflow_uri}")
+    assert res.returncode == 0, res.stderr
+    # the table: a header and one row per scheduler
+    assert "download_time_s median [p25, p75]" in res.stdout
+    rows = [line.split()[0] for line in res.stdout.splitlines()]
+    assert "minrtt" in rows and "ecf" in rows
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["schema_version"] == 1
+    assert summary["schedulers"] == ["minrtt", "ecf"]
+    assert summary["seeds"] == [5, 6, 7]
+    block = summary["results"]["static_4g_5g"]["bulk"]
+    for sched in ("minrtt", "ecf"):
+        for metric in ("download_time_s", "goodput_mbps", "oqs_mean_bytes", "retransmissions"):
+            stats = block[sched][metric]
+            assert stats["n"] == 3 and len(stats["values"]) == 3
+            _check_stats(stats)
+        assert all(v > 0 for v in block[sched]["download_time_s"]["values"])
+    assert (out / "table.txt").read_text().strip() in res.stdout
+    assert (out / "download_time_s__static_4g_5g__bulk.png").stat().st_size > 1000
+    assert (out / "config.yaml").is_file() and (out / "plan.yaml").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no staging left
+
+    client, runs = mlflow_runs(mlflow_uri)
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    assert run.info.run_id == summary["mlflow_run_id"]
+    assert run.data.params["runs"] == "3"
+    assert run.data.params["scenario.paths.0.link"] == "4g"
+    assert run.data.params["agent_names"] == "minrtt,ecf"
+    assert math.isclose(run.data.metrics["minrtt/download_time_s_median"],
+                        block["minrtt"]["download_time_s"]["median"])
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"summary.json", "table.txt", "config.yaml", "download_time_s__static_4g_5g__bulk.png"} <= artifacts
+
+
+def test_train_evaluates_rule_based_agents(run_cli, tmp_path, mlflow_uri):
+    out = tmp_path / "out"
+    res = run_cli("train", *TINY, f"output={out}", f"tracking.uri={mlflow_uri}")
+    assert res.returncode == 0, res.stderr
+    assert "'minrtt' is rule-based: nothing to train" in res.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["job"] == "train" and summary["schedulers"] == ["minrtt", "rr"]
+    _, runs = mlflow_runs(mlflow_uri)
+    assert [r.info.status for r in runs] == ["FINISHED"]
+    assert runs[0].data.tags["falcon.job"] == "train"
+
+
+def test_train_trains_a_learning_agent(run_cli, tmp_path, mlflow_uri):
+    out = tmp_path / "out"
+    res = run_cli("train", *TINY, "agent=minrtt", "agent._target_=learner_stub.StubLearner",
+                  "+agent.tag=t1", "+agent.train={episodes:2}", f"output={out}", f"tracking.uri={mlflow_uri}")
+    assert res.returncode == 0, res.stderr
+    assert "training agent 'minrtt'" in res.stderr
+    model = json.loads((out / "models" / "minrtt" / "model.json").read_text())
+    assert model["tag"] == "t1" and model["episodes"] == 2 and model["mean_download_time_s"] > 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["schedulers"] == ["minrtt"]  # agent= on the command line: that agent alone
+    client, runs = mlflow_runs(mlflow_uri)
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    assert "train/minrtt/mean_download_time_s" in run.data.metrics
+    assert len(client.get_metric_history(run.info.run_id, "train/minrtt/download_time_s")) == 2
+    assert [a.path for a in client.list_artifacts(run.info.run_id, "models/minrtt")] == ["models/minrtt/model.json"]
+
+
+def test_multirun_sweep(run_cli, tmp_path, mlflow_uri):
+    out = tmp_path / "sweep"
+    res = run_cli("evaluate", "-m", *TINY, "runs=1", "agent_list=[minrtt]", "scenario=static_4g_5g,single_path",
+                  f"output={out}", f"tracking.uri={mlflow_uri}")
+    assert res.returncode == 0, res.stderr
+    scen = [json.loads((out / str(i) / "summary.json").read_text())["scenarios"] for i in (0, 1)]
+    assert scen == [["static_4g_5g"], ["single_path"]]
+    _, runs = mlflow_runs(mlflow_uri)
+    assert [r.info.status for r in runs] == ["FINISHED", "FINISHED"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["agent_list=[minrtt,nosuch]"], "unknown agent 'nosuch' (known: "),
+    (["scenario=nosuch"], "unknown scenario 'nosuch' (known: "),
+    (["runs=abc"], "runs: expected an integer >= 1, got 'abc'"),
+    (["scenario.paths.0.loss=2"], "paths[0].loss"),
+    (["scenario.paths.1.trace=no/such/trace.csv"], "trace no/such/trace.csv: no such file"),
+    (["scenario.nosuchkey=1"], "Could not override 'scenario.nosuchkey'"),
+])
+def test_bad_input_is_one_error_line(run_cli, tmp_path, args, message):
+    out = tmp_path / "out"
+    res = run_cli("evaluate", *TINY, *args, f"output={out}", "tracking=none", timeout=120)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    assert message in lines[0]
+    assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
+
+
+def test_train_default_is_the_main_job(compose):
+    from falcon.config import make_plan
+
+    cfg = compose("train")
+    plan = make_plan(cfg, choices={"scenario": "static_4g_5g", "app": "bulk", "agent": "minrtt"}, cli_keys=set())
+    assert [n for n, _ in plan.agents] == ["minrtt", "blest", "ecf", "rr"]
+    assert [n for n, _ in plan.scenarios] == ["static_4g_5g"]
+    assert plan.seeds == list(range(20))
+    assert cfg.runtime.name == "local" and cfg.tracking.enabled

@@ -1,0 +1,76 @@
+"""Summary statistics, the table, plots and the summary JSON (pure functions)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from falcon.report import describe, flat_metrics, format_table, plot_metric, summarize, write_json
+
+
+def _records():
+    recs = []
+    for agent, base in (("minrtt", 1.0), ("blest", 2.0)):
+        for seed in (2, 0, 1):  # out of order on purpose
+            recs.append({"scenario": "s1", "app": "bulk", "agent": agent, "seed": seed,
+                         "metrics": {"download_time_s": base + seed, "goodput_mbps": 10.0 * (seed + 1)}})
+    return recs
+
+
+def test_describe():
+    s = describe([4.0, 1.0, 3.0, 2.0])
+    assert s == {"n": 4, "median": 2.5, "p25": 1.75, "p75": 3.25, "mean": 2.5, "values": [4.0, 1.0, 3.0, 2.0]}
+
+
+def test_describe_non_finite_values():
+    s = describe([1.0, math.nan, 3.0, math.inf])
+    assert s["n"] == 4 and s["values"] == [1.0, None, 3.0, None]
+    assert s["median"] == 2.0 and s["mean"] == 2.0
+    empty = describe([math.nan])
+    assert empty["median"] is None and empty["values"] == [None]
+
+
+def test_summarize_structure_and_seed_order():
+    summary = summarize(_records(), seeds=[0, 1, 2], job="evaluate")
+    assert summary["schedulers"] == ["minrtt", "blest"]
+    assert summary["scenarios"] == ["s1"] and summary["apps"] == ["bulk"]
+    dt = summary["results"]["s1"]["bulk"]["blest"]["download_time_s"]
+    assert dt["values"] == [2.0, 3.0, 4.0]  # seed order
+    assert (dt["n"], dt["median"], dt["p25"], dt["p75"], dt["mean"]) == (3, 3.0, 2.5, 3.5, 3.0)
+
+
+def test_table_lists_schedulers_and_skips_missing_metrics():
+    table = format_table(summarize(_records(), seeds=[0, 1, 2]), ["download_time_s", "oqs_mean_bytes",
+                                                                   "goodput_mbps"])
+    lines = table.splitlines()
+    assert lines[0].startswith("scenario s1 | app bulk | 3 runs")
+    assert "download_time_s median [p25, p75]" in lines[1] and "goodput_mbps (median)" in lines[1]
+    assert "oqs_mean_bytes" not in table
+    assert lines[3].split()[:4] == ["minrtt", "2", "[1.5,", "2.5]"]
+    assert lines[4].split()[0] == "blest"
+
+
+def test_json_roundtrip_and_flat_metrics(tmp_path):
+    recs = _records()
+    recs[0]["metrics"]["download_time_s"] = math.inf  # a timed-out run must not break the JSON
+    summary = summarize(recs, seeds=[0, 1, 2])
+    write_json(summary, tmp_path / "summary.json")
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
+    flat = flat_metrics(summary)
+    assert flat["blest/download_time_s_median"] == 3.0
+    assert set(flat) >= {"minrtt/goodput_mbps_p25", "minrtt/goodput_mbps_p75", "minrtt/goodput_mbps_mean"}
+    two = summarize(recs + [{**recs[0], "scenario": "s2"}], seeds=[0, 1, 2])
+    assert "s2/bulk/minrtt/download_time_s_median" in flat_metrics(two)
+
+
+def test_plot_writes_one_png_per_group(tmp_path):
+    paths = plot_metric(summarize(_records(), seeds=[0, 1, 2]), "download_time_s", tmp_path)
+    assert [p.name for p in paths] == ["download_time_s__s1__bulk.png"]
+    assert paths[0].read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("metric", ["no_such_metric"])
+def test_plot_of_missing_metric_writes_nothing(tmp_path, metric):
+    assert plot_metric(summarize(_records(), seeds=[0, 1, 2]), metric, tmp_path) == []
