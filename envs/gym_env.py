@@ -70,6 +70,7 @@ Registered as ``falcon/MultipathScheduling-v0`` on import;
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -193,6 +194,8 @@ class MultipathSchedulingEnv(gym.Env):
         self.action_space = spaces.Discrete(self.n_paths)
         self._sched = _AgentScheduler(ack_feedback=(reward == "ack_rate"))
         self._obs = np.zeros(4 * self.n_paths, dtype=np.float32)
+        self._vals = [0.0] * (4 * self.n_paths)
+        self._pack = struct.Struct(f"={4 * self.n_paths}f").pack_into
         self._rew_goodput = reward == "goodput"
         self._rew_rate = reward == "goodput_rate"
         self.emulation = None
@@ -297,16 +300,23 @@ class MultipathSchedulingEnv(gym.Env):
             # with a request pending (handled by the loop condition)
 
     def _observe(self) -> np.ndarray:
-        buf = self._obs
+        # Python floats are packed straight into the preallocated float32
+        # buffer (struct is several times faster than numpy item or slice
+        # assignment for a handful of values); the caller gets a copy.
+        vals = self._vals
         conn = self.connection
         swnd = conn.send_window * self._inv_payload
         k = 0
         for p in conn.paths:
             rtt = p.srtt / RTT_SCALE_S
             c = 1.0 / (rtt * RATE_SCALE_PKTS)
-            buf[k:k + 4] = (p.cwnd / p.mss * c, p.packets_in_flight * c, swnd * c, rtt)
+            vals[k] = p.cwnd / p.mss * c
+            vals[k + 1] = p.packets_in_flight * c
+            vals[k + 2] = swnd * c
+            vals[k + 3] = rtt
             k += 4
-        return buf.copy()
+        self._pack(self._obs, 0, *vals)
+        return self._obs.copy()
 
     @property
     def steps(self) -> int:

@@ -254,7 +254,6 @@ class Connection:
         self.fc_autotune = fc_autotune
         self.max_data = fc_initial_window         # receiver's limit as known to the sender
         self._rx_max_data = fc_initial_window     # receiver's current limit
-        self._rx_consumed = 0
         self._epoch_start_time = 0.0
         self._epoch_start_offset = 0
         # receiver
@@ -508,7 +507,8 @@ class Connection:
                     nxt += seg
             self.delivered += nxt - st.next_offset
             st.next_offset = nxt
-            self._consume(now)
+            if self._rx_max_data - self.delivered <= 0.75 * self.fc_window:
+                self._consume(now)
             if nxt >= st.size and st.complete_time < 0:
                 st.complete_time = now
                 if self.app is not None:
@@ -526,14 +526,11 @@ class Connection:
             self.sim.schedule(rp.timer_pending_at, self._on_ack_timer, pidx)
 
     def _consume(self, now: float) -> None:
-        """The client application reads delivered data at once; update the
+        """Called when a quarter of the flow-control window has been consumed
+        (the client application reads delivered data at once); update the
         connection flow-control limit as quic-go does (window update when a
         quarter of the window is consumed; auto-tuning doubles the window when
         an epoch is consumed in under 4 x fraction x RTT)."""
-        self._rx_consumed = self.delivered
-        remaining = self._rx_max_data - self.delivered
-        if remaining > 0.75 * self.fc_window:
-            return
         if self.fc_autotune:
             in_epoch = self.delivered - self._epoch_start_offset
             if in_epoch > self.fc_window / 2:

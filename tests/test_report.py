@@ -62,7 +62,8 @@ def test_json_roundtrip_and_flat_metrics(tmp_path):
     assert flat["blest/download_time_s_median"] == 3.0
     assert set(flat) >= {"minrtt/goodput_mbps_p25", "minrtt/goodput_mbps_p75", "minrtt/goodput_mbps_mean"}
     two = summarize(recs + [{**recs[0], "scenario": "s2"}], seeds=[0, 1, 2])
-    assert "s2/bulk/minrtt/download_time_s_median" in flat_metrics(two)
+    assert "s2/bulk/minrtt/goodput_mbps_median" in flat_metrics(two)
+    assert "s2/bulk/minrtt/download_time_s_median" not in flat_metrics(two)  # its only value is inf
 
 
 def test_plot_writes_one_png_per_group(tmp_path):
