@@ -12,7 +12,7 @@ application or the time limit. The agent's thinking costs no emulated time.
 MDP (``SPEC-falcon.md``, "Learning elements")
 ---------------------------------------------
 
-**Observation**: ``Box(0, inf, (4 * n_paths,), float32)``, one block of four
+**Observation**: ``Box(0, OBS_HIGH, (4 * n_paths,), float32)``, one block of four
 features per path, in path order (see :data:`FEATURES` and
 :func:`feature_names`)::
 
@@ -28,7 +28,9 @@ features per path, in path order (see :data:`FEATURES` and
   :data:`RATE_SCALE_PKTS` (1000 packets per 100 ms, about 108 Mbit/s with
   1350-byte packets), so the three rate features are ~0.01 for an initial
   window before any RTT sample, ~1 for a path running at ~100 Mbit/s and ~10
-  for a saturated 1 Gbit/s 5G path; RTT is ~0.2-3.
+  for a saturated 1 Gbit/s 5G path; RTT is ~0.2-3;
+* every entry is clipped to :data:`OBS_HIGH` (1e4), which real paths do not
+  reach; it only keeps the space bounded.
 
 **Action**: ``Discrete(n_paths)``, the path of the next packet (the next
 in-order data, retransmissions first). A path is honoured whether or not it has
@@ -90,6 +92,9 @@ RTT_SCALE_S = 0.1
 #: Rate unit of the window/RTT features [packets per RTT_SCALE_S]:
 #: 1000 packets per 100 ms (~108 Mbit/s with 1350-byte packets).
 RATE_SCALE_PKTS = 1000.0
+#: Upper bound of every observation entry (values are clipped to it; far
+#: above anything a real path produces, it only keeps the Box finite).
+OBS_HIGH = 1e4
 #: "goodput_rate" reward: floor of the step duration [s] and rate unit [bit/s].
 GOODPUT_MIN_INTERVAL_S = 0.001
 GOODPUT_RATE_SCALE_BPS = 100e6
@@ -190,7 +195,7 @@ class MultipathSchedulingEnv(gym.Env):
             n_paths = len(s["paths"])
         self.n_paths = int(n_paths)
         self.render_mode = render_mode
-        self.observation_space = spaces.Box(0.0, np.inf, (4 * self.n_paths,), np.float32)
+        self.observation_space = spaces.Box(0.0, OBS_HIGH, (4 * self.n_paths,), np.float32)
         self.action_space = spaces.Discrete(self.n_paths)
         self._sched = _AgentScheduler(ack_feedback=(reward == "ack_rate"))
         self._obs = np.zeros(4 * self.n_paths, dtype=np.float32)
@@ -310,10 +315,10 @@ class MultipathSchedulingEnv(gym.Env):
         for p in conn.paths:
             rtt = p.srtt / RTT_SCALE_S
             c = 1.0 / (rtt * RATE_SCALE_PKTS)
-            vals[k] = p.cwnd / p.mss * c
-            vals[k + 1] = p.packets_in_flight * c
-            vals[k + 2] = swnd * c
-            vals[k + 3] = rtt
+            vals[k] = min(p.cwnd / p.mss * c, OBS_HIGH)
+            vals[k + 1] = min(p.packets_in_flight * c, OBS_HIGH)
+            vals[k + 2] = min(swnd * c, OBS_HIGH)
+            vals[k + 3] = min(rtt, OBS_HIGH)
             k += 4
         self._pack(self._obs, 0, *vals)
         return self._obs.copy()
@@ -343,5 +348,5 @@ if ENV_ID not in gym.registry:
 
 
 __all__ = ["MultipathSchedulingEnv", "register_rllib", "feature_names", "ENV_ID", "FEATURES",
-           "REWARDS", "RTT_SCALE_S", "RATE_SCALE_PKTS", "GOODPUT_MIN_INTERVAL_S",
+           "REWARDS", "OBS_HIGH", "RTT_SCALE_S", "RATE_SCALE_PKTS", "GOODPUT_MIN_INTERVAL_S",
            "GOODPUT_RATE_SCALE_BPS", "DEFAULT_SCENARIO", "DEFAULT_APP"]

@@ -163,7 +163,9 @@ class SendStream:
         if gap <= 0:
             iv = unsent[0]
             start = iv[0]
-            length = min(max_len, iv[1] - start)
+            length = iv[1] - start
+            if max_len < length:
+                length = max_len
             iv[0] = start + length
             if iv[0] >= iv[1]:
                 unsent.pop(0)
@@ -202,7 +204,7 @@ class RecvStream:
 
 class RecvPathState:
     __slots__ = ("pending", "count", "largest", "largest_recv_time", "return_delay",
-                 "timer_pending_at")
+                 "ack_deadline", "timer_pending_at")
 
     def __init__(self):
         self.pending: list[int] = []
@@ -210,7 +212,8 @@ class RecvPathState:
         self.largest = -1
         self.largest_recv_time = 0.0
         self.return_delay = 0.0
-        self.timer_pending_at = INF
+        self.ack_deadline = INF       # when the delayed ACK must go [s]
+        self.timer_pending_at = INF   # time of the ACK-timer event in the heap, if any
 
 
 class Connection:
@@ -521,9 +524,13 @@ class Connection:
             self.oqs_v.append(self.oqs)
         if immediate or rp.count >= self.ack_every:
             self._send_ack(pidx, now)
-        elif rp.timer_pending_at == INF:
-            rp.timer_pending_at = now + self.max_ack_delay
-            self.sim.schedule(rp.timer_pending_at, self._on_ack_timer, pidx)
+        elif rp.ack_deadline == INF:
+            rp.ack_deadline = now + self.max_ack_delay
+            # one timer event in flight per path at most: an event that finds
+            # a later deadline re-arms itself (see _on_ack_timer)
+            if rp.timer_pending_at == INF:
+                rp.timer_pending_at = rp.ack_deadline
+                self.sim.schedule(rp.ack_deadline, self._on_ack_timer, pidx)
 
     def _consume(self, now: float) -> None:
         """Called when a quarter of the flow-control window has been consumed
@@ -544,11 +551,14 @@ class Connection:
 
     def _on_ack_timer(self, pidx: int) -> None:
         rp = self.rx_paths[pidx]
-        if self.sim.now != rp.timer_pending_at:
-            return
+        now = self.sim.now
         rp.timer_pending_at = INF
-        if rp.pending:
-            self._send_ack(pidx, self.sim.now)
+        if rp.ack_deadline <= now:
+            if rp.pending:
+                self._send_ack(pidx, now)
+        elif rp.ack_deadline < INF:
+            rp.timer_pending_at = rp.ack_deadline
+            self.sim.schedule(rp.ack_deadline, self._on_ack_timer, pidx)
 
     def _send_ack(self, pidx: int, now: float) -> None:
         rp = self.rx_paths[pidx]
@@ -558,7 +568,7 @@ class Connection:
                             (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data)))
         rp.pending = []
         rp.count = 0
-        rp.timer_pending_at = INF
+        rp.ack_deadline = INF
 
     # ----------------------------------------------------------- ACK processing
     def _on_ack(self, arg) -> None:

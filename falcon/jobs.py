@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from envs.errors import ConfigError
-
 from falcon.config import AGENT_META_KEYS
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import mlflow_runs
+
 from envs.errors import ConfigError
 from falcon.tracking import default_artifact_location, flatten, resolve_uri, tracked_run
 
