@@ -32,11 +32,14 @@ class Link:
 
     __slots__ = ("capacity", "buffer_packets", "buffer_bytes", "name", "_queue",
                  "_queued_bytes", "_last_departure", "_pos", "_rate", "drops",
-                 "packets_served", "bytes_served")
+                 "packets_served", "bytes_served", "offset")
 
     def __init__(self, capacity: CapacityTrace, buffer_packets: int | None = None,
-                 buffer_bytes: int | None = None, name: str = "link"):
+                 buffer_bytes: int | None = None, name: str = "link", offset: float = 0.0):
         self.capacity = capacity
+        #: emulated time 0 is trace time ``offset`` [s] (a random start into a
+        #: long trace makes each seed see a different stretch of it)
+        self.offset = float(offset)
         self.buffer_packets = buffer_packets
         self.buffer_bytes = buffer_bytes
         self.name = name
@@ -48,6 +51,11 @@ class Link:
         self.drops = 0
         self.packets_served = 0
         self.bytes_served = 0
+
+    def offered_bytes(self, t0: float, t1: float) -> float:
+        """Capacity the link offered over emulated [t0, t1] [bytes]."""
+        cap = self.capacity
+        return cap.cum_bytes(t1 + self.offset) - cap.cum_bytes(t0 + self.offset)
 
     def occupancy(self, now: float) -> tuple[int, int]:
         """(packets, bytes) admitted and not yet fully transmitted at ``now``."""
@@ -77,10 +85,10 @@ class Link:
             departure = start + size / rate
         else:
             cap = self.capacity
-            c_now = cap.cum_bytes(now)
+            c_now = cap.cum_bytes(now + self.offset)
             pos = (self._pos if self._pos > c_now else c_now) + size
             self._pos = pos
-            departure = cap.time_at(pos)
+            departure = cap.time_at(pos) - self.offset
         self._last_departure = departure
         q.append((departure, size))
         self._queued_bytes += size
@@ -100,10 +108,11 @@ class DelayModel:
     exactly, also for the large deviation ratios of the condition grid.
     """
 
-    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_i")
+    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_i", "offset")
 
     def __init__(self, mean_rtt: float, cv: float, rng: np.random.Generator,
-                 one_way_series: StepSeries | None = None):
+                 one_way_series: StepSeries | None = None, offset: float = 0.0):
+        self.offset = float(offset)
         self.mean_rtt = float(mean_rtt)
         self.one_way_series = one_way_series
         self.cv = float(cv)
@@ -112,7 +121,7 @@ class DelayModel:
         self._i = 0
 
     def sample_rtt(self, now: float) -> float:
-        mean = self.mean_rtt if self.one_way_series is None else 2.0 * self.one_way_series.value_at(now)
+        mean = self.mean_rtt if self.one_way_series is None else 2.0 * self.one_way_series.value_at(now + self.offset)
         if self.cv <= 0.0:
             return mean
         i = self._i
@@ -133,10 +142,11 @@ class LossModel:
     ``p`` may be a :class:`StepSeries` (loss from a trace).
     """
 
-    __slots__ = ("p", "series", "ge", "_bad", "_rng", "_buf", "_i")
+    __slots__ = ("p", "series", "ge", "_bad", "_rng", "_buf", "_i", "offset")
 
     def __init__(self, p: float, rng: np.random.Generator, series: StepSeries | None = None,
-                 ge: dict | None = None):
+                 ge: dict | None = None, offset: float = 0.0):
+        self.offset = float(offset)
         self.p = float(p)
         self.series = series
         self.ge = ge
@@ -167,7 +177,7 @@ class LossModel:
             elif u < ge["p_gb"]:
                 self._bad = True
             return self._uniform() < (ge["loss_bad"] if self._bad else ge["loss_good"])
-        p = self.p if self.series is None else self.series.value_at(now)
+        p = self.p if self.series is None else self.series.value_at(now + self.offset)
         return p > 0.0 and self._uniform() < p
 
 

@@ -34,8 +34,7 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
     sent_total = sum(p.bytes_sent for p in conn.paths) or 1
     for p in conn.paths:
         i = p.index
-        cap = p.path.link.capacity
-        offered = cap.cum_bytes(start + duration) - cap.cum_bytes(start) if duration > 0 else 0.0
+        offered = p.path.link.offered_bytes(start, start + duration) if duration > 0 else 0.0
         m[f"path{i}_bytes"] = float(p.bytes_sent)
         m[f"path{i}_share"] = p.bytes_sent / sent_total
         m[f"path{i}_utilisation"] = p.bytes_sent / offered if offered > 0 else 0.0

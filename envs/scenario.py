@@ -49,6 +49,9 @@ PATH_DEFAULTS: dict = {
     "bandwidth_mbps": None,
     "trace": None,
     "synthetic": None,
+    "trace_start_s": 0.0,
+    "trace_delay": True,
+    "trace_loss": True,
     "rtt_ms": 30.0,
     "rtt_std_ms": 0.0,
     "loss": 0.0,
@@ -136,6 +139,11 @@ def normalise_path(pcfg, i: int) -> dict:
         if p[bk] is not None:
             p[bk] = int(_number(p[bk], f"{key}.{bk}", 1.0))
     p["buffer_bdp"] = _number(p["buffer_bdp"], f"{key}.buffer_bdp", 0.0, lo_open=True)
+    if p["trace_start_s"] != "random":
+        p["trace_start_s"] = _number(p["trace_start_s"], f"{key}.trace_start_s", 0.0)
+    for flag in ("trace_delay", "trace_loss"):
+        if not isinstance(p[flag], bool):
+            raise ConfigError(f"{key}.{flag}: expected true or false, got {p[flag]!r}")
     if p["return_bandwidth_mbps"] is not None:
         p["return_bandwidth_mbps"] = _number(p["return_bandwidth_mbps"], f"{key}.return_bandwidth_mbps",
                                              0.0, lo_open=True)
@@ -214,21 +222,26 @@ class Emulation:
             ptrace = PathTrace(CapacityTrace.constant(p["bandwidth_mbps"] * 1e6 / 8, name=p["name"]))
         else:
             ptrace = load_path_trace(p["trace"] if p["trace"] is not None else p["synthetic"], trace_seq)
+        delay_series = ptrace.delay if p["trace_delay"] else None
+        loss_series = ptrace.loss if p["trace_loss"] else None
+        offset = p["trace_start_s"]
+        if offset == "random":
+            offset = float(np.random.default_rng(trace_seq).uniform(0.0, ptrace.capacity.period))
         link = self.shared_links.get(p["shared_link"]) if p["shared_link"] else None
         if link is None:
-            rtt_s = p["rtt_ms"] / 1000 if ptrace.delay is None else 2 * ptrace.delay.mean
+            rtt_s = p["rtt_ms"] / 1000 if delay_series is None else 2 * delay_series.mean
             if p["buffer_packets"] is None and p["buffer_bytes"] is None:
                 bdp_packets = ptrace.capacity.mean_rate * rtt_s / scenario["packet_size"]
                 buffer_packets = max(10, math.ceil(p["buffer_bdp"] * bdp_packets))
             else:
                 buffer_packets = p["buffer_packets"]
-            link = Link(ptrace.capacity, buffer_packets, p["buffer_bytes"], name=p["name"])
+            link = Link(ptrace.capacity, buffer_packets, p["buffer_bytes"], name=p["name"], offset=offset)
             if p["shared_link"]:
                 self.shared_links[p["shared_link"]] = link
         cv = p["rtt_std_ms"] / p["rtt_ms"]
-        delay = DelayModel(p["rtt_ms"] / 1000, cv, np.random.default_rng(delay_seq), ptrace.delay)
-        loss = LossModel(p["loss"], np.random.default_rng(loss_seq), ptrace.loss,
-                         p["ge"] if p["loss_model"] == "gilbert_elliott" else None)
+        delay = DelayModel(p["rtt_ms"] / 1000, cv, np.random.default_rng(delay_seq), delay_series, offset)
+        loss = LossModel(p["loss"], np.random.default_rng(loss_seq), loss_series,
+                         p["ge"] if p["loss_model"] == "gilbert_elliott" else None, offset)
         ret = None
         if p["return_bandwidth_mbps"] is not None:
             ret = Link(CapacityTrace.constant(p["return_bandwidth_mbps"] * 1e6 / 8), None, None,

@@ -86,6 +86,11 @@ def _fmt(x) -> str:
     return f"{x:.4g}" if ax < 1000 else f"{x:.0f}"
 
 
+def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    """First column left-aligned, the others right-aligned."""
+    return "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
+
+
 def format_table(summary: dict, metrics: Sequence[str]) -> str:
     """The comparison table: per scenario and app, one row per scheduler.
 
@@ -114,13 +119,10 @@ def format_table(summary: dict, metrics: Sequence[str]) -> str:
             rows.append(row)
         widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
 
-        def line(cells):
-            return "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
-
         n = max((s.get("n", 0) for st in by_agent.values() for s in st.values()), default=0)
         title = f"scenario {sc} | app {app} | {n} runs per scheduler"
-        blocks.append("\n".join([title, line(head), "  ".join("-" * w for w in widths),
-                                 *(line(r) for r in rows)]))
+        blocks.append("\n".join([title, _line(head, widths), "  ".join("-" * w for w in widths),
+                                 *(_line(r, widths) for r in rows)]))
     return "\n\n".join(blocks)
 
 

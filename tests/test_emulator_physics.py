@@ -245,3 +245,16 @@ def test_bad_app_is_a_config_error():
         run_episode({"paths": [{"link": "4g"}]}, {"kind": "video"}, make_scheduler("minrtt"), 0)
     with pytest.raises(ConfigError, match="size_bytes"):
         run_episode({"paths": [{"link": "4g"}]}, {"kind": "bulk", "size_bytes": 0}, make_scheduler("minrtt"), 0)
+
+
+def test_random_trace_start_is_seeded_and_trace_loss_can_be_ignored():
+    trace = "raca_5g_2020/download_driving/B_2019.12.16_07.22.43.csv"
+    s = {"paths": [{"link": "5g", "trace": trace, "trace_start_s": "random", "trace_loss": False}]}
+    emu_a, conn_a, _, _ = setup_episode(s, {"kind": "bulk"}, make_scheduler("minrtt"), 1)
+    emu_b, conn_b, _, _ = setup_episode(s, {"kind": "bulk"}, make_scheduler("minrtt"), 1)
+    emu_c, conn_c, _, _ = setup_episode(s, {"kind": "bulk"}, make_scheduler("minrtt"), 2)
+    off = [c.paths[0].path.link.offset for c in (conn_a, conn_b, conn_c)]
+    assert off[0] == off[1] != off[2]
+    assert 0 <= off[2] < load_trace(trace).capacity.period
+    assert conn_a.paths[0].path.loss.series is None            # Table I loss, not ping loss
+    assert conn_a.paths[0].path.delay.one_way_series is not None  # ping RTT kept
