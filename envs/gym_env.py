@@ -117,6 +117,8 @@ class _AgentScheduler(Scheduler):
     set it flags the request, stops the simulator and waits."""
 
     name = "gym-agent"
+    #: its None means "stop and ask the agent", not a wait: no idle re-ask
+    reask_when_idle = False
 
     def __init__(self, ack_feedback: bool):
         self.action: int | None = None     # pending action, consumed by decide()

@@ -8,7 +8,12 @@ import numpy as np
 
 
 def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
-    """Flat dict of floats (schema in envs/SCHEMA.md)."""
+    """Flat dict of floats (schema in envs/SCHEMA.md).
+
+    ``timed_out`` = the app did not finish; ``stalled`` = it did not finish
+    and the event queue ran dry before the time limit (a deadlock: nothing
+    left in flight and nothing scheduled), which a bug, not the network, causes.
+    """
     start = app.start_time
     done = app.done
     duration = (app.done_time if done else end_time) - start
@@ -17,6 +22,7 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
         "download_time_s": duration if done else math.nan,
         "elapsed_s": duration,
         "timed_out": 0.0 if done else 1.0,
+        "stalled": 1.0 if not done and conn.sim.pending == 0 else 0.0,
         "goodput_mbps": (conn.delivered * 8 / duration / 1e6) if duration > 0 else 0.0,
         "app_bytes": float(total),
         "retransmissions": float(sum(p.retransmissions for p in conn.paths)),

@@ -73,6 +73,9 @@ class Scheduler:
     name: str = "scheduler"
     #: call on_packet_acked / on_packet_lost for every packet
     wants_packet_feedback: bool = False
+    #: after a wait (None) with nothing in flight on any path, the connection
+    #: asks again 1 ms later, since no ACK or loss will wake it up
+    reask_when_idle: bool = True
 
     def reset(self, view) -> None:
         """Called once when a connection starts using this scheduler."""

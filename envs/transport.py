@@ -25,6 +25,7 @@ K_PACKET_THRESHOLD = 3          # RFC 9002 kPacketThreshold
 K_TIME_THRESHOLD = 9.0 / 8.0    # RFC 9002 kTimeThreshold
 K_GRANULARITY = 0.001           # s
 K_INITIAL_RTT = 0.333           # s
+REASK_DELAY = 0.001             # s; see Connection._maybe_reask
 INF = math.inf
 
 
@@ -156,40 +157,54 @@ class SendStream:
     def remaining(self) -> int:
         return self.unsent_bytes
 
-    def take(self, max_len: int, gap: int = 0):
+    @property
+    def hole_bytes(self) -> int:
+        """Unsent bytes below the highest offset sent (left by gaps) [bytes]."""
+        return self.unsent_bytes - (self.size - self.sent_offset)
+
+    def take(self, max_len: int, gap: int = 0, credit: float = math.inf):
         """Hand out up to ``max_len`` unsent bytes, skipping ``gap`` bytes ahead
-        of the first unsent one. Returns ``(offset, length)``."""
+        of the first unsent one, within ``credit`` bytes of connection
+        flow-control credit. Flow control counts the highest offset sent
+        (RFC 9000 §4.1): filling a hole below it is free, extending it costs.
+        A gap that would leave no credit falls back to the first unsent byte.
+        Returns ``(offset, length, credit used)``; length 0 if nothing fits."""
         unsent = self.unsent
-        if gap <= 0:
-            iv = unsent[0]
-            start = iv[0]
-            length = iv[1] - start
-            if max_len < length:
-                length = max_len
+        high = self.sent_offset
+        k, start = 0, unsent[0][0]
+        if gap > 0:
+            target = start + gap
+            j = 0
+            while j < len(unsent) - 1 and unsent[j][1] <= target:
+                j += 1
+            gapped = max(unsent[j][0], min(target, unsent[j][1] - 1))
+            if gapped < high or gapped - high < credit:   # affordable: take the gap
+                k, start = j, gapped
+        iv = unsent[k]
+        length = iv[1] - start
+        if max_len < length:
+            length = max_len
+        room = high - start + credit          # bytes that fit under the credit from start
+        if room < length:
+            length = int(room) if room > 0 else 0
+        if length <= 0:
+            return start, 0, 0
+        if start > iv[0]:                      # split the interval around the taken range
+            unsent.insert(k + 1, [start + length, iv[1]])
+            iv[1] = start
+            if unsent[k + 1][0] >= unsent[k + 1][1]:
+                unsent.pop(k + 1)
+        else:
             iv[0] = start + length
             if iv[0] >= iv[1]:
-                unsent.pop(0)
-        else:
-            target = unsent[0][0] + gap
-            k = 0
-            while k < len(unsent) - 1 and unsent[k][1] <= target:
-                k += 1
-            iv = unsent[k]
-            start = max(iv[0], min(target, iv[1] - 1))
-            length = min(max_len, iv[1] - start)
-            if start > iv[0]:
-                unsent.insert(k + 1, [start + length, iv[1]])
-                iv[1] = start
-                if unsent[k + 1][0] >= unsent[k + 1][1]:
-                    unsent.pop(k + 1)
-            else:
-                iv[0] = start + length
-                if iv[0] >= iv[1]:
-                    unsent.pop(k)
+                unsent.pop(k)
         self.unsent_bytes -= length
-        if start + length > self.sent_offset:
-            self.sent_offset = start + length
-        return start, length
+        end = start + length
+        used = 0
+        if end > high:
+            used = end - high
+            self.sent_offset = end
+        return start, length, used
 
 
 class RecvStream:
@@ -247,10 +262,11 @@ class Connection:
         self.retx: deque = deque()                # (stream_id, offset, length) to resend
         self.retransmit_bytes = 0
         self.acked_frames: set = set()
-        self.new_bytes_sent = 0                   # first transmissions only (flow control)
+        self.fc_consumed = 0                      # sum of streams' highest offsets sent (flow control)
         self.bytes_acked = 0
         self._pending_new = 0                     # released, not yet sent
         self._blocked: tuple | None = None        # decision committed to a path without room
+        self._reask_pending = False
         # flow control (receiver side state lives here too: one object, two ends)
         self.fc_window = fc_initial_window
         self.fc_max_window = fc_max_window
@@ -279,7 +295,7 @@ class Connection:
     @property
     def send_window(self) -> int:
         """Connection flow-control credit left at the sender [bytes]."""
-        w = self.max_data - self.new_bytes_sent
+        w = self.max_data - self.fc_consumed
         return w if w > 0 else 0
 
     @property
@@ -305,7 +321,15 @@ class Connection:
     def _has_data(self) -> bool:
         if self.retx:
             return True
-        return self._pending_new > 0 and self.max_data > self.new_bytes_sent
+        return self._pending_new > 0 and (self.max_data > self.fc_consumed or self._has_holes())
+
+    def _has_holes(self) -> bool:
+        """Some stream has unsent bytes below its highest offset sent (free to
+        send without flow-control credit). Only asked when credit is exhausted."""
+        for st in self.active:
+            if st.unsent_bytes > st.size - st.sent_offset:
+                return True
+        return False
 
     def try_send(self) -> None:
         """Ask the scheduler for decisions while there is data and a path to take it."""
@@ -322,7 +346,8 @@ class Connection:
                     return
                 self._send_on(ps, blocked[1], blocked[2])
                 continue
-            if not self.retx and (self._pending_new <= 0 or self.max_data <= self.new_bytes_sent):
+            if not self.retx and (self._pending_new <= 0 or
+                                  (self.max_data <= self.fc_consumed and not self._has_holes())):
                 return
             for p in paths:   # a packet can be sent only if some path has room
                 if p.bytes_in_flight + p.mss <= p.cc.cwnd:
@@ -331,6 +356,7 @@ class Connection:
                 return
             d = decide(self)
             if d is None:
+                self._maybe_reask()
                 return
             if type(d) is int:
                 ps = paths[d]
@@ -343,7 +369,33 @@ class Connection:
             if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
                 self._blocked = (ps.index, sid, gap)
                 return
-            self._send_on(ps, sid, gap)
+            active = self.active
+            if sid is None and not gap and not self.retx and len(active) == 1 \
+                    and active[0].unsent[0][0] == active[0].sent_offset:
+                # the common case, inlined: new in-order data of the only
+                # stream, no holes, so every byte costs flow-control credit
+                # (credit > 0 here: checked above)
+                st = active[0]
+                iv = st.unsent[0]
+                credit = self.max_data - self.fc_consumed
+                length = iv[1] - iv[0]
+                if self.payload < length:
+                    length = self.payload
+                if credit < length:
+                    length = credit
+                off = iv[0]
+                iv[0] = off + length
+                if iv[0] >= iv[1]:
+                    st.unsent.pop(0)
+                st.unsent_bytes -= length
+                st.sent_offset = iv[0] if iv[0] > st.sent_offset else st.sent_offset
+                if st.unsent_bytes <= 0:
+                    active.pop()
+                self._pending_new -= length
+                self.fc_consumed += length
+                self._transmit(ps, st.stream_id, off, length)
+            else:
+                self._send_on(ps, sid, gap)
 
     def _next_frame(self, stream_id, gap):
         """Pick the data of the next packet: retransmissions first, then new data."""
@@ -356,9 +408,7 @@ class Connection:
         active = self.active
         if not active:
             return None
-        credit = self.max_data - self.new_bytes_sent
-        if credit <= 0:
-            return None
+        credit = self.max_data - self.fc_consumed
         if stream_id is not None:
             st = self.send_streams.get(stream_id)
             if st is None or st.unsent_bytes <= 0:
@@ -367,12 +417,37 @@ class Connection:
             st = active[0]
         else:
             st = self._wrr_pick()
-        off, length = st.take(min(self.payload, credit), gap)
+        if credit <= 0 and st.unsent_bytes <= st.size - st.sent_offset:
+            # no credit: only holes below a stream's highest offset can go
+            st = next((x for x in active if x.unsent_bytes > x.size - x.sent_offset), None)
+            if st is None:
+                return None
+            gap = 0
+        off, length, used = st.take(self.payload, gap, credit if credit > 0 else 0)
+        if length <= 0:
+            return None
         if st.unsent_bytes <= 0:
             active.remove(st)
         self._pending_new -= length
-        self.new_bytes_sent += length
+        self.fc_consumed += used
         return st.stream_id, off, length, False
+
+    def _maybe_reask(self) -> None:
+        """A scheduler that waits while nothing is in flight would never be
+        asked again (no ACK or loss will come): ask again after a short
+        pause [``REASK_DELAY`` s]. Off the common path: only when idle."""
+        if self._reask_pending or self.finished or not self.scheduler.reask_when_idle:
+            return
+        for p in self.paths:
+            if p.bytes_in_flight > 0:
+                return
+        self._reask_pending = True
+        self.sim.schedule(self.sim.now + REASK_DELAY, self._reask, None)
+
+    def _reask(self, _arg) -> None:
+        self._reask_pending = False
+        if not self.finished:
+            self.try_send()
 
     def _wrr_pick(self) -> SendStream:
         """Smooth weighted round robin over streams with unsent data."""
@@ -387,25 +462,12 @@ class Connection:
         return best
 
     def _send_on(self, ps: PathSender, stream_id, gap) -> None:
-        active = self.active
-        if self.retx or stream_id is not None or gap or len(active) != 1:
-            frame = self._next_frame(stream_id, gap)
-            if frame is None:
-                return
-            sid, off, length, is_retx = frame
-            if is_retx:
-                ps.retransmissions += 1
-        else:  # the common case, inlined: new in-order data of the only stream
-            st = active[0]
-            credit = self.max_data - self.new_bytes_sent
-            if credit <= 0:
-                return
-            sid = st.stream_id
-            off, length = st.take(self.payload if self.payload < credit else credit)
-            if st.unsent_bytes <= 0:
-                active.pop()
-            self._pending_new -= length
-            self.new_bytes_sent += length
+        frame = self._next_frame(stream_id, gap)
+        if frame is None:
+            return
+        sid, off, length, is_retx = frame
+        if is_retx:
+            ps.retransmissions += 1
         self._transmit(ps, sid, off, length)
 
     def _transmit(self, ps: PathSender, sid, off, length) -> None:

@@ -92,19 +92,15 @@ def load_group(group: str, name: str) -> DictConfig:
     """Compose ``configs/<group>/<name>.yaml`` (with its own defaults list) on its own."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import MissingConfigException
 
     name = str(name)
     known = group_options(group)
     if name not in known:
         raise ConfigError(f"unknown {group} {name!r} (known: {', '.join(known)})")
-    try:
-        if GlobalHydra.instance().is_initialized():
-            return compose(overrides=[f"+{group}={name}"])[group]
-        with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-            return compose(overrides=[f"+{group}={name}"])[group]
-    except MissingConfigException as e:  # pragma: no cover - listed above
-        raise ConfigError(f"unknown {group} {name!r} (known: {', '.join(known)})") from e
+    if GlobalHydra.instance().is_initialized():
+        return compose(overrides=[f"+{group}={name}"])[group]
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        return compose(overrides=[f"+{group}={name}"])[group]
 
 
 def hydra_context() -> tuple[dict[str, str], set[str]]:

@@ -32,7 +32,8 @@ def test_mobile_scenario_uses_traces_and_table1_rtt(compose):
     plan = _plan(compose, ["scenario=mobile_5g_5g"], ["scenario"], {"scenario": "mobile_5g_5g"})
     s = envs.normalise_scenario(plan.scenarios[0][1])
     for p in s["paths"]:
-        assert p["trace"].startswith("raca_5g_2020/") and p["bandwidth_mbps"] is None
+        assert p["trace"]["file"].startswith("raca_5g_2020/download_driving/") and p["bandwidth_mbps"] is None
+        assert p["trace"]["ping"] is False  # RTT and loss from Table I, not from the trace's pings
         assert (p["rtt_ms"], p["rtt_std_ms"], p["loss"]) == (27.4, 6.4, 0.001)
 
 

@@ -258,3 +258,35 @@ def test_random_trace_start_is_seeded_and_trace_loss_can_be_ignored():
     assert 0 <= off[2] < load_trace(trace).capacity.period
     assert conn_a.paths[0].path.loss.series is None            # Table I loss, not ping loss
     assert conn_a.paths[0].path.delay.one_way_series is not None  # ping RTT kept
+
+
+def test_flow_control_counts_highest_offset_so_gaps_cannot_stall():
+    """RFC 9000 §4.1: credit is consumed by the highest offset sent. A
+    scheduler that always skips ahead must not use up the credit on
+    out-of-order data and leave the hole below it unsendable."""
+    from envs import Decision
+
+    class AlwaysGap(Scheduler):
+        def decide(self, view):
+            for p in view.paths:
+                if p.has_room:
+                    return Decision(p.index, gap=50 * view.payload)
+            return None
+
+    s = {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}],
+         "flow_control": {"initial_window_bytes": 100_000, "max_window_bytes": 200_000, "autotune": True}}
+    r = run_episode(s, {"kind": "bulk", "size_bytes": 1_000_000}, AlwaysGap(), 0)
+    assert r.metrics["timed_out"] == 0 and r.metrics["stalled"] == 0
+
+
+def test_waiting_with_nothing_in_flight_is_asked_again():
+    class WaitFirstTen(Scheduler):
+        def __init__(self):
+            self.calls = 0
+
+        def decide(self, view):
+            self.calls += 1
+            return None if self.calls <= 10 else 0
+
+    r = run_episode(one_path(10, 20), {"kind": "bulk", "size_bytes": 100_000}, WaitFirstTen(), 0)
+    assert r.metrics["timed_out"] == 0

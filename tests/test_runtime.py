@@ -60,3 +60,18 @@ def test_worker_input_error_propagates(tiny_plan):
 def test_unknown_runtime_is_a_config_error():
     with pytest.raises(ConfigError, match="unknown runtime 'slurm'"):
         run_jobs([], run_job, {"name": "slurm"})
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_progress_bar_only_on_a_terminal(monkeypatch, tty):
+    import io
+    import sys
+
+    class Err(io.StringIO):
+        def isatty(self):
+            return tty
+
+    err = Err()
+    monkeypatch.setattr(sys, "stderr", err)
+    assert run_jobs([3, -4], abs, {"name": "local"}, progress=True, desc="episodes") == [3, 4]
+    assert ("episodes: 100%" in err.getvalue()) is tty
