@@ -21,3 +21,7 @@ class TraceError(FalconInputError):
         super().__init__(f"trace {where}: {message}")
         self.path = str(path)
         self.line = line
+        self.detail = message
+
+    def __reduce__(self):  # picklable across process-pool and Ray workers
+        return (type(self), (self.path, self.detail, self.line))

@@ -112,6 +112,57 @@ def feature_names(n_paths: int) -> list[str]:
     return [f"path{i}_{f}" for i in range(n_paths) for f in FEATURES]
 
 
+def observe_into(view, vals: list) -> list:
+    """Write the FALCON state of a connection ``view`` (the scheduler hook's
+    view, :class:`envs.transport.Connection`) into the list ``vals`` of
+    ``4 * n_paths`` Python floats and return it (module docstring:
+    "Observation"). Shared by the environment and by learned schedulers that
+    act inside the emulator, so both see exactly the same state."""
+    swnd = view.send_window / view.payload
+    k = 0
+    for p in view.paths:
+        rtt = p.srtt / RTT_SCALE_S
+        c = 1.0 / (rtt * RATE_SCALE_PKTS)
+        vals[k] = min(p.cwnd / p.mss * c, OBS_HIGH)
+        vals[k + 1] = min(p.packets_in_flight * c, OBS_HIGH)
+        vals[k + 2] = min(swnd * c, OBS_HIGH)
+        vals[k + 3] = min(rtt, OBS_HIGH)
+        k += 4
+    return vals
+
+
+def observe(view) -> np.ndarray:
+    """The FALCON state of a connection ``view`` as a float32 array of shape
+    ``(4 * n_paths,)`` (see :func:`observe_into`)."""
+    return np.asarray(observe_into(view, [0.0] * (4 * len(view.paths))), dtype=np.float32)
+
+
+def step_reward(kind: str, delivered_bytes: float, duration_s: float, payload: int,
+                ack_credit: float = 0.0, ack_count: int = 0) -> float:
+    """The reward of one decision step (module docstring: "Reward").
+
+    ``delivered_bytes``: in-order bytes delivered to the application during
+    the step; ``duration_s``: its emulated duration; ``payload``: stream bytes
+    per packet; ``ack_credit``/``ack_count``: the sum of ``RTT_SCALE_S /
+    time_to_ack`` over the packets acked during the step and their number
+    (``"ack_rate"`` only). Shared by the environment and learned schedulers.
+    """
+    if kind == "goodput":
+        return delivered_bytes / payload
+    if kind == "goodput_rate":
+        dt = duration_s if duration_s > GOODPUT_MIN_INTERVAL_S else GOODPUT_MIN_INTERVAL_S
+        return delivered_bytes * 8.0 / dt / GOODPUT_RATE_SCALE_BPS
+    if kind == "ack_rate":
+        return ack_credit / ack_count if ack_count else 0.0
+    raise ConfigError(f"reward: unknown reward {kind!r}; choose one of {list(REWARDS)}")
+
+
+def ack_credit(now: float, sent_time: float) -> float:
+    """The ``"ack_rate"`` credit of one acked packet: ``RTT_SCALE_S / time_to_ack``."""
+    dt = now - sent_time
+    return RTT_SCALE_S / (dt if dt > 1e-9 else 1e-9)
+
+
 class _AgentScheduler(Scheduler):
     """Answers decision requests with the action the environment set; with none
     set it flags the request, stops the simulator and waits."""
@@ -147,8 +198,7 @@ class _AgentScheduler(Scheduler):
         return None
 
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
-        dt = self.sim.now - sent_time
-        self.ack_credit += RTT_SCALE_S / (dt if dt > 1e-9 else 1e-9)
+        self.ack_credit += ack_credit(self.sim.now, sent_time)
         self.ack_count += 1
 
 
@@ -204,7 +254,6 @@ class MultipathSchedulingEnv(gym.Env):
         self._vals = [0.0] * (4 * self.n_paths)
         self._pack = struct.Struct(f"={4 * self.n_paths}f").pack_into
         self._rew_goodput = reward == "goodput"
-        self._rew_rate = reward == "goodput_rate"
         self.emulation = None
         self.connection = None
         self.application = None
@@ -264,16 +313,11 @@ class MultipathSchedulingEnv(gym.Env):
         self._advance()
         self._steps += 1
 
-        if self._rew_goodput:
+        if self._rew_goodput:   # inlined: the common case
             reward = (conn.delivered - delivered0) * self._inv_payload
-        elif self._rew_rate:
-            dt = sim.now - t0
-            reward = ((conn.delivered - delivered0) * 8.0
-                      / (dt if dt > GOODPUT_MIN_INTERVAL_S else GOODPUT_MIN_INTERVAL_S)
-                      / GOODPUT_RATE_SCALE_BPS)
         else:
-            n = sched.ack_count
-            reward = sched.ack_credit / n if n else 0.0
+            reward = step_reward(self.reward_kind, conn.delivered - delivered0, sim.now - t0,
+                                 conn.payload, sched.ack_credit, sched.ack_count)
 
         terminated = self.application.done
         truncated = not terminated and (
@@ -310,19 +354,7 @@ class MultipathSchedulingEnv(gym.Env):
         # Python floats are packed straight into the preallocated float32
         # buffer (struct is several times faster than numpy item or slice
         # assignment for a handful of values); the caller gets a copy.
-        vals = self._vals
-        conn = self.connection
-        swnd = conn.send_window * self._inv_payload
-        k = 0
-        for p in conn.paths:
-            rtt = p.srtt / RTT_SCALE_S
-            c = 1.0 / (rtt * RATE_SCALE_PKTS)
-            vals[k] = min(p.cwnd / p.mss * c, OBS_HIGH)
-            vals[k + 1] = min(p.packets_in_flight * c, OBS_HIGH)
-            vals[k + 2] = min(swnd * c, OBS_HIGH)
-            vals[k + 3] = min(rtt, OBS_HIGH)
-            k += 4
-        self._pack(self._obs, 0, *vals)
+        self._pack(self._obs, 0, *observe_into(self.connection, self._vals))
         return self._obs.copy()
 
     @property
@@ -349,6 +381,7 @@ if ENV_ID not in gym.registry:
     gym.register(id=ENV_ID, entry_point="envs.gym_env:MultipathSchedulingEnv")
 
 
-__all__ = ["MultipathSchedulingEnv", "register_rllib", "feature_names", "ENV_ID", "FEATURES",
+__all__ = ["MultipathSchedulingEnv", "register_rllib", "feature_names", "observe", "observe_into",
+           "step_reward", "ack_credit", "ENV_ID", "FEATURES",
            "REWARDS", "OBS_HIGH", "RTT_SCALE_S", "RATE_SCALE_PKTS", "GOODPUT_MIN_INTERVAL_S",
            "GOODPUT_RATE_SCALE_BPS", "DEFAULT_SCENARIO", "DEFAULT_APP"]

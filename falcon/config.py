@@ -63,21 +63,6 @@ def to_plain(node) -> Any:
     return node
 
 
-def drop_unset(scenario: dict) -> dict:
-    """Drop ``null`` path fields, so that a Table I preset or the emulator default applies.
-
-    The scenario configs list every path field (so that each can be overridden
-    from the command line without ``+``) and use ``null`` for "not set"; the
-    emulator would take an explicit ``None`` as a value that replaces the
-    preset's.
-    """
-    out = dict(scenario)
-    if isinstance(out.get("paths"), list):
-        out["paths"] = [{k: v for k, v in p.items() if v is not None} if isinstance(p, dict) else p
-                        for p in out["paths"]]
-    return out
-
-
 def group_options(group: str) -> list[str]:
     """Names of the configs in a config group (``configs/<group>/*.yaml``)."""
     from hydra.core.global_hydra import GlobalHydra
@@ -187,7 +172,7 @@ def make_plan(cfg: DictConfig, choices: dict | None = None, cli_keys: set | None
         if not isinstance(s, dict):
             raise ConfigError(f"scenario {name!r}: expected a mapping")
         label = str(s.get("name") or name)
-        scenarios.append((label, drop_unset(s)))
+        scenarios.append((label, s))
     apps = [(name, to_plain(node)) for name, node in _entries(cfg, "app", choices, cli_keys)]
     agents = []
     for name, node in _entries(cfg, "agent", choices, cli_keys):
@@ -203,5 +188,5 @@ def make_plan(cfg: DictConfig, choices: dict | None = None, cli_keys: set | None
     return Plan(scenarios, apps, agents, list(range(seed, seed + runs)), dict(choices))
 
 
-__all__ = ["CONFIG_DIR", "Plan", "make_plan", "load_group", "group_options", "to_plain", "drop_unset",
+__all__ = ["CONFIG_DIR", "Plan", "make_plan", "load_group", "group_options", "to_plain",
            "check_runtime", "check_int", "hydra_context", "AGENT_META_KEYS"]

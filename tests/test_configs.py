@@ -28,13 +28,14 @@ def test_every_scenario_builds(compose, name):
     assert len(conn.paths) >= 1
 
 
-def test_mobile_scenario_uses_traces_and_table1_rtt(compose):
+def test_mobile_scenario_uses_traces_ping_rtt_and_table1_loss(compose):
     plan = _plan(compose, ["scenario=mobile_5g_5g"], ["scenario"], {"scenario": "mobile_5g_5g"})
     s = envs.normalise_scenario(plan.scenarios[0][1])
     for p in s["paths"]:
         assert p["trace"]["file"].startswith("raca_5g_2020/download_driving/") and p["bandwidth_mbps"] is None
-        assert p["trace"]["ping"] is False  # RTT and loss from Table I, not from the trace's pings
-        assert (p["rtt_ms"], p["rtt_std_ms"], p["loss"]) == (27.4, 6.4, 0.001)
+        # RTT from the trace's pings, loss from Table I, a seeded random start per run
+        assert (p["trace_delay"], p["trace_loss"], p["trace_start_s"]) == (True, False, "random")
+        assert (p["rtt_std_ms"], p["loss"]) == (6.4, 0.001)
 
 
 def test_static_scenario_gets_table1_presets(compose):

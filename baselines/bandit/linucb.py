@@ -131,23 +131,26 @@ class LinUCB:
     def scores(self, x: np.ndarray, greedy: bool = False) -> np.ndarray:
         """Scores of every arm: ``x`` is one shared context (d,) or one per
         arm (n_arms, d); UCB scores, or greedy ones when ``greedy``."""
-        X = np.broadcast_to(np.asarray(x, dtype=np.float64), (self.n_arms, self.dim))
-        g = np.einsum("ai,ai->a", self.theta, X)
+        X = np.asarray(x, dtype=np.float64)
+        if X.ndim == 1:
+            X = np.broadcast_to(X, (self.n_arms, self.dim))
+        g = (self.theta * X).sum(axis=1)
         if greedy:
             return g
-        q = np.einsum("ai,aij,aj->a", X, self.A_inv, X)
+        q = ((self.A_inv @ X[:, :, None])[:, :, 0] * X).sum(axis=1)
         return g + self.alpha * np.sqrt(np.maximum(q, 0.0))
 
     # ------------------------------------------------------------ learning
     def update(self, arm: int, x: np.ndarray, reward: float) -> None:
         """A_a += x x^T, b_a += r x; A_a^-1 by Sherman-Morrison."""
         x = np.asarray(x, dtype=np.float64)
-        self.A[arm] += np.outer(x, x)
-        self.b[arm] += reward * x
+        self.A[arm] += x[:, None] * x
+        b = self.b[arm]
+        b += reward * x
         inv = self.A_inv[arm]
         u = inv @ x
-        inv -= np.outer(u, u) / (1.0 + float(x @ u))
-        self.theta[arm] = inv @ self.b[arm]
+        inv -= (u[:, None] * u) * (1.0 / (1.0 + float(x @ u)))
+        np.matmul(inv, b, out=self.theta[arm])
         self.n_updates[arm] += 1
 
 

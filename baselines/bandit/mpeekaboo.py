@@ -119,23 +119,26 @@ class MPeekaboo(Scheduler):
         n = len(paths)
         k0, k1, k2, k3, k4 = self._k
         w = float(view.send_window)
-        lat = [p.latest_rtt if p.latest_rtt > 0.0 else p.srtt for p in paths]
-        X = np.empty((n, DIM))
-        for a, p in enumerate(paths):
+        lat = []
+        cq = []
+        for p in paths:
+            la = p.latest_rtt if p.latest_rtt > 0.0 else p.srtt
+            lat.append(la)
+            cq.append((p.cwnd, p.bytes_in_flight))
+        row: list[float] = []
+        for a in range(n):
             o = -1
             for j in range(n):
                 if j != a and (o < 0 or lat[j] < lat[o]):
                     o = j
             la = lat[a]
-            po = paths[o]
             lo = lat[o]
-            c = p.cwnd
-            q = p.bytes_in_flight
-            X[a] = (squash(c / la, k0), squash(q / la, k1), squash(w / la, k2),
+            c, q = cq[a]
+            co, qo = cq[o]
+            row += (squash(c / la, k0), squash(q / la, k1), squash(w / la, k2),
                     (c - q) / c if c > q else 0.0,
-                    squash(po.cwnd / lo, k3), squash(po.bytes_in_flight / lo, k4),
-                    la / (la + lo), 1.0)
-        return X
+                    squash(co / lo, k3), squash(qo / lo, k4), la / (la + lo), 1.0)
+        return np.array(row).reshape(n, DIM)
 
     def decide(self, view):
         paths = view.paths
@@ -149,8 +152,9 @@ class MPeekaboo(Scheduler):
         scores = self.bandit.scores(X)
         arm = int(np.argmax(scores))
         if self.p_follow < 1.0 and self.rng.random() >= self.p_follow:
-            j = self.rng.randrange(n - 1)
-            arm = j + 1 if j >= arm else j
+            others = [j for j in range(n) if j != arm and paths[j].has_room]
+            if others:
+                arm = others[self.rng.randrange(len(others))] if len(others) > 1 else others[0]
         now = view.now
         self._pending[arm].append((now, X[arm]))
         if self.record_decisions:
