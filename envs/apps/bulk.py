@@ -3,36 +3,27 @@ of a file whose request has just reached the server)."""
 
 from __future__ import annotations
 
+from envs.apps.base import App
 
-class BulkApp:
+
+class BulkApp(App):
     kind = "bulk"
 
     def __init__(self, size_bytes: int = 2_000_000):
+        super().__init__()
         if int(size_bytes) <= 0:
             raise ValueError("bulk size_bytes must be positive")
         self.size = int(size_bytes)
-        self.conn = None
-        self.start_time = 0.0
-        self.done_time = -1.0
 
     @property
     def sizes(self) -> list[int]:
         return [self.size]
 
-    def start(self, conn) -> None:
-        self.conn = conn
-        conn.app = self
-        self.start_time = conn.sim.now
-        conn.open_stream(0, self.size)
+    def _begin(self) -> None:
+        self.conn.open_stream(0, self.size)
 
     def on_stream_complete(self, stream_id: int, now: float) -> None:
-        self.done_time = now
-        self.conn.finished = True
-        self.conn.sim.stop()
-
-    @property
-    def done(self) -> bool:
-        return self.done_time >= 0
+        self._finish(now)
 
     def object_times(self) -> list[float]:
         return [self.done_time - self.start_time if self.done else float("nan")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from envs.apps.base import App
 from envs.errors import ConfigError
 
 
@@ -38,31 +39,26 @@ def load_stream_trace(path) -> list[dict]:
     return rows
 
 
-class StreamsApp:
+class StreamsApp(App):
     kind = "streams"
 
     def __init__(self, streams: list[dict]):
+        super().__init__()
         if not streams:
             raise ConfigError("streams app: no streams given")
         self.streams = sorted(({"release_s": float(s["release_s"]), "size_bytes": int(s["size_bytes"]),
                                 "priority": int(s.get("priority", 0))} for s in streams),
                               key=lambda s: s["release_s"])
-        self.conn = None
-        self.start_time = 0.0
         self.complete = [-1.0] * len(self.streams)
         self._left = len(self.streams)
-        self.done_time = -1.0
 
     @property
     def sizes(self) -> list[int]:
         return [s["size_bytes"] for s in self.streams]
 
-    def start(self, conn) -> None:
-        self.conn = conn
-        conn.app = self
-        self.start_time = conn.sim.now
+    def _begin(self) -> None:
         for i, s in enumerate(self.streams):
-            conn.sim.schedule(self.start_time + s["release_s"], self._open, i)
+            self.conn.sim.schedule(self.start_time + s["release_s"], self._open, i)
 
     def _open(self, i: int) -> None:
         s = self.streams[i]
@@ -72,13 +68,7 @@ class StreamsApp:
         self.complete[stream_id] = now
         self._left -= 1
         if self._left == 0:
-            self.done_time = now
-            self.conn.finished = True
-            self.conn.sim.stop()
-
-    @property
-    def done(self) -> bool:
-        return self.done_time >= 0
+            self._finish(now)
 
     def object_times(self) -> list[float]:
         return [c - (self.start_time + s["release_s"]) if c >= 0 else float("nan")

@@ -11,15 +11,16 @@ weights. Page load time = completion of the last object.
 
 from __future__ import annotations
 
+from envs.apps.base import App
 
-class WebApp:
+
+class WebApp(App):
     kind = "web"
 
     def __init__(self, page, request_delay_s: float):
+        super().__init__()
         self.page = page
         self.request_delay = float(request_delay_s)
-        self.conn = None
-        self.start_time = 0.0
         self.complete = [-1.0] * len(page.objects)
         self.released = [-1.0] * len(page.objects)
         self._children = {o.id: [] for o in page.objects}
@@ -27,16 +28,12 @@ class WebApp:
             if o.parent is not None:
                 self._children[o.parent].append(o.id)
         self._left = len(page.objects)
-        self.done_time = -1.0
 
     @property
     def sizes(self) -> list[int]:
         return [o.size for o in self.page.objects]
 
-    def start(self, conn) -> None:
-        self.conn = conn
-        conn.app = self
-        self.start_time = conn.sim.now
+    def _begin(self) -> None:
         for root in self.page.roots():
             self._open(root.id)
 
@@ -49,16 +46,10 @@ class WebApp:
         self.complete[stream_id] = now
         self._left -= 1
         if self._left == 0:
-            self.done_time = now
-            self.conn.finished = True
-            self.conn.sim.stop()
+            self._finish(now)
             return
         for child in self._children[stream_id]:
             self.conn.sim.schedule(now + self.request_delay, self._open, child)
-
-    @property
-    def done(self) -> bool:
-        return self.done_time >= 0
 
     def object_times(self) -> list[float]:
         """Per object: completion minus request time at the client [s]."""

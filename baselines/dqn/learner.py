@@ -1,0 +1,269 @@
+"""The DQN update, batched over a stack of independent models.
+
+One :class:`BatchedDQN` holds ``M`` independent Q-networks (online and target
+parameters, Adam moments) as stacked tensors (``[M, ...]``; see
+:mod:`baselines.dqn.network`) and updates all of them with one call: every
+model gets its own mini-batch (``[M, B, ...]``) and its own loss, and the
+update of model ``m`` is exactly the update it would get alone (the summed
+loss has block-diagonal gradients, and Adam is element-wise). ``M = 1`` is an
+ordinary DQN learner; the meta-model bank trains its 729 models side by side.
+
+Update (Mnih et al. 2015, with the SPEC's decisions; every value is a
+:class:`DQNConfig` field and a key of the agent configs):
+
+* target ``y = r + gamma * (1 - done) * max_a' Q_target(s', a')`` (or the
+  double-DQN target with ``double_q``), no gradient through it;
+* loss: Huber (``huber_delta``) or squared error of ``Q(s, a) - y``, mean over
+  the mini-batch;
+* Adam (lr 1e-3), optional global-norm gradient clipping per model;
+* soft target update ``theta_target <- theta_target + tau (theta - theta_target)``
+  after every step (tau 0.01).
+
+Two implementations of the batched gradient (``technique=``), equal to
+float32 rounding and both covered by the tests:
+
+* ``"bmm"`` (default): explicit batched matrix products over the stacked
+  weights (``torch.baddbmm``) and one autograd backward pass;
+* ``"vmap"``: ``torch.func.vmap(torch.func.grad(loss))`` of the single-model
+  loss over the stack.
+
+``python -m baselines.dqn.benchmark`` measures both; on the 2-core CPU of the
+development machine ``bmm`` is the faster (see the benchmark's report and
+``docs/model_formats.md``).
+
+Determinism: parameters are initialised from the seed (:func:`init_params`),
+an update is a pure function of (parameters, optimiser state, batch), and CPU
+kernels are deterministic for a fixed thread count, so a seed reproduces a
+training run bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+import torch
+
+from baselines.dqn.network import QNetSpec, init_params, q_values, q_values_single
+from envs.errors import ConfigError
+
+TECHNIQUES = ("bmm", "vmap")
+LOSSES = ("huber", "mse")
+
+
+@dataclass(frozen=True)
+class DQNConfig:
+    """Hyperparameters of the DQN update (defaults: paper + SPEC decisions)."""
+
+    lr: float = 1e-3            # Adam learning rate (paper)
+    batch_size: int = 32        # mini-batch size (paper)
+    gamma: float = 0.9          # discount per decision (SPEC decision)
+    tau: float = 0.01           # soft target-network update (SPEC decision)
+    loss: str = "huber"         # huber | mse
+    huber_delta: float = 1.0
+    double_q: bool = False      # double-DQN target
+    grad_clip: float | None = None   # global gradient-norm clip per model; None = off
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-7      # the Keras default (the paper used keras-rl)
+
+    def __post_init__(self):
+        def bad(key, msg):
+            raise ConfigError(f"{key}: {msg}, got {getattr(self, key)!r}")
+        if not self.lr > 0:
+            bad("lr", "must be positive")
+        if int(self.batch_size) < 1:
+            bad("batch_size", "must be a positive integer")
+        if not 0 <= self.gamma <= 1:
+            bad("gamma", "must be in [0, 1]")
+        if not 0 < self.tau <= 1:
+            bad("tau", "must be in (0, 1]")
+        if self.loss not in LOSSES:
+            bad("loss", f"must be one of {list(LOSSES)}")
+        if not self.huber_delta > 0:
+            bad("huber_delta", "must be positive")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            bad("grad_clip", "must be positive or null")
+
+    @classmethod
+    def from_kwargs(cls, **kw) -> DQNConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(kw) - known
+        if unknown:
+            raise ConfigError(f"learner: unknown hyperparameter(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**kw)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _td_loss(err: torch.Tensor, kind: str, delta: float) -> torch.Tensor:
+    if kind == "mse":
+        return 0.5 * err * err
+    a = err.abs()
+    return torch.where(a <= delta, 0.5 * err * err, delta * (a - 0.5 * delta))
+
+
+class BatchedDQN:
+    """``M`` independent DQN learners updated together (module docstring).
+
+    Args:
+        spec: the network architecture (shared by the stack).
+        n_models: ``M``.
+        config: :class:`DQNConfig`.
+        seed: parameter-initialisation seed (see :func:`init_params`).
+        technique: ``"bmm"`` or ``"vmap"``.
+    """
+
+    def __init__(self, spec: QNetSpec, n_models: int = 1, config: DQNConfig | None = None,
+                 seed: int = 0, technique: str = "bmm"):
+        if technique not in TECHNIQUES:
+            raise ConfigError(f"technique: unknown {technique!r}; known: {list(TECHNIQUES)}")
+        self.spec = spec
+        self.n_models = int(n_models)
+        self.config = config or DQNConfig()
+        self.technique = technique
+        self.params = [p.requires_grad_(technique == "bmm") for p in init_params(spec, n_models, seed)]
+        self.target = [p.detach().clone() for p in self.params]
+        self.reset_optimizer()
+        self._vmapped = None
+
+    # ---------------------------------------------------------- state
+    def reset_optimizer(self) -> None:
+        """Zero the Adam moments and step count (e.g. when a meta-learner
+        starts a new inner loop)."""
+        self.m = [torch.zeros_like(p, requires_grad=False) for p in self.params]
+        self.v = [torch.zeros_like(p, requires_grad=False) for p in self.params]
+        self.steps = 0
+
+    def get_weights(self, model: int = 0) -> list[np.ndarray]:
+        """Model ``model``'s online weights as NumPy arrays ``[W0, b0, ...]``."""
+        return [p[model].detach().cpu().numpy().copy() for p in self.params]
+
+    def set_weights(self, weights: Sequence[np.ndarray], model: int | None = None,
+                    target: bool = True) -> None:
+        """Load ``[W0, b0, ...]`` into model ``model`` (every model if None);
+        also into its target network unless ``target=False``."""
+        if len(weights) != len(self.params):
+            raise ConfigError(f"expected {len(self.params)} weight arrays, got {len(weights)}")
+        sl = slice(None) if model is None else model
+        with torch.no_grad():
+            for p, t, w in zip(self.params, self.target, weights):
+                w = torch.as_tensor(np.asarray(w, dtype=np.float32))
+                if tuple(w.shape) != tuple(p.shape[1:]):
+                    raise ConfigError(f"weight shape {tuple(w.shape)} does not match {tuple(p.shape[1:])}")
+                p[sl] = w
+                if target:
+                    t[sl] = w
+
+    def state_dict(self) -> dict:
+        return {"spec": self.spec.to_dict(), "config": self.config.to_dict(), "n_models": self.n_models,
+                "technique": self.technique, "steps": self.steps,
+                "params": [p.detach().clone() for p in self.params],
+                "target": [t.clone() for t in self.target], "m": [x.clone() for x in self.m],
+                "v": [x.clone() for x in self.v]}
+
+    def load_state_dict(self, sd: dict) -> None:
+        with torch.no_grad():
+            for dst, key in ((self.params, "params"), (self.target, "target"), (self.m, "m"), (self.v, "v")):
+                for d, s in zip(dst, sd[key]):
+                    d.copy_(s)
+        self.steps = int(sd["steps"])
+
+    def __getstate__(self):
+        st = dict(self.__dict__)
+        st["_vmapped"] = None
+        st["params"] = [p.detach().clone() for p in self.params]
+        return st
+
+    def __setstate__(self, st):
+        self.__dict__.update(st)
+        self.params = [p.requires_grad_(self.technique == "bmm") for p in self.params]
+
+    # ---------------------------------------------------------- forward
+    @torch.no_grad()
+    def q(self, states, target: bool = False) -> torch.Tensor:
+        """Q-values ``[M, B, n_actions]`` of states ``[M, B, n_inputs]``."""
+        x = torch.as_tensor(np.asarray(states, dtype=np.float32))
+        return q_values(self.target if target else self.params, x, self.spec)
+
+    # ---------------------------------------------------------- update
+    def _targets(self, r, s2, d) -> torch.Tensor:
+        cfg = self.config
+        with torch.no_grad():
+            q_next_t = q_values(self.target, s2, self.spec)
+            if cfg.double_q:
+                a_star = q_values([p.detach() for p in self.params], s2, self.spec).argmax(-1, keepdim=True)
+                q_next = q_next_t.gather(-1, a_star).squeeze(-1)
+            else:
+                q_next = q_next_t.max(-1).values
+            return r + cfg.gamma * (1.0 - d) * q_next
+
+    def _grads_bmm(self, s, a, y):
+        cfg = self.config
+        q = q_values(self.params, s, self.spec).gather(-1, a.unsqueeze(-1)).squeeze(-1)
+        per_model = _td_loss(q - y, cfg.loss, cfg.huber_delta).mean(-1)      # [M]
+        grads = torch.autograd.grad(per_model.sum(), self.params)
+        return grads, per_model.detach()
+
+    def _grads_vmap(self, s, a, y):
+        from torch.func import grad_and_value, vmap
+
+        if self._vmapped is None:
+            spec, cfg = self.spec, self.config
+
+            def loss_one(params, s1, a1, y1):
+                q = q_values_single(params, s1, spec).gather(-1, a1.unsqueeze(-1)).squeeze(-1)
+                return _td_loss(q - y1, cfg.loss, cfg.huber_delta).mean()
+
+            self._vmapped = vmap(grad_and_value(loss_one))
+        grads, loss = self._vmapped(tuple(p.detach() for p in self.params), s, a, y)
+        return grads, loss
+
+    def update(self, states, actions, rewards, next_states, dones) -> torch.Tensor:
+        """One DQN step of every model on its own mini-batch.
+
+        Arrays have a leading model axis: states ``[M, B, n_inputs]``,
+        actions ``[M, B]`` (int), rewards / dones ``[M, B]``. Returns the
+        per-model loss before the step, ``[M]``.
+        """
+        cfg = self.config
+        s = torch.as_tensor(np.asarray(states, dtype=np.float32))
+        a = torch.as_tensor(np.asarray(actions, dtype=np.int64))
+        r = torch.as_tensor(np.asarray(rewards, dtype=np.float32))
+        s2 = torch.as_tensor(np.asarray(next_states, dtype=np.float32))
+        d = torch.as_tensor(np.asarray(dones, dtype=np.float32))
+        if s.ndim != 3 or s.shape[0] != self.n_models or s.shape[2] != self.spec.n_inputs:
+            raise ConfigError(f"states: expected shape [{self.n_models}, B, {self.spec.n_inputs}], "
+                              f"got {list(s.shape)}")
+        y = self._targets(r, s2, d)
+        if self.technique == "bmm":
+            grads, loss = self._grads_bmm(s, a, y)
+        else:
+            grads, loss = self._grads_vmap(s, a, y)
+        with torch.no_grad():
+            if cfg.grad_clip is not None:
+                sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(-1) for g in grads)   # [M]
+                factor = (cfg.grad_clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+                grads = [g * factor.view(-1, *([1] * (g.ndim - 1))) for g in grads]
+            self.steps += 1
+            b1, b2 = cfg.adam_beta1, cfg.adam_beta2
+            bc1 = 1.0 - b1 ** self.steps
+            bc2 = 1.0 - b2 ** self.steps
+            step_size = cfg.lr / bc1
+            inv_sqrt_bc2 = 1.0 / (bc2 ** 0.5)
+            for p, g, m, v in zip(self.params, grads, self.m, self.v):
+                m.mul_(b1).add_(g, alpha=1.0 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1.0 - b2)
+                denom = (v.sqrt() * inv_sqrt_bc2).add_(cfg.adam_eps)
+                p.addcdiv_(m, denom, value=-step_size)
+            torch._foreach_lerp_(self.target, [p.detach() for p in self.params], cfg.tau)
+        return loss
+
+    def greedy(self, states) -> np.ndarray:
+        """Greedy actions ``[M, B]`` for states ``[M, B, n_inputs]``."""
+        return self.q(states).argmax(-1).numpy()
+
+
+__all__ = ["BatchedDQN", "DQNConfig", "TECHNIQUES", "LOSSES"]

@@ -1,0 +1,35 @@
+"""What every application shares: attaching to a connection and finishing."""
+
+from __future__ import annotations
+
+
+class App:
+    """Base of the applications. Subclasses open streams in :meth:`_begin`
+    and call :meth:`_finish` when their last object is delivered."""
+
+    kind = "app"
+
+    def __init__(self):
+        self.conn = None
+        self.start_time = 0.0
+        self.done_time = -1.0
+
+    def start(self, conn) -> None:
+        """Attach to ``conn`` at the current emulated time and start."""
+        self.conn = conn
+        conn.app = self
+        self.start_time = conn.sim.now
+        self._begin()
+
+    def _begin(self) -> None:
+        raise NotImplementedError
+
+    def _finish(self, now: float) -> None:
+        """The whole transfer is delivered: stop the episode."""
+        self.done_time = now
+        self.conn.finished = True
+        self.conn.sim.stop()
+
+    @property
+    def done(self) -> bool:
+        return self.done_time >= 0
