@@ -23,7 +23,11 @@ Two implementations of the batched gradient (``technique=``), equal to
 float32 rounding and both covered by the tests:
 
 * ``"bmm"`` (default): explicit batched matrix products over the stacked
-  weights (``torch.baddbmm``) and one autograd backward pass;
+  weights, forward and backward written out by hand (``torch.baddbmm`` /
+  ``torch.bmm``; the backward of a ReLU MLP is three products per layer), no
+  autograd graph;
+* ``"autograd"``: the same batched forward, gradients by one autograd
+  backward pass;
 * ``"vmap"``: ``torch.func.vmap(torch.func.grad(loss))`` of the single-model
   loss over the stack.
 
@@ -48,7 +52,7 @@ import torch
 from baselines.dqn.network import QNetSpec, init_params, q_values, q_values_single
 from envs.errors import ConfigError
 
-TECHNIQUES = ("bmm", "vmap")
+TECHNIQUES = ("bmm", "autograd", "vmap")
 LOSSES = ("huber", "mse")
 
 
@@ -124,7 +128,7 @@ class BatchedDQN:
         self.n_models = int(n_models)
         self.config = config or DQNConfig()
         self.technique = technique
-        self.params = [p.requires_grad_(technique == "bmm") for p in init_params(spec, n_models, seed)]
+        self.params = [p.requires_grad_(technique == "autograd") for p in init_params(spec, n_models, seed)]
         self.target = [p.detach().clone() for p in self.params]
         self.reset_optimizer()
         self._vmapped = None
@@ -179,7 +183,7 @@ class BatchedDQN:
 
     def __setstate__(self, st):
         self.__dict__.update(st)
-        self.params = [p.requires_grad_(self.technique == "bmm") for p in self.params]
+        self.params = [p.requires_grad_(self.technique == "autograd") for p in self.params]
 
     # ---------------------------------------------------------- forward
     @torch.no_grad()
@@ -201,6 +205,47 @@ class BatchedDQN:
             return r + cfg.gamma * (1.0 - d) * q_next
 
     def _grads_bmm(self, s, a, y):
+        """Hand-written forward and backward of the ReLU MLP over the stack."""
+        cfg = self.config
+        params = self.params
+        n = len(params) // 2
+        x = s
+        if self.spec.normalises:
+            from baselines.dqn.network import normalise_input
+            x = normalise_input(self.spec, x)
+        acts = [x]          # layer inputs
+        for i in range(n):
+            z = torch.baddbmm(params[2 * i + 1].unsqueeze(1), x, params[2 * i])
+            if i < n - 1:
+                x = torch.relu(z)
+                acts.append(x)
+            else:
+                x = z
+        q_all = x                                            # [M, B, A]
+        idx = a.unsqueeze(-1)
+        err = q_all.gather(-1, idx).squeeze(-1) - y           # [M, B]
+        inv_b = 1.0 / err.shape[1]
+        if cfg.loss == "mse":
+            per_model = (0.5 * inv_b) * (err * err).sum(-1)
+            derr = err * inv_b
+        else:
+            ab = err.abs()
+            small = ab <= cfg.huber_delta
+            per_model = torch.where(small, 0.5 * err * err,
+                                    cfg.huber_delta * (ab - 0.5 * cfg.huber_delta)).sum(-1) * inv_b
+            derr = torch.where(small, err, cfg.huber_delta * err.sign()) * inv_b
+        dz = torch.zeros_like(q_all).scatter_(-1, idx, derr.unsqueeze(-1))   # dL/dq
+        grads: list = [None] * (2 * n)
+        for i in range(n - 1, -1, -1):
+            h = acts[i]
+            grads[2 * i] = torch.bmm(h.transpose(1, 2), dz)
+            grads[2 * i + 1] = dz.sum(1)
+            if i > 0:
+                dh = torch.bmm(dz, params[2 * i].transpose(1, 2))
+                dz = dh.mul_(h > 0)
+        return grads, per_model
+
+    def _grads_autograd(self, s, a, y):
         cfg = self.config
         q = q_values(self.params, s, self.spec).gather(-1, a.unsqueeze(-1)).squeeze(-1)
         per_model = _td_loss(q - y, cfg.loss, cfg.huber_delta).mean(-1)      # [M]
@@ -240,6 +285,8 @@ class BatchedDQN:
         y = self._targets(r, s2, d)
         if self.technique == "bmm":
             grads, loss = self._grads_bmm(s, a, y)
+        elif self.technique == "autograd":
+            grads, loss = self._grads_autograd(s, a, y)
         else:
             grads, loss = self._grads_vmap(s, a, y)
         with torch.no_grad():
@@ -251,14 +298,16 @@ class BatchedDQN:
             b1, b2 = cfg.adam_beta1, cfg.adam_beta2
             bc1 = 1.0 - b1 ** self.steps
             bc2 = 1.0 - b2 ** self.steps
-            step_size = cfg.lr / bc1
-            inv_sqrt_bc2 = 1.0 / (bc2 ** 0.5)
-            for p, g, m, v in zip(self.params, grads, self.m, self.v):
-                m.mul_(b1).add_(g, alpha=1.0 - b1)
-                v.mul_(b2).addcmul_(g, g, value=1.0 - b2)
-                denom = (v.sqrt() * inv_sqrt_bc2).add_(cfg.adam_eps)
-                p.addcdiv_(m, denom, value=-step_size)
-            torch._foreach_lerp_(self.target, [p.detach() for p in self.params], cfg.tau)
+            grads = list(grads)
+            params = [p.detach() for p in self.params]
+            torch._foreach_lerp_(self.m, grads, 1.0 - b1)          # m = b1 m + (1 - b1) g
+            torch._foreach_mul_(self.v, b2)
+            torch._foreach_addcmul_(self.v, grads, grads, 1.0 - b2)  # v = b2 v + (1 - b2) g^2
+            denom = torch._foreach_sqrt(self.v)
+            torch._foreach_div_(denom, bc2 ** 0.5)
+            torch._foreach_add_(denom, cfg.adam_eps)
+            torch._foreach_addcdiv_(params, self.m, denom, -cfg.lr / bc1)
+            torch._foreach_lerp_(self.target, params, cfg.tau)
         return loss
 
     def greedy(self, states) -> np.ndarray:

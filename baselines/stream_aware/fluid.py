@@ -197,10 +197,6 @@ class Segment:
     t0: Fraction
     t1: Fraction
 
-    @property
-    def bytes_rate_time(self) -> Fraction:
-        return self.t1 - self.t0
-
 
 @dataclass
 class FluidResult:
@@ -213,6 +209,10 @@ class FluidResult:
     order_changes: int = 0
     events: int = 0
     order: tuple | None = None
+    #: smallest |key difference| between an inserted stream and a stream of
+    #: the same priority already in the order (online SRPT-ECF): how close
+    #: the ordering decisions were to a tie
+    insert_margin: Fraction | None = None
 
     def floats(self) -> list[float]:
         """Completion times as floats."""
@@ -295,6 +295,7 @@ def _run_ordered(streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[
 
     kept: list[int] = []
     in_list: set[int] = set()
+    insert_margin: Fraction | None = None
 
     while True:
         live = [k for k in range(n) if rem[k] > 0]
@@ -323,6 +324,11 @@ def _run_ordered(streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[
                 cur = {k: _key(k) for k in seq}
                 for k in new:
                     kk = (prio[k], t + ps.completion(rem[k]))
+                    for s in seq:
+                        if prio[s] == kk[0]:
+                            gap = abs(cur[s] - kk[1])
+                            if insert_margin is None or gap < insert_margin:
+                                insert_margin = gap
                     pos = next((i for i, s in enumerate(seq) if (prio[s], cur[s]) > kk), len(seq))
                     seq.insert(pos, k)
                     cur[k] = kk[1]
@@ -456,7 +462,8 @@ def _run_ordered(streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[
     fin = [f if f is not None else rel[k] for k, f in enumerate(finish)]
     return FluidResult(finish=fin, completion=[f - r for f, r in zip(fin, rel)], release=rel,
                        segments=segs.close(), order_changes=order_changes, events=events,
-                       order=tuple(fixed_order) if fixed_order is not None else None)
+                       order=tuple(fixed_order) if fixed_order is not None else None,
+                       insert_margin=insert_margin)
 
 
 def srpt_ecf(streams, paths, *, ordering: str = "insert", order: Sequence[int] | None = None,
