@@ -22,6 +22,12 @@ SCHEDULERS: dict = {
     "ecf": ECF,
     "daps": DAPS,
     "stms": STMS,
+    "peekaboo": "baselines.bandit.peekaboo:Peekaboo",
+    "mpeekaboo": "baselines.bandit.mpeekaboo:MPeekaboo",
+    "srpt_ecf": "baselines.stream_aware.srpt_ecf:SRPTECF",
+    "sa_ecf": "baselines.stream_aware.sa_ecf:SAECF",
+    "fcfs_minrtt": "baselines.stream_aware.fcfs_minrtt:FCFSMinRTT",
+    "srpt_minrtt": "baselines.stream_aware.srpt_minrtt:SRPTMinRTT",
 }
 
 

@@ -30,7 +30,11 @@ congestion controller with a 1-BDP buffer moves the RTT between about 1x and
 2x the base RTT along its sawtooth, so a ratio of 2 would fire on ordinary
 congestion epochs; 2.5 ignores them while an abrupt change of the path
 (e.g. a handover, a mmWave blockage, a 10 ms -> 150 ms RTT step) passes it.
-The absolute floor keeps millisecond paths from firing on jitter. Loss rate
+The absolute floor keeps millisecond paths from firing on jitter. Measured
+with M-Peekaboo: no detection in any of 5 seeds x {2, 20} MB on static
+50/10 + 5/150, 30/20 + 20/40 (Mbit/s / ms RTT) and the Table I 4G+5G,
+4G+WLAN, 5G+WLAN pairs; on a 10 ms <-> 150 ms RTT swap both paths' changes
+are detected 0.17-0.25 s after the step. Loss rate
 and capacity changes that do not move the RTT are not seen (BOCPD on the
 binomial loss counts is the planned replacement).
 """

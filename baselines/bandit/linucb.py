@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -101,14 +100,20 @@ class LinUCB:
             self.A_inv = np.linalg.inv(A)
         else:
             self.A_inv = np.array(A_inv, dtype=np.float64)
-        self.theta = np.einsum("aij,aj->ai", self.A_inv, b)
+        self._refresh_theta()
         self.n_updates = (np.zeros(self.n_arms, dtype=np.int64) if n_updates is None
                           else np.array(n_updates, dtype=np.int64))
 
     def recompute_inverse(self) -> None:
         """Replace the incremental A^-1 by numpy's inverse of A."""
         self.A_inv = np.linalg.inv(self.A)
-        self.theta = np.einsum("aij,aj->ai", self.A_inv, self.b)
+        self._refresh_theta()
+
+    def _refresh_theta(self) -> None:
+        # the same product as in update(), so that a loaded model scores bit for bit alike
+        self.theta = np.empty_like(self.b)
+        for a in range(self.n_arms):
+            np.matmul(self.A_inv[a], self.b[a], out=self.theta[a])
 
     def inverse_error(self) -> float:
         """Largest absolute difference between the kept A^-1 and inv(A)."""
@@ -195,11 +200,18 @@ def load_state(path, model: LinUCB, *, kind: str, arms, features) -> None:
         return StateFileError(f"{path}: {reason}")
 
     try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
+        z = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise bad("no such file") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+    except Exception as exc:   # any unreadable content is "not a state file", never a crash
+        msg = " ".join(str(exc).split()) or type(exc).__name__
+        raise bad(f"not a readable .npz state file ({msg})") from None
+    if not hasattr(z, "files"):
+        raise bad("not a readable .npz state file (a single .npy array)")
+    try:
+        with z:
+            data = {k: z[k] for k in z.files}
+    except Exception as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         raise bad(f"not a readable .npz state file ({msg})") from None
     need = ("format", "version", "kind", "arms", "features", "A", "b", "A_inv", "n_updates")

@@ -54,6 +54,15 @@ lowest-srtt path with room among the others (:mod:`baselines.rule_based.common`)
   in learn mode on one scenario and app (seeds ``seed``, ``seed + 1``, ...)
   and then switches to ``mode_after_fit`` (default deploy).
 
+Known behaviour (measured, Table I 4G + 5G, 20 MB, seeds 1-3; minRTT
+0.87, 0.81, 2.1 s): in learn mode the wait arm can take over for good once *s*'s
+RTT looked bad (its queue at the end of slow start); *s* is then never used
+again, its srtt never refreshes, and the connection runs on the loss-limited
+*f* alone (0.8, 9.5 and 24 s). Deploy mode's random sends keep *s* sampled
+(0.9, 2.5, 3.8 s). On the Table I pairs with WLAN both modes are slower than
+minRTT (5G + WLAN: 8-18 s learn, 16-23 s deploy, minRTT 4.4-16 s,
+median 8.8 s).
+
 More than two paths: *f* and *s* are the pair above (the minRTT choice when
 *f* is full); the arms stay F and S.
 """

@@ -128,22 +128,42 @@ class BatchedDQN:
         self.n_models = int(n_models)
         self.config = config or DQNConfig()
         self.technique = technique
-        self.params = [p.requires_grad_(technique == "autograd") for p in init_params(spec, n_models, seed)]
-        self.target = [p.detach().clone() for p in self.params]
+        init = init_params(spec, n_models, seed)
+        #: every model's parameters, flattened: ``[M, P]`` (layer order W0, b0, W1, ...);
+        #: ``params`` / ``target`` are views into the flat buffers, so the
+        #: optimiser and the target update are a handful of whole-buffer ops
+        self._shapes = [tuple(p.shape[1:]) for p in init]
+        self.flat = torch.cat([p.reshape(self.n_models, -1) for p in init], 1).contiguous()
+        self.target_flat = self.flat.clone()
+        self._bind()
         self.reset_optimizer()
         self._vmapped = None
+
+    def _views(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        out, off = [], 0
+        for shape in self._shapes:
+            n = int(np.prod(shape))
+            out.append(flat[:, off:off + n].view(self.n_models, *shape))
+            off += n
+        return out
+
+    def _bind(self) -> None:
+        self.flat.requires_grad_(self.technique == "autograd")
+        self.params = self._views(self.flat)
+        self.target = self._views(self.target_flat)
 
     # ---------------------------------------------------------- state
     def reset_optimizer(self) -> None:
         """Zero the Adam moments and step count (e.g. when a meta-learner
         starts a new inner loop)."""
-        self.m = [torch.zeros_like(p, requires_grad=False) for p in self.params]
-        self.v = [torch.zeros_like(p, requires_grad=False) for p in self.params]
+        self.m = torch.zeros_like(self.flat, requires_grad=False)
+        self.v = torch.zeros_like(self.flat, requires_grad=False)
+        self._denom = torch.empty_like(self.v)
         self.steps = 0
 
-    def get_weights(self, model: int = 0) -> list[np.ndarray]:
-        """Model ``model``'s online weights as NumPy arrays ``[W0, b0, ...]``."""
-        return [p[model].detach().cpu().numpy().copy() for p in self.params]
+    def get_weights(self, model: int = 0, target: bool = False) -> list[np.ndarray]:
+        """Model ``model``'s online (or target) weights as NumPy arrays ``[W0, b0, ...]``."""
+        return [p[model].detach().cpu().numpy().copy() for p in (self.target if target else self.params)]
 
     def set_weights(self, weights: Sequence[np.ndarray], model: int | None = None,
                     target: bool = True) -> None:
@@ -157,33 +177,43 @@ class BatchedDQN:
                 w = torch.as_tensor(np.asarray(w, dtype=np.float32))
                 if tuple(w.shape) != tuple(p.shape[1:]):
                     raise ConfigError(f"weight shape {tuple(w.shape)} does not match {tuple(p.shape[1:])}")
-                p[sl] = w
+                p.detach()[sl] = w
                 if target:
                     t[sl] = w
 
+    def copy_target_from_online(self) -> None:
+        """Hard update: target <- online (every model)."""
+        with torch.no_grad():
+            self.target_flat.copy_(self.flat.detach())
+
     def state_dict(self) -> dict:
+        """Everything needed to resume training (tensors are copies)."""
         return {"spec": self.spec.to_dict(), "config": self.config.to_dict(), "n_models": self.n_models,
-                "technique": self.technique, "steps": self.steps,
-                "params": [p.detach().clone() for p in self.params],
-                "target": [t.clone() for t in self.target], "m": [x.clone() for x in self.m],
-                "v": [x.clone() for x in self.v]}
+                "technique": self.technique, "steps": self.steps, "flat": self.flat.detach().clone(),
+                "target_flat": self.target_flat.clone(), "m": self.m.clone(), "v": self.v.clone()}
 
     def load_state_dict(self, sd: dict) -> None:
         with torch.no_grad():
-            for dst, key in ((self.params, "params"), (self.target, "target"), (self.m, "m"), (self.v, "v")):
-                for d, s in zip(dst, sd[key]):
-                    d.copy_(s)
+            for name in ("flat", "target_flat", "m", "v"):
+                src = sd[name]
+                dst = getattr(self, name)
+                if tuple(src.shape) != tuple(dst.shape):
+                    raise ConfigError(f"learner state {name}: shape {tuple(src.shape)} does not match "
+                                      f"{tuple(dst.shape)}")
+                dst.detach().copy_(src)
         self.steps = int(sd["steps"])
 
     def __getstate__(self):
-        st = dict(self.__dict__)
-        st["_vmapped"] = None
-        st["params"] = [p.detach().clone() for p in self.params]
+        st = {k: v for k, v in self.__dict__.items()
+              if k not in ("params", "target", "_vmapped", "_denom")}
+        st["flat"] = self.flat.detach().clone()
         return st
 
     def __setstate__(self, st):
         self.__dict__.update(st)
-        self.params = [p.requires_grad_(self.technique == "autograd") for p in self.params]
+        self._vmapped = None
+        self._denom = torch.empty_like(self.v)
+        self._bind()
 
     # ---------------------------------------------------------- forward
     @torch.no_grad()
@@ -233,7 +263,7 @@ class BatchedDQN:
             small = ab <= cfg.huber_delta
             per_model = torch.where(small, 0.5 * err * err,
                                     cfg.huber_delta * (ab - 0.5 * cfg.huber_delta)).sum(-1) * inv_b
-            derr = torch.where(small, err, cfg.huber_delta * err.sign()) * inv_b
+            derr = err.clamp(-cfg.huber_delta, cfg.huber_delta).mul_(inv_b)
         dz = torch.zeros_like(q_all).scatter_(-1, idx, derr.unsqueeze(-1))   # dL/dq
         grads: list = [None] * (2 * n)
         for i in range(n - 1, -1, -1):
@@ -242,7 +272,7 @@ class BatchedDQN:
             grads[2 * i + 1] = dz.sum(1)
             if i > 0:
                 dh = torch.bmm(dz, params[2 * i].transpose(1, 2))
-                dz = dh.mul_(h > 0)
+                dz = torch.ops.aten.threshold_backward(dh, h, 0.0)   # ReLU'(z) = [h > 0]
         return grads, per_model
 
     def _grads_autograd(self, s, a, y):
@@ -290,24 +320,24 @@ class BatchedDQN:
         else:
             grads, loss = self._grads_vmap(s, a, y)
         with torch.no_grad():
-            if cfg.grad_clip is not None:
-                sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(-1) for g in grads)   # [M]
-                factor = (cfg.grad_clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
-                grads = [g * factor.view(-1, *([1] * (g.ndim - 1))) for g in grads]
             self.steps += 1
             b1, b2 = cfg.adam_beta1, cfg.adam_beta2
+            g = torch.cat([x.reshape(self.n_models, -1) for x in grads], 1)     # [M, P]
+            if cfg.grad_clip is not None:
+                norm = torch.linalg.vector_norm(g, dim=1, keepdim=True)
+                g.mul_((cfg.grad_clip / (norm + 1e-6)).clamp_(max=1.0))
             bc1 = 1.0 - b1 ** self.steps
             bc2 = 1.0 - b2 ** self.steps
-            grads = list(grads)
-            params = [p.detach() for p in self.params]
-            torch._foreach_lerp_(self.m, grads, 1.0 - b1)          # m = b1 m + (1 - b1) g
-            torch._foreach_mul_(self.v, b2)
-            torch._foreach_addcmul_(self.v, grads, grads, 1.0 - b2)  # v = b2 v + (1 - b2) g^2
-            denom = torch._foreach_sqrt(self.v)
-            torch._foreach_div_(denom, bc2 ** 0.5)
-            torch._foreach_add_(denom, cfg.adam_eps)
-            torch._foreach_addcdiv_(params, self.m, denom, -cfg.lr / bc1)
-            torch._foreach_lerp_(self.target, params, cfg.tau)
+            flat = self.flat.detach()
+            self.m.lerp_(g, 1.0 - b1)                     # m = b1 m + (1 - b1) g
+            self.v.mul_(b2).addcmul_(g, g, value=1.0 - b2)  # v = b2 v + (1 - b2) g^2
+            # NumPy's sqrt: torch's CPU sqrt is ~10x slower on zeros (never-updated
+            # entries), which dominate a fresh bank's optimiser state
+            denom = self._denom
+            np.sqrt(self.v.numpy(), out=denom.numpy())
+            denom.div_(bc2 ** 0.5).add_(cfg.adam_eps)
+            flat.addcdiv_(self.m, denom, value=-cfg.lr / bc1)
+            self.target_flat.lerp_(flat, cfg.tau)         # soft target update
         return loss
 
     def greedy(self, states) -> np.ndarray:

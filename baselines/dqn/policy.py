@@ -1,0 +1,257 @@
+"""The scheduler adapter: a Q-network plugged into the emulator's scheduler hook.
+
+:class:`DQNScheduler` is an :class:`envs.scheduler.Scheduler`. At every
+decision request it computes FALCON's state from the connection view with
+the very code of the Gymnasium environment (:func:`envs.gym_env.observe_into`:
+per path ``cwnd/RTT, inflight/RTT, swnd/RTT, RTT``, scaled as documented
+there), evaluates the deployed Q-network (a NumPy copy of the weights,
+:class:`~baselines.dqn.network.NumpyQNet`) and answers with the path of the
+highest Q-value, or a uniformly random path with probability ``epsilon``
+(fixed epsilon-greedy). Like the environment's agent it always names a
+path, congested or not: the packet then waits for that path's window.
+
+When it learns or logs (:attr:`DQNScheduler.recording`), it also closes the
+previous decision's transition at every decision: the reward of the step
+between two decisions is :func:`envs.gym_env.step_reward` of the kind
+``reward`` (the same definitions as the environment), so an agent trained
+here and one trained through ``MultipathSchedulingEnv`` see the same MDP.
+The last transition of an episode is closed by :meth:`DQNScheduler.end_episode`
+(``done`` when the application completed).
+
+Subclasses: :class:`~baselines.dqn.dqn_on.DQNOn` (learns online, with the
+asynchronous trainer) and :class:`~baselines.dqn.dqn_off.DQNOff` (trained
+offline, greedy, never adapts).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from baselines.dqn.learner import BatchedDQN, DQNConfig
+from baselines.dqn.network import NumpyQNet, QNetSpec
+from baselines.dqn.replay import ReplayMemory
+from envs.errors import ConfigError
+from envs.gym_env import REWARDS, ack_credit, feature_names, observe_into, step_reward
+from envs.scheduler import Scheduler
+
+MODEL_FILE = "model.h5"
+CONFIG_FILE = "agent.json"
+
+
+def _hidden(hidden) -> tuple[int, ...]:
+    if isinstance(hidden, int):
+        hidden = (hidden,) * 3
+    try:
+        out = tuple(int(h) for h in hidden)
+    except (TypeError, ValueError):
+        raise ConfigError(f"hidden: expected a list of layer widths, got {hidden!r}") from None
+    if not out:
+        raise ConfigError("hidden: at least one hidden layer is needed")
+    return out
+
+
+class DQNScheduler(Scheduler):
+    """A DQN-driven scheduler (module docstring); the base of DQN-On and DQN-Off.
+
+    Args:
+        hidden: hidden-layer widths (an int ``w`` means three layers of ``w``).
+        epsilon: exploration probability of the fixed epsilon-greedy policy.
+        seed: seeds the network initialisation, the replay sampling and the
+            exploration draws.
+        reward: reward kind of :func:`envs.gym_env.step_reward`.
+        gamma, lr, batch_size, tau, loss, huber_delta, double_q, grad_clip:
+            :class:`~baselines.dqn.learner.DQNConfig`.
+        replay_capacity: transitions kept in the replay memory.
+        technique: batched-gradient implementation (``bmm``, ``autograd``, ``vmap``).
+        model: path of a saved model (HDF5 file or a directory with
+            ``model.h5``) to start from instead of a fresh network.
+    """
+
+    name = "dqn"
+
+    def __init__(self, hidden=(64, 64, 64), epsilon: float = 0.1, seed: int = 0,
+                 reward: str = "goodput_rate", gamma: float = 0.9, lr: float = 1e-3,
+                 batch_size: int = 32, tau: float = 0.01, loss: str = "huber",
+                 huber_delta: float = 1.0, double_q: bool = False, grad_clip: float | None = None,
+                 replay_capacity: int = 50_000, technique: str = "bmm", model: str | None = None):
+        if reward not in REWARDS:
+            raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(REWARDS)}")
+        epsilon = float(epsilon)
+        if not 0.0 <= epsilon <= 1.0:
+            raise ConfigError(f"epsilon: must be in [0, 1], got {epsilon}")
+        if int(replay_capacity) < 1:
+            raise ConfigError(f"replay_capacity: must be a positive integer, got {replay_capacity!r}")
+        self.hidden = _hidden(hidden)
+        self.epsilon = epsilon
+        self.seed = int(seed)
+        self.reward_kind = reward
+        self.learner_config = DQNConfig(lr=float(lr), batch_size=int(batch_size), gamma=float(gamma),
+                                        tau=float(tau), loss=loss, huber_delta=float(huber_delta),
+                                        double_q=bool(double_q),
+                                        grad_clip=None if grad_clip is None else float(grad_clip))
+        self.replay_capacity = int(replay_capacity)
+        self.technique = technique
+        self.spec: QNetSpec | None = None
+        self.learner: BatchedDQN | None = None
+        self.replay: ReplayMemory | None = None
+        self.qnet: NumpyQNet | None = None
+        self.rng = np.random.default_rng(self.seed)
+        self.wants_packet_feedback = reward == "ack_rate"
+        #: compute rewards and emit transitions (learning or logging)
+        self.recording = False
+        #: optional experience recorder (baselines.dqn.experience.ExperienceRecorder)
+        self.recorder = None
+        self.decisions = 0
+        self._view = None
+        self._vals: list[float] = []
+        self._prev_state = None
+        self._prev_action = 0
+        self._t_prev = 0.0
+        self._delivered_prev = 0
+        self._ack_credit = 0.0
+        self._ack_count = 0
+        if model is not None:
+            self.load(model)
+
+    # ---------------------------------------------------------- model
+    def build(self, n_paths: int) -> None:
+        """Create the network, learner and replay memory for ``n_paths`` paths."""
+        self.spec = QNetSpec(4 * n_paths, n_paths, self.hidden)
+        self.learner = BatchedDQN(self.spec, 1, self.learner_config, seed=self.seed,
+                                  technique=self.technique)
+        self.replay = ReplayMemory(self.replay_capacity, self.spec.n_inputs, 1, seed=self.seed + 1)
+        self.deploy()
+
+    def deploy(self) -> None:
+        """Copy the learner's current weights to the acting network."""
+        self.qnet = NumpyQNet(self.learner.get_weights(0), self.spec)
+
+    @property
+    def n_paths(self) -> int | None:
+        return None if self.spec is None else self.spec.n_actions
+
+    def q_values(self, states) -> np.ndarray:
+        """Q-values of the deployed network for states ``[B, n_inputs]`` (or one state)."""
+        if self.qnet is None:
+            raise ConfigError(f"{self.name}: the model is not built yet (no episode or fit has run)")
+        return self.qnet(np.asarray(states, dtype=np.float32))
+
+    # ---------------------------------------------------------- scheduling
+    def reset(self, view) -> None:
+        n = len(view.paths)
+        if self.spec is None:
+            self.build(n)
+        elif self.spec.n_actions != n:
+            raise ConfigError(f"{self.name}: the model was built for {self.spec.n_actions} paths, "
+                              f"the scenario has {n}")
+        self._view = view
+        self._vals = [0.0] * (4 * n)
+        self._prev_state = None
+        self._t_prev = view.now
+        self._delivered_prev = view.delivered
+        self._ack_credit = 0.0
+        self._ack_count = 0
+
+    def decide(self, view):
+        vals = observe_into(view, self._vals)
+        state = np.array(vals, dtype=np.float32)
+        if self.recording:
+            now = view.sim.now
+            if self._prev_state is not None:
+                r = step_reward(self.reward_kind, view.delivered - self._delivered_prev,
+                                now - self._t_prev, view.payload, self._ack_credit, self._ack_count)
+                self.on_transition(self._prev_state, self._prev_action, r, state, False, now)
+            self._t_prev = now
+            self._delivered_prev = view.delivered
+            self._ack_credit = 0.0
+            self._ack_count = 0
+        rng = self.rng
+        if self.epsilon > 0.0 and rng.random() < self.epsilon:
+            a = int(rng.integers(self.spec.n_actions))
+        else:
+            a = int(self.qnet(state).argmax())
+        self._prev_state = state
+        self._prev_action = a
+        self.decisions += 1
+        return a
+
+    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+        self._ack_credit += ack_credit(view.sim.now, sent_time)
+        self._ack_count += 1
+
+    def end_episode(self, terminated: bool) -> None:
+        """Close the episode's last transition (``done = terminated``: the
+        application completed) at the current emulated time."""
+        view = self._view
+        if view is None or self._prev_state is None or not self.recording:
+            self._prev_state = None
+            return
+        now = view.sim.now
+        r = step_reward(self.reward_kind, view.delivered - self._delivered_prev, now - self._t_prev,
+                        view.payload, self._ack_credit, self._ack_count)
+        state = np.array(observe_into(view, self._vals), dtype=np.float32)
+        self.on_transition(self._prev_state, self._prev_action, r, state, bool(terminated), now)
+        self._prev_state = None
+
+    def on_transition(self, state, action, reward, next_state, done, time) -> None:
+        """A transition was closed (hook; the base class only logs it)."""
+        if self.recorder is not None:
+            self.recorder.add(state, action, reward, next_state, done, time)
+
+    # ---------------------------------------------------------- persistence
+    def hyperparameters(self) -> dict:
+        return {"hidden": list(self.hidden), "epsilon": self.epsilon, "seed": self.seed,
+                "reward": self.reward_kind, "replay_capacity": self.replay_capacity,
+                "technique": self.technique, **self.learner_config.to_dict()}
+
+    def save(self, directory) -> None:
+        """Write ``model.h5`` (the documented HDF5 layout, see
+        ``docs/model_formats.md``) and ``agent.json`` (hyperparameters) to
+        ``directory``."""
+        from baselines.dqn.export import ModelRecord, write_hdf5
+
+        if self.learner is None:
+            raise ConfigError(f"{self.name}: nothing to save, the model was never built")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        rec = ModelRecord(name=self.name, spec=self.spec, weights=self.learner.get_weights(0),
+                          attrs={"agent": type(self).__name__, "feature_names": feature_names(self.n_paths),
+                                 "hyperparameters": json.dumps(self.hyperparameters()),
+                                 "reward": self.reward_kind})
+        write_hdf5(directory / MODEL_FILE, [rec])
+        tmp = directory / f".{CONFIG_FILE}.tmp"
+        tmp.write_text(json.dumps({"class": f"{type(self).__module__}:{type(self).__name__}",
+                                   **self.hyperparameters()}, indent=2))
+        tmp.replace(directory / CONFIG_FILE)
+
+    def load(self, path) -> None:
+        """Start from the weights of a saved model (HDF5 file, or a directory
+        holding ``model.h5``); the architecture must match ``hidden``."""
+        from baselines.dqn.export import ModelFileError, read_hdf5
+
+        p = Path(path)
+        if p.is_dir():
+            p = p / MODEL_FILE
+        records = read_hdf5(p)
+        rec = records[0]
+        if rec.spec.hidden != self.hidden:
+            raise ModelFileError(f"{p}: model has hidden layers {list(rec.spec.hidden)}, the agent "
+                                 f"is configured with {list(self.hidden)}")
+        self.hidden = rec.spec.hidden
+        self.spec = rec.spec
+        self.learner = BatchedDQN(self.spec, 1, self.learner_config, seed=self.seed,
+                                  technique=self.technique)
+        self.learner.set_weights(rec.weights)
+        self.replay = ReplayMemory(self.replay_capacity, self.spec.n_inputs, 1, seed=self.seed + 1)
+        self.deploy()
+
+    def __getstate__(self):
+        st = dict(self.__dict__)
+        st["_view"] = None     # never carry a live connection into a copy
+        return st
+
+
+__all__ = ["DQNScheduler", "MODEL_FILE", "CONFIG_FILE"]
