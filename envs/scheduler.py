@@ -36,6 +36,9 @@ treat it as read-only. Its documented read-only surface is:
                              ``remaining`` [bytes], ``size``, ``weight``,
                              ``priority``, ``release_time``, ``sent_offset``)
 ``view.payload``             stream payload carried by one packet [bytes]
+
+One call is allowed: ``view.wake_at(t)`` asks the scheduler again at emulated
+time ``t`` [s] (a wait that only holds until a known date).
 """
 
 from __future__ import annotations

@@ -306,8 +306,20 @@ class Connection:
         return self.active
 
     # ----------------------------------------------------------- app API
-    def open_stream(self, stream_id: int, size: int, weight: float = 1.0, priority: int = 0) -> None:
-        """Release ``size`` bytes on a new stream now (the server has them)."""
+    def wake_at(self, time: float) -> None:
+        """Ask the scheduler again at emulated ``time`` [s], e.g. after a wait
+        that only makes sense until a known date (a scheduler hook)."""
+        self.sim.schedule(max(time, self.sim.now), self._reask_at, None)
+
+    def _reask_at(self, _arg) -> None:
+        if not self.finished:
+            self.try_send()
+
+    def open_stream(self, stream_id: int, size: int, weight: float = 1.0, priority: int = 0,
+                    send: bool = True) -> None:
+        """Release ``size`` bytes on a new stream now (the server has them).
+        ``send=False`` defers the scheduling decision, so that an app opening
+        several streams at one instant lets the scheduler see all of them."""
         if size <= 0:
             raise ValueError(f"stream {stream_id}: size must be positive")
         st = SendStream(stream_id, size, weight, priority, self.sim.now)
@@ -315,7 +327,8 @@ class Connection:
         self.recv_streams[stream_id] = RecvStream(size)
         self.active.append(st)
         self._pending_new += size
-        self.try_send()
+        if send:
+            self.try_send()
 
     # ----------------------------------------------------------- sending
     def _has_data(self) -> bool:

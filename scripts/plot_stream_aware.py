@@ -80,6 +80,7 @@ def run(outdir: Path, runs: int, seed: int, agents: list[str] | None, overrides:
     from baselines.stream_aware.plots import plot_active_streams, plot_completion_cdf
     from envs import run_episode
     from envs.apps import make_app
+    from falcon.config import load_group, to_plain
     from falcon.jobs import instantiate_agent
 
     plan = compose_plan(overrides)
@@ -87,13 +88,9 @@ def run(outdir: Path, runs: int, seed: int, agents: list[str] | None, overrides:
     (aname, app), = plan.apps[:1]
     agent_cfgs = dict(plan.agents)
     names = agents or [n for n, _ in plan.agents]
-    unknown = [n for n in names if n not in agent_cfgs]
-    if unknown:
-        from falcon.config import load_group
-        for n in unknown:
-            agent_cfgs[n] = load_group("agent", n)
-            from falcon.config import to_plain
-            agent_cfgs[n] = to_plain(agent_cfgs[n])
+    for n in names:
+        if n not in agent_cfgs:           # an agent outside the experiment's list
+            agent_cfgs[n] = to_plain(load_group("agent", n))
     streams = make_app(app, 0.0).streams            # sorted by release, as object_times
     release = [s["release_s"] for s in streams]
     seeds = list(range(seed, seed + runs))

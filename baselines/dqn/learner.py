@@ -165,6 +165,19 @@ class BatchedDQN:
         """Model ``model``'s online (or target) weights as NumPy arrays ``[W0, b0, ...]``."""
         return [p[model].detach().cpu().numpy().copy() for p in (self.target if target else self.params)]
 
+    def split_flat(self, row: np.ndarray) -> list[np.ndarray]:
+        """``[W0, b0, ...]`` views into one model's flat parameter vector ``[P]``."""
+        out, off = [], 0
+        for shape in self._shapes:
+            n = int(np.prod(shape))
+            out.append(row[off:off + n].reshape(shape))
+            off += n
+        return out
+
+    def flat_weights(self, model: int = 0) -> np.ndarray:
+        """A copy of model ``model``'s flat parameter vector ``[P]`` (cheap deployment)."""
+        return self.flat[model].detach().numpy().copy()
+
     def set_weights(self, weights: Sequence[np.ndarray], model: int | None = None,
                     target: bool = True) -> None:
         """Load ``[W0, b0, ...]`` into model ``model`` (every model if None);

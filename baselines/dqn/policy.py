@@ -18,6 +18,25 @@ here and one trained through ``MultipathSchedulingEnv`` see the same MDP.
 The last transition of an episode is closed by :meth:`DQNScheduler.end_episode`
 (``done`` when the application completed).
 
+Reward ``"packet_rate"`` (the default of the DQN agents) is the per-packet
+credit of ``SPEC-falcon.md`` attributed to the decision that sent the packet:
+the throughput obtained upon the selection, ``RTT_SCALE_S / (t_ack -
+t_decision)`` (:func:`envs.gym_env.ack_credit`, the unit of the
+environment's ``"ack_rate"``) when the packet the decision sent is
+acknowledged, 0 when it is declared lost. Time spent waiting for a congested
+path's window counts, so the credit reflects congestion as well as RTT. The
+transition of decision ``i`` is complete when its packet's fate is known and
+decision ``i + 1`` has observed the next state. A path's pending decisions
+are matched to its ACK/loss callbacks in sending order (first in, first
+out); a PTO probe (sent without a decision) or a loss detected after later
+ACKs shifts the credit by one neighbouring packet, which is rare and
+harmless. The environment's step rewards (``"goodput"``, ``"goodput_rate"``)
+give a decision the goodput of the interval up to the next decision, which
+is 0 for every decision answered at the same instant as its successor and
+positive for one that blocks on a congested path, so with per-decision
+discounting a DQN learns to block on the slow path (measured: see
+``docs/model_formats.md``, "Reward").
+
 Subclasses: :class:`~baselines.dqn.dqn_on.DQNOn` (learns online, with the
 asynchronous trainer) and :class:`~baselines.dqn.dqn_off.DQNOff` (trained
 offline, greedy, never adapts).
@@ -26,6 +45,7 @@ offline, greedy, never adapts).
 from __future__ import annotations
 
 import json
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +59,12 @@ from envs.scheduler import Scheduler
 
 MODEL_FILE = "model.h5"
 CONFIG_FILE = "agent.json"
+#: per-decision reward of the adapter (see the module docstring)
+PACKET_RATE = "packet_rate"
+#: reward kinds: the environment's step rewards plus the per-decision one
+ADAPTER_REWARDS = (*REWARDS, PACKET_RATE)
+#: pending per-path decisions kept for the packet_rate reward (older ones are dropped)
+MAX_PENDING = 100_000
 
 
 def _hidden(hidden) -> tuple[int, ...]:
@@ -73,12 +99,12 @@ class DQNScheduler(Scheduler):
     name = "dqn"
 
     def __init__(self, hidden=(64, 64, 64), epsilon: float = 0.1, seed: int = 0,
-                 reward: str = "goodput_rate", gamma: float = 0.9, lr: float = 1e-3,
+                 reward: str = PACKET_RATE, gamma: float = 0.9, lr: float = 1e-3,
                  batch_size: int = 32, tau: float = 0.01, loss: str = "huber",
                  huber_delta: float = 1.0, double_q: bool = False, grad_clip: float | None = None,
                  replay_capacity: int = 50_000, technique: str = "bmm", model: str | None = None):
-        if reward not in REWARDS:
-            raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(REWARDS)}")
+        if reward not in ADAPTER_REWARDS:
+            raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ADAPTER_REWARDS)}")
         epsilon = float(epsilon)
         if not 0.0 <= epsilon <= 1.0:
             raise ConfigError(f"epsilon: must be in [0, 1], got {epsilon}")
@@ -99,7 +125,9 @@ class DQNScheduler(Scheduler):
         self.replay: ReplayMemory | None = None
         self.qnet: NumpyQNet | None = None
         self.rng = np.random.default_rng(self.seed)
-        self.wants_packet_feedback = reward == "ack_rate"
+        self._per_packet = reward == PACKET_RATE
+        self._pending: list[deque] = []   # per path: decisions waiting for their packet's fate
+        self._last_rec: list | None = None
         #: compute rewards and emit transitions (learning or logging)
         self.recording = False
         #: optional experience recorder (baselines.dqn.experience.ExperienceRecorder)
@@ -116,6 +144,11 @@ class DQNScheduler(Scheduler):
         if model is not None:
             self.load(model)
 
+    @property
+    def wants_packet_feedback(self) -> bool:
+        """Per-packet ACK/loss callbacks: only when rewards are computed from them."""
+        return self.recording and self.reward_kind in ("ack_rate", PACKET_RATE)
+
     # ---------------------------------------------------------- model
     def build(self, n_paths: int) -> None:
         """Create the network, learner and replay memory for ``n_paths`` paths."""
@@ -127,7 +160,8 @@ class DQNScheduler(Scheduler):
 
     def deploy(self) -> None:
         """Copy the learner's current weights to the acting network."""
-        self.qnet = NumpyQNet(self.learner.get_weights(0), self.spec)
+        learner = self.learner
+        self.qnet = NumpyQNet(learner.split_flat(learner.flat_weights(0)), self.spec)
 
     @property
     def n_paths(self) -> int | None:
@@ -154,38 +188,89 @@ class DQNScheduler(Scheduler):
         self._delivered_prev = view.delivered
         self._ack_credit = 0.0
         self._ack_count = 0
+        self._pending = [deque() for _ in range(n)]
+        self._last_rec = None
 
     def decide(self, view):
         vals = observe_into(view, self._vals)
         state = np.array(vals, dtype=np.float32)
-        if self.recording:
+        if self._per_packet:
+            if self.recording:
+                return self._decide_per_packet(view, state)
+        elif self.recording:
             now = view.sim.now
             if self._prev_state is not None:
                 r = step_reward(self.reward_kind, view.delivered - self._delivered_prev,
                                 now - self._t_prev, view.payload, self._ack_credit, self._ack_count)
-                self.on_transition(self._prev_state, self._prev_action, r, state, False, now)
+                self.on_transition(self._prev_state, self._prev_action, r, state, False, self._t_prev)
             self._t_prev = now
             self._delivered_prev = view.delivered
             self._ack_credit = 0.0
             self._ack_count = 0
-        rng = self.rng
-        if self.epsilon > 0.0 and rng.random() < self.epsilon:
-            a = int(rng.integers(self.spec.n_actions))
-        else:
-            a = int(self.qnet(state).argmax())
+        a = self._choose(state)
         self._prev_state = state
         self._prev_action = a
         self.decisions += 1
         return a
 
+    def _choose(self, state) -> int:
+        rng = self.rng
+        if self.epsilon > 0.0 and rng.random() < self.epsilon:
+            return int(rng.integers(self.spec.n_actions))
+        return int(self.qnet(state).argmax())
+
+    def _decide_per_packet(self, view, state):
+        last = self._last_rec
+        if last is not None:
+            last[3] = state
+            if last[4] is not None:
+                self.on_transition(last[0], last[1], last[4], state, False, last[2])
+        a = self._choose(state)
+        rec = [state, a, view.sim.now, None, None]   # state, action, decision time, next state, reward
+        dq = self._pending[a]
+        dq.append(rec)
+        if len(dq) > MAX_PENDING:
+            dq.popleft()
+        self._last_rec = rec
+        self._prev_state = state
+        self._prev_action = a
+        self.decisions += 1
+        return a
+
+    def _resolve(self, path: int, now: float, acked: bool) -> None:
+        dq = self._pending[path] if path < len(self._pending) else None
+        if not dq:
+            return          # a packet no decision sent (PTO probe) or an already dropped one
+        rec = dq.popleft()
+        reward = rec[4] = ack_credit(now, rec[2]) if acked else 0.0
+        if rec[3] is not None:
+            self.on_transition(rec[0], rec[1], reward, rec[3], False, rec[2])
+
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+        if self._per_packet:
+            if self.recording:
+                self._resolve(path, view.sim.now, True)
+            return
         self._ack_credit += ack_credit(view.sim.now, sent_time)
         self._ack_count += 1
+
+    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+        if self._per_packet and self.recording:
+            self._resolve(path, view.sim.now, False)
 
     def end_episode(self, terminated: bool) -> None:
         """Close the episode's last transition (``done = terminated``: the
         application completed) at the current emulated time."""
         view = self._view
+        if self._per_packet:
+            last = self._last_rec
+            if view is not None and last is not None and self.recording and last[4] is not None:
+                state = np.array(observe_into(view, self._vals), dtype=np.float32)
+                self.on_transition(last[0], last[1], last[4], state, bool(terminated), last[2])
+            self._last_rec = None
+            self._prev_state = None
+            self._pending = [deque() for _ in self._pending]
+            return
         if view is None or self._prev_state is None or not self.recording:
             self._prev_state = None
             return
@@ -193,7 +278,8 @@ class DQNScheduler(Scheduler):
         r = step_reward(self.reward_kind, view.delivered - self._delivered_prev, now - self._t_prev,
                         view.payload, self._ack_credit, self._ack_count)
         state = np.array(observe_into(view, self._vals), dtype=np.float32)
-        self.on_transition(self._prev_state, self._prev_action, r, state, bool(terminated), now)
+        self.on_transition(self._prev_state, self._prev_action, r, state, bool(terminated),
+                           self._t_prev)
         self._prev_state = None
 
     def on_transition(self, state, action, reward, next_state, done, time) -> None:

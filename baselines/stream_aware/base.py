@@ -41,10 +41,34 @@ apply the rule of :mod:`baselines.stream_aware.fluid` packet by packet:
 * **In-flight term of Eq. 5**: the latest expected arrival of each stream's
   packets sent so far (``start + size / rate + D``, or ``now + D`` with the
   measured model), as the paper suggests (record the last send per path and
-  add the path delay).
+  add the path delay). With pacing, bytes committed to a path but not yet
+  serialised count as unsent and a packet in service counts for its sent
+  fraction (:meth:`StreamAwareScheduler.fluid_state`), so that Eq. 5 sees the
+  fluid model's state.
 
 Retransmissions are sent first by the connection whatever the decision's
 stream; the scheduler then only picks the path (the fastest available one).
+
+Known offsets against the fluid model (emulator limits, not bugs here):
+
+* The scheduler is asked again only after an ACK, a loss or an application
+  event (``envs/transport.py``, ``Connection.try_send``; the 1 ms idle re-ask
+  applies only while nothing is in flight). When a stream is released while
+  nothing is in flight, the first ACK is one RTT away, so the paced
+  scheduler must commit the first RTT of data at once, and a stream released
+  within that RTT cannot pre-empt it (offset up to one RTT of the fastest
+  path). ``view.wake_at(t)`` could replace that commitment by a wake-up at
+  the next ACK-free date; this scheduler does not use it yet. (Streams
+  released at the same date are opened in one event before the first
+  decision, so at t = 0 all of them are known.)
+* Otherwise a stream is late by at most the packet in service (which it
+  cannot pre-empt) plus one packet committed ahead to keep the path busy
+  until the next ACK, and Eq. 5 near-ties (keys within about a packet time)
+  can be decided either way, which swaps two streams.
+* The transport does not pace (``envs/transport.py``), so with the measured
+  model a cwnd-sized burst goes into the bottleneck at once; with a small
+  buffer it overflows, more often for ECF-style schedulers that concentrate
+  bursts on the fast path.
 """
 
 from __future__ import annotations
@@ -216,7 +240,7 @@ class StreamAwareScheduler(Scheduler):
                 for st in new:
                     self.seen.add(st.stream_id)
                 self.on_new_streams(view, model, new)
-            self.prepare(view, model, streams)
+        self.prepare(view, model, streams)
         w = self.horizon(now) if self.pace else INF
         cands = [j for j in range(len(model)) if paths[model.idx[j]].has_room and model.start[j] < w]
         cands.sort(key=lambda j: (model.start[j], j))

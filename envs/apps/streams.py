@@ -16,9 +16,13 @@ from envs.errors import ConfigError
 
 
 def load_stream_trace(path) -> list[dict]:
-    path = Path(path)
+    """Streams from a CSV: the path as given, else relative to ``data/``."""
+    from envs.traces.catalog import data_dir
+
+    given = Path(path).expanduser()
+    path = given if given.is_file() or given.is_absolute() else data_dir() / given
     if not path.is_file():
-        raise ConfigError(f"stream trace {path}: file not found")
+        raise ConfigError(f"stream trace {given}: file not found (also looked under {data_dir()})")
     rows = []
     with path.open(newline="") as fh:
         reader = csv.DictReader(fh)
@@ -57,12 +61,19 @@ class StreamsApp(App):
         return [s["size_bytes"] for s in self.streams]
 
     def _begin(self) -> None:
+        # streams released at the same instant open in one event, so that the
+        # scheduler's first decision sees all of them
+        groups: dict[float, list[int]] = {}
         for i, s in enumerate(self.streams):
-            self.conn.sim.schedule(self.start_time + s["release_s"], self._open, i)
+            groups.setdefault(s["release_s"], []).append(i)
+        for release, ids in groups.items():
+            self.conn.sim.schedule(self.start_time + release, self._open, ids)
 
-    def _open(self, i: int) -> None:
-        s = self.streams[i]
-        self.conn.open_stream(i, s["size_bytes"], weight=1.0, priority=s["priority"])
+    def _open(self, ids: list[int]) -> None:
+        for i in ids:
+            s = self.streams[i]
+            self.conn.open_stream(i, s["size_bytes"], weight=1.0, priority=s["priority"], send=False)
+        self.conn.try_send()
 
     def on_stream_complete(self, stream_id: int, now: float) -> None:
         self.complete[stream_id] = now

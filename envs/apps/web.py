@@ -37,10 +37,15 @@ class WebApp(App):
         for root in self.page.roots():
             self._open(root.id)
 
-    def _open(self, oid: int) -> None:
+    def _open(self, oid: int, send: bool = True) -> None:
         obj = self.page.objects[oid]
         self.released[oid] = self.conn.sim.now
-        self.conn.open_stream(oid, obj.size, weight=obj.weight, priority=obj.depth)
+        self.conn.open_stream(oid, obj.size, weight=obj.weight, priority=obj.depth, send=send)
+
+    def _open_many(self, ids: list[int]) -> None:
+        for oid in ids:
+            self._open(oid, send=False)
+        self.conn.try_send()
 
     def on_stream_complete(self, stream_id: int, now: float) -> None:
         self.complete[stream_id] = now
@@ -48,8 +53,9 @@ class WebApp(App):
         if self._left == 0:
             self._finish(now)
             return
-        for child in self._children[stream_id]:
-            self.conn.sim.schedule(now + self.request_delay, self._open, child)
+        children = self._children[stream_id]
+        if children:   # all requests triggered by one object arrive together
+            self.conn.sim.schedule(now + self.request_delay, self._open_many, children)
 
     def object_times(self) -> list[float]:
         """Per object: completion minus request time at the client [s]."""

@@ -1,0 +1,179 @@
+"""DQN-Off and DQN-Off*: a DQN trained offline from logged experience, never adapting.
+
+The FALCON paper's offline baseline (Sec. V-C, ``SPEC-falcon.md``): the same
+state, action, reward and network as FALCON, trained *off-policy* from
+experience logged beforehand on the examined conditions (no simulator in the
+loop), then deployed greedily with no online update.
+
+:meth:`DQNOff.fit` takes the logged experience from HDF5 experience logs
+(:mod:`baselines.dqn.experience`) given as ``experience=``, or, when none is
+given, first logs it: ``collect_episodes`` online episodes on the scenario
+by a behaviour policy (``"online"``: a DQN-On learning from scratch with
+``behaviour_epsilon`` exploration, as the online runs whose logs the paper
+reuses; ``"random"``: uniformly random paths), written to
+``experience_out`` if set. It then runs ``gradient_steps`` DQN mini-batch
+steps on a fresh network over the whole log.
+
+DQN-Off* (``configs/agent/dqn_off_star.yaml``) is DQN-Off whose training
+conditions deviate from the conditions it is evaluated on: with
+``deviation: {rtt_variation: -0.05, loss: -0.05}`` the evaluated conditions
+have 5 % less RTT variation and loss than the ones it was trained on. In a
+``falcon.train`` run the examined scenario is the evaluated one, so ``fit``
+trains on the scenario with RTT variation and loss scaled by ``1 / 0.95``
+(:func:`training_scenario`). To evaluate one trained model on both (the
+paper's protocol), use :func:`baselines.dqn.conditions.deviate_scenario` on
+the evaluation scenario (``python -m baselines.dqn.evidence`` does).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from baselines.dqn.conditions import deviate_scenario
+from baselines.dqn.experience import ExperienceRecorder, concatenate, read_experience
+from baselines.dqn.learner import BatchedDQN
+from baselines.dqn.policy import DQNScheduler
+from baselines.dqn.replay import ReplayMemory
+from envs.errors import ConfigError
+from envs.scenario import normalise_scenario
+
+BEHAVIOURS = ("online", "random")
+
+
+def _deviation(dev) -> dict | None:
+    if dev is None:
+        return None
+    if not isinstance(dev, Mapping) or set(dev) - {"rtt_variation", "loss"}:
+        raise ConfigError(f"deviation: expected {{rtt_variation: d, loss: d}} or null, got {dev!r}")
+    out = {"rtt_variation": float(dev.get("rtt_variation", 0.0)), "loss": float(dev.get("loss", 0.0))}
+    for k, v in out.items():
+        if not v > -1.0:
+            raise ConfigError(f"deviation.{k}: must be > -1 (a relative change), got {v}")
+    return out
+
+
+def training_scenario(scenario, deviation: Mapping | None):
+    """The conditions a DQN-Off* evaluated on ``scenario`` was trained on:
+    ``scenario`` with the inverse of ``deviation`` (relative changes)."""
+    if deviation is None:
+        return normalise_scenario(scenario)
+    inv = {k: 1.0 / (1.0 + v) - 1.0 for k, v in deviation.items()}
+    return deviate_scenario(scenario, inv["rtt_variation"], inv["loss"], name_suffix="@trained")
+
+
+class DQNOff(DQNScheduler):
+    """DQN-Off (module docstring). Beyond :class:`~baselines.dqn.policy.DQNScheduler`:
+
+    Args:
+        epsilon: exploration when deployed (0: greedy, the default).
+        deviation: DQN-Off*: relative change of RTT variation and loss of the
+            evaluated conditions against the training ones (null: DQN-Off).
+        log_every: progress line on stderr every this many gradient steps.
+    """
+
+    name = "dqn_off"
+
+    def __init__(self, *, epsilon: float = 0.0, deviation: Mapping | None = None,
+                 log_every: int = 1000, **kw):
+        super().__init__(epsilon=epsilon, **kw)
+        self.deviation = _deviation(deviation)
+        self.log_every = max(1, int(log_every))
+        self.trained = self.qnet is not None     # a model= file was loaded
+        self.recording = False
+
+    def reset(self, view) -> None:
+        if not self.trained:
+            raise ConfigError(f"{self.name}: not trained; train it with python -m falcon.train "
+                              "(agent train: section) or load a model with model=PATH")
+        super().reset(view)
+
+    # ---------------------------------------------------------- logging
+    def collect(self, scenario, app, seed: int, episodes: int, behaviour: str = "online",
+                behaviour_epsilon: float = 0.3, progress: bool = True):
+        """Log ``episodes`` episodes of experience on ``scenario`` with the
+        behaviour policy; returns the :class:`~baselines.dqn.experience.Experience`."""
+        from baselines.dqn.dqn_on import DQNOn
+
+        if behaviour not in BEHAVIOURS:
+            raise ConfigError(f"behaviour: unknown {behaviour!r}; known: {list(BEHAVIOURS)}")
+        s = normalise_scenario(scenario)
+        agent = DQNOn(hidden=self.hidden, epsilon=1.0 if behaviour == "random" else behaviour_epsilon,
+                      seed=self.seed + 101, reward=self.reward_kind,
+                      **{k: v for k, v in self.learner_config.to_dict().items()
+                         if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")})
+        if behaviour == "random":
+            agent.trainer.train_interval = 1 << 62   # no learning: the network is never used
+        agent.build(len(s["paths"]))
+        rec = agent.recorder = ExperienceRecorder(len(s["paths"]), self.reward_kind)
+        t0 = time.perf_counter()
+        for ep in range(int(episodes)):
+            rec.begin_episode(s, seed + ep)
+            m = agent.run_episode(s, app, seed + ep)
+            if progress and ((ep + 1) % max(1, episodes // 4) == 0 or ep + 1 == episodes):
+                print(f"{self.name}: logged episode {ep + 1}/{episodes} ({behaviour} behaviour, download "
+                      f"{m['download_time_s']:.3f} s, {len(rec)} transitions) "
+                      f"[{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+        return rec.to_experience()
+
+    # ---------------------------------------------------------- training
+    def train_offline(self, experience, gradient_steps: int, log: Callable | None = None,
+                      progress: bool = True, log_interval: int | None = None) -> dict[str, float]:
+        """``gradient_steps`` DQN steps on a fresh network over the logged transitions."""
+        if len(experience) == 0:
+            raise ConfigError(f"{self.name}: the experience log holds no transition")
+        if experience.reward != self.reward_kind:
+            raise ConfigError(f"{self.name}: the experience log's reward is {experience.reward!r}, "
+                              f"the agent's is {self.reward_kind!r}")
+        if self.spec is None or self.spec.n_actions != experience.n_paths:
+            self.build(experience.n_paths)
+        self.learner = BatchedDQN(self.spec, 1, self.learner_config, seed=self.seed,
+                                  technique=self.technique)
+        data = ReplayMemory(len(experience), self.spec.n_inputs, 1, seed=self.seed + 1)
+        data.extend(*experience.arrays())
+        bs = self.learner_config.batch_size
+        every = log_interval or max(1, gradient_steps // 50)
+        t0 = time.perf_counter()
+        losses: list[float] = []
+        for step in range(int(gradient_steps)):
+            losses.append(float(self.learner.update(*data.sample(bs))[0]))
+            if log is not None and ((step + 1) % every == 0 or step + 1 == gradient_steps):
+                log({"loss": float(np.mean(losses[-every:])), "gradient_steps": float(step + 1)}, step=step + 1)
+            if progress and ((step + 1) % self.log_every == 0 or step + 1 == gradient_steps):
+                print(f"{self.name}: gradient step {step + 1}/{gradient_steps}  loss "
+                      f"{np.mean(losses[-self.log_every:]):.4g}  [{time.perf_counter() - t0:.1f} s]",
+                      file=sys.stderr, flush=True)
+        self.deploy()
+        self.trained = True
+        return {"transitions": float(len(experience)), "gradient_steps": float(gradient_steps),
+                "final_loss": float(np.mean(losses[-100:])) if losses else math.nan}
+
+    def fit(self, scenario, app, seed: int = 0, experience: str | Sequence[str] | None = None,
+            collect_episodes: int = 20, behaviour: str = "online", behaviour_epsilon: float = 0.3,
+            gradient_steps: int = 5000, experience_out: str | None = None, log: Callable | None = None,
+            progress: bool = True) -> dict[str, float]:
+        """Train offline (module docstring). ``experience``: HDF5 log path(s);
+        without it ``collect_episodes`` episodes are logged first (to
+        ``experience_out`` when given). Returns summary metrics."""
+        s = training_scenario(scenario, self.deviation)
+        if experience is not None:
+            paths = [experience] if isinstance(experience, str) else list(experience)
+            exp = concatenate([read_experience(p) for p in paths])
+        else:
+            exp = self.collect(s, app, seed, collect_episodes, behaviour, behaviour_epsilon, progress)
+            if experience_out is not None:
+                from baselines.dqn.experience import write_experience
+                write_experience(experience_out, exp)
+        out = self.train_offline(exp, gradient_steps, log=log, progress=progress)
+        out["logged_episodes"] = float(exp.n_episodes)
+        return out
+
+    def hyperparameters(self) -> dict:
+        return {**super().hyperparameters(), "deviation": self.deviation}
+
+
+__all__ = ["DQNOff", "training_scenario", "BEHAVIOURS"]

@@ -1,0 +1,246 @@
+"""Experience logs: the transitions of online runs, in HDF5, for offline training.
+
+Every transition a recording scheduler closes (state, action, reward, next
+state, done, emulated time) is kept with the episode it came from, and every
+episode with its network conditions (per path: bandwidth, mean RTT, RTT
+standard deviation, loss) and its full scenario. The layout is documented in
+``docs/model_formats.md`` ("Experience log"); files are written atomically
+(temporary file + rename) and validated when read, so a truncated or foreign
+file gives one :class:`~baselines.dqn.files.ExperienceFileError` line.
+
+    rec = ExperienceRecorder(n_paths=2, reward="packet_rate")
+    rec.begin_episode(scenario, seed)      # per episode
+    rec.add(s, a, r, s2, done, t)          # per transition (DQNScheduler.recorder does it)
+    rec.write("experience.h5")             # or write(..., append=True)
+    exp = read_experience("experience.h5") # Experience: arrays + episodes table
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from baselines.dqn.conditions import CONDITION_FIELDS, path_conditions
+from baselines.dqn.files import ExperienceFileError, atomic_path, framework_version
+from envs.gym_env import FEATURES, OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, feature_names
+
+FORMAT = "falcon-experience"
+FORMAT_VERSION = 1
+TRANSITION_FIELDS = ("state", "action", "reward", "next_state", "done", "time_s", "episode")
+
+
+@dataclass
+class Experience:
+    """An experience log in memory (arrays over ``N`` transitions, ``E`` episodes)."""
+
+    n_paths: int
+    reward: str
+    state: np.ndarray         # [N, 4 n_paths] float32
+    action: np.ndarray        # [N] int64
+    reward_values: np.ndarray  # [N] float32
+    next_state: np.ndarray    # [N, 4 n_paths] float32
+    done: np.ndarray          # [N] bool
+    time_s: np.ndarray        # [N] float64, emulated time of the decision
+    episode: np.ndarray       # [N] int64, index into the episode table
+    episode_seed: np.ndarray  # [E] int64
+    episode_scenario: list[str]   # [E] JSON of the normalised scenario
+    conditions: np.ndarray    # [E, n_paths, len(CONDITION_FIELDS)] float64
+    attrs: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.action)
+
+    @property
+    def n_episodes(self) -> int:
+        return len(self.episode_seed)
+
+    def row_conditions(self) -> np.ndarray:
+        """The network conditions of every transition, ``[N, n_paths, 4]``."""
+        return self.conditions[self.episode]
+
+    def arrays(self):
+        """``(states, actions, rewards, next_states, dones)`` for a replay memory."""
+        return (self.state, self.action, self.reward_values, self.next_state,
+                self.done.astype(np.float32))
+
+
+class ExperienceRecorder:
+    """Collects transitions and episodes in memory; :meth:`write` saves them."""
+
+    def __init__(self, n_paths: int, reward: str):
+        self.n_paths = int(n_paths)
+        self.reward = str(reward)
+        self._rows: list[tuple] = []
+        self._episodes: list[tuple[int, str, list]] = []
+
+    def begin_episode(self, scenario, seed: int) -> None:
+        from envs.scenario import normalise_scenario
+
+        s = normalise_scenario(scenario)
+        conds = path_conditions(s)
+        self._episodes.append((int(seed), json.dumps(s, sort_keys=True, default=str),
+                               [[c[k] for k in CONDITION_FIELDS] for c in conds]))
+
+    def add(self, state, action, reward, next_state, done, time_s) -> None:
+        if not self._episodes:
+            raise RuntimeError("ExperienceRecorder.add before begin_episode")
+        self._rows.append((state, action, reward, next_state, done, time_s, len(self._episodes) - 1))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def to_experience(self) -> Experience:
+        n_in = 4 * self.n_paths
+        rows = self._rows
+        if rows:
+            st, ac, rw, ns, dn, ts, ep = zip(*rows)
+        else:
+            st = ns = np.zeros((0, n_in), np.float32)
+            ac = rw = dn = ts = ep = ()
+        return Experience(
+            n_paths=self.n_paths, reward=self.reward,
+            state=np.asarray(st, np.float32).reshape(-1, n_in),
+            action=np.asarray(ac, np.int64), reward_values=np.asarray(rw, np.float32),
+            next_state=np.asarray(ns, np.float32).reshape(-1, n_in),
+            done=np.asarray(dn, bool), time_s=np.asarray(ts, np.float64),
+            episode=np.asarray(ep, np.int64),
+            episode_seed=np.asarray([e[0] for e in self._episodes], np.int64),
+            episode_scenario=[e[1] for e in self._episodes],
+            conditions=np.asarray([e[2] for e in self._episodes], np.float64).reshape(
+                -1, self.n_paths, len(CONDITION_FIELDS)))
+
+    def write(self, path, append: bool = False) -> Path:
+        """Write the log to ``path`` atomically; ``append=True`` adds to an
+        existing log (same number of paths and reward kind)."""
+        exp = self.to_experience()
+        if append and Path(path).exists():
+            exp = concatenate([read_experience(path), exp])
+        return write_experience(path, exp)
+
+
+def concatenate(logs: list[Experience]) -> Experience:
+    """One log from several (episode indices renumbered)."""
+    if not logs:
+        raise ExperienceFileError("no experience logs to concatenate")
+    first = logs[0]
+    for e in logs[1:]:
+        if e.n_paths != first.n_paths or e.reward != first.reward:
+            raise ExperienceFileError(f"cannot join experience logs of {first.n_paths} paths / reward "
+                                      f"{first.reward!r} and {e.n_paths} paths / reward {e.reward!r}")
+    offsets = np.cumsum([0] + [e.n_episodes for e in logs[:-1]])
+    return Experience(
+        n_paths=first.n_paths, reward=first.reward,
+        state=np.concatenate([e.state for e in logs]), action=np.concatenate([e.action for e in logs]),
+        reward_values=np.concatenate([e.reward_values for e in logs]),
+        next_state=np.concatenate([e.next_state for e in logs]),
+        done=np.concatenate([e.done for e in logs]), time_s=np.concatenate([e.time_s for e in logs]),
+        episode=np.concatenate([e.episode + o for e, o in zip(logs, offsets)]),
+        episode_seed=np.concatenate([e.episode_seed for e in logs]),
+        episode_scenario=[s for e in logs for s in e.episode_scenario],
+        conditions=np.concatenate([e.conditions for e in logs]), attrs=dict(first.attrs))
+
+
+def write_experience(path, exp: Experience) -> Path:
+    """Write ``exp`` to ``path`` (HDF5, layout in ``docs/model_formats.md``), atomically."""
+    import h5py
+
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["format"] = FORMAT
+            f.attrs["format_version"] = FORMAT_VERSION
+            f.attrs["framework_version"] = framework_version()
+            f.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+            f.attrs["n_paths"] = exp.n_paths
+            f.attrs["reward"] = exp.reward
+            f.attrs["feature_names"] = feature_names(exp.n_paths)
+            f.attrs["features_per_path"] = list(FEATURES)
+            f.attrs["rtt_scale_s"] = RTT_SCALE_S
+            f.attrs["rate_scale_pkts"] = RATE_SCALE_PKTS
+            f.attrs["obs_high"] = OBS_HIGH
+            t = f.create_group("transitions")
+            kw = {"compression": "gzip", "compression_opts": 4} if len(exp) > 1024 else {}
+            t.create_dataset("state", data=exp.state, **kw)
+            t.create_dataset("action", data=exp.action, **kw)
+            t.create_dataset("reward", data=exp.reward_values, **kw)
+            t.create_dataset("next_state", data=exp.next_state, **kw)
+            t.create_dataset("done", data=exp.done.astype(np.uint8), **kw)
+            t.create_dataset("time_s", data=exp.time_s, **kw)
+            t.create_dataset("episode", data=exp.episode, **kw)
+            e = f.create_group("episodes")
+            e.create_dataset("seed", data=exp.episode_seed)
+            e.create_dataset("scenario", data=np.array(exp.episode_scenario, dtype=object),
+                             dtype=h5py.string_dtype())
+            c = e.create_dataset("conditions", data=exp.conditions)
+            c.attrs["columns"] = list(CONDITION_FIELDS)
+            c.attrs["units"] = ["Mbit/s", "ms", "ms", "probability"]
+    return path
+
+
+def read_experience(path) -> Experience:
+    """Read and validate an experience log; one-line
+    :class:`~baselines.dqn.files.ExperienceFileError` when it is unusable."""
+    import h5py
+
+    path = Path(path)
+    if not path.is_file():
+        raise ExperienceFileError(f"experience log {path}: no such file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise ExperienceFileError(f"experience log {path}: not a readable HDF5 file "
+                                  f"({str(e).splitlines()[0]})") from None
+    with f:
+        fmt = f.attrs.get("format")
+        if isinstance(fmt, bytes):
+            fmt = fmt.decode()
+        if fmt != FORMAT:
+            raise ExperienceFileError(f"experience log {path}: not a FALCON experience log "
+                                      f"(format attribute {fmt!r}, expected {FORMAT!r})")
+        version = int(f.attrs.get("format_version", -1))
+        if version > FORMAT_VERSION:
+            raise ExperienceFileError(f"experience log {path}: format version {version} is newer than "
+                                      f"this reader's ({FORMAT_VERSION})")
+        try:
+            n_paths = int(f.attrs["n_paths"])
+            reward = str(f.attrs["reward"])
+            t, e = f["transitions"], f["episodes"]
+            data = {k: t[k][()] for k in ("state", "action", "reward", "next_state", "done", "time_s", "episode")}
+            seeds = e["seed"][()]
+            scen = [s.decode() if isinstance(s, bytes) else str(s) for s in e["scenario"][()]]
+            conds = e["conditions"][()]
+        except (KeyError, OSError, ValueError) as err:
+            raise ExperienceFileError(f"experience log {path}: incomplete or corrupt "
+                                      f"({' '.join(str(err).split())})") from None
+    n = len(data["action"])
+    n_in = 4 * n_paths
+    problems = []
+    for k in ("state", "next_state"):
+        if data[k].shape != (n, n_in):
+            problems.append(f"{k} has shape {data[k].shape}, expected ({n}, {n_in})")
+    for k in ("reward", "done", "time_s", "episode"):
+        if data[k].shape != (n,):
+            problems.append(f"{k} has shape {data[k].shape}, expected ({n},)")
+    if conds.shape != (len(seeds), n_paths, len(CONDITION_FIELDS)) or len(scen) != len(seeds):
+        problems.append("episode table sizes disagree")
+    if n and (data["episode"].min() < 0 or data["episode"].max() >= len(seeds)):
+        problems.append("episode index out of range")
+    if n and (data["action"].min() < 0 or data["action"].max() >= n_paths):
+        problems.append(f"action out of range for {n_paths} paths")
+    if problems:
+        raise ExperienceFileError(f"experience log {path}: {'; '.join(problems)}")
+    return Experience(n_paths=n_paths, reward=reward, state=data["state"].astype(np.float32),
+                      action=data["action"].astype(np.int64),
+                      reward_values=data["reward"].astype(np.float32),
+                      next_state=data["next_state"].astype(np.float32), done=data["done"].astype(bool),
+                      time_s=data["time_s"].astype(np.float64), episode=data["episode"].astype(np.int64),
+                      episode_seed=seeds.astype(np.int64), episode_scenario=scen,
+                      conditions=conds.astype(np.float64), attrs={"path": str(path)})
+
+
+__all__ = ["Experience", "ExperienceRecorder", "read_experience", "write_experience", "concatenate",
+           "FORMAT", "FORMAT_VERSION"]
