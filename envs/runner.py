@@ -17,10 +17,13 @@ class EpisodeResult:
     """What one episode measured (see envs/SCHEMA.md)."""
 
     metrics: dict[str, float]
+    #: per object (stream, web object): completion time minus request time [s]
     object_times: list[float]
     timeseries: dict[str, np.ndarray] = field(default_factory=dict)
     scenario: dict = field(default_factory=dict)
     seed: int = 0
+    #: per object: request time relative to the app's start [s]
+    object_release_times: list[float] = field(default_factory=list)
 
 
 def setup_episode(scenario, app, scheduler: Scheduler, seed: int = 0):
@@ -42,6 +45,7 @@ def run_episode(scenario, app, scheduler: Scheduler, seed: int = 0) -> EpisodeRe
     return EpisodeResult(
         metrics=episode_metrics(conn, application, end),
         object_times=application.object_times(),
+        object_release_times=application.object_release_times(),
         timeseries={"oqs_t": np.asarray(conn.oqs_t), "oqs_bytes": np.asarray(conn.oqs_v)},
         scenario=s,
         seed=int(seed),

@@ -67,9 +67,9 @@ def make_jobs(plan: Plan) -> list[Job]:
 def execute(plan: Plan, runtime: dict, progress: bool = True) -> list[dict]:
     """Run every episode of the plan; one record per episode, in job order."""
     jobs = make_jobs(plan)
-    metrics = run_jobs(jobs, run_job, runtime, progress=progress)
-    return [{"scenario": j.scenario_name, "app": j.app_name, "agent": j.agent_name, "seed": j.seed,
-             "metrics": m} for j, m in zip(jobs, metrics, strict=True)]
+    results = run_jobs(jobs, run_job, runtime, progress=progress)
+    return [{"scenario": j.scenario_name, "app": j.app_name, "agent": j.agent_name, "seed": j.seed, **r}
+            for j, r in zip(jobs, results, strict=True)]
 
 
 def _params(cfg_plain: dict, plan: Plan) -> dict[str, str]:
@@ -143,6 +143,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
             (tmp / "table.txt").write_text(table + "\n")
             for metric in plot_metrics:
                 report.plot_metric(summary, metric, tmp)
+            report.plot_objects(records, tmp)
             (tmp / "config.yaml").write_text(yaml.safe_dump(cfg_plain, sort_keys=False))
             used = {"scenarios": dict(plan.scenarios), "apps": dict(plan.apps),
                     "agents": {n: (a if isinstance(a, dict) else type(a).__qualname__) for n, a in plan.agents},

@@ -62,14 +62,20 @@ def seed_globals(seed: int) -> None:
         torch.manual_seed(seed)
 
 
-def run_job(job: Job) -> dict[str, float]:
-    """Run one episode; returns its metrics (a flat dict of floats)."""
+def run_job(job: Job) -> dict:
+    """Run one episode; returns ``{"metrics": flat dict of floats}`` plus, for
+    apps of several objects (web pages, stream traces), ``"objects":
+    {"release": [...], "completion": [...]}`` (per object [s])."""
     import envs
 
     seed_globals(job.seed)
     scheduler = make_scheduler(job)
     result = envs.run_episode(job.scenario, job.app, scheduler, job.seed)
-    return {k: float(v) for k, v in result.metrics.items()}
+    out = {"metrics": {k: float(v) for k, v in result.metrics.items()}}
+    if len(result.object_times) > 1:
+        out["objects"] = {"release": [float(x) for x in result.object_release_times],
+                          "completion": [float(x) for x in result.object_times]}
+    return out
 
 
 __all__ = ["Job", "run_job", "instantiate_agent", "make_scheduler", "seed_globals"]

@@ -55,8 +55,11 @@ def summarize(records: Sequence[dict], *, seeds: Sequence[int], job: str = "eval
                 if not rows:
                     continue
                 metrics = _ordered(k for r in rows for k in r["metrics"])
-                results.setdefault(sc, {}).setdefault(app, {})[ag] = {
-                    m: describe([r["metrics"].get(m, math.nan) for r in rows]) for m in metrics}
+                stats = {m: describe([r["metrics"].get(m, math.nan) for r in rows]) for m in metrics}
+                pooled = [t for r in rows if "objects" in r for t in r["objects"]["completion"]]
+                if pooled:  # every object of every run, runs in seed order
+                    stats["object_completion_s"] = describe(pooled)
+                results.setdefault(sc, {}).setdefault(app, {})[ag] = stats
     summary = {
         "schema_version": SCHEMA_VERSION,
         "job": job,
@@ -160,6 +163,59 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
         fig.suptitle(f"{metric}: scenario {sc}, app {app}")
         fig.tight_layout()
         path = Path(out_dir) / f"{_slug(metric)}__{_slug(sc)}__{_slug(app)}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def active_objects(release: Sequence[float], completion: Sequence[float], grid: np.ndarray) -> np.ndarray:
+    """Number of objects requested and not yet complete at each time of ``grid`` [s]."""
+    rel = np.asarray(release, dtype=float)
+    end = rel + np.asarray(completion, dtype=float)
+    ok = np.isfinite(rel) & np.isfinite(end)
+    rel, end = rel[ok], end[ok]
+    return ((rel[None, :] <= grid[:, None]) & (grid[:, None] < end[None, :])).sum(axis=1)
+
+
+def plot_objects(records: Sequence[dict], out_dir: Path, points: int = 400) -> list[Path]:
+    """For apps of several objects (web pages, stream traces), one PNG per
+    scenario x app: the CDF of per-object completion times (all objects of
+    all runs) and the mean number of active objects (streams) over time."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    written = []
+    blocks: dict = {}
+    for r in records:
+        if "objects" in r:
+            blocks.setdefault((r["scenario"], r["app"]), {}).setdefault(r["agent"], []).append(r["objects"])
+    for (sc, app), by_agent in blocks.items():
+        horizon = max((rel + c for runs in by_agent.values() for o in runs
+                       for rel, c in zip(o["release"], o["completion"]) if math.isfinite(rel + c)), default=0.0)
+        if horizon <= 0:
+            continue
+        grid = np.linspace(0.0, horizon, points)
+        fig, (ax_cdf, ax_act) = plt.subplots(1, 2, figsize=(11, 4.2))
+        for ag, runs in by_agent.items():
+            x = np.sort([c for o in runs for c in o["completion"] if math.isfinite(c)])
+            if x.size:
+                ax_cdf.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{ag} (n={x.size})")
+            active = np.mean([active_objects(o["release"], o["completion"], grid) for o in runs], axis=0)
+            ax_act.step(grid, active, where="post", label=ag)
+        ax_cdf.set_xlabel("object (stream) completion time [s]")
+        ax_cdf.set_ylabel("CDF")
+        ax_cdf.legend(fontsize="small")
+        ax_act.set_xlabel("time since the first request [s]")
+        ax_act.set_ylabel(f"active objects (mean of {len(next(iter(by_agent.values())))} runs)")
+        ax_act.legend(fontsize="small")
+        for ax in (ax_cdf, ax_act):
+            ax.grid(alpha=0.3)
+        fig.suptitle(f"objects: scenario {sc}, app {app}")
+        fig.tight_layout()
+        path = Path(out_dir) / f"objects__{_slug(sc)}__{_slug(app)}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)

@@ -75,3 +75,34 @@ def test_plot_writes_one_png_per_group(tmp_path):
 @pytest.mark.parametrize("metric", ["no_such_metric"])
 def test_plot_of_missing_metric_writes_nothing(tmp_path, metric):
     assert plot_metric(summarize(_records(), seeds=[0, 1, 2]), metric, tmp_path) == []
+
+
+def test_active_objects_counts_requested_and_unfinished():
+    import numpy as np
+
+    from falcon.report import active_objects
+
+    grid = np.array([0.0, 0.5, 1.0, 1.5, 2.5])
+    # object 0: [0, 2), object 1: [1, 1.2), object 2 never completed (NaN)
+    got = active_objects([0.0, 1.0, 0.2], [2.0, 0.2, math.nan], grid)
+    assert got.tolist() == [1, 1, 2, 1, 0]
+
+
+def test_multi_object_apps_get_pooled_stats_and_the_objects_plot(tmp_path):
+    from falcon.jobs import Job, run_job
+    from falcon.report import plot_objects, summarize
+
+    app = {"kind": "streams", "streams": [{"release_s": 0.0, "size_bytes": 20_000},
+                                          {"release_s": 0.1, "size_bytes": 5_000}]}
+    scenario = {"paths": [{"link": "4g"}, {"link": "wlan"}]}
+    records = []
+    for seed in (0, 1):
+        job = Job(seed, "s", "a", "minrtt", seed, scenario, app,
+                  {"_target_": "baselines.rule_based.minrtt.MinRTT"})
+        records.append({"scenario": "s", "app": "a", "agent": "minrtt", "seed": seed, **run_job(job)})
+    assert records[0]["objects"]["release"] == [0.0, 0.1]
+    summary = summarize(records, seeds=[0, 1])
+    pooled = summary["results"]["s"]["a"]["minrtt"]["object_completion_s"]
+    assert pooled["n"] == 4 and all(v > 0 for v in pooled["values"])
+    [png] = plot_objects(records, tmp_path)
+    assert png.stat().st_size > 10_000

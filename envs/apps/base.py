@@ -33,3 +33,8 @@ class App:
     @property
     def done(self) -> bool:
         return self.done_time >= 0
+
+    def object_release_times(self) -> list[float]:
+        """Per object: when the client requested it, relative to the app's
+        start [s] (NaN if never requested)."""
+        return [0.0]

@@ -81,6 +81,9 @@ class StreamsApp(App):
         if self._left == 0:
             self._finish(now)
 
+    def object_release_times(self) -> list[float]:
+        return [s["release_s"] for s in self.streams]
+
     def object_times(self) -> list[float]:
         return [c - (self.start_time + s["release_s"]) if c >= 0 else float("nan")
                 for c, s in zip(self.complete, self.streams)]

@@ -57,6 +57,13 @@ class WebApp(App):
         if children:   # all requests triggered by one object arrive together
             self.conn.sim.schedule(now + self.request_delay, self._open_many, children)
 
+    def object_release_times(self) -> list[float]:
+        out = []
+        for o in self.page.objects:
+            req = self.start_time if o.parent is None else self.complete[o.parent]
+            out.append(req - self.start_time if req >= 0 else float("nan"))
+        return out
+
     def object_times(self) -> list[float]:
         """Per object: completion minus request time at the client [s]."""
         out = []

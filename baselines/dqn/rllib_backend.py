@@ -1,0 +1,195 @@
+"""Ray RLlib as an alternative training backend of DQN-On (``agent.backend=rllib``).
+
+RLlib's DQN trains on the Gymnasium environment of the emulator
+(:class:`envs.gym_env.MultipathSchedulingEnv`, registered with
+:func:`envs.gym_env.register_rllib`), so rollouts scale out over Ray
+workers (``rllib.num_env_runners``) and a cluster (``rllib.address``). The
+RLModule is configured to FALCON's network (encoder = the hidden ReLU layers
+of ``hidden``, a linear Q head, no dueling, no distributional Q, one-step
+targets) and the learner to the agent's hyperparameters (lr, batch size,
+gamma, soft target update tau, replay capacity, fixed epsilon). After
+training, the module's dense layers are copied into the scheduler's own
+network (:func:`extract_weights`, checked against the module's Q-values on
+random states), so the trained scheduler schedules, keeps learning online
+and exports exactly like a torch-backend DQN-On.
+
+What differs from the torch backend, by construction of RLlib: the
+environment's reward (``rllib.env_reward``, one of the environment's
+per-step rewards, default ``"goodput_rate"``; the per-decision
+``"packet_rate"`` credit exists only inside the scheduler adapter) and
+synchronous updates (RLlib learns between sampling rounds; there is no
+emulated trainer time).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from envs.errors import ConfigError
+from envs.gym_env import REWARDS
+
+#: options of the RLlib backend (``agent.rllib.*``) and their defaults
+DEFAULTS: dict = {
+    "iterations": 10,                 # algo.train() calls
+    "rollout_fragment_length": 200,   # env steps per sampling round and env runner
+    "num_env_runners": 0,             # 0: sample in the driver process; >0: Ray actors
+    "num_cpus": None,                 # ray.init(num_cpus=...) when Ray is started here
+    "address": None,                  # an existing Ray cluster ("auto", "ray://host:10001")
+    "env_reward": "goodput_rate",     # the environment's reward used by RLlib
+    "learning_starts": 64,            # env steps before the first update
+    "training_intensity": None,       # replayed / sampled steps (RLlib's knob); None = RLlib default
+    "max_steps": None,                # truncate training episodes after this many decisions
+}
+
+
+def check_options(options: Mapping) -> dict:
+    """Validate ``agent.rllib`` and fill defaults (no Ray import)."""
+    unknown = set(options) - set(DEFAULTS)
+    if unknown:
+        raise ConfigError(f"rllib: unknown option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+    out = {**DEFAULTS, **dict(options)}
+    for key in ("iterations", "rollout_fragment_length", "learning_starts"):
+        if int(out[key]) < 1:
+            raise ConfigError(f"rllib.{key}: must be a positive integer, got {out[key]!r}")
+        out[key] = int(out[key])
+    if int(out["num_env_runners"]) < 0:
+        raise ConfigError(f"rllib.num_env_runners: must be >= 0, got {out['num_env_runners']!r}")
+    out["num_env_runners"] = int(out["num_env_runners"])
+    if out["env_reward"] not in REWARDS:
+        raise ConfigError(f"rllib.env_reward: unknown reward {out['env_reward']!r}; choose one of "
+                          f"{list(REWARDS)}")
+    return out
+
+
+def build_config(agent, scenario, app, seed: int, options: Mapping):
+    """The RLlib ``DQNConfig`` for a DQN-On agent (no Ray started)."""
+    from ray.rllib.algorithms.dqn import DQNConfig as RLlibDQNConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    from envs.gym_env import register_rllib
+
+    opts = check_options(options)
+    name = register_rllib()
+    lc = agent.learner_config
+    env_config = {"scenario": scenario, "app": app, "reward": opts["env_reward"]}
+    if opts["max_steps"] is not None:
+        env_config["max_steps"] = int(opts["max_steps"])
+    eps = float(agent.epsilon)
+    training = dict(lr=lc.lr, gamma=lc.gamma, train_batch_size_per_learner=lc.batch_size,
+                    tau=lc.tau, target_network_update_freq=1, double_q=lc.double_q, dueling=False,
+                    num_atoms=1, n_step=1, epsilon=[[0, eps], [1, eps]],
+                    num_steps_sampled_before_learning_starts=opts["learning_starts"],
+                    replay_buffer_config={"type": "EpisodeReplayBuffer",
+                                          "capacity": agent.replay_capacity},
+                    td_error_loss_fn="huber" if lc.loss == "huber" else "mse")
+    if opts["training_intensity"] is not None:
+        training["training_intensity"] = float(opts["training_intensity"])
+    cfg = (RLlibDQNConfig()
+           .environment(env=name, env_config=env_config)
+           .framework("torch")
+           .env_runners(num_env_runners=opts["num_env_runners"],
+                        rollout_fragment_length=opts["rollout_fragment_length"])
+           .training(**training)
+           .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(agent.hidden),
+                                                      fcnet_activation="relu",
+                                                      head_fcnet_hiddens=[]))
+           .debugging(seed=int(seed), log_level="ERROR")
+           .reporting(min_sample_timesteps_per_iteration=opts["rollout_fragment_length"]))
+    return cfg
+
+
+def extract_weights(module, spec, check_states: np.ndarray | None = None) -> list[np.ndarray]:
+    """The dense layers of an RLlib DQN torch module (encoder, then Q head)
+    as ``[W0, b0, ...]`` with ``W`` ``[in, out]``; verified against the
+    module's own Q-values on ``check_states`` (random states if None)."""
+    import torch
+
+    linears = [m for part in (module.encoder, module.af) for m in part.modules()
+               if isinstance(m, torch.nn.Linear)]
+    sizes = [(lin.in_features, lin.out_features) for lin in linears]
+    if sizes != spec.layer_sizes:
+        raise ConfigError(f"rllib backend: the RLlib module's dense layers {sizes} do not match the "
+                          f"agent's network {spec.layer_sizes}")
+    weights = []
+    for lin in linears:
+        weights += [lin.weight.detach().cpu().numpy().T.copy(), lin.bias.detach().cpu().numpy().copy()]
+    if check_states is None:
+        check_states = np.random.default_rng(0).uniform(0, 10, (64, spec.n_inputs)).astype(np.float32)
+    with torch.no_grad():
+        out = module.forward_inference({"obs": torch.as_tensor(check_states)})
+    q_ref = out["qf_preds"].cpu().numpy() if "qf_preds" in out else None
+    if q_ref is not None:
+        x = check_states
+        n = len(weights) // 2
+        for i in range(n):
+            x = x @ weights[2 * i] + weights[2 * i + 1]
+            if i < n - 1:
+                x = np.maximum(x, 0)
+        diff = float(np.abs(x - q_ref).max())
+        if not diff < 1e-4:
+            raise ConfigError(f"rllib backend: extracted weights do not reproduce the module's Q-values "
+                              f"(max difference {diff:.3g})")
+    return weights
+
+
+def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, progress: bool = True,
+              **options) -> dict[str, float]:
+    """Train ``agent`` (a :class:`~baselines.dqn.dqn_on.DQNOn`) with RLlib's DQN,
+    then load the learned weights into it. Starts Ray (or connects to
+    ``address``) unless it is already running; stops what it started."""
+    import ray
+
+    from envs.scenario import normalise_scenario
+
+    opts = check_options(options)
+    s = normalise_scenario(scenario)
+    if agent.spec is None:
+        agent.build(len(s["paths"]))
+    started = False
+    if not ray.is_initialized():
+        init_kw = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        if opts["address"]:
+            init_kw["address"] = opts["address"]
+        elif opts["num_cpus"] is not None:
+            init_kw["num_cpus"] = int(opts["num_cpus"])
+        ray.init(**init_kw)
+        started = True
+    t0 = time.perf_counter()
+    algo = None
+    try:
+        algo = build_config(agent, s, app, seed, opts).build_algo()
+        last: dict[str, float] = {}
+        for it in range(opts["iterations"]):
+            res = algo.train()
+            env = res.get("env_runners", {})
+            point = {"episode_return_mean": float(env.get("episode_return_mean", math.nan)),
+                     "episode_len_mean": float(env.get("episode_len_mean", math.nan)),
+                     "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan))}
+            learner = res.get("learners", {}).get("default_policy", {})
+            if "qf_loss" in learner:
+                point["loss"] = float(learner["qf_loss"])
+            last = point
+            if log is not None:
+                log(point, step=it)
+            if progress:
+                print(f"{agent.name} (rllib): iteration {it + 1}/{opts['iterations']}  "
+                      f"return {point['episode_return_mean']:.4g}  steps {point['env_steps']:.0f}  "
+                      f"[{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+        module = algo.get_module()
+        weights = extract_weights(module, agent.spec)
+    finally:
+        if algo is not None:
+            algo.stop()
+        if started:
+            ray.shutdown()
+    agent.learner.set_weights(weights)
+    agent.deploy()
+    return {**last, "iterations": float(opts["iterations"]), "wall_time_s": time.perf_counter() - t0}
+
+
+__all__ = ["fit_rllib", "build_config", "extract_weights", "check_options", "DEFAULTS"]
