@@ -2,13 +2,16 @@
 change detector. Unit tests on hand-worked examples and a fake connection
 view, then end-to-end claims on the emulator (medians over seeds).
 
-Regimes used end to end (constant capacity, RTT std = 10 % of the mean):
+Regimes used end to end:
 
-* ``HET``: 50 Mbit/s 10 ms + 5 Mbit/s 150 ms, 2 MB. Every packet minRTT puts
+* ``HET``: 50 Mbit/s 10 ms + 5 Mbit/s 150 ms (constant capacity, RTT std =
+  10 % of the mean), 2 MB. Every packet minRTT puts
   on the slow path arrives ~140 ms after the fast-path data sent with it,
   which fills the receiver's out-of-order queue and the 768 KiB flow-control
   window; waiting for the fast path pays (fast path alone: 0.36 s; minRTT:
   median 0.94 s over seeds 1-7).
+* ``TABLE_I``: the FALCON paper's 4G+5G and 4G+WLAN pairs, 2 MB, where
+  M-Peekaboo must stay competitive with minRTT (within 1.25x).
 * ``SWAP`` (M-Peekaboo's change test): two step traces that swap the paths'
   qualities at T = 0.75 s (50 Mbit/s 10 ms RTT <-> 5 Mbit/s 150 ms RTT,
   60-packet buffers), 8 MB, so ~5000 packets go before the change.
@@ -38,6 +41,7 @@ from baselines.bandit import (
     make_detector,
     save_state,
 )
+from baselines.bandit.mpeekaboo import PendingLinUCB
 from baselines.bandit.peekaboo import ARMS, FEATURES, SEND, WAIT
 from envs.runner import run_episode
 
@@ -419,14 +423,178 @@ class FireAt(ChangeDetector):
 
 
 def test_mpeekaboo_resets_on_injected_detector():
-    m = MPeekaboo(detector=FireAt(400))
-    res = run_episode(HET, {"kind": "bulk", "size_bytes": 1_000_000}, m, 1)
+    m = MPeekaboo(detector=FireAt(600), seed=1)
+    res = run_episode(HET, BULK2, m, 1)
     assert res.metrics["timed_out"] == 0 and len(m.changes) == 1
-    # the model only holds what came after the reset
-    assert m.bandit.n_updates.sum() < m.updates
+    # the model only holds what came after the reset (n_updates counts decisions)
+    before = m.consultations
+    assert 0 < m.bandit.n_updates.sum() < before
+
+
+class LossFeed(ChangeDetector):
+    """Injected detector with a loss feed (as baselines.changepoint's BOCPD
+    has): counts the packets it is told about, fires on the first loss."""
+
+    def __init__(self):
+        self.fates = []
+
+    def update_loss(self, path, lost, now):
+        self.fates.append(lost)
+        return lost and self.fates.count(True) == 1
+
+
+def test_mpeekaboo_feeds_packet_fates_to_a_detector_with_a_loss_feed():
+    m = MPeekaboo(detector=LossFeed(), seed=1)
+    res = run_episode(TABLE_I["4G+WLAN"], BULK2, m, 1)
+    fates = m.detector.fates
+    # every acknowledged or lost packet (some are still in flight when the download completes)
+    assert 0.95 * res.metrics["packets_sent"] < len(fates) <= res.metrics["packets_sent"]
+    assert sum(fates) == res.metrics["packets_lost"] > 0
+    assert len(m.changes) == 1
+
+
+# ---------------------------------------------------------------- M-Peekaboo units
+def mview(paths, now=0.0, send_window=10**6, pending=10**6):
+    return SimpleNamespace(now=now, paths=paths, send_window=send_window, payload=MSS,
+                           pending_bytes=pending, retransmit_bytes=0)
+
+
+def test_pending_linucb_equals_linucb_once_all_rewards_are_in():
+    """commit (A += x x^T, b += r_hat x at decision time) then settle (b +=
+    (r - r_hat) x when the reward comes), in any order, ends where plain
+    LinUCB updates end; a decision in flight already shrinks the bonus."""
+    rng = np.random.default_rng(11)
+    pend, plain = PendingLinUCB(3, 8), LinUCB(3, 8)
+    inflight = []
+    for i in range(600):
+        arm, x, r = int(rng.integers(3)), rng.random(8), float(rng.random())
+        X = rng.random((3, 8))
+        inflight.append((arm, x, r, pend.commit(arm, x)))
+        plain.update(arm, x, r)
+        if i % 7 == 6:                    # rewards arrive late and out of order
+            rng.shuffle(inflight)
+            for a, xx, rr, r_hat in inflight:
+                pend.settle(a, xx, rr - r_hat)
+            inflight = []
+            for key in ("A", "b", "A_inv", "theta", "n_updates"):
+                np.testing.assert_allclose(getattr(pend, key), getattr(plain, key), atol=1e-9)
+            np.testing.assert_allclose(pend.prepare(X)[0], plain.scores(X), atol=1e-9)
+    fresh = PendingLinUCB(1, 2)
+    x = np.array([1.0, 0.0])
+    before = fresh.prepare(x[None])[0][0]
+    assert fresh.commit(0, x) == 0.0                     # theta = 0: r_hat = 0
+    after = fresh.prepare(x[None])[0][0]             # A = diag(2, 1): bonus 0.75 sqrt(1/2)
+    assert after == pytest.approx(0.75 * math.sqrt(0.5)) and after < before == pytest.approx(0.75)
+
+
+def biased_m(arm: int, n_paths: int = 2, **kw) -> MPeekaboo:
+    """A fresh M-Peekaboo (no random draws) whose model prefers ``arm``."""
+    m = MPeekaboo(p_follow=1.0, **kw)
+    m.reset(mview([path() for _ in range(n_paths)]))
+    m.bandit.b[arm] += 5.0
+    return m
+
+
+def test_mpeekaboo_arms_wait_only_for_the_fastest_path():
+    # f (path 0) full, s (path 1) with room: arms = send on 1, wait (index 2)
+    m = biased_m(2, record_decisions=True)
+    v = mview([path(0.01, inflight=10 * MSS), path(0.1)], now=1.0)
+    assert m.decide(v) == 0 and m.waits == 1 and m.consultations == 1   # committed to f
+    assert m.decisions == [(1.0, 0)]
+    # a path without room other than f is never chosen, however it scores
+    m3 = biased_m(1, n_paths=3)
+    v3 = mview([path(0.01, inflight=10 * MSS), path(0.02, inflight=10 * MSS), path(0.1)])
+    assert all(m3.decide(v3) in (0, 2) for _ in range(20))
+    # f has room and nobody else: f, no bandit decision; unprobed paths first
+    m0 = biased_m(1)
+    assert m0.decide(mview([path(0.01), path(0.1, inflight=10 * MSS)])) == 0
+    assert m0.decide(mview([path(0.01), path(0.1, probed=False)])) == 1
+    assert m0.consultations == 0
+    # both with room: a send arm, the one the model prefers
+    assert m0.decide(mview([path(0.01), path(0.1)])) == 1 and m0.consultations == 1
+
+
+def test_mpeekaboo_wait_reward_is_the_idle_capacity_of_the_other_paths():
+    """Wait at t = 1.0 for f (path 0, full); the connection asks again at
+    1.004 (the committed packet has left). Path 1 had room, 10 packets per
+    0.1 s = 100 packets/s idle for 4 ms: cost 0.4 packets, r = 1 / 1.4."""
+    m = biased_m(2)
+    b0, A0 = m.bandit.b[2].copy(), m.bandit.A[2].copy()
+    v = mview([path(0.01, inflight=10 * MSS), path(0.1)], now=1.0)
+    x = m.contexts(v, 1)[2]
+    assert m.decide(v) == 0 and m.updates == 0
+    v.now = 1.004
+    v.paths[0].bytes_in_flight = 9 * MSS
+    m.decide(v)
+    assert m.updates == 1
+    np.testing.assert_allclose(m.bandit.b[2], b0 + x / 1.4)
+    np.testing.assert_allclose(m.bandit.A[2], A0 + np.outer(x, x))
+
+
+def test_mpeekaboo_send_reward_charges_blocked_time_to_the_head_of_line_path():
+    """Send on path 1 at t = 1.0; from 1.01 to 1.03 the connection has no
+    flow-control credit, and path 1 holds the only (oldest) outstanding
+    decision: it is charged 0.02 s x (10/0.01 + 10/0.1) packets/s = 22
+    packets. Its ACK at 1.1 gives r = 1 / (1 + 22)."""
+    m = biased_m(1)
+    b0 = m.bandit.b[1].copy()
+    v = mview([path(0.01, inflight=10 * MSS), path(0.1)], now=1.0)
+    x = m.contexts(v, 1)[1]
+    assert m.decide(v) == 1
+    v.now, v.send_window = 1.01, 0
+    m.on_packet_lost(v, 0, MSS, 0.9)            # any callback advances the charge clock
+    v.now, v.send_window = 1.03, 10**6
+    m.on_packet_lost(v, 0, MSS, 0.9)
+    v.now = 1.1
+    m.on_packet_acked(v, 1, MSS, 0.99)          # sent before the decision: completes nothing
+    assert m.updates == 0
+    m.on_packet_acked(v, 1, MSS, 1.0)
+    assert m.updates == 1
+    np.testing.assert_allclose(m.bandit.b[1], b0 + x / 23)
 
 
 # ---------------------------------------------------------------- end to end: M-Peekaboo
+TABLE_I = {"4G+5G": {"paths": [{"link": "4g"}, {"link": "5g"}]},
+           "4G+WLAN": {"paths": [{"link": "4g"}, {"link": "wlan"}]}}
+M_SEEDS = (1, 2, 3, 4, 5, 6, 7, 8)
+
+
+def _medians(scenario, app, seeds=M_SEEDS):
+    """Median download time of minRTT and of M-Peekaboo (scheduler seed =
+    episode seed) over ``seeds``, plus the per-seed pairs."""
+    pairs = []
+    for s in seeds:
+        ref = run_episode(scenario, app, make_scheduler("minrtt"), s).metrics["download_time_s"]
+        m = MPeekaboo(seed=s)
+        res = run_episode(scenario, app, m, s)
+        assert res.metrics["timed_out"] == 0 and m.changes == []     # static: no false change
+        pairs.append((ref, res.metrics["download_time_s"]))
+    return (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs), pairs)
+
+
+@pytest.mark.parametrize("pair", sorted(TABLE_I))
+def test_mpeekaboo_is_competitive_with_minrtt_on_table_i_pairs(pair):
+    """Median download time within 1.25x of minRTT's, 2 MB, seeds 1-8.
+
+    Observed (seeds 1-8): 4G+5G 0.207 vs 0.198 s (1.04x), 4G+WLAN 0.369 vs
+    0.337 s (1.10x). Over seeds 1-16 and at 20 MB the ratios are 0.99-1.11
+    (module docstring of baselines/bandit/mpeekaboo.py). Slightly slower, not
+    faster: the first few hundred decisions of a fresh LinUCB explore."""
+    ref, mine, pairs = _medians(TABLE_I[pair], BULK2)
+    assert mine < 1.25 * ref, pairs
+
+
+def test_mpeekaboo_beats_minrtt_on_heterogeneous_paths():
+    """HET (50 Mbit/s 10 ms + 5 Mbit/s 150 ms), 2 MB, seeds 1-8, fresh model
+    per connection. Observed: M-Peekaboo median 0.575 s vs minRTT 0.952 s,
+    faster on 7 of 8 seeds (8 MB: 1.77 vs 2.53 s). It learns within the
+    connection that sends on the slow path cost flow-control stalls (the
+    blocked-time charge of its reward) and waits for the fast path."""
+    ref, mine, pairs = _medians(HET, BULK2)
+    assert mine < 0.8 * ref, pairs
+    assert sum(m < r for r, m in pairs) >= 6, pairs
+
+
 T_CHANGE = 0.75
 
 
@@ -447,14 +615,14 @@ def swap_scenario(tmp_path):
 
 def test_mpeekaboo_with_reset_recovers_faster_after_an_abrupt_change(swap_scenario):
     """Wrong choices (the old fast path, now the slow one) among the first 300
-    decisions after the swap, with the two-window detector vs without.
+    bandit decisions after the swap, with the two-window detector vs without.
 
-    Observed (seeds 1-10, same setup): with reset 35-79 (median 44), without
-    43-130 (median 72); with reset fewer on every seed. Both detections (path
-    0 gets slower, path 1 faster) come 0.17-0.25 s after the change, as soon
-    as a window of post-change RTT samples is in. Download times are about
-    equal (median 2.01 vs 2.05 s): the change stalls the connection (data
-    queued on the degraded path) for longer than the learners take to adapt."""
+    Observed (seeds 1-8, same setup): with reset 68-89 (median 82), without
+    115-166 (median 142); with reset fewer on every seed. Both detections
+    (path 0 gets slower, path 1 faster) come 0.17-0.36 s after the change.
+    Download times are about equal (median 1.9 s both): the change stalls the
+    connection (data queued on the degraded path) for longer than the learners
+    take to adapt."""
     app = {"kind": "bulk", "size_bytes": 8_000_000}
     wrong = {True: [], False: []}
     for seed in (1, 2, 3, 4):
@@ -472,15 +640,6 @@ def test_mpeekaboo_with_reset_recovers_faster_after_an_abrupt_change(swap_scenar
                 assert m.changes == []
     assert statistics.median(wrong[True]) < 0.8 * statistics.median(wrong[False]), wrong
     assert sum(a < b for a, b in zip(wrong[True], wrong[False])) >= 3, wrong
-
-
-def test_mpeekaboo_no_false_changes_on_static_paths_and_commits_to_paths():
-    m = MPeekaboo(record_decisions=True)
-    res = run_episode(HET, BULK2, m, 2)
-    assert res.metrics["timed_out"] == 0 and m.changes == []
-    arms = [a for _, a in m.decisions]
-    assert set(arms) == {0, 1} and arms.count(0) > 0.8 * len(arms)   # mostly the fast path
-    assert m.updates > 0.9 * len(arms)
 
 
 # ---------------------------------------------------------------- registry, determinism
