@@ -28,6 +28,8 @@ SCHEDULERS: dict = {
     "sa_ecf": "baselines.stream_aware.sa_ecf:SAECF",
     "fcfs_minrtt": "baselines.stream_aware.fcfs_minrtt:FCFSMinRTT",
     "srpt_minrtt": "baselines.stream_aware.srpt_minrtt:SRPTMinRTT",
+    "dqn_on": "baselines.dqn.dqn_on:DQNOn",
+    "dqn_off": "baselines.dqn.dqn_off:DQNOff",
 }
 
 

@@ -10,19 +10,23 @@ learning would be free. The model here:
 * The trainer is one sequential worker living in the emulator's event loop.
   It is idle or busy with one *job*: ``steps_per_update`` gradient steps.
 * The network process notifies it of every new transition
-  (:meth:`AsyncTrainer.notify`). When it is idle, the warm-up is over
+  (:meth:`AsyncTrainer.notify`). The trainer owes one gradient step per
+  ``train_interval`` transitions (Mnih et al. 2015 update every 4 actions;
+  keras-rl's ``train_interval``). When it is idle, the warm-up is over
   (``warmup`` transitions in the replay memory) and at least
-  ``train_interval`` transitions arrived since its previous job started, it
-  starts a job at emulated time ``t``: the gradient steps are computed on the
-  replay memory *as it is at* ``t`` (mini-batches sampled then), and a
-  "training done" event is scheduled at ``t + steps_per_update *
-  step_cost_s`` (``view.sim.schedule``).
+  ``train_interval`` transitions are waiting, it starts a job at emulated
+  time ``t`` and pays for up to ``steps_per_update * train_interval`` of
+  them: the gradient steps are computed on the replay memory *as it is at*
+  ``t`` (mini-batches sampled then), and a "training done" event is
+  scheduled at ``t + steps_per_update * step_cost_s``
+  (``view.sim.schedule``).
 * Until that event the *old* weights keep scheduling packets; at the event
-  the new weights are deployed (copied to the acting network) and, if enough
-  new transitions arrived meanwhile, the next job starts at once. If
-  experience arrives faster than the trainer can learn from it, the trainer
-  falls behind and the gradient steps per transition drop, as a real
-  trainer process would.
+  the new weights are deployed (copied to the acting network) and, if
+  transitions are still waiting, the next job starts at once. If experience
+  arrives faster than the trainer can learn from it, the trainer stays busy
+  and falls behind (the backlog of a finished episode is dropped), as a
+  real trainer process would; otherwise it keeps the replay ratio of one
+  step per ``train_interval`` transitions.
 * ``step_cost_s`` is the emulated duration of one gradient step. Its default
   (``configs/agent/dqn_on.yaml``) is the median wall time of one step of the
   default network on the development machine, measured by :func:`calibrate`
@@ -33,7 +37,8 @@ learning would be free. The model here:
 * Between episodes (downloads) no emulated time passes; a job still in
   flight when an episode ends (e.g. at the time limit) is completed and
   deployed before the next episode starts (:meth:`attach`): the real
-  trainer would have finished it in the gap.
+  trainer would have finished it in the gap. Transitions still waiting for
+  their step are not carried over.
 
 Everything is deterministic: the job's mini-batches come from the replay
 memory's seeded generator and the events are ordered by the simulator.
@@ -57,7 +62,7 @@ class AsyncTrainer:
         deploy: ``deploy()`` copies the learner's parameters to the acting network.
         ready: ``ready() -> bool``: the replay memory is warm enough to train.
         step_cost_s: emulated time of one gradient step [s]; 0 = synchronous.
-        train_interval: new transitions needed before a job may start.
+        train_interval: transitions per gradient step (a job needs this many waiting).
         steps_per_update: gradient steps per job (weights deployed after each job).
     """
 
@@ -79,7 +84,7 @@ class AsyncTrainer:
         self.steps_per_update = int(steps_per_update)
         self.sim = None
         self.busy = False
-        self.pending = 0            # transitions since the previous job started
+        self.pending = 0            # transitions not yet paid for by a gradient step
         self._job = 0               # id of the job in flight (stale events are ignored)
         # statistics
         self.jobs = 0
@@ -95,6 +100,7 @@ class AsyncTrainer:
         left in flight by the previous episode, then run on ``sim``."""
         self.flush()
         self.sim = sim
+        self.pending = 0
 
     def flush(self) -> None:
         """Complete a job in flight now (between episodes)."""
@@ -112,8 +118,8 @@ class AsyncTrainer:
             self._start()
 
     def _start(self) -> None:
-        self.pending = 0
         k = self.steps_per_update
+        self.pending -= min(self.pending, k * self.train_interval)
         loss = self._train(k)
         self.last_loss = loss
         self.losses.append(loss)
@@ -154,10 +160,12 @@ class AsyncTrainer:
 
 
 def calibrate(hidden=(64, 64, 64), n_paths: int = 2, batch_size: int = 32, repeats: int = 7,
-              steps: int = 200, technique: str = "bmm", seed: int = 0) -> float:
+              steps: int = 200, technique: str = "bmm", seed: int = 0, details: bool = False):
     """Median wall time [s] of one gradient step of a single model (the
     default ``train_step_cost_s``): ``repeats`` timings of ``steps`` steps
-    each, on random mini-batches, after a warm-up."""
+    each, on random mini-batches, after a warm-up. ``details=True`` returns
+    a dict with the CPU time per step too (on a busy machine the wall time
+    exceeds it: calibrate on an idle one)."""
     import numpy as np
 
     from baselines.dqn.learner import BatchedDQN
@@ -173,12 +181,16 @@ def calibrate(hidden=(64, 64, 64), n_paths: int = 2, batch_size: int = 32, repea
              np.zeros((1, batch_size), np.float32))
     for _ in range(20):
         learner.update(*batch)
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(steps):
             learner.update(*batch)
         times.append((time.perf_counter() - t0) / steps)
+        cpu.append((time.process_time() - c0) / steps)
+    if details:
+        return {"train_step_cost_s": statistics.median(times), "wall_s": times,
+                "cpu_s_median": statistics.median(cpu)}
     return statistics.median(times)
 
 
@@ -193,8 +205,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--steps", type=int, default=200)
     args = ap.parse_args()
-    cost = calibrate(tuple(args.hidden), args.paths, repeats=args.repeats, steps=args.steps)
-    print(json.dumps({"train_step_cost_s": cost, "hidden": args.hidden, "paths": args.paths}))
+    res = calibrate(tuple(args.hidden), args.paths, repeats=args.repeats, steps=args.steps, details=True)
+    print(json.dumps({"train_step_cost_s": res["train_step_cost_s"], "cpu_s_per_step": res["cpu_s_median"],
+                      "hidden": args.hidden, "paths": args.paths}))
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ class DQNOn(DQNScheduler):
 
     Args:
         warmup: transitions in the replay memory before training starts.
-        train_interval: new transitions per trainer job (at most).
+        train_interval: transitions per gradient step (4: Mnih et al. 2015).
         steps_per_update: gradient steps per job; weights deployed after each job.
         train_step_cost_s: emulated time of one gradient step [s]; ``"auto"``
             calibrates it on this machine; 0 = synchronous learning.
@@ -87,8 +87,8 @@ class DQNOn(DQNScheduler):
 
     name = "dqn_on"
 
-    def __init__(self, *, warmup: int = 64, train_interval: int = 1, steps_per_update: int = 1,
-                 train_step_cost_s: float | str = 0.0007, buffer: Mapping | None = None,
+    def __init__(self, *, warmup: int = 64, train_interval: int = 4, steps_per_update: int = 1,
+                 train_step_cost_s: float | str = 0.00045, buffer: Mapping | None = None,
                  backend: str = "torch", rllib: Mapping | None = None, log_every: int = 5, **kw):
         super().__init__(**kw)
         if backend not in BACKENDS:
@@ -113,7 +113,6 @@ class DQNOn(DQNScheduler):
                                     steps_per_update=steps_per_update)
         self.recording = True
         self.episodes_run = 0
-        self._stop_at: int | None = None
 
     # ---------------------------------------------------------- learning
     def _ready(self) -> bool:
@@ -125,12 +124,6 @@ class DQNOn(DQNScheduler):
         for _ in range(n):
             loss = float(learner.update(*replay.sample(bs))[0])
         return loss
-
-    def decide(self, view):
-        a = super().decide(view)
-        if self._stop_at is not None and self.decisions >= self._stop_at:
-            view.sim.stop()       # decision budget used up (buffering): end the episode here
-        return a
 
     def on_transition(self, state, action, reward, next_state, done, time) -> None:
         self.replay.add(state, action, reward, next_state, done)
@@ -148,16 +141,18 @@ class DQNOn(DQNScheduler):
     # ---------------------------------------------------------- episodes
     def run_episode(self, scenario, app, seed: int, max_duration_s: float | None = None,
                     max_decisions: int | None = None) -> dict[str, float]:
-        """One online episode (download) with learning; its metrics plus the
-        trainer's counters. ``max_decisions`` stops it early (buffering)."""
-        emu, conn, application, s = setup_episode(scenario, app, self, seed)
-        sim = emu.sim
-        until = s["max_duration_s"] if max_duration_s is None else float(max_duration_s)
-        self._stop_at = None if max_decisions is None else self.decisions + int(max_decisions)
+        """One online episode (download) with learning; its metrics.
+        ``max_decisions``: record only that many decisions and end the
+        episode as soon as their transitions are complete (buffering)."""
+        # the budget counts from the first decision (the app starts sending in setup_episode)
+        self.record_budget = None if max_decisions is None else int(max_decisions)
         try:
+            emu, conn, application, s = setup_episode(scenario, app, self, seed)
+            sim = emu.sim
+            until = s["max_duration_s"] if max_duration_s is None else float(max_duration_s)
             end = sim.run(until)
         finally:
-            self._stop_at = None
+            self.record_budget = None
         self.end_episode(application.done)
         self.trainer.flush()
         self.episodes_run += 1
@@ -177,6 +172,7 @@ class DQNOn(DQNScheduler):
         self.trainer.step_cost_s, interval = 0.0, self.trainer.train_interval
         self.trainer.train_interval = 1 << 62
         self.buffered = True
+        decisions0 = self.decisions     # buffering decisions are not online packets
         try:
             for i, d in enumerate(b["deviations"]):
                 cond = deviate_scenario(scenario, rtt_variation=d, loss=d)
@@ -185,6 +181,7 @@ class DQNOn(DQNScheduler):
             self.epsilon = eps0
             self.trainer.step_cost_s, self.trainer.train_interval = trainer_cost, interval
             self.trainer.pending = 0
+            self.decisions = decisions0
         n = len(self.replay) - n0
         loss = self._train_steps(b["pretrain_steps"]) if b["pretrain_steps"] and len(self.replay) else math.nan
         self.deploy()
@@ -210,6 +207,10 @@ class DQNOn(DQNScheduler):
         out: dict[str, float] = {}
         if self.buffer is not None and not self.buffered:
             out.update(self._collect_buffer(s, app, seed))
+            if progress:
+                print(f"{self.name}: buffered {out['buffered_transitions']:.0f} transitions from "
+                      f"{len(self.buffer['deviations'])} nearby conditions, pre-trained "
+                      f"{self.buffer['pretrain_steps']} steps", file=sys.stderr, flush=True)
         recorder = None
         if experience_log is not None:
             from baselines.dqn.experience import ExperienceRecorder

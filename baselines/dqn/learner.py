@@ -44,6 +44,7 @@ training run bit for bit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -54,6 +55,24 @@ from envs.errors import ConfigError
 
 TECHNIQUES = ("bmm", "autograd", "vmap")
 LOSSES = ("huber", "mse")
+#: ``threads="auto"``: one intra-op thread while ``n_models * batch_size`` is
+#: at most this (small updates are latency bound, and on a busy machine every
+#: multi-threaded kernel waits for a second core: measured 10x slower)
+AUTO_SINGLE_THREAD_WORK = 2048
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run a block with ``n`` torch intra-op threads (None: unchanged)."""
+    if n is None or n == torch.get_num_threads():
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 @dataclass(frozen=True)
@@ -117,23 +136,34 @@ class BatchedDQN:
         n_models: ``M``.
         config: :class:`DQNConfig`.
         seed: parameter-initialisation seed (see :func:`init_params`).
-        technique: ``"bmm"`` or ``"vmap"``.
+        technique: ``"bmm"``, ``"autograd"`` or ``"vmap"``.
+        threads: torch intra-op threads during an update: an int, None (torch's
+            setting) or ``"auto"`` (1 for small stacks, see
+            :data:`AUTO_SINGLE_THREAD_WORK`; torch's setting otherwise).
     """
 
     def __init__(self, spec: QNetSpec, n_models: int = 1, config: DQNConfig | None = None,
-                 seed: int = 0, technique: str = "bmm"):
+                 seed: int = 0, technique: str = "bmm", threads: int | str | None = "auto"):
         if technique not in TECHNIQUES:
             raise ConfigError(f"technique: unknown {technique!r}; known: {list(TECHNIQUES)}")
+        if threads == "auto":
+            cfg = config or DQNConfig()
+            threads = 1 if int(n_models) * cfg.batch_size <= AUTO_SINGLE_THREAD_WORK else None
+        elif threads is not None and (isinstance(threads, bool) or int(threads) < 1):
+            raise ConfigError(f"threads: expected a positive integer, 'auto' or null, got {threads!r}")
+        self.threads = None if threads is None else int(threads)
         self.spec = spec
         self.n_models = int(n_models)
         self.config = config or DQNConfig()
         self.technique = technique
         init = init_params(spec, n_models, seed)
-        #: every model's parameters, flattened: ``[M, P]`` (layer order W0, b0, W1, ...);
-        #: ``params`` / ``target`` are views into the flat buffers, so the
-        #: optimiser and the target update are a handful of whole-buffer ops
+        #: all parameters of all models in one 1-D buffer, tensor by tensor
+        #: (W0 of every model, then b0, ...); ``params`` / ``target`` are
+        #: contiguous ``[M, ...]`` views into it, gradients are written into
+        #: the same layout, and the optimiser and target update are a handful
+        #: of whole-buffer operations
         self._shapes = [tuple(p.shape[1:]) for p in init]
-        self.flat = torch.cat([p.reshape(self.n_models, -1) for p in init], 1).contiguous()
+        self.flat = torch.cat([p.reshape(-1) for p in init]).contiguous()
         self.target_flat = self.flat.clone()
         self._bind()
         self.reset_optimizer()
@@ -142,8 +172,8 @@ class BatchedDQN:
     def _views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         out, off = [], 0
         for shape in self._shapes:
-            n = int(np.prod(shape))
-            out.append(flat[:, off:off + n].view(self.n_models, *shape))
+            n = self.n_models * int(np.prod(shape))
+            out.append(flat[off:off + n].view(self.n_models, *shape))
             off += n
         return out
 
@@ -158,8 +188,13 @@ class BatchedDQN:
         starts a new inner loop)."""
         self.m = torch.zeros_like(self.flat, requires_grad=False)
         self.v = torch.zeros_like(self.flat, requires_grad=False)
-        self._denom = torch.empty_like(self.v)
+        self._scratch()
         self.steps = 0
+
+    def _scratch(self) -> None:
+        self._denom = torch.empty_like(self.v)
+        self._gflat = torch.empty_like(self.v)
+        self._gviews = self._views(self._gflat)
 
     def get_weights(self, model: int = 0, target: bool = False) -> list[np.ndarray]:
         """Model ``model``'s online (or target) weights as NumPy arrays ``[W0, b0, ...]``."""
@@ -175,8 +210,10 @@ class BatchedDQN:
         return out
 
     def flat_weights(self, model: int = 0) -> np.ndarray:
-        """A copy of model ``model``'s flat parameter vector ``[P]`` (cheap deployment)."""
-        return self.flat[model].detach().numpy().copy()
+        """A copy of model ``model``'s parameters as one vector ``[P]`` (W0, b0,
+        ... flattened; :meth:`split_flat` splits it): a cheap deployment."""
+        with torch.no_grad():
+            return torch.cat([p[model].reshape(-1) for p in self.params]).numpy()
 
     def set_weights(self, weights: Sequence[np.ndarray], model: int | None = None,
                     target: bool = True) -> None:
@@ -218,14 +255,14 @@ class BatchedDQN:
 
     def __getstate__(self):
         st = {k: v for k, v in self.__dict__.items()
-              if k not in ("params", "target", "_vmapped", "_denom")}
+              if k not in ("params", "target", "_vmapped", "_denom", "_gflat", "_gviews")}
         st["flat"] = self.flat.detach().clone()
         return st
 
     def __setstate__(self, st):
         self.__dict__.update(st)
         self._vmapped = None
-        self._denom = torch.empty_like(self.v)
+        self._scratch()
         self._bind()
 
     # ---------------------------------------------------------- forward
@@ -278,11 +315,11 @@ class BatchedDQN:
                                     cfg.huber_delta * (ab - 0.5 * cfg.huber_delta)).sum(-1) * inv_b
             derr = err.clamp(-cfg.huber_delta, cfg.huber_delta).mul_(inv_b)
         dz = torch.zeros_like(q_all).scatter_(-1, idx, derr.unsqueeze(-1))   # dL/dq
-        grads: list = [None] * (2 * n)
+        grads = self._gviews      # written in place: the optimiser reads the flat buffer
         for i in range(n - 1, -1, -1):
             h = acts[i]
-            grads[2 * i] = torch.bmm(h.transpose(1, 2), dz)
-            grads[2 * i + 1] = dz.sum(1)
+            torch.bmm(h.transpose(1, 2), dz, out=grads[2 * i])
+            torch.sum(dz, 1, out=grads[2 * i + 1])
             if i > 0:
                 dh = torch.bmm(dz, params[2 * i].transpose(1, 2))
                 dz = torch.ops.aten.threshold_backward(dh, h, 0.0)   # ReLU'(z) = [h > 0]
@@ -316,6 +353,10 @@ class BatchedDQN:
         actions ``[M, B]`` (int), rewards / dones ``[M, B]``. Returns the
         per-model loss before the step, ``[M]``.
         """
+        with torch_threads(self.threads):
+            return self._update(states, actions, rewards, next_states, dones)
+
+    def _update(self, states, actions, rewards, next_states, dones) -> torch.Tensor:
         cfg = self.config
         s = torch.as_tensor(np.asarray(states, dtype=np.float32))
         a = torch.as_tensor(np.asarray(actions, dtype=np.int64))
@@ -335,10 +376,15 @@ class BatchedDQN:
         with torch.no_grad():
             self.steps += 1
             b1, b2 = cfg.adam_beta1, cfg.adam_beta2
-            g = torch.cat([x.reshape(self.n_models, -1) for x in grads], 1)     # [M, P]
+            g = self._gflat
+            if self.technique != "bmm":           # bmm wrote its gradients there already
+                for dst, src in zip(self._gviews, grads):
+                    dst.copy_(src)
             if cfg.grad_clip is not None:
-                norm = torch.linalg.vector_norm(g, dim=1, keepdim=True)
-                g.mul_((cfg.grad_clip / (norm + 1e-6)).clamp_(max=1.0))
+                sq = sum(x.reshape(self.n_models, -1).pow(2).sum(1) for x in self._gviews)   # [M]
+                factor = (cfg.grad_clip / (sq.sqrt() + 1e-6)).clamp_(max=1.0)
+                for x in self._gviews:
+                    x.mul_(factor.view(-1, *([1] * (x.ndim - 1))))
             bc1 = 1.0 - b1 ** self.steps
             bc2 = 1.0 - b2 ** self.steps
             flat = self.flat.detach()
@@ -358,4 +404,4 @@ class BatchedDQN:
         return self.q(states).argmax(-1).numpy()
 
 
-__all__ = ["BatchedDQN", "DQNConfig", "TECHNIQUES", "LOSSES"]
+__all__ = ["BatchedDQN", "DQNConfig", "TECHNIQUES", "LOSSES", "torch_threads"]

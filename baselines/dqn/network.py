@@ -117,11 +117,18 @@ def init_params(spec: QNetSpec, n_models: int = 1, seed: int = 0) -> list[torch.
     """
     if int(n_models) < 1:
         raise ConfigError(f"n_models: must be positive, got {n_models}")
-    gen = torch.Generator().manual_seed(int(seed))
+    n_models = int(n_models)
+    weights = [torch.empty((n_models, i, o), dtype=torch.float32) for i, o in spec.layer_sizes]
+    for m in range(n_models):
+        # model m's own stream: SeedSequence((seed, m)), so a model's initial
+        # weights do not depend on how many models share the stack
+        state = np.random.SeedSequence((int(seed), m)).generate_state(1, np.uint64)[0]
+        gen = torch.Generator().manual_seed(int(state >> np.uint64(1)))
+        for w, (fan_in, fan_out) in zip(weights, spec.layer_sizes):
+            limit = math.sqrt(6.0 / (fan_in + fan_out))
+            w[m] = (torch.rand((fan_in, fan_out), generator=gen, dtype=torch.float32) * 2 - 1) * limit
     params: list[torch.Tensor] = []
-    for fan_in, fan_out in spec.layer_sizes:
-        limit = math.sqrt(6.0 / (fan_in + fan_out))
-        w = (torch.rand((n_models, fan_in, fan_out), generator=gen, dtype=torch.float32) * 2 - 1) * limit
+    for w, (_, fan_out) in zip(weights, spec.layer_sizes):
         params += [w, torch.zeros((n_models, fan_out), dtype=torch.float32)]
     return params
 

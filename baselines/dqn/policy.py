@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from baselines.dqn.learner import BatchedDQN, DQNConfig
+from baselines.dqn.learner import TECHNIQUES, BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
@@ -110,6 +110,8 @@ class DQNScheduler(Scheduler):
             raise ConfigError(f"epsilon: must be in [0, 1], got {epsilon}")
         if int(replay_capacity) < 1:
             raise ConfigError(f"replay_capacity: must be a positive integer, got {replay_capacity!r}")
+        if technique not in TECHNIQUES:
+            raise ConfigError(f"technique: unknown {technique!r}; known: {list(TECHNIQUES)}")
         self.hidden = _hidden(hidden)
         self.epsilon = epsilon
         self.seed = int(seed)
@@ -133,6 +135,9 @@ class DQNScheduler(Scheduler):
         #: optional experience recorder (baselines.dqn.experience.ExperienceRecorder)
         self.recorder = None
         self.decisions = 0
+        #: record at most this many more decisions, then stop the simulator as
+        #: soon as their transitions are complete (None: no limit)
+        self.record_budget: int | None = None
         self._view = None
         self._vals: list[float] = []
         self._prev_state = None
@@ -203,6 +208,13 @@ class DQNScheduler(Scheduler):
                 r = step_reward(self.reward_kind, view.delivered - self._delivered_prev,
                                 now - self._t_prev, view.payload, self._ack_credit, self._ack_count)
                 self.on_transition(self._prev_state, self._prev_action, r, state, False, self._t_prev)
+            budget = self.record_budget
+            if budget is not None:
+                if budget <= 0:
+                    self._prev_state = None
+                    view.sim.stop()
+                    return self._choose(state)
+                self.record_budget = budget - 1
             self._t_prev = now
             self._delivered_prev = view.delivered
             self._ack_credit = 0.0
@@ -226,16 +238,27 @@ class DQNScheduler(Scheduler):
             if last[4] is not None:
                 self.on_transition(last[0], last[1], last[4], state, False, last[2])
         a = self._choose(state)
+        self._prev_state = state
+        self._prev_action = a
+        self.decisions += 1
+        budget = self.record_budget
+        if budget is not None:
+            if budget <= 0:           # budget used up: act, record nothing more
+                self._last_rec = None
+                self._stop_if_complete(view)
+                return a
+            self.record_budget = budget - 1
         rec = [state, a, view.sim.now, None, None]   # state, action, decision time, next state, reward
         dq = self._pending[a]
         dq.append(rec)
         if len(dq) > MAX_PENDING:
             dq.popleft()
         self._last_rec = rec
-        self._prev_state = state
-        self._prev_action = a
-        self.decisions += 1
         return a
+
+    def _stop_if_complete(self, view) -> None:
+        if self._last_rec is None and not any(self._pending):
+            view.sim.stop()
 
     def _resolve(self, path: int, now: float, acked: bool) -> None:
         dq = self._pending[path] if path < len(self._pending) else None
@@ -245,6 +268,8 @@ class DQNScheduler(Scheduler):
         reward = rec[4] = ack_credit(now, rec[2]) if acked else 0.0
         if rec[3] is not None:
             self.on_transition(rec[0], rec[1], reward, rec[3], False, rec[2])
+        if self.record_budget is not None and self.record_budget <= 0 and self._view is not None:
+            self._stop_if_complete(self._view)
 
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
         if self._per_packet:

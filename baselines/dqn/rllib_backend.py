@@ -103,6 +103,15 @@ def build_config(agent, scenario, app, seed: int, options: Mapping):
     return cfg
 
 
+def module_q_values(module, states: np.ndarray) -> np.ndarray:
+    """Q-values of an RLlib DQN torch module (``compute_q_values``) for ``states`` ``[B, n]``."""
+    import torch
+
+    with torch.no_grad():
+        out = module.compute_q_values({"obs": torch.as_tensor(np.asarray(states, np.float32))})
+    return out["qf_preds"].cpu().numpy()
+
+
 def extract_weights(module, spec, check_states: np.ndarray | None = None) -> list[np.ndarray]:
     """The dense layers of an RLlib DQN torch module (encoder, then Q head)
     as ``[W0, b0, ...]`` with ``W`` ``[in, out]``; verified against the
@@ -121,19 +130,17 @@ def extract_weights(module, spec, check_states: np.ndarray | None = None) -> lis
     if check_states is None:
         check_states = np.random.default_rng(0).uniform(0, 10, (64, spec.n_inputs)).astype(np.float32)
     with torch.no_grad():
-        out = module.forward_inference({"obs": torch.as_tensor(check_states)})
-    q_ref = out["qf_preds"].cpu().numpy() if "qf_preds" in out else None
-    if q_ref is not None:
-        x = check_states
-        n = len(weights) // 2
-        for i in range(n):
-            x = x @ weights[2 * i] + weights[2 * i + 1]
-            if i < n - 1:
-                x = np.maximum(x, 0)
-        diff = float(np.abs(x - q_ref).max())
-        if not diff < 1e-4:
-            raise ConfigError(f"rllib backend: extracted weights do not reproduce the module's Q-values "
-                              f"(max difference {diff:.3g})")
+        q_ref = module_q_values(module, check_states)
+    x = check_states
+    n = len(weights) // 2
+    for i in range(n):
+        x = x @ weights[2 * i] + weights[2 * i + 1]
+        if i < n - 1:
+            x = np.maximum(x, 0)
+    diff = float(np.abs(x - q_ref).max())
+    if not diff < 1e-4:
+        raise ConfigError(f"rllib backend: extracted weights do not reproduce the module's Q-values "
+                          f"(max difference {diff:.3g})")
     return weights
 
 
@@ -192,4 +199,4 @@ def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, 
     return {**last, "iterations": float(opts["iterations"]), "wall_time_s": time.perf_counter() - t0}
 
 
-__all__ = ["fit_rllib", "build_config", "extract_weights", "check_options", "DEFAULTS"]
+__all__ = ["fit_rllib", "build_config", "extract_weights", "module_q_values", "check_options", "DEFAULTS"]

@@ -1,0 +1,125 @@
+"""DQN speed benchmark: gradient steps per second, and scheduling decisions per second.
+
+    python -m baselines.dqn.benchmark [--repeats 5] [--models 729] [--quick]
+
+* ``update_1``: DQN steps per second of one model (batch 32, the default
+  64x3 network, 2 paths), for each batched-gradient technique (``bmm``,
+  ``autograd``, ``vmap``; :mod:`baselines.dqn.learner`).
+* ``update_bank``: one step of ``--models`` (729: the meta-model bank) models
+  updated together, per technique and torch thread count; reported as steps
+  per second of the whole stack and model-steps per second.
+* ``decisions``: decisions per second of the scheduler adapter in the
+  emulator (2 MB bulk over static 4G + 5G): greedy (the deployed policy
+  only), DQN-On learning online (asynchronous trainer included), and the
+  emulator with a trivial Python scheduler (first path with room) as the
+  floor.
+
+Every figure is the median over ``--repeats`` repeats (every repeat is
+reported too): the development machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+from baselines.dqn.learner import TECHNIQUES, BatchedDQN
+from baselines.dqn.network import QNetSpec
+
+SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
+APP = {"kind": "bulk", "size_bytes": 2_000_000}
+
+
+def _batch(m: int, bs: int = 32, n_in: int = 8, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(0, 5, (m, bs, n_in)).astype(np.float32), rng.integers(0, 2, (m, bs)),
+            rng.uniform(0, 5, (m, bs)).astype(np.float32), rng.uniform(0, 5, (m, bs, n_in)).astype(np.float32),
+            np.zeros((m, bs), np.float32))
+
+
+def steps_per_second(n_models: int, technique: str, threads, repeats: int, seconds: float) -> dict:
+    learner = BatchedDQN(QNetSpec(8, 2), n_models, seed=0, technique=technique, threads=threads)
+    batch = _batch(n_models)
+    for _ in range(3):
+        learner.update(*batch)
+    t0 = time.perf_counter()
+    learner.update(*batch)
+    per = max(time.perf_counter() - t0, 1e-6)
+    n = max(2, int(seconds / per))
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            learner.update(*batch)
+        rates.append(n / (time.perf_counter() - t0))
+    med = statistics.median(rates)
+    return {"models": n_models, "technique": technique, "threads": learner.threads or torch.get_num_threads(),
+            "steps_per_s": med, "model_steps_per_s": med * n_models, "ms_per_step": 1000 / med,
+            "repeats": rates}
+
+
+def decisions_per_second(kind: str, repeats: int, episodes: int) -> dict:
+    import envs
+    from baselines.dqn.dqn_on import DQNOn
+    from baselines.dqn.policy import DQNScheduler
+    from envs.benchmark import FirstWithRoom
+
+    rates, per_ep = [], []
+    for r in range(repeats):
+        if kind == "dqn_on_learning":
+            sched = DQNOn(seed=r)
+        elif kind == "greedy":
+            sched = DQNScheduler(seed=r, epsilon=0.0)
+        else:
+            sched = FirstWithRoom()
+        decisions = 0
+        t0 = time.perf_counter()
+        for ep in range(episodes):
+            res = envs.run_episode(SCENARIO, APP, sched, 1000 * r + ep)
+            decisions += int(res.metrics["packets_sent"])
+        dt = time.perf_counter() - t0
+        rates.append(decisions / dt)
+        per_ep.append(dt / episodes)
+    return {"scheduler": kind, "decisions_per_s": statistics.median(rates),
+            "wall_s_per_episode": statistics.median(per_ep), "repeats": rates}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--models", type=int, default=729)
+    ap.add_argument("--episodes", type=int, default=5, help="episodes per repeat (decisions)")
+    ap.add_argument("--seconds", type=float, default=1.0, help="target duration of one timing")
+    ap.add_argument("--quick", action="store_true", help="one repeat, short timings (smoke test)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.repeats, args.seconds, args.episodes = 1, 0.2, 1
+    report = {"machine": {"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+                          "cpu_count": __import__("os").cpu_count()},
+              "update_1": [], "update_bank": [], "decisions": []}
+    for tech in TECHNIQUES:
+        r = steps_per_second(1, tech, "auto", args.repeats, args.seconds)
+        report["update_1"].append(r)
+        print(f"1 model, {tech:8s}: {r['steps_per_s']:8.0f} steps/s ({r['ms_per_step']:.3f} ms)", file=sys.stderr)
+    for tech in TECHNIQUES:
+        for threads in sorted({1, torch.get_num_threads()}):
+            r = steps_per_second(args.models, tech, threads, args.repeats, args.seconds)
+            report["update_bank"].append(r)
+            print(f"{args.models} models, {tech:8s}, {threads} thread(s): {r['steps_per_s']:6.2f} steps/s "
+                  f"= {r['model_steps_per_s']:8.0f} model-steps/s ({r['ms_per_step']:.1f} ms)", file=sys.stderr)
+    for kind in ("first_with_room", "greedy", "dqn_on_learning"):
+        r = decisions_per_second(kind, args.repeats, args.episodes)
+        report["decisions"].append(r)
+        print(f"decisions, {kind:16s}: {r['decisions_per_s']:8.0f} /s ({r['wall_s_per_episode'] * 1000:.0f} ms "
+              "per 2 MB episode)", file=sys.stderr)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""python -m falcon.export: write trained models as HDF5 and ONNX, checked.
+
+    python -m falcon.export model=results/train/<run>                      # every models/*/model.h5
+    python -m falcon.export model=results/train/<run>/models/dqn_on output=exports/dqn_on
+    python -m falcon.export model=bank.h5 formats=[onnx] names=[cell_000]
+
+``model=`` is a model HDF5 file (:mod:`baselines.dqn.export` layout; a
+single model or a bank of them), a folder holding ``model.h5`` (what
+``falcon.train`` saves under ``models/<agent>/``), or a ``falcon.train``
+output folder (every ``models/*/model.h5`` in it). For every input file the
+command writes, into ``output=`` (default ``results/export/<time>``):
+
+* ``<name>.h5``: the models in the documented HDF5 layout;
+* ``<name>.onnx`` (``<name>.<model>.onnx`` for a multi-model file): one ONNX
+  graph per model, input ``state``, output ``q_values``, dynamic batch;
+* ``summary.json``: files, formats, ONNX opset / IR version and the parity
+  figures.
+
+Unless ``check.enabled=false`` both exports are loaded back with
+independent readers (h5py + NumPy; onnxruntime) and their Q-values compared
+with the torch model's on random states and on real states (from
+``check.experience`` or from an emulated episode run with the model); a
+difference above ``check.tolerance`` fails the export. The output folder
+appears only when complete. Bad input (a missing, corrupt or foreign file)
+is reported on one line, exit status 2. See ``configs/export.yaml`` and
+``docs/model_formats.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import hydra
+import numpy as np
+from omegaconf import DictConfig
+
+from envs.errors import ConfigError
+from falcon import cli
+
+FORMATS = ("hdf5", "onnx")
+
+
+def find_model_files(model) -> list[tuple[str, Path]]:
+    """``(name, path)`` of the model files named by ``model=`` (see the module docstring)."""
+    from baselines.dqn.policy import MODEL_FILE
+
+    p = Path(str(model)).expanduser()
+    if p.is_file():
+        name = p.parent.name if p.name == MODEL_FILE else p.stem
+        return [(name or "model", p)]
+    if not p.exists():
+        raise FileNotFoundError(f"model: no such file or folder: {p}")
+    if (p / MODEL_FILE).is_file():
+        return [(p.name or "model", p / MODEL_FILE)]
+    found = sorted(p.glob(f"models/*/{MODEL_FILE}"))
+    if not found:
+        raise ConfigError(f"model: {p} holds no {MODEL_FILE} (nor models/*/{MODEL_FILE} of a "
+                          "falcon.train output)")
+    return [(f.parent.name, f) for f in found]
+
+
+def real_states(rec, check: dict) -> np.ndarray | None:
+    """States the model meets in practice: from an experience log, or from
+    emulated episodes scheduled greedily by the model."""
+    import envs
+    from baselines.dqn.experience import read_experience
+    from baselines.dqn.network import NumpyQNet
+    from envs.gym_env import DEFAULT_SCENARIO, observe
+
+    if check.get("experience"):
+        exp = read_experience(check["experience"])
+        if exp.state.shape[1] != rec.spec.n_inputs:
+            raise ConfigError(f"check.experience: its states have {exp.state.shape[1]} features, model "
+                              f"{rec.name!r} takes {rec.spec.n_inputs}")
+        return exp.state[:4096]
+    rs = check.get("real_states") or {}
+    episodes = int(rs.get("episodes", 1) or 0)
+    if episodes <= 0 or rec.spec.n_inputs != 4 * rec.spec.n_actions:
+        return None
+    n = rec.spec.n_actions
+    scenario = rs.get("scenario") or (DEFAULT_SCENARIO if n == 2 else
+                                       {"name": f"{n}x4g", "paths": [{"link": "4g"}] * n})
+    qnet = NumpyQNet(rec.weights, rec.spec)
+    states: list[np.ndarray] = []
+
+    class Greedy(envs.Scheduler):
+        name = "export-check"
+
+        def decide(self, view):
+            s = observe(view)
+            states.append(s)
+            return int(qnet(s).argmax())
+
+    app = {"kind": "bulk", "size_bytes": int(rs.get("app_bytes", 500_000))}
+    for i in range(episodes):
+        envs.run_episode(scenario, app, Greedy(), int(rs.get("seed", 0)) + i)
+    return np.asarray(states, np.float32) if states else None
+
+
+def export_file(name: str, path: Path, out_dir: Path, formats, names, onnx_cfg: dict, check: dict) -> dict:
+    """Export one model file into ``out_dir``; returns its summary entry."""
+    from baselines.dqn.export import check_parity, random_states, read_hdf5, write_hdf5, write_onnx
+
+    records = read_hdf5(path, names=list(names) if names else None)
+    entry: dict = {"source": str(path), "models": [r.name for r in records], "files": [], "parity": {}}
+    h5_out = out_dir / f"{name}.h5"
+    if "hdf5" in formats:
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            file_attrs = {k: v for k, v in f.attrs.items()
+                          if k not in ("format", "format_version", "framework_version", "created",
+                                       "n_models", "model_names")}
+        write_hdf5(h5_out, records, file_attrs)
+        entry["files"].append(h5_out.name)
+    for rec in records:
+        onnx_out = None
+        if "onnx" in formats:
+            onnx_out = out_dir / (f"{name}.onnx" if len(records) == 1 else f"{name}.{rec.name}.onnx")
+            write_onnx(onnx_out, rec, opset=int(onnx_cfg["opset"]), ir_version=int(onnx_cfg["ir_version"]))
+            entry["files"].append(onnx_out.name)
+        if check.get("enabled", True):
+            tol = float(check.get("tolerance", 1e-5))
+            h5 = h5_out if "hdf5" in formats else None
+            res = {"random": check_parity(rec, h5, onnx_out, random_states(rec.spec.n_inputs,
+                                          int(check.get("random_states", 256))), tol)}
+            real = real_states(rec, check)
+            if real is not None and len(real):
+                res["real"] = check_parity(rec, h5, onnx_out, real, tol)
+            entry["parity"][rec.name] = res
+    return entry
+
+
+def run_export(cfg) -> dict:
+    from falcon.config import to_plain
+    from falcon.experiment import info
+
+    c = to_plain(cfg)
+    formats = c.get("formats") or []
+    formats = [formats] if isinstance(formats, str) else list(formats)
+    bad = [f for f in formats if f not in FORMATS]
+    if not formats or bad:
+        raise ConfigError(f"formats: expected a non-empty list of {list(FORMATS)}, got {c.get('formats')!r}")
+    names = c.get("names")
+    names = [names] if isinstance(names, str) else names
+    files = find_model_files(c["model"])
+    out = Path(c["output"]) if c.get("output") else \
+        Path("results") / "export" / time.strftime("%Y%m%d-%H%M%S")
+    onnx_cfg = c.get("onnx") or {"opset": 17, "ir_version": 8}
+    check = c.get("check") or {"enabled": False}
+    summary = {"job": "export", "formats": formats, "onnx_opset": int(onnx_cfg["opset"]),
+               "onnx_ir_version": int(onnx_cfg["ir_version"]), "exports": {}}
+    from baselines.dqn.export import read_hdf5
+
+    for _, path in files:       # validate every input before anything is written
+        read_hdf5(path, names=list(names) if names else None)
+    with cli.staged_output(out) as tmp:
+        for name, path in files:
+            info(f"export: {path} -> {out}/{name}.* ({', '.join(formats)})")
+            summary["exports"][name] = export_file(name, path, tmp, formats, names, onnx_cfg, check)
+        (tmp / cli.OUTPUT_MARKER).write_text(json.dumps(summary, indent=2) + "\n")
+    for name, e in summary["exports"].items():
+        for model, res in e["parity"].items():
+            worst = max((v for r in res.values() for k, v in r.items() if k.endswith("_max_abs_diff")),
+                        default=0.0)
+            counts = ", ".join(f"{int(r['states'])} {k}" for k, r in res.items())
+            info(f"  {name}/{model}: exports match the torch model (max |dQ| {worst:.2g} on "
+                 f"{counts} states)")
+    print(json.dumps({"output": str(out), "files": [f for e in summary["exports"].values() for f in e["files"]]}))
+    return summary
+
+
+@hydra.main(config_path="../configs", config_name="export", version_base="1.3")
+@cli.guard
+def _hydra_main(cfg: DictConfig) -> None:
+    run_export(cfg)
+
+
+def main() -> None:
+    cli.main(_hydra_main)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["main", "run_export", "export_file", "find_model_files", "real_states"]
