@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from baselines.dqn.conditions import CONDITION_FIELDS, path_conditions
-from baselines.dqn.files import ExperienceFileError, atomic_path, framework_version
+from baselines.dqn.files import ExperienceFileError, atomic_path, write_header
 from envs.gym_env import FEATURES, OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, feature_names
 
 FORMAT = "falcon-experience"
@@ -151,10 +150,7 @@ def write_experience(path, exp: Experience) -> Path:
     path = Path(path)
     with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["framework_version"] = framework_version()
-            f.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+            write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["n_paths"] = exp.n_paths
             f.attrs["reward"] = exp.reward
             f.attrs["feature_names"] = feature_names(exp.n_paths)

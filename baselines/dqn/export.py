@@ -35,12 +35,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from baselines.dqn.files import ModelFileError, atomic_path, framework_version
+from baselines.dqn.files import ModelFileError, atomic_path, framework_version, write_header
 from baselines.dqn.network import ACTIVATIONS, QNetSpec
 from envs.gym_env import FEATURES, OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, feature_names
 
@@ -113,10 +112,7 @@ def write_hdf5(path, records: list[ModelRecord], file_attrs: dict | None = None)
     path = Path(path)
     with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["framework_version"] = framework_version()
-            f.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+            write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["n_models"] = len(records)
             f.attrs["model_names"] = names
             for k, v in (file_attrs or {}).items():

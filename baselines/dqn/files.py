@@ -52,4 +52,16 @@ def framework_version() -> str:
         return "unknown"
 
 
-__all__ = ["DQNFileError", "ModelFileError", "ExperienceFileError", "atomic_path", "framework_version"]
+def write_header(h5file, file_format: str, format_version: int) -> None:
+    """The attributes every HDF5 file of ours starts with: format name and
+    version, framework version, creation time (UTC, ISO 8601)."""
+    from datetime import UTC, datetime
+
+    h5file.attrs["format"] = file_format
+    h5file.attrs["format_version"] = format_version
+    h5file.attrs["framework_version"] = framework_version()
+    h5file.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+
+
+__all__ = ["DQNFileError", "ModelFileError", "ExperienceFileError", "atomic_path", "framework_version",
+           "write_header"]
