@@ -340,7 +340,7 @@ class Connection:
         """Some stream has unsent bytes below its highest offset sent (free to
         send without flow-control credit). Only asked when credit is exhausted."""
         for st in self.active:
-            if st.unsent_bytes > st.size - st.sent_offset:
+            if st.hole_bytes > 0:
                 return True
         return False
 
@@ -430,9 +430,9 @@ class Connection:
             st = active[0]
         else:
             st = self._wrr_pick()
-        if credit <= 0 and st.unsent_bytes <= st.size - st.sent_offset:
+        if credit <= 0 and st.hole_bytes <= 0:
             # no credit: only holes below a stream's highest offset can go
-            st = next((x for x in active if x.unsent_bytes > x.size - x.sent_offset), None)
+            st = next((x for x in active if x.hole_bytes > 0), None)
             if st is None:
                 return None
             gap = 0

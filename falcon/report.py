@@ -170,12 +170,14 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
 
 
 def active_objects(release: Sequence[float], completion: Sequence[float], grid: np.ndarray) -> np.ndarray:
-    """Number of objects requested and not yet complete at each time of ``grid`` [s]."""
+    """Number of objects requested and not yet complete at each time of
+    ``grid`` [s]; objects of unknown request or completion time are left out."""
+    from baselines.stream_aware.plots import active_streams
+
     rel = np.asarray(release, dtype=float)
     end = rel + np.asarray(completion, dtype=float)
     ok = np.isfinite(rel) & np.isfinite(end)
-    rel, end = rel[ok], end[ok]
-    return ((rel[None, :] <= grid[:, None]) & (grid[:, None] < end[None, :])).sum(axis=1)
+    return active_streams(rel[ok], end[ok], grid)
 
 
 def plot_objects(records: Sequence[dict], out_dir: Path, points: int = 400) -> list[Path]:
