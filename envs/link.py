@@ -10,11 +10,18 @@ A :class:`Path` is one direction of data (forward link + propagation delay
 with jitter + random loss) plus the return direction that carries ACKs.
 Jitter never reorders packets within a path: a packet never arrives before
 the one sent ahead of it on the same path.
+
+A :class:`ScheduledPath` is a Path whose delay, loss and buffer change at
+given emulated times (the scenario key ``schedule``); capacity changes are
+part of its link's capacity curve. Paths without a schedule are plain
+:class:`Path` objects and pay nothing for the feature.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from typing import NamedTuple
 
 import numpy as np
 
@@ -132,6 +139,21 @@ class DelayModel:
         self._i = i + 1
         return mean * self._buf[i]
 
+    def set(self, mean_rtt: float, cv: float, one_way_series: StepSeries | None = None) -> None:
+        """New mean RTT [s] (or one-way delay series) and std/mean ratio from now on.
+
+        The Gamma draws buffered for the old ratio are dropped when the ratio
+        changes (their shape depends on it); an unchanged ratio keeps them, so
+        re-setting the current values changes nothing.
+        """
+        self.mean_rtt = float(mean_rtt)
+        self.one_way_series = one_way_series
+        cv = float(cv)
+        if cv != self.cv:
+            self.cv = cv
+            self._buf = []
+            self._i = 0
+
 
 class LossModel:
     """Random loss of data packets: Bernoulli(p), or Gilbert-Elliott.
@@ -179,6 +201,11 @@ class LossModel:
             return self._uniform() < (ge["loss_bad"] if self._bad else ge["loss_good"])
         p = self.p if self.series is None else self.series.value_at(now + self.offset)
         return p > 0.0 and self._uniform() < p
+
+    def set(self, p: float, series: StepSeries | None = None) -> None:
+        """New Bernoulli loss probability (or loss series) from now on."""
+        self.p = float(p)
+        self.series = series
 
 
 class Path:
@@ -234,3 +261,92 @@ class Path:
             arrival = self._last_ack_arrival
         self._last_ack_arrival = arrival
         return arrival
+
+
+class PathState(NamedTuple):
+    """What a schedule segment sets on a path (see :class:`ScheduledPath`)."""
+
+    mean_rtt: float                        # mean base RTT [s] (unused while delay_series is set)
+    cv: float                              # RTT std / mean
+    delay_series: StepSeries | None        # one-way delay [s] from a trace, or None
+    loss: float                            # Bernoulli loss probability (unused while loss_series is set)
+    loss_series: StepSeries | None         # loss probability from a trace, or None
+    buffer_packets: int | None             # new drop-tail limit [packets], or None = leave the link's
+
+
+class ScheduledPath(Path):
+    """A :class:`Path` whose conditions follow a schedule of :class:`PathState`.
+
+    ``times[k]`` [s] (strictly increasing, emulated time) is when
+    ``states[k]`` starts; it applies to packets sent at or after it. Before
+    ``times[0]`` the delay and loss models keep the values they were built
+    with. With ``period`` [s] (> ``times[-1]``) the schedule repeats: state
+    ``k`` also starts at ``n * period + times[k]`` (so the last state lasts
+    until the next period's first start; put a state at 0 to reset at each
+    period start, as the scenario builder does). Segment boundaries are
+    checked once per transmitted packet against one cached time, so the cost
+    is a comparison per packet plus a little work per boundary crossed.
+    Reordering is still impossible: :meth:`Path.transmit` clamps every
+    arrival to the previous one, so when the mean RTT drops the packets sent
+    just after the drop queue behind those sent before it.
+    """
+
+    __slots__ = ("_times", "_states", "_period", "_k", "_cycle", "_next")
+
+    def __init__(self, link: Link, delay: DelayModel, loss: LossModel, return_link: Link | None = None,
+                 name: str = "path", *, times, states, period: float | None = None):
+        super().__init__(link, delay, loss, return_link, name)
+        times = [float(t) for t in times]
+        if not times or len(times) != len(states):
+            raise ValueError(f"{name}: a schedule needs as many start times as states (at least one)")
+        if times[0] < 0.0 or any(b <= a for a, b in zip(times, times[1:])):
+            raise ValueError(f"{name}: schedule times must be >= 0 and strictly increasing")
+        if period is not None and not period > times[-1]:
+            raise ValueError(f"{name}: schedule period must exceed its last start time")
+        self._times = times
+        self._states = list(states)
+        self._period = None if period is None else float(period)
+        self._k = 0          # index of the next state to apply
+        self._cycle = 0      # loop count of that state's start time
+        self._next = times[0]  # its start time [s]
+
+    def transmit(self, now: float, size: int):
+        if now >= self._next:
+            self._advance(now)
+        return Path.transmit(self, now, size)
+
+    def _advance(self, now: float) -> None:
+        """Apply the last state that started at or before ``now``."""
+        times, states, period = self._times, self._states, self._period
+        k, cycle, n = self._k, self._cycle, len(times)
+        while True:
+            state = states[k]
+            k += 1
+            if k == n:
+                if period is None:
+                    nxt = math.inf
+                    break
+                k = 0
+                cycle += 1
+            nxt = times[k] if period is None else cycle * period + times[k]
+            if now < nxt:
+                break
+        self._k, self._cycle, self._next = k, cycle, nxt
+        self.delay.set(state.mean_rtt, state.cv, state.delay_series)
+        self.loss.set(state.loss, state.loss_series)
+        self._loss_on = self.loss.enabled
+        if state.buffer_packets is not None:
+            self.link.buffer_packets = state.buffer_packets
+
+    def state_at(self, t: float) -> PathState | None:
+        """The state in force at emulated time ``t`` [s] (None before the first start)."""
+        times = self._times
+        if t < times[0]:
+            return None
+        if self._period is not None:
+            t = t % self._period
+        k = len(times) - 1  # in a looped schedule, before times[0] the last state still holds
+        for i, start in enumerate(times):
+            if start <= t:
+                k = i
+        return self._states[k]

@@ -4,21 +4,23 @@
 key and value, raising :class:`ConfigError` with a one-line message that
 names the offending key. :class:`Emulation` turns a normalised scenario into
 simulator objects; several connections built in one Emulation share every
-link whose path config names the same ``shared_link``.
+link whose path config names the same ``shared_link``. A path's ``schedule``
+changes its conditions over emulated time (:func:`normalise_schedule`,
+:func:`random_condition_schedule`).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from envs.cc import make_cc
 from envs.cc.base import CouplingGroup
 from envs.errors import ConfigError, FalconInputError
-from envs.link import DelayModel, Link, LossModel, Path
+from envs.link import DelayModel, Link, LossModel, Path, PathState, ScheduledPath
 from envs.sim import Simulator
 from envs.traces.base import CapacityTrace, PathTrace
 from envs.transport import Connection
@@ -63,7 +65,21 @@ PATH_DEFAULTS: dict = {
     "cc": None,
     "return_bandwidth_mbps": None,
     "shared_link": None,
+    "schedule": None,
 }
+
+#: Path fields a schedule segment may set (units in the names; loss is a probability).
+SCHEDULE_FIELDS = ("bandwidth_mbps", "rtt_ms", "rtt_std_ms", "loss")
+
+#: Per schedule field, (min, max) over the Table I links: the default ranges of
+#: :func:`random_condition_schedule`.
+TABLE1_RANGES: dict[str, tuple[float, float]] = {
+    f: (min(link[f] for link in LINKS.values()), max(link[f] for link in LINKS.values()))
+    for f in SCHEDULE_FIELDS}
+
+# An unlooped schedule's last capacity must hold "forever", but capacity
+# curves loop: give them a period no episode reaches [s] (about 32 years).
+_HOLD_S = 1e9
 
 
 def _plain(cfg) -> dict:
@@ -149,9 +165,117 @@ def normalise_path(pcfg, i: int) -> dict:
     if p["return_bandwidth_mbps"] is not None:
         p["return_bandwidth_mbps"] = _number(p["return_bandwidth_mbps"], f"{key}.return_bandwidth_mbps",
                                              0.0, lo_open=True)
+    if p["schedule"] is not None:
+        p["schedule"] = normalise_schedule(p["schedule"], f"{key}.schedule")
+        fields = {f for seg in p["schedule"]["segments"] for f in seg}
+        if "bandwidth_mbps" in fields and p["bandwidth_mbps"] is None:
+            raise ConfigError(f"{key}.schedule: bandwidth_mbps can only be scheduled on a path with a constant "
+                              "bandwidth_mbps (not a trace or synthetic capacity)")
+        if "bandwidth_mbps" in fields and p["shared_link"]:
+            raise ConfigError(f"{key}.schedule: bandwidth_mbps cannot be scheduled on a shared_link path")
+        if "loss" in fields and p["loss_model"] != "bernoulli":
+            raise ConfigError(f"{key}.schedule: loss can only be scheduled with loss_model bernoulli")
     if p["name"] is None:
         p["name"] = p["link"] or f"path{i}"
     return p
+
+
+def _segment_value(field: str, value, key: str) -> float:
+    if field == "rtt_ms" or field == "bandwidth_mbps":
+        return _number(value, key, 0.0, lo_open=True)
+    x = _number(value, key, 0.0, 1.0 if field == "loss" else math.inf)
+    if field == "loss" and x >= 1.0:
+        raise ConfigError(f"{key}: {x} would lose every packet (give a probability below 1)")
+    return x
+
+
+def normalise_schedule(schedule, key: str = "schedule") -> dict:
+    """Validate a path's ``schedule`` (envs/SCHEMA.md); returns
+    ``{"segments": [{"at_s": float, <given fields>: float}, ...], "period_s": float | None}``.
+
+    Accepts a list of segments (not looped) or ``{segments: [...], period_s: P}``
+    (looped every ``P`` s). A segment field that is absent or null keeps the
+    previous segment's value (the path's own before the first segment).
+    """
+    if isinstance(schedule, (str, bytes)) or not isinstance(schedule, (Mapping, Sequence)):
+        raise ConfigError(f"{key}: expected a list of segments or {{segments: [...], period_s: ...}}, "
+                          f"got {schedule!r}")
+    if isinstance(schedule, Mapping):
+        sched = _plain(schedule)
+        unknown = set(sched) - {"segments", "period_s"}
+        if unknown:
+            raise ConfigError(f"{key}: unknown key(s) {sorted(unknown)}; known: ['period_s', 'segments']")
+        segments, period = sched.get("segments"), sched.get("period_s")
+    else:
+        segments, period = list(schedule), None
+    if isinstance(segments, (str, bytes)) or not isinstance(segments, Sequence) or not segments:
+        raise ConfigError(f"{key}: give a non-empty list of segments {{at_s: ..., rtt_ms: ..., ...}}")
+    out, last = [], -1.0
+    for k, seg in enumerate(segments):
+        where = f"{key}[{k}]"
+        if not isinstance(seg, Mapping):
+            raise ConfigError(f"{where}: expected a mapping {{at_s: ..., rtt_ms: ..., ...}}, got {seg!r}")
+        seg = {f: v for f, v in _plain(seg).items() if v is not None}
+        unknown = set(seg) - {"at_s", *SCHEDULE_FIELDS}
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(('at_s',) + SCHEDULE_FIELDS)}")
+        if "at_s" not in seg:
+            raise ConfigError(f"{where}: missing at_s (segment start time [s])")
+        at = _number(seg["at_s"], f"{where}.at_s", 0.0)
+        if at <= last:
+            raise ConfigError(f"{where}.at_s: {at} does not come after the previous segment's {last}; "
+                              "start times must strictly increase")
+        last = at
+        norm = {"at_s": at}
+        for f in SCHEDULE_FIELDS:
+            if f in seg:
+                norm[f] = _segment_value(f, seg[f], f"{where}.{f}")
+        out.append(norm)
+    if period is not None:
+        period = _number(period, f"{key}.period_s", 0.0, lo_open=True)
+        if period <= last:
+            raise ConfigError(f"{key}.period_s: {period} must exceed the last segment's at_s {last}")
+    return {"segments": out, "period_s": period}
+
+
+def random_condition_schedule(rng: np.random.Generator, interval_s: float, n_segments: int,
+                              ranges: Mapping[str, tuple[float, float]] | None = None,
+                              start_s: float = 0.0) -> list[dict]:
+    """A schedule of ``n_segments`` random conditions, one every ``interval_s`` [s].
+
+    Segment ``k`` starts at ``start_s + k * interval_s`` [s] and sets each
+    field of ``ranges`` (``{field: (lo, hi)}``, fields of
+    :data:`SCHEDULE_FIELDS`) to a uniform draw from ``[lo, hi]``; fields
+    not in ``ranges`` keep the path's values. ``ranges=None`` varies all
+    four over the Table I min/max (:data:`TABLE1_RANGES`). Draws come from
+    ``rng`` only (field by field in SCHEDULE_FIELDS order), so a seeded
+    generator reproduces the schedule. The result is a valid path
+    ``schedule`` value.
+    """
+    interval_s = _number(interval_s, "random_condition_schedule.interval_s", 0.0, lo_open=True)
+    start_s = _number(start_s, "random_condition_schedule.start_s", 0.0)
+    if isinstance(n_segments, bool) or not isinstance(n_segments, (int, np.integer)) or n_segments < 1:
+        raise ConfigError(f"random_condition_schedule.n_segments: expected an integer >= 1, got {n_segments!r}")
+    ranges = dict(TABLE1_RANGES if ranges is None else ranges)
+    unknown = set(ranges) - set(SCHEDULE_FIELDS)
+    if unknown or not ranges:
+        raise ConfigError(f"random_condition_schedule.ranges: fields must be a non-empty subset of "
+                          f"{list(SCHEDULE_FIELDS)} (got {sorted(ranges)})")
+    segments = [{"at_s": start_s + k * interval_s} for k in range(int(n_segments))]
+    for f in SCHEDULE_FIELDS:
+        if f not in ranges:
+            continue
+        try:
+            lo, hi = ranges[f]
+        except (TypeError, ValueError):
+            raise ConfigError(f"random_condition_schedule.ranges.{f}: expected (lo, hi), got {ranges[f]!r}") from None
+        lo = _segment_value(f, lo, f"random_condition_schedule.ranges.{f}")
+        hi = _segment_value(f, hi, f"random_condition_schedule.ranges.{f}")
+        if hi < lo:
+            raise ConfigError(f"random_condition_schedule.ranges.{f}: lo {lo} exceeds hi {hi}")
+        for seg, x in zip(segments, rng.uniform(lo, hi, len(segments)).tolist()):
+            seg[f] = x
+    return segments
 
 
 def normalise_scenario(cfg) -> dict:
@@ -199,6 +323,42 @@ def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:
     return out if isinstance(out, PathTrace) else PathTrace(capacity=out, source=f"synthetic:{kind}")
 
 
+def _resolve_schedule(p: dict, schedule: dict, rtt_trace: bool, loss_trace: bool) -> list[tuple[float, dict]]:
+    """``[(start [s], conditions)]`` of a normalised path's schedule, every
+    field filled: a segment's unset fields carry over from the one before,
+    the first from the path. ``rtt_trace`` / ``loss_trace``: the mean RTT /
+    loss still comes from the trace's series (until a segment sets it). A
+    looped schedule whose first segment starts after 0 gets the path's own
+    conditions at 0, so every period starts from them."""
+    base = {f: p[f] for f in SCHEDULE_FIELDS}
+    base.update(rtt_trace=rtt_trace, loss_trace=loss_trace)
+    out = []
+    segs = schedule["segments"]
+    if schedule["period_s"] is not None and segs[0]["at_s"] > 0.0:
+        out.append((0.0, dict(base)))
+    cur = base
+    for seg in segs:
+        cur = dict(cur)
+        cur.update({f: seg[f] for f in SCHEDULE_FIELDS if f in seg})
+        cur["rtt_trace"] = cur["rtt_trace"] and "rtt_ms" not in seg
+        cur["loss_trace"] = cur["loss_trace"] and "loss" not in seg
+        out.append((seg["at_s"], cur))
+    return out
+
+
+def _scheduled_capacity(segments: list[tuple[float, dict]], period: float | None, base_mbps: float,
+                        name: str) -> CapacityTrace:
+    """The piecewise-constant capacity curve [bytes/s] of a schedule on a
+    path of constant rate ``base_mbps`` [Mbit/s] (``segments`` from
+    :func:`_resolve_schedule`); the path's own rate holds before the first start."""
+    times = [t for t, _ in segments]
+    rates = [c["bandwidth_mbps"] * 1e6 / 8 for _, c in segments]
+    if times[0] > 0.0:   # unlooped, starting late: the path's own rate first
+        times.insert(0, 0.0)
+        rates.insert(0, base_mbps * 1e6 / 8)
+    return CapacityTrace(times, rates, period if period is not None else times[-1] + _HOLD_S, name=name)
+
+
 class Emulation:
     """One simulator and its links; builds connections from scenario dicts.
 
@@ -218,6 +378,7 @@ class Emulation:
         return self._seq.spawn(1)[0]
 
     def build_path(self, p: dict, scenario: dict) -> Path:
+        """Simulator objects of one normalised path config ``p``."""
         child = self._child()
         trace_seq, delay_seq, loss_seq = child.spawn(3)
         if p["bandwidth_mbps"] is not None:
@@ -229,15 +390,33 @@ class Emulation:
         offset = p["trace_start_s"]
         if offset == "random":
             offset = float(np.random.default_rng(trace_seq).uniform(0.0, ptrace.capacity.period))
+        schedule = p.get("schedule")
+        segments = _resolve_schedule(p, schedule, delay_series is not None, loss_series is not None) \
+            if schedule is not None else None
+
+        def bdp_buffer(rate: float, rtt_s: float) -> int:
+            bdp_packets = rate * rtt_s / scenario["packet_size"]
+            return max(10, math.ceil(p["buffer_bdp"] * bdp_packets))
+
         link = self.shared_links.get(p["shared_link"]) if p["shared_link"] else None
+        # a buffer sized by buffer_bdp follows each scheduled segment's BDP
+        # (one link per path only: a shared queue keeps its size)
+        buffer_follows = False
         if link is None:
             rtt_s = p["rtt_ms"] / 1000 if delay_series is None else 2 * delay_series.mean
             if p["buffer_packets"] is None and p["buffer_bytes"] is None:
-                bdp_packets = ptrace.capacity.mean_rate * rtt_s / scenario["packet_size"]
-                buffer_packets = max(10, math.ceil(p["buffer_bdp"] * bdp_packets))
+                buffer_packets = bdp_buffer(ptrace.capacity.mean_rate, rtt_s)
+                buffer_follows = segments is not None and not p["shared_link"]
             else:
                 buffer_packets = p["buffer_packets"]
-            link = Link(ptrace.capacity, buffer_packets, p["buffer_bytes"], name=p["name"], offset=offset)
+            capacity = ptrace.capacity
+            if segments is not None and any(c["bandwidth_mbps"] != p["bandwidth_mbps"] for _, c in segments):
+                # scheduled times are emulated time: the curve starts at t=0, no trace offset
+                capacity = _scheduled_capacity(segments, schedule["period_s"], p["bandwidth_mbps"], p["name"])
+                offset_link = 0.0
+            else:
+                offset_link = offset
+            link = Link(capacity, buffer_packets, p["buffer_bytes"], name=p["name"], offset=offset_link)
             if p["shared_link"]:
                 self.shared_links[p["shared_link"]] = link
         cv = p["rtt_std_ms"] / p["rtt_ms"]
@@ -248,7 +427,23 @@ class Emulation:
         if p["return_bandwidth_mbps"] is not None:
             ret = Link(CapacityTrace.constant(p["return_bandwidth_mbps"] * 1e6 / 8), None, None,
                        name=p["name"] + "-ret")
-        return Path(link, delay, loss, ret, name=p["name"])
+        if segments is None:
+            return Path(link, delay, loss, ret, name=p["name"])
+
+        def segment_buffer(c: dict) -> int | None:
+            if not buffer_follows:
+                return None
+            rate = ptrace.capacity.mean_rate if c["bandwidth_mbps"] is None else c["bandwidth_mbps"] * 1e6 / 8
+            return bdp_buffer(rate, 2 * delay_series.mean if c["rtt_trace"] else c["rtt_ms"] / 1000)
+
+        # same expressions as the DelayModel/LossModel above: a segment holding
+        # the path's own values sets bit-identical numbers
+        states = [PathState(mean_rtt=c["rtt_ms"] / 1000, cv=c["rtt_std_ms"] / c["rtt_ms"],
+                            delay_series=delay_series if c["rtt_trace"] else None,
+                            loss=c["loss"], loss_series=loss_series if c["loss_trace"] else None,
+                            buffer_packets=segment_buffer(c)) for _, c in segments]
+        return ScheduledPath(link, delay, loss, ret, name=p["name"], times=[t for t, _ in segments],
+                             states=states, period=schedule["period_s"])
 
     def connect(self, scenario, scheduler, name: str | None = None) -> Connection:
         """Build a connection for a (normalised or raw) scenario dict."""
@@ -270,4 +465,5 @@ class Emulation:
         return conn
 
 
-__all__ = ["LINKS", "Emulation", "normalise_scenario", "normalise_path", "FalconInputError"]
+__all__ = ["LINKS", "Emulation", "normalise_scenario", "normalise_path", "FalconInputError",
+           "SCHEDULE_FIELDS", "TABLE1_RANGES", "normalise_schedule", "random_condition_schedule"]

@@ -45,12 +45,22 @@ def validate_plan(plan: Plan) -> None:
     import envs
     from envs.apps import make_app
 
-    schedulers = [instantiate_agent(n, a) if isinstance(a, dict) else a for n, a in plan.agents]
+    # agents waiting for the run's bank (bank: null) are checked once it is there
+    # (falcon.bank_job.resolve_agent_banks): building it must not come before the
+    # cheap checks
+    schedulers = [instantiate_agent(n, a) if isinstance(a, dict) else a for n, a in plan.agents
+                  if not (isinstance(a, dict) and "bank" in a and a["bank"] is None)]
     for name, app in plan.apps:
         _prefixed(f"app {name!r}", make_app, app, 0.0)  # loads page models and stream traces
+    if schedulers:
+        probe = schedulers[0]
+    else:
+        from baselines import make_scheduler
+
+        probe = make_scheduler("minrtt")
     for name, scenario in plan.scenarios:
         # builds paths and loads their traces
-        _prefixed(f"scenario {name!r}", envs.Emulation(plan.seeds[0]).connect, scenario, schedulers[0])
+        _prefixed(f"scenario {name!r}", envs.Emulation(plan.seeds[0]).connect, scenario, probe)
 
 
 def make_jobs(plan: Plan) -> list[Job]:

@@ -13,6 +13,11 @@ metrics; if the scheduler has ``save(directory)`` the model files go to
 ``models/<agent>/`` of the output and to MLflow. The trained scheduler is then
 evaluated like every other agent. Rule-based agents have nothing to train:
 the command says so and evaluates them.
+
+``job:`` selects another job of the same entry point: ``build_bank``
+(``experiment=build_bank``: build the meta-model bank, :mod:`falcon.bank_job`)
+or ``meta_evidence`` (``experiment=meta_evidence``: does meta-learning help,
+:mod:`falcon.evidence_job`).
 """
 
 from __future__ import annotations
@@ -29,19 +34,28 @@ from falcon.config import Plan
 from falcon.experiment import info
 from falcon.jobs import instantiate_agent, seed_globals
 
+#: jobs of falcon/experiments/<job>.py (each has run_job(cfg)): FALCON's online experiments
+ONLINE_EXPERIMENTS = ("convergence", "stress", "k_impact")
+
 
 def is_trainable(agent_cfg) -> bool:
     return isinstance(agent_cfg, Mapping) and agent_cfg.get("train") is not None
 
 
-def train_agents(plan: Plan, staging, tracker, train_seed: int) -> Plan:
-    """Train every trainable agent of the plan; the plan with the trained schedulers."""
+def train_agents(plan: Plan, staging, tracker, train_seed: int, context: Mapping | None = None) -> Plan:
+    """Train every trainable agent of the plan; the plan with the trained schedulers.
+
+    ``context``: values a ``fit`` may ask for by parameter name (``bank_config``:
+    the run's ``bank`` config, ``runtime``: the run's runtime), passed only to
+    the fits whose signature names them.
+    """
+    context = dict(context or {})
     agents = []
     scenario_name, scenario = plan.scenarios[0]
     app_name, app = plan.apps[0]
     for name, agent_cfg in plan.agents:
         if not is_trainable(agent_cfg):
-            info(f"agent {name!r} is rule-based: nothing to train; it is evaluated only")
+            info(f"agent {name!r} has nothing to train (no train: section): it is evaluated only")
             agents.append((name, agent_cfg))
             continue
         train_kw = dict(agent_cfg["train"])
@@ -52,7 +66,11 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int) -> Plan:
         if not callable(fit):
             raise ConfigError(f"agent {name!r}: has a train: section but {type(scheduler).__name__} has no fit()")
         info(f"training agent {name!r} on scenario {scenario_name!r}, app {app_name!r}, seed {train_seed}")
-        if "log" in inspect.signature(fit).parameters:
+        fit_params = inspect.signature(fit).parameters
+        for key, value in context.items():
+            if key in fit_params and key not in train_kw:
+                train_kw[key] = value
+        if "log" in fit_params:
             train_kw["log"] = lambda metrics, step=None, _n=name: tracker.log_metrics(
                 {f"train/{_n}/{k}": v for k, v in metrics.items()}, step)
         seed_globals(train_seed)
@@ -71,12 +89,38 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int) -> Plan:
 @hydra.main(config_path="../configs", config_name="train", version_base="1.3")
 @cli.guard
 def _hydra_main(cfg: DictConfig) -> None:
-    from falcon.config import check_int
+    from falcon.config import check_int, check_runtime, to_plain
     from falcon.experiment import run_pipeline
 
+    job = cfg.get("job") or "train"
+    if job == "build_bank":
+        from falcon.bank_job import run_build_job
+
+        run_build_job(cfg)
+        return
+    if job == "meta_evidence":
+        from falcon.evidence_job import run_evidence_job
+
+        run_evidence_job(cfg)
+        return
+    if job in ONLINE_EXPERIMENTS:
+        import importlib
+
+        importlib.import_module(f"falcon.experiments.{job}").run_job(cfg)
+        return
+    if job != "train":
+        known = ", ".join(["train", "build_bank", "meta_evidence", *ONLINE_EXPERIMENTS])
+        raise ConfigError(f"job: unknown job {job!r} (known: {known})")
     train_seed = check_int(cfg, "train_seed", 0)
-    run_pipeline(cfg, "train", prepare=lambda plan, staging, tracker: train_agents(
-        plan, staging, tracker, train_seed))
+    context = {"bank_config": to_plain(cfg.get("bank")), "runtime": check_runtime(cfg.get("runtime"))}
+    from falcon.bank_job import resolve_agent_banks
+
+    def prepare(plan, staging, tracker):
+        plan = resolve_agent_banks(plan, context["bank_config"], context["runtime"],
+                                   progress=bool(cfg.get("progress", True)))
+        return train_agents(plan, staging, tracker, train_seed, context)
+
+    run_pipeline(cfg, "train", prepare=prepare)
 
 
 def main() -> None:

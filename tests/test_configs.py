@@ -44,9 +44,22 @@ def test_static_scenario_gets_table1_presets(compose):
 
 
 @pytest.mark.parametrize("name", group_options("agent"))
-def test_every_agent_instantiates(compose, name):
+def test_every_agent_instantiates(compose, name, tmp_path):
     plan = _plan(compose, [f"agent_list=[{name}]"])
-    sched = instantiate_agent(name, plan.agents[0][1])
+    cfg = plan.agents[0][1]
+    if "bank" in cfg and cfg["bank"] is None:     # FALCON: the run's bank, here a tiny one
+        import numpy as np
+
+        from baselines.dqn.network import QNetSpec
+        from metalearning import ConditionGrid, MetaModelBank
+
+        grid, spec = ConditionGrid(1), QNetSpec(4, 1, (8, 8, 8))
+        path = MetaModelBank(grid, spec, np.zeros((grid.n_cells, spec.n_parameters), np.float32)).write(
+            tmp_path / "bank.h5")
+        with pytest.raises(ConfigError, match="bank: not set"):
+            instantiate_agent(name, cfg)
+        cfg = {**cfg, "bank": str(path)}
+    sched = instantiate_agent(name, cfg)
     assert isinstance(sched, envs.Scheduler)
 
 
@@ -54,7 +67,8 @@ def test_custom_scenario_from_overrides(compose):
     ov = ["scenario=custom", "scenario.name=mine", "scenario.cc=cubic",
           "scenario.paths.0.bandwidth_mbps=50", "scenario.paths.0.rtt_ms=40", "scenario.paths.0.rtt_std_ms=5",
           "scenario.paths.0.loss=0.01", "scenario.paths.0.buffer_packets=100",
-          "scenario.paths.1.trace=mahimahi_cellular_lte/TMobile-LTE-short.down", "scenario.paths.1.cc=newreno"]
+          "scenario.paths.1.trace=mahimahi_cellular_lte/TMobile-LTE-short.down", "scenario.paths.1.cc=newreno",
+          "agent_list=[minrtt]"]
     plan = _plan(compose, ov, ["scenario", "scenario.cc"], {"scenario": "custom"})
     label, raw = plan.scenarios[0]
     assert label == "mine"
@@ -82,7 +96,7 @@ def test_lists_of_scenarios_and_apps(compose):
     plan = _plan(compose, ["scenario_list=[static_4g_5g,static_4g_wlan]", "app_list=[bulk,web]", "runs=3"])
     assert [n for n, _ in plan.scenarios] == ["static_4g_5g", "static_4g_wlan"]
     assert [n for n, _ in plan.apps] == ["bulk", "web"]
-    assert plan.n_jobs == 2 * 2 * 4 * 3
+    assert plan.n_jobs == 2 * 2 * len(plan.agents) * 3 and len(plan.agents) == 5
 
 
 @pytest.mark.parametrize(("overrides", "message"), [

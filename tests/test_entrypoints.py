@@ -64,7 +64,7 @@ def test_train_evaluates_rule_based_agents(run_cli, tmp_path, mlflow_uri):
     out = tmp_path / "out"
     res = run_cli("train", *TINY, f"output={out}", f"tracking.uri={mlflow_uri}")
     assert res.returncode == 0, res.stderr
-    assert "'minrtt' is rule-based: nothing to train" in res.stderr
+    assert "'minrtt' has nothing to train" in res.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["job"] == "train" and summary["schedulers"] == ["minrtt", "rr"]
     _, runs = mlflow_runs(mlflow_uri)
@@ -124,7 +124,9 @@ def test_train_default_is_the_main_job(compose):
 
     cfg = compose("train")
     plan = make_plan(cfg, choices={"scenario": "static_4g_5g", "app": "bulk", "agent": "minrtt"}, cli_keys=set())
-    assert [n for n, _ in plan.agents] == ["minrtt", "blest", "ecf", "rr"]
-    assert [n for n, _ in plan.scenarios] == ["static_4g_5g"]
+    assert [n for n, _ in plan.agents] == ["falcon", "minrtt", "blest", "ecf", "rr"]
+    assert dict(plan.agents)["falcon"]["bank"] is None          # the run's bank= preset
+    assert cfg.bank.name == "quick" and cfg.job == "train"
+    assert [n for n, _ in plan.scenarios] == ["static_4g_5g", "mobile_5g_5g"]
     assert plan.seeds == list(range(20))
     assert cfg.runtime.name == "local" and cfg.tracking.enabled

@@ -178,11 +178,12 @@ def _check_header(f, path) -> None:
 
 def _read_model(g, name: str, path) -> ModelRecord:
     where = f"model file {path}, model {name!r}"
+    all_attrs = dict(g.attrs.items())     # one pass over the attributes (h5py: ~0.1 ms per access)
     try:
-        n_in = int(g.attrs["input_size"])
-        n_out = int(g.attrs["output_size"])
-        order = [_str(x) for x in g.attrs["layer_order"]]
-        acts = [_str(x) for x in g.attrs["activations"]]
+        n_in = int(all_attrs["input_size"])
+        n_out = int(all_attrs["output_size"])
+        order = [_str(x) for x in all_attrs["layer_order"]]
+        acts = [_str(x) for x in all_attrs["activations"]]
     except KeyError as e:
         raise ModelFileError(f"{where}: missing attribute {e}") from None
     if len(order) != len(acts) or not order:
@@ -190,11 +191,13 @@ def _read_model(g, name: str, path) -> ModelRecord:
     weights = []
     prev = n_in
     for ln in order:
-        if ln not in g or "kernel" not in g[ln] or "bias" not in g[ln]:
+        lg = g.get(ln)                       # one lookup per object: h5py lookups dominate a bank's read
+        kd, bd = (None, None) if lg is None else (lg.get("kernel"), lg.get("bias"))
+        if kd is None or bd is None:
             raise ModelFileError(f"{where}: layer {ln!r} (kernel and bias) is missing")
         try:
-            w = g[ln]["kernel"][()]
-            b = g[ln]["bias"][()]
+            w = kd[()]
+            b = bd[()]
         except OSError as e:
             raise ModelFileError(f"{where}: layer {ln!r} is unreadable ({str(e).splitlines()[0]})") from None
         if w.ndim != 2 or b.ndim != 1 or w.shape[0] != prev or w.shape[1] != b.shape[0]:
@@ -225,7 +228,7 @@ def _read_model(g, name: str, path) -> ModelRecord:
                     hidden_acts[0] if hidden_acts else "relu", offset, scale)
     skip = {"input_size", "output_size", "hidden", "layer_order", "activations"}
     attrs = {}
-    for k, v in g.attrs.items():
+    for k, v in all_attrs.items():
         if k in skip:
             continue
         attrs[k] = [_str(x) for x in v] if isinstance(v, np.ndarray) and v.dtype.kind in "OSU" \

@@ -260,10 +260,15 @@ class DQNScheduler(Scheduler):
         if self._last_rec is None and not any(self._pending):
             view.sim.stop()
 
-    def _resolve(self, path: int, now: float, acked: bool) -> None:
+    def _resolve(self, path: int, now: float, acked: bool, sent_time: float | None = None) -> None:
         dq = self._pending[path] if path < len(self._pending) else None
         if not dq:
             return          # a packet no decision sent (PTO probe) or an already dropped one
+        if sent_time is not None and dq[0][2] > sent_time + 1e-12:
+            # sent before the oldest pending decision: a PTO probe or a late ACK
+            # of a packet already declared lost; matching it would credit a
+            # decision taken at this very instant with 0.1 s / ~0 s
+            return
         rec = dq.popleft()
         reward = rec[4] = ack_credit(now, rec[2]) if acked else 0.0
         if rec[3] is not None:
@@ -274,14 +279,14 @@ class DQNScheduler(Scheduler):
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
         if self._per_packet:
             if self.recording:
-                self._resolve(path, view.sim.now, True)
+                self._resolve(path, view.sim.now, True, sent_time)
             return
         self._ack_credit += ack_credit(view.sim.now, sent_time)
         self._ack_count += 1
 
     def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
         if self._per_packet and self.recording:
-            self._resolve(path, view.sim.now, False)
+            self._resolve(path, view.sim.now, False, sent_time)
 
     def end_episode(self, terminated: bool) -> None:
         """Close the episode's last transition (``done = terminated``: the

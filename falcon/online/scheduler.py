@@ -1,0 +1,757 @@
+"""FalconScheduler: FALCON's online learning module (paper Algorithm 1, Sec. IV) in the emulator.
+
+State, action and reward are DQN-On's (:class:`baselines.dqn.policy.DQNScheduler`,
+per-packet credit reward ``packet_rate``, the reward the bank's meta-models
+were built with). What FALCON adds, per connection:
+
+1. **Change detection.** Every ACK feeds its RTT sample (ACK time - send
+   time) and every packet fate (acked / declared lost) to a
+   :class:`baselines.changepoint.PathChangeDetector` (BOCPD per path on RTT
+   and on binomial loss counts; ``detector:`` passes its parameters). A new
+   detector per connection. ``detection: never`` disables it (the only
+   trigger is then the connection start).
+2. **Estimation window.** At connection start and after every detection a
+   window opens (:mod:`falcon.online.estimator`: the changed path's window
+   restarts, keeping the samples the detector places after the change). It
+   closes when every path has ``window.min_rtt_samples`` RTT samples and
+   ``window.min_loss_packets`` packet fates, or, with usable partial data,
+   ``window.max_window_s`` emulated seconds after the trigger that opened
+   it (a trigger while a window is open restarts the changed path's
+   samples, not the deadline). The current policy keeps scheduling
+   meanwhile, with exploration ``epsilon`` (eps_s).
+3. **Selection.** The estimated :class:`~metalearning.grid.PathCondition`
+   of every path picks the covering cell, ``bank.select(conditions)``
+   (``selection: random``: a uniformly random cell, only to show that
+   selection matters). If the cell is the one of the model in use, the
+   model is kept (``same_cell: keep``, default: the detector also reports
+   self-induced changes such as slow start, and the deployed model was
+   already fine-tuned for that cell; ``reload`` adapts anew).
+4. **Few-shot adaptation.** Otherwise the cell's meta-model Theta is loaded
+   into the learner (online and target networks), the Adam state is reset,
+   and the learner's small replay memory is refilled with the transitions
+   decided since the trigger. Once it holds ``min_transitions`` (default:
+   the batch size) transitions, one trainer job of ``finetune_steps`` (K =
+   16) DQN mini-batch steps runs under the cost model of
+   :class:`baselines.dqn.async_trainer.AsyncTrainer`: the job costs ``K x
+   train_step_cost_s`` of emulated time, the *old* policy keeps
+   scheduling until it ends, then the fine-tuned network is deployed and
+   acts with ``deployed_epsilon`` (default 0: greedy). A job still running
+   when a newer adaptation starts is discarded at its end.
+5. **Continual updates** (``continual: true``, off by default): after
+   deployment the learner keeps training DQN-On-style (one step per
+   ``continual_train_interval`` transitions, each costing emulated time) on
+   the post-change replay, deploying after each step.
+6. **Offline loop** (``offline:``; :mod:`falcon.online.offline_update`):
+   each transition is tagged with the cell the scheduler believed it was in
+   and every T_upd the touched cells' meta-models take a Reptile step
+   toward K DQN steps on that experience. FALCON-N: ``offline: null``.
+
+Before the first selection of a connection the scheduler acts with the
+``fallback``: ``prior`` = the meta-model of the cell of
+``prior_conditions``; ``last`` (default) = the last deployed model (the
+model persists across the episodes of one scheduler object, like DQN-On's),
+or the prior cell's meta-model if none was deployed yet.
+
+Losses of packets sent in slow start count as fates, not losses, in the
+estimate (``loss_in_slow_start: false``; see :mod:`falcon.online.estimator`).
+The bank file is read once per process (:func:`load_bank`; every
+evaluation job builds its scheduler): FALCON-N shares it, FALCON's offline
+loop updates a private copy of the parameters.
+
+For experiments: :attr:`FalconScheduler.events` (the newest ``max_events``
+:class:`AdaptationEvent`), counters ``changes``, ``selections``,
+``adaptations``, ``deployments``, ``kept`` and ``decisions`` (online
+packets), :meth:`FalconScheduler.stats`.
+
+:class:`FalconSScheduler` (FALCON-S, web pages) only changes the state:
+see its docstring.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time as _time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from baselines.changepoint.detectors import PathChangeDetector
+from baselines.dqn.async_trainer import AsyncTrainer, calibrate
+from baselines.dqn.learner import BatchedDQN
+from baselines.dqn.network import NumpyQNet
+from baselines.dqn.policy import PACKET_RATE, DQNScheduler
+from baselines.dqn.replay import ReplayMemory
+from envs.errors import ConfigError
+from envs.gym_env import OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, observe_into
+from envs.metrics import episode_metrics
+from envs.runner import setup_episode
+from falcon.online.estimator import ConditionEstimator, WindowConfig
+from falcon.online.offline_update import OfflineUpdater
+from metalearning.grid import PathCondition
+
+SELECTIONS = ("bank", "random")
+DETECTIONS = ("bocpd", "never")
+FALLBACKS = ("last", "prior")
+SAME_CELL = ("keep", "reload")
+#: Table I 4G and 5G (SPEC-falcon.md): the default prior conditions of the fallback
+DEFAULT_PRIOR = ({"loss": 0.001, "rtt_ms": 29.2, "rtt_std_ms": 4.8},
+                 {"loss": 0.001, "rtt_ms": 27.4, "rtt_std_ms": 6.4})
+BUILD_HINT = "run python -m falcon.train experiment=build_bank first"
+
+# adaptation phases of the model in use
+IDLE = "idle"                # the fallback acts, no selection yet in this connection
+COLLECTING = "collecting"    # a meta-model was selected, waiting for post-change transitions
+FINETUNING = "finetuning"    # the K-step job is running (the old policy acts)
+DEPLOYED = "deployed"        # the fine-tuned model acts
+
+
+@dataclass
+class AdaptationEvent:
+    """One trigger (connection start or detected change) and what followed.
+
+    Times are emulated seconds within the episode ``episode``. ``action``:
+    ``"adapt"`` (new cell: meta-model loaded and fine-tuned), ``"keep"``
+    (same cell as the model in use), ``"superseded"`` (a newer trigger
+    arrived before the window closed), or None while the window is open.
+    ``decisions_*`` count decisions (online packets) since the trigger.
+    ``old_policy_decisions``: decisions taken by the previous policy while
+    the K steps ran.
+    """
+
+    episode: int
+    time: float
+    path: int | None
+    signal: str                      # "start" | "rtt" | "loss"
+    decisions_at_change: int
+    conditions: tuple[PathCondition, ...] | None = None
+    sources: tuple | None = None     # per path (rtt source, loss source), see the estimator
+    select_time: float | None = None
+    decisions_to_select: int | None = None
+    cell: int | None = None
+    previous_cell: int | None = None
+    action: str | None = None
+    finetune_start: float | None = None
+    finetune_steps: int = 0
+    finetune_cost_s: float = 0.0
+    deploy_time: float | None = None
+    decisions_to_deploy: int | None = None
+    old_policy_decisions: int = 0
+    wall_s: dict = field(default_factory=dict)   # wall time of estimation+selection and of the K steps
+
+
+def _prior(prior, n_paths: int) -> list[PathCondition]:
+    if prior is None:
+        prior = DEFAULT_PRIOR
+    if isinstance(prior, Mapping) or not isinstance(prior, Sequence) or not prior:
+        raise ConfigError(f"prior_conditions: expected a list of {{loss, rtt_ms, rtt_std_ms}} per path, got {prior!r}")
+    out = []
+    for p in prior:
+        if isinstance(p, PathCondition):
+            out.append(p)
+            continue
+        try:
+            out.append(PathCondition(loss=float(p["loss"]), rtt_ms=float(p["rtt_ms"]),
+                                     rtt_std_ms=float(p["rtt_std_ms"])))
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"prior_conditions: expected {{loss, rtt_ms, rtt_std_ms}}, got {p!r}") from None
+    if len(out) == 1:
+        out = out * n_paths
+    if len(out) < n_paths:
+        raise ConfigError(f"prior_conditions: {len(out)} paths given, the scenario has {n_paths}")
+    return out[:n_paths]
+
+
+#: banks read in this process: resolved path -> ((mtime_ns, size), bank); reading
+#: a 729-cell bank takes seconds, and every evaluation job builds its scheduler
+_BANK_CACHE: dict[str, tuple[tuple[int, int], object]] = {}
+
+
+def load_bank(bank, private: bool = False):
+    """A bank object as is, or read from an HDF5 path (relative paths: the
+    working directory, then the repository root). A file is read once per
+    process (and again when it changes); ``private=True`` returns a copy of
+    its parameters that the caller may update (the offline loop), otherwise
+    the cached bank is shared."""
+    if bank is None:
+        raise ConfigError("bank: not set; python -m falcon.train / falcon.evaluate give FALCON the run's "
+                          "bank= preset (built when missing), or set agent.bank=PATH")
+    if not isinstance(bank, (str, Path)):
+        if not all(hasattr(bank, a) for a in ("select", "weights", "grid", "spec", "params")):
+            raise ConfigError(f"bank: expected a path or a MetaModelBank, got {type(bank).__name__}")
+        return bank
+    p = Path(bank).expanduser()
+    if not p.is_absolute() and not p.exists():
+        alt = Path(__file__).resolve().parents[2] / p
+        if alt.exists():
+            p = alt
+    if not p.exists():
+        raise ConfigError(f"bank: {bank} not found; {BUILD_HINT}")
+    from metalearning.bank import MetaModelBank
+
+    key = str(p.resolve())
+    st = p.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _BANK_CACHE.get(key)
+    if hit is None or hit[0] != stamp:
+        hit = _BANK_CACHE[key] = (stamp, MetaModelBank.read(p))
+    b = hit[1]
+    if private:
+        return MetaModelBank(b.grid, b.spec, b.params.copy(), copy.deepcopy(b.meta))
+    return b
+
+
+class FalconScheduler(DQNScheduler):
+    """FALCON (module docstring).
+
+    Args:
+        bank: the meta-model bank: path of its HDF5 file or a
+            :class:`metalearning.bank.MetaModelBank`.
+        epsilon: eps_s, exploration while estimating, collecting and fine-tuning.
+        deployed_epsilon: exploration of the deployed fine-tuned model.
+        finetune_steps: K.
+        min_transitions: post-change transitions before fine-tuning (None: batch size).
+        train_step_cost_s: emulated time of one gradient step [s] (``"auto"``: measured).
+        selection, detection, fallback, same_cell: module docstring.
+        prior_conditions: per path ``{loss, rtt_ms, rtt_std_ms}`` of the prior cell.
+        window: :class:`~falcon.online.estimator.WindowConfig` keys.
+        detector: :class:`~baselines.changepoint.PathChangeDetector` keyword arguments.
+        continual, continual_train_interval: continual updates after deployment.
+        offline: :class:`~falcon.online.offline_update.OfflineUpdater` keys, or
+            None (FALCON-N).
+        max_events: adaptation events kept (newest).
+        seed, reward, gamma, lr, batch_size, tau, loss, huber_delta, double_q,
+        grad_clip, replay_capacity, technique: as :class:`DQNScheduler`
+        (the network architecture is the bank's).
+        log_every: progress line every N episodes of :meth:`fit`.
+    """
+
+    name = "falcon"
+
+    def __init__(self, bank, *, epsilon: float = 0.1, deployed_epsilon: float = 0.0,
+                 finetune_steps: int = 16, min_transitions: int | None = None,
+                 train_step_cost_s: float | str = 0.00045, selection: str = "bank",
+                 detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
+                 prior_conditions=None, window: Mapping | None = None,
+                 detector: Mapping | None = None, loss_in_slow_start: bool = False,
+                 continual: bool = False,
+                 continual_train_interval: int = 4, offline: Mapping | None = None,
+                 max_events: int = 10_000, replay_capacity: int = 4096, reward: str = PACKET_RATE,
+                 log_every: int = 5, **kw):
+        if reward != PACKET_RATE:
+            raise ConfigError(f"reward: FALCON's meta-models use the {PACKET_RATE!r} reward, got {reward!r}")
+        for key, val, allowed in (("selection", selection, SELECTIONS), ("detection", detection, DETECTIONS),
+                                  ("fallback", fallback, FALLBACKS), ("same_cell", same_cell, SAME_CELL)):
+            if val not in allowed:
+                raise ConfigError(f"{key}: unknown {val!r}; choose one of {list(allowed)}")
+        if "hidden" in kw or "model" in kw:
+            raise ConfigError("falcon: the network comes from the bank (no hidden: or model: keys)")
+        self.bank = load_bank(bank, private=isinstance(offline, Mapping) and bool(offline.get("enabled", True)))
+        super().__init__(hidden=self.bank.spec.hidden, epsilon=epsilon, reward=reward,
+                         replay_capacity=replay_capacity, **kw)
+        deployed_epsilon = float(deployed_epsilon)
+        if not 0.0 <= deployed_epsilon <= 1.0:
+            raise ConfigError(f"deployed_epsilon: must be in [0, 1], got {deployed_epsilon}")
+        if isinstance(finetune_steps, bool) or int(finetune_steps) < 1:
+            raise ConfigError(f"finetune_steps: must be a positive integer, got {finetune_steps!r}")
+        if train_step_cost_s == "auto":
+            train_step_cost_s = calibrate(self.hidden, n_paths=self.bank.spec.n_actions,
+                                          technique=self.technique)
+        elif isinstance(train_step_cost_s, str):
+            raise ConfigError(f"train_step_cost_s: expected seconds or 'auto', got {train_step_cost_s!r}")
+        self.epsilon_s = self.epsilon
+        self.deployed_epsilon = deployed_epsilon
+        self.finetune_steps = int(finetune_steps)
+        bs = self.learner_config.batch_size
+        self.min_transitions = bs if min_transitions is None else int(min_transitions)
+        if self.min_transitions < 1:
+            raise ConfigError(f"min_transitions: must be positive, got {min_transitions!r}")
+        self.selection = selection
+        self.detection = detection
+        self.fallback = fallback
+        self.same_cell = same_cell
+        self.prior_conditions = prior_conditions
+        self.prior = _prior(prior_conditions, self.bank.grid.n_paths)
+        if isinstance(max_events, bool) or int(max_events) < 1:
+            raise ConfigError(f"max_events: must be a positive integer, got {max_events!r}")
+        self.window_config = WindowConfig.from_mapping(window)
+        self.detector_kw = dict(detector or {})
+        try:
+            PathChangeDetector(**self.detector_kw)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"detector: {e}") from None
+        self.loss_in_slow_start = bool(loss_in_slow_start)
+        self.continual = bool(continual)
+        self.offline = OfflineUpdater.from_config(offline, self.bank, self.learner_config, self.seed,
+                                                  self.technique)
+        self.offline_config = None if offline is None else dict(offline)
+        self.max_events = int(max_events)
+        self.log_every = max(1, int(log_every))
+        self.finetuner = AsyncTrainer(self._ft_train, self._ft_deploy, self._ft_ready,
+                                      step_cost_s=train_step_cost_s, train_interval=1,
+                                      steps_per_update=self.finetune_steps)
+        self.trainer = AsyncTrainer(self._ct_train, self._ct_deploy, self._ct_ready,
+                                    step_cost_s=train_step_cost_s,
+                                    train_interval=int(continual_train_interval), steps_per_update=1)
+        self.recording = True
+        self._select_rng = np.random.default_rng([self.seed, 7])
+        # model and adaptation state (persist across episodes)
+        self.cell: int | None = None            # cell of the model in use / being fine-tuned
+        self.deployed_cell: int | None = None   # cell of the deployed model (None: a fallback)
+        self.phase = IDLE
+        self._gen = 0                           # adaptation generation (stale jobs are ignored)
+        self._ft_gen = -1
+        self._ct_gen = -1
+        self._adapt_event: AdaptationEvent | None = None
+        self._ft_mark = 0
+        # per connection
+        self.estimator: ConditionEstimator | None = None
+        self.detector: PathChangeDetector | None = None
+        self._window: ReplayMemory | None = None
+        self._estimating = False
+        self._overdue = False
+        self._event: AdaptationEvent | None = None
+        self._trigger_time = 0.0
+        self._window_gen = 0
+        self._elapsed_s = 0.0                   # emulated time of the finished episodes
+        self._offline_gen = 0
+        # records and counters
+        self.events: deque[AdaptationEvent] = deque(maxlen=self.max_events)
+        self.episode = -1
+        self.changes = 0
+        self.selections = 0
+        self.adaptations = 0
+        self.deployments = 0
+        self.kept = 0
+
+    # ---------------------------------------------------------- model
+    @property
+    def wants_packet_feedback(self) -> bool:
+        return True
+
+    @property
+    def step_cost_s(self) -> float:
+        return self.finetuner.step_cost_s
+
+    def build(self, n_paths: int) -> None:
+        spec = self.bank.spec
+        if spec.n_actions != n_paths:
+            raise ConfigError(f"{self.name}: the bank was built for {spec.n_actions} paths, "
+                              f"the scenario has {n_paths}")
+        self.spec = spec
+        self.learner = BatchedDQN(spec, 1, self.learner_config, seed=self.seed, technique=self.technique)
+        self.replay = ReplayMemory(self.replay_capacity, spec.n_inputs, 1, seed=self.seed + 1)
+        self._window = ReplayMemory(self.replay_capacity, spec.n_inputs, 1, seed=self.seed + 2)
+        self.prior_cell = int(self.bank.select(self.prior))
+        self._load(self.prior_cell)
+        self.deploy()
+
+    def deploy(self) -> None:
+        """Copy the learner's weights to the acting network (and keep them,
+        for the ``last`` fallback)."""
+        self._deployed_flat = self.learner.flat_weights(0)
+        self.qnet = NumpyQNet(self.learner.split_flat(self._deployed_flat), self.spec)
+
+    def _load(self, cell: int) -> None:
+        """Meta-model ``cell`` into the learner (online + target), fresh optimiser."""
+        self.learner.set_weights(self.bank.weights(cell))
+        self.learner.reset_optimizer()
+
+    def _set_epsilon(self) -> None:
+        adapting = self._estimating or self.phase in (IDLE, COLLECTING, FINETUNING)
+        self.epsilon = self.epsilon_s if adapting else self.deployed_epsilon
+
+    def _now(self) -> float:
+        return self._view.sim.now if self._view is not None else math.nan
+
+    # ---------------------------------------------------------- connection
+    def reset(self, view) -> None:
+        prev = self._view
+        if prev is not None and prev is not view:
+            self._elapsed_s += prev.sim.now
+        super().reset(view)
+        n = len(view.paths)
+        self.episode += 1
+        self.finetuner.attach(view.sim)
+        self.trainer.attach(view.sim)
+        if self.estimator is None or self.estimator.n_paths != n:
+            self.estimator = ConditionEstimator(n, self.window_config)
+        else:
+            self.estimator.reset()
+        self.detector = PathChangeDetector(**self.detector_kw) if self.detection == "bocpd" else None
+        self._ca_since = [math.inf] * n
+        self._window.clear()
+        if self.fallback == "prior" or self.deployed_cell is None:
+            self._gen += 1                      # a job of the previous connection is void
+            self._load(self.prior_cell)
+            self.deploy()
+            self.cell = self.deployed_cell = None
+            self.phase = IDLE
+        else:                                   # "last": the last deployed model acts
+            if self.phase != DEPLOYED:          # the learner holds an undeployed meta-model
+                self._gen += 1
+                self.learner.set_weights(self.learner.split_flat(self._deployed_flat))
+                self.learner.reset_optimizer()
+            self.cell = self.deployed_cell
+            self.phase = DEPLOYED
+        off = self.offline
+        if off is not None:
+            if off.episode_started():
+                off.update(reason="episodes")
+            if off.interval_s is not None:
+                self._offline_gen += 1
+                view.sim.schedule(max(0.0, off.next_due_s - self._elapsed_s), self._offline_due,
+                                  self._offline_gen)
+        self._open_window(None, "start")
+
+    def _offline_due(self, gen: int) -> None:
+        off = self.offline
+        if gen != self._offline_gen or self._view is None:
+            return
+        now = self._elapsed_s + self._view.sim.now
+        if off.time_due(now):
+            off.update(reason="interval")
+            off.advance(now)
+        if self._view.sim.pending == 0:
+            return                        # nothing else will happen: let the episode end (stall detection)
+        self._view.sim.schedule(self._view.sim.now + max(1e-9, off.next_due_s - now), self._offline_due, gen)
+
+    # ---------------------------------------------------------- feedback
+    def _congestion_avoidance(self, view, path: int, sent_time: float, now: float) -> bool:
+        """Whether a packet was sent while ``path`` was in congestion
+        avoidance. A packet lost in slow start counts as a fate but not as a
+        loss (``loss_in_slow_start: false``): slow start ends at the first
+        loss, so its drops are the drop-tail overshoot (congestion), not the
+        path's loss rate, save at most one random loss per slow start."""
+        if view.paths[path].in_slow_start:
+            self._ca_since[path] = math.inf
+            return False
+        if self._ca_since[path] == math.inf:
+            self._ca_since[path] = now
+        return sent_time >= self._ca_since[path]
+
+    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+        self._resolve(path, view.sim.now, True)
+        now = view.sim.now
+        rtt = now - sent_time
+        est = self.estimator
+        est.add_rtt(path, rtt)
+        est.add_fate(path, False)
+        if not self.loss_in_slow_start:
+            self._congestion_avoidance(view, path, sent_time, now)   # tracks the slow-start exit
+        det = self.detector
+        if det is not None:
+            if det.update_rtt(path, rtt, now):
+                self._on_change(det)
+            if det.update_loss(path, False, now):
+                self._on_change(det)
+        if self._estimating and (est.ready() or (self._overdue and est.usable())):
+            self._close_window()
+
+    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+        self._resolve(path, view.sim.now, False)
+        now = view.sim.now
+        self.estimator.add_fate(path, self.loss_in_slow_start
+                                or self._congestion_avoidance(view, path, sent_time, now))
+        det = self.detector
+        if det is not None and det.update_loss(path, True, now):
+            self._on_change(det)
+        est = self.estimator
+        if self._estimating and (est.ready() or (self._overdue and est.usable())):
+            self._close_window()
+
+    def _on_change(self, det: PathChangeDetector) -> None:
+        ev = det.events[-1]
+        det.events.clear()            # constant memory over long connections
+        det.detections.clear()
+        self.changes += 1
+        self.estimator.restart(ev.path, keep=ev.lag)
+        self._open_window(ev.path, ev.signal)
+
+    # ---------------------------------------------------------- window
+    def _open_window(self, path: int | None, signal: str) -> None:
+        """A trigger: a new event, the post-change buffer restarts. A window
+        already open keeps its deadline (slow start alone can report a
+        change every few RTTs; the selection must not wait for them all)."""
+        superseding = self._estimating
+        if superseding and self._event is not None:
+            self._event.action = "superseded"
+        self._event = AdaptationEvent(self.episode, float(self._now()), path, signal, self.decisions)
+        self.events.append(self._event)
+        self._estimating = True
+        self._trigger_time = self._now()
+        self._window.clear()
+        self._set_epsilon()
+        if not superseding:
+            self._overdue = False
+            self._window_gen += 1
+            sim = self._view.sim
+            sim.schedule(sim.now + self.window_config.max_window_s, self._window_timeout, self._window_gen)
+        est = self.estimator
+        if est.ready() or (self._overdue and est.usable()):
+            self._close_window()
+
+    def _window_timeout(self, gen: int) -> None:
+        if gen == self._window_gen and self._estimating:
+            self._overdue = True          # close as soon as the partial data are usable
+            if self.estimator.usable():
+                self._close_window()
+
+    def _select(self, conds: Sequence[PathCondition]) -> int:
+        if self.selection == "random":
+            return int(self._select_rng.integers(self.bank.grid.n_cells))
+        return int(self.bank.select(conds))
+
+    def _close_window(self) -> None:
+        t0 = _time.perf_counter()
+        ev = self._event
+        est = self.estimator
+        conds = est.estimate_all()
+        cell = self._select(conds)
+        self._estimating = False
+        self.selections += 1
+        ev.conditions = tuple(conds)
+        ev.sources = tuple(est.sources)
+        ev.select_time = self._now()
+        ev.decisions_to_select = self.decisions - ev.decisions_at_change
+        ev.cell = cell
+        ev.previous_cell = self.cell
+        ev.wall_s["select"] = _time.perf_counter() - t0
+        win = self._window.contents() if len(self._window) else None
+        self._window.clear()
+        if self.same_cell == "keep" and cell == self.cell:
+            ev.action = "keep"
+            self.kept += 1
+            if win is not None and self.offline is not None:
+                self.offline.extend(cell, *win)
+        else:
+            self._adapt(cell, ev, win)
+        self._set_epsilon()
+
+    # ---------------------------------------------------------- adaptation
+    def _adapt(self, cell: int, ev: AdaptationEvent, win) -> None:
+        self._gen += 1
+        self.cell = cell
+        ev.action = "adapt"
+        self.adaptations += 1
+        self._adapt_event = ev
+        self._load(cell)
+        self.replay.clear()
+        if win is not None:
+            self.replay.extend(*win)
+            if self.offline is not None:
+                self.offline.extend(cell, *win)
+        self.phase = COLLECTING
+        self.finetuner.notify(len(self.replay))
+
+    def _ft_ready(self) -> bool:
+        return (self.phase == COLLECTING and len(self.replay) >= self.min_transitions
+                and not self.trainer.busy)
+
+    def _ft_train(self, n: int) -> float:
+        t0 = _time.perf_counter()
+        self._ft_gen = self._gen
+        self.phase = FINETUNING
+        self._set_epsilon()
+        ev = self._adapt_event
+        ev.finetune_start = self._now()
+        ev.finetune_steps = n
+        ev.finetune_cost_s = n * self.finetuner.step_cost_s
+        self._ft_mark = self.decisions
+        loss = self._steps(n)
+        self.finetuner.losses.clear()     # AsyncTrainer appends one per job: keep it bounded
+        ev.wall_s["finetune"] = _time.perf_counter() - t0
+        return loss
+
+    def _ft_deploy(self) -> None:
+        if self._ft_gen != self._gen:
+            return                        # a newer adaptation started meanwhile
+        self.deploy()
+        self.phase = DEPLOYED
+        self.deployed_cell = self.cell
+        self.deployments += 1
+        ev = self._adapt_event
+        ev.deploy_time = self._now()
+        ev.decisions_to_deploy = self.decisions - ev.decisions_at_change
+        ev.old_policy_decisions = self.decisions - self._ft_mark
+        self._set_epsilon()
+
+    def _steps(self, n: int) -> float:
+        replay, learner, bs = self.replay, self.learner, self.learner_config.batch_size
+        loss = math.nan
+        for _ in range(n):
+            loss = float(learner.update(*replay.sample(bs))[0])
+        return loss
+
+    # continual updates after deployment (continual: true)
+    def _ct_ready(self) -> bool:
+        return (self.continual and self.phase == DEPLOYED and not self.finetuner.busy
+                and len(self.replay) >= self.learner_config.batch_size)
+
+    def _ct_train(self, n: int) -> float:
+        self._ct_gen = self._gen
+        loss = self._steps(n)
+        self.trainer.losses.clear()
+        return loss
+
+    def _ct_deploy(self) -> None:
+        if self._ct_gen == self._gen and self.phase == DEPLOYED:
+            self.deploy()
+
+    # ---------------------------------------------------------- decisions
+    def _observe(self, view) -> list:
+        """The state written into ``self._vals`` (FALCON: the DQN state)."""
+        return observe_into(view, self._vals)
+
+    def decide(self, view):
+        state = np.array(self._observe(view), dtype=np.float32)
+        return self._decide_per_packet(view, state)
+
+    def on_transition(self, state, action, reward, next_state, done, time) -> None:
+        self.replay.add(state, action, reward, next_state, done)
+        if self._estimating and time >= self._trigger_time:
+            self._window.add(state, action, reward, next_state, done)
+        elif self.offline is not None and self.cell is not None:
+            self.offline.add(self.cell, state, action, reward, next_state, done)
+        if self.recorder is not None:
+            self.recorder.add(state, action, reward, next_state, done, time)
+        self.finetuner.notify()
+        if self.continual:
+            self.trainer.notify()
+
+    def end_episode(self, terminated: bool) -> None:
+        """Close the last transition with this scheduler's own state (FALCON-S)."""
+        view, last = self._view, self._last_rec
+        if view is not None and last is not None and last[4] is not None:
+            state = np.array(self._observe(view), dtype=np.float32)
+            self.on_transition(last[0], last[1], last[4], state, bool(terminated), last[2])
+        self._last_rec = None
+        self._prev_state = None
+        self._pending = [deque() for _ in self._pending]
+
+    # ---------------------------------------------------------- episodes
+    def run_episode(self, scenario, app, seed: int, max_duration_s: float | None = None,
+                    setup: Callable | None = None) -> dict[str, float]:
+        """One download with online adaptation; its metrics plus FALCON's
+        counters. ``setup(emulation, connection)`` runs before the emulation
+        starts (e.g. to schedule condition changes)."""
+        emu, conn, application, s = setup_episode(scenario, app, self, seed)
+        if setup is not None:
+            setup(emu, conn)
+        end = emu.sim.run(s["max_duration_s"] if max_duration_s is None else float(max_duration_s))
+        self.end_episode(application.done)
+        m = episode_metrics(conn, application, end)
+        m.update(self.stats())
+        return m
+
+    def fit(self, scenario, app, seed: int = 0, episodes: int = 10, log: Callable | None = None,
+            progress: bool = True, max_duration_s: float | None = None) -> dict[str, float]:
+        """``episodes`` online downloads (seeds ``seed, seed+1, ...``), the
+        model and bank persisting across them; ``log(metrics, step)`` gets
+        one point per episode. Returns summary metrics."""
+        times = []
+        t0 = _time.perf_counter()
+        for ep in range(int(episodes)):
+            m = self.run_episode(scenario, app, seed + ep, max_duration_s)
+            times.append(m["download_time_s"])
+            if log is not None:
+                log(m, step=ep)
+            if progress and ((ep + 1) % self.log_every == 0 or ep + 1 == episodes):
+                print(f"{self.name}: episode {ep + 1}/{episodes}  download {m['download_time_s']:.3f} s  "
+                      f"changes {self.changes}  adaptations {self.adaptations}  packets {self.decisions}  "
+                      f"[{_time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+        k = max(1, min(5, len(times)))
+        return {"episodes": float(len(times)),
+                "final_download_time_s": float(np.nanmedian(times[-k:])) if times else math.nan,
+                "wall_time_s": _time.perf_counter() - t0, **self.stats()}
+
+    def stats(self) -> dict[str, float]:
+        out = {"changes": float(self.changes), "selections": float(self.selections),
+               "adaptations": float(self.adaptations), "deployments": float(self.deployments),
+               "kept": float(self.kept), "online_packets": float(self.decisions)}
+        if self.offline is not None:
+            out.update(self.offline.stats())
+        return out
+
+    def hyperparameters(self) -> dict:
+        return {**super().hyperparameters(), "deployed_epsilon": self.deployed_epsilon,
+                "finetune_steps": self.finetune_steps, "min_transitions": self.min_transitions,
+                "train_step_cost_s": self.finetuner.step_cost_s, "selection": self.selection,
+                "detection": self.detection, "fallback": self.fallback, "same_cell": self.same_cell,
+                "window": dict(self.window_config.__dict__), "detector": self.detector_kw,
+                "continual": self.continual, "continual_train_interval": self.trainer.train_interval,
+                "offline": self.offline_config}
+
+    def __deepcopy__(self, memo):
+        # FALCON-N never writes its bank: copies (one per evaluation job) share it
+        if self.offline is None:
+            memo[id(self.bank)] = self.bank
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__getstate__().items():
+            setattr(new, k, copy.deepcopy(v, memo))
+        return new
+
+
+class FalconSScheduler(FalconScheduler):
+    """FALCON-S (paper Sec. VI-C): FALCON with a stream-aware state for web pages.
+
+    The state keeps FALCON's size and units (4 features per path, so the
+    same bank serves both; :func:`envs.gym_env.observe_into`), two features
+    change. Let ``s`` be the stream that the connection's smooth weighted
+    round robin serves next (the active stream maximising ``swrr_current +
+    weight``, first in order on ties, exactly the next pick of
+    ``Connection._wrr_pick``), ``w_s`` its weight and ``W`` the summed weight
+    of the streams with unsent data (the concurrent streams). Per path,
+    with ``c = 1 / (srtt / 0.1 s * 1000)``:
+
+    * ``cwnd`` feature: ``(cwnd / mss) * (w_s / W) * c``: the path's
+      congestion window split by the weights of the concurrent streams, the
+      share stream ``s`` gets;
+    * ``swnd`` feature: ``min(remaining_s, send_window * w_s / W) /
+      payload * c``: stream ``s``'s send window, its share of the
+      connection's flow-control credit capped by its own unsent bytes;
+    * in-flight packets and RTT: as FALCON.
+
+    With no stream pending (retransmissions only) or one stream (bulk),
+    ``w_s / W = 1`` and the swnd feature is capped by that stream's unsent
+    bytes only. Every feature is clipped at ``OBS_HIGH`` like FALCON's.
+    """
+
+    name = "falcon_s"
+
+    def _observe(self, view) -> list:
+        vals = self._vals
+        streams = view.streams_pending()
+        credit = float(view.send_window)
+        share = 1.0
+        if streams:
+            best = None
+            best_v = -math.inf
+            total = 0.0
+            for st in streams:
+                w = st.weight
+                total += w
+                v = getattr(st, "swrr_current", 0.0) + w
+                if v > best_v:
+                    best, best_v = st, v
+            share = best.weight / total if total > 0 else 1.0
+            credit = min(float(best.remaining), credit * share)
+        swnd = credit / view.payload
+        k = 0
+        for p in view.paths:
+            rtt = p.srtt / RTT_SCALE_S
+            c = 1.0 / (rtt * RATE_SCALE_PKTS)
+            vals[k] = min(p.cwnd / p.mss * share * c, OBS_HIGH)
+            vals[k + 1] = min(p.packets_in_flight * c, OBS_HIGH)
+            vals[k + 2] = min(swnd * c, OBS_HIGH)
+            vals[k + 3] = min(rtt, OBS_HIGH)
+            k += 4
+        return vals
+
+
+__all__ = ["FalconScheduler", "FalconSScheduler", "AdaptationEvent", "load_bank"]

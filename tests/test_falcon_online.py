@@ -1,0 +1,307 @@
+"""FALCON's online module: estimation, selection, change-triggered adaptation,
+fine-tuning cost, offline updates, bounded memory (falcon/online/).
+
+The banks here are crafted in-process (no built bank needed): every cell's
+network ignores its input and prefers the path whose mean-RTT range is
+lower (ties: path 1), so a cell "knows" which path is faster exactly when
+it covers the actual conditions. All paths ACK every packet so that RTT
+samples carry no delayed-ACK wait.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from baselines.dqn.network import QNetSpec, init_params
+from envs.errors import ConfigError
+from falcon.online.estimator import ConditionEstimator, WindowConfig
+from falcon.online.offline_update import OfflineUpdater
+from falcon.online.scheduler import FalconScheduler, FalconSScheduler
+from metalearning.bank import MetaModelBank, split_row
+from metalearning.grid import ConditionGrid, PathCondition
+
+BULK = {"kind": "bulk", "size_bytes": 2_000_000}
+SPEC = QNetSpec(8, 2, (64, 64, 64))
+# path 0 fast (10 ms), path 1 slow (300 ms); cell (loss 0, rtt 0, dev 0) x (loss 0, rtt 2, dev 0)
+TWO_PATHS = {"ack": {"every": 1}, "max_duration_s": 30,
+             "paths": [{"bandwidth_mbps": 50, "rtt_ms": 10, "rtt_std_ms": 1, "loss": 0.0},
+                       {"bandwidth_mbps": 50, "rtt_ms": 300, "rtt_std_ms": 30, "loss": 0.0}]}
+TRUE = [PathCondition(0.0, 10.0, 1.0), PathCondition(0.0, 300.0, 30.0)]
+
+
+def crafted_bank(grid: ConditionGrid | None = None) -> MetaModelBank:
+    grid = grid or ConditionGrid(2)
+    base = np.concatenate([p[0].reshape(-1).numpy() for p in init_params(SPEC, 1, 0)])
+    params = np.empty((grid.n_cells, SPEC.n_parameters), np.float32)
+    for c in range(grid.n_cells):
+        row = base.copy()
+        w = split_row(row, SPEC)
+        w[-2][:] = 0.0                        # output ignores the state
+        r0, r1 = (grid.range_indices(pc)[1] for pc in grid.path_cells_of(c))
+        w[-1][:] = (1.0, 0.0) if r0 < r1 else (0.0, 1.0)
+        params[c] = row
+    return MetaModelBank(grid, SPEC, params)
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return crafted_bank()
+
+
+def falcon(bank, **kw) -> FalconScheduler:
+    kw.setdefault("offline", None)
+    return FalconScheduler(bank, **kw)
+
+
+def start_event(s):
+    return next(e for e in s.events if e.signal == "start")
+
+
+# ------------------------------------------------------------------ estimation
+def test_estimator_recovers_known_conditions():
+    rng = np.random.default_rng(1)
+    est = ConditionEstimator(2, WindowConfig(min_rtt_samples=30, min_loss_packets=100,
+                                             rtt_memory=2000, loss_memory=4000))
+    truth = [(0.03, 80.0, 40.0), (0.002, 20.0, 2.0)]
+    assert not est.ready()
+    for p, (loss, mean, std) in enumerate(truth):
+        k = (mean / std) ** 2
+        for x in rng.gamma(k, mean / k, 2000):
+            est.add_rtt(p, x / 1000.0)
+        for lost in rng.random(4000) < loss:
+            est.add_fate(p, bool(lost))
+    assert est.ready()
+    for p, cond in enumerate(est.estimate_all()):
+        loss, mean, std = cond.loss, cond.rtt_ms, cond.rtt_std_ms
+        tl, tm, ts = truth[p]
+        assert mean == pytest.approx(tm, rel=0.03)
+        assert std == pytest.approx(ts, rel=0.08)
+        assert abs(loss - tl) < 4 * math.sqrt(tl * (1 - tl) / 4000) + 1e-3
+    assert est.sources == [("window", "window")] * 2
+    # a change restarts the path's window, keeping the newest samples only
+    est.restart(0, keep=10)
+    assert est.counts(0) == (10, 10) and not est.path_ready(0) and est.path_ready(1)
+    n0 = est.nbytes()
+    for _ in range(5000):
+        est.add_rtt(0, 0.01)
+    assert est.nbytes() == n0 and est.counts(0)[0] == 2000
+
+
+def test_estimator_partial_window_falls_back_to_previous():
+    est = ConditionEstimator(1, WindowConfig(min_partial_rtt=4))
+    assert not est.usable()
+    for x in (0.010, 0.012, 0.011, 0.013):
+        est.add_rtt(0, x)
+    assert est.usable()
+    first = est.estimate(0)
+    assert first.rtt_ms == pytest.approx(11.5) and est.sources[0] == ("partial", "none")
+    est.restart(0)
+    assert est.usable() and est.estimate(0) == first and est.sources[0] == ("previous", "previous")
+
+
+def test_emulated_estimate_selects_the_covering_cell(bank):
+    s = falcon(bank, detection="never")
+    s.run_episode(TWO_PATHS, BULK, seed=3)
+    ev = start_event(s)
+    c0, c1 = ev.conditions
+    assert c0.rtt_ms == pytest.approx(10.0, rel=0.25) and c0.dev_ratio < 0.4
+    assert c1.rtt_ms == pytest.approx(300.0, rel=0.3) and c1.dev_ratio < 0.4
+    assert c0.loss < 0.01 and c1.loss < 0.01
+    assert ev.cell == bank.grid.cell_index(TRUE) == bank.select(ev.conditions)
+
+
+# ------------------------------------------------------------------ selection
+def test_selection_from_the_bank_beats_a_random_cell(bank):
+    """Fails if the covering cell is not the one selected (selection: random)."""
+    times = {"bank": [], "random": []}
+    for sel in times:
+        for seed in range(5):
+            s = falcon(bank, selection=sel, detection="never", seed=seed)
+            m = s.run_episode(TWO_PATHS, BULK, seed=seed)
+            times[sel].append(m["download_time_s"])
+            if sel == "bank":
+                assert start_event(s).cell == bank.grid.cell_index(TRUE)
+    assert np.median(times["bank"]) < 0.75 * np.median(times["random"])
+    assert np.mean(times["bank"]) < np.mean(times["random"])
+
+
+# ------------------------------------------------------------------ change detection
+CHANGING = {**TWO_PATHS, "paths": [
+    {**TWO_PATHS["paths"][0], "schedule": [{"at_s": 0.8, "rtt_ms": 400, "rtt_std_ms": 40}]},
+    {**TWO_PATHS["paths"][1], "rtt_ms": 100, "rtt_std_ms": 10}]}
+
+
+def test_detected_change_reselects_a_new_cell(bank):
+    """Fails if change detection never fires (detection: never)."""
+    before = bank.grid.cell_index([TRUE[0], PathCondition(0.0, 100, 10)])
+    after = bank.grid.cell_index([PathCondition(0.0, 400, 40), PathCondition(0.0, 100, 10)])
+    for detection in ("bocpd", "never"):
+        s = falcon(bank, detection=detection, seed=1)
+        s.run_episode(CHANGING, {"kind": "bulk", "size_bytes": 8_000_000}, seed=1)
+        selected = [(e.time, e.cell) for e in s.events if e.cell is not None]
+        assert selected[0][1] == before
+        late = [c for t, c in selected if t > 0.8]
+        if detection == "bocpd":
+            assert s.changes >= 1 and after in late, selected
+        else:
+            assert late == [] and s.changes == 0 and len(s.events) == 1
+
+
+# ------------------------------------------------------------------ fine-tuning cost
+class Recording(FalconScheduler):
+    def _choose(self, state):
+        self.trace.append((self._view.sim.now, id(self.qnet)))
+        return super()._choose(state)
+
+
+def test_finetuning_costs_emulated_time_while_the_old_policy_acts(bank):
+    cost = 0.03     # 16 steps = 0.48 s: the old policy (blocked on the 300 ms path) decides meanwhile
+    s = Recording(bank, detection="never", train_step_cost_s=cost, finetune_steps=16, offline=None)
+    s.trace = []
+    s.run_episode(TWO_PATHS, BULK, seed=2)
+    ev = start_event(s)
+    assert ev.action == "adapt" and ev.finetune_steps == 16
+    assert ev.finetune_cost_s == pytest.approx(16 * cost)
+    assert ev.deploy_time - ev.finetune_start == pytest.approx(16 * cost, abs=1e-9)
+    assert ev.select_time <= ev.finetune_start
+    during = {q for t, q in s.trace if ev.finetune_start <= t < ev.deploy_time}
+    before = {q for t, q in s.trace if t < ev.finetune_start}
+    after = {q for t, q in s.trace if t >= ev.deploy_time}
+    assert ev.old_policy_decisions > 0 and during and during <= before
+    assert after and not (after & before)
+    # synchronous learning: deployed at the decision that started the job
+    s0 = falcon(bank, detection="never", train_step_cost_s=0.0)
+    s0.run_episode(TWO_PATHS, BULK, seed=2)
+    ev0 = start_event(s0)
+    assert ev0.deploy_time == ev0.finetune_start and ev0.old_policy_decisions == 0
+
+
+# ------------------------------------------------------------------ offline update
+def test_offline_update_moves_only_the_touched_cells():
+    bank = crafted_bank()
+    before = bank.params.copy()
+    up = OfflineUpdater(bank, interval_episodes=1, meta_lr=0.5, inner_steps=4, min_transitions=8)
+    rng = np.random.default_rng(0)
+    n = 40
+    batch = (rng.random((n, 8), dtype=np.float32), rng.integers(0, 2, n), rng.random(n, dtype=np.float32),
+             rng.random((n, 8), dtype=np.float32), np.zeros(n, np.float32))
+    up.extend(5, *batch)
+    up.extend(700, *batch)
+    up.extend(9, *(x[:3] for x in batch))              # too little experience: untouched
+    rec = up.update()
+    assert rec["cells"] == [5, 700] and rec["transitions"] == 2 * n
+    moved = np.flatnonzero((bank.params != before).any(axis=1))
+    assert moved.tolist() == [5, 700]
+    assert up.pending() == {}
+    # Theta moved a meta_lr fraction of the way toward the fine-tuned W
+    up2 = OfflineUpdater(crafted_bank(), interval_s=1.0, meta_lr=1.0, inner_steps=4, min_transitions=8)
+    up2.extend(5, *batch)
+    up2.update()
+    full = up2.bank.params[5] - before[5]
+    np.testing.assert_allclose(bank.params[5] - before[5], 0.5 * full, rtol=1e-4, atol=1e-7)
+
+
+def test_falcon_folds_its_experience_into_the_selected_cells():
+    bank = crafted_bank()
+    before = bank.params.copy()
+    s = FalconScheduler(bank, detection="never", seed=4,
+                        offline={"interval_episodes": 1, "inner_steps": 4, "meta_lr": 0.1})
+    for ep in range(2):
+        s.run_episode(TWO_PATHS, BULK, seed=ep)
+    moved = set(np.flatnonzero((bank.params != before).any(axis=1)).tolist())
+    cells = {e.cell for e in s.events if e.cell is not None}
+    assert s.offline.updates == 1 and moved and moved <= cells
+    n = FalconScheduler(crafted_bank(), detection="never", seed=4, offline=None)   # FALCON-N
+    for ep in range(2):
+        n.run_episode(TWO_PATHS, BULK, seed=ep)
+    np.testing.assert_array_equal(n.bank.params, before)
+
+
+# ------------------------------------------------------------------ memory
+def test_memory_stays_flat_over_a_long_run():
+    """Everything the scheduler holds (its pickled state: bank, learner,
+    replay, detector, estimator, events, offline store) stops growing."""
+    s = falcon(crafted_bank(), seed=5, max_events=4, continual=True, deployed_epsilon=0.1,
+               offline={"interval_s": 0.5, "capacity_per_cell": 200, "max_cells": 2, "inner_steps": 2},
+               window={"max_window_s": 0.05})
+    sc = {**CHANGING, "paths": [{**CHANGING["paths"][0], "schedule": {
+        "segments": [{"at_s": 0.25, "rtt_ms": 400}, {"at_s": 0.75, "rtt_ms": 10}], "period_s": 1.0}},
+        CHANGING["paths"][1]]}
+    app = {"kind": "bulk", "size_bytes": 1_000_000}
+    sizes = []
+    for seed in range(6):
+        s.run_episode(sc, app, seed=seed)
+        sizes.append(len(pickle.dumps(s)))
+    assert s.changes > 6 and len(s.events) == 4 and s.offline.updates > 3
+    assert len(s.detector.events) <= 1 and len(s.detector.detections) <= 1
+    assert len(s.finetuner.losses) <= 1 and len(s.trainer.losses) <= 1
+    assert all(n <= 200 for n in s.offline.pending().values()) and len(s.offline.pending()) <= 2
+    assert max(sizes[2:]) - min(sizes[2:]) < 64 * 1024, sizes
+
+
+# ------------------------------------------------------------------ FALCON-S, configs
+def test_falcon_s_state_splits_cwnd_and_send_window_by_stream_weights(bank):
+    s = FalconSScheduler(bank, detection="never", offline=None)
+    m = s.run_episode({**TWO_PATHS, "paths": [dict(TWO_PATHS["paths"][0], rtt_ms=20),
+                                              dict(TWO_PATHS["paths"][1], rtt_ms=30, rtt_std_ms=3)]},
+                      {"kind": "web", "page": "google"}, seed=0)
+    assert m["timed_out"] == 0 and s.decisions > 100
+
+    class P:  # a path view
+        srtt, mss, cwnd, packets_in_flight = 0.05, 1350, 13500.0, 4
+
+    class St:
+        def __init__(self, w, rem, cur):
+            self.weight, self.remaining, self.swrr_current = w, rem, cur
+
+    class View:
+        paths = [P()]
+        send_window = 100_000
+        payload = 1290
+
+        def streams_pending(self):
+            return [St(1.0, 50_000, 0.0), St(3.0, 5_000, 0.0)]
+
+    s._vals = [0.0] * 4
+    f = FalconSScheduler._observe(s, View())
+    c = 1.0 / (0.5 * 1000.0)
+    # next WRR pick: the weight-3 stream (share 3/4); its send window min(5000, 75000) bytes
+    assert f[0] == pytest.approx(10 * 0.75 * c) and f[1] == pytest.approx(4 * c)
+    assert f[2] == pytest.approx(5000 / 1290 * c) and f[3] == pytest.approx(0.5)
+
+
+def test_missing_bank_file_is_a_one_line_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="build_bank"):
+        FalconScheduler(str(tmp_path / "none.h5"))
+
+
+def test_agent_configs_instantiate_with_a_bank_file(tmp_path):
+    import yaml
+    from hydra.utils import instantiate
+
+    from falcon.config import AGENT_META_KEYS
+
+    grid = ConditionGrid(1)           # 27 cells: quick to write and read
+    spec = QNetSpec(4, 1, (8, 8, 8))
+    params = np.zeros((grid.n_cells, spec.n_parameters), np.float32)
+    path = MetaModelBank(grid, spec, params).write(tmp_path / "bank.h5")
+    for name in ("falcon", "falcon_n", "falcon_s"):
+        cfg = yaml.safe_load(open(f"configs/agent/{name}.yaml"))
+        if "defaults" in cfg:
+            parent = yaml.safe_load(open("configs/agent/falcon.yaml"))
+            cfg = {**parent, **{k: v for k, v in cfg.items() if k != "defaults"}}
+        cfg = {k: v for k, v in cfg.items() if k not in AGENT_META_KEYS}
+        cfg["bank"] = str(path)
+        sched = instantiate(cfg, _convert_="all")
+        assert isinstance(sched, FalconScheduler)
+        assert (sched.offline is None) == (name == "falcon_n")
+        assert isinstance(sched, FalconSScheduler) == (name == "falcon_s")
+    # the file is read once per process: FALCON-N shares it, FALCON's offline loop gets a copy
+    a, b = (FalconScheduler(str(path), offline=None) for _ in range(2))
+    c = FalconScheduler(str(path), offline={"interval_episodes": 1})
+    assert a.bank is b.bank and c.bank is not a.bank
+    np.testing.assert_array_equal(c.bank.params, a.bank.params)
