@@ -55,12 +55,37 @@ when some path could send.
   during the step, ``MSS / time to ACK``, in units of ``MSS`` per
   :data:`RTT_SCALE_S` (i.e. ``0.1 s / time_to_ack``), averaged over those
   packets; 0 when none was acked.
+* ``"packet_rate"`` (the per-decision credit of ``SPEC-falcon.md``, the DQN
+  agents' reward in :mod:`baselines.dqn.policy`): every decision earns
+  ``RTT_SCALE_S / (t_ack - t_decision)`` for the packet it sent (0 if that
+  packet is declared lost; :func:`ack_credit`), matched to the path's
+  ACK/loss callbacks in sending order. A packet's fate is known about an
+  RTT after its decision, when the step that decided it has long returned,
+  so the environment gives the credit twice:
+
+  - as the step reward: the sum of the credits that became known during the
+    step (whichever decisions they belong to), the final step adding the
+    credits still unknown at the end of the episode (see below), so the
+    undiscounted return is the sum of the per-decision credits;
+  - attributed to the decisions: the final ``info["decision_rewards"]``
+    (float32, one entry per step, in step order) holds each step's own
+    credit. A learner that can rewrite an episode's rewards once it ends
+    trains on the adapter's transitions; the Ray RLlib backend does it in
+    an episode-end callback (``baselines.dqn.rllib_backend``).
+
+  Decisions whose fate is still unknown when the episode ends (ACKs after
+  the application completed are not reported; a decision held on a
+  congested path until the data ran out) get the credit of an ACK at the
+  episode's end, ``RTT_SCALE_S / (t_end - t_decision)`` (an upper bound;
+  the adapter drops such decisions, an environment step cannot be dropped);
+  a step whose action sent nothing gets 0.
 
 **Episode**: one application run (default a 2 MB bulk download over static
 4G + 5G). ``terminated`` when the application completes; ``truncated`` when the
 scenario's ``max_duration_s`` (or the ``max_duration_s`` argument) of emulated
 time passes, or after ``max_steps`` decisions. The final ``info`` carries
-``metrics`` (:func:`envs.metrics.episode_metrics`) and ``episode_steps``.
+``metrics`` (:func:`envs.metrics.episode_metrics`) and ``episode_steps``
+(and ``decision_rewards`` with the ``"packet_rate"`` reward).
 
 **Seeding**: ``reset(seed=s)`` seeds ``self.np_random`` (Gymnasium
 convention); the scenario sampler, if any, draws from it, then the emulator
@@ -72,7 +97,9 @@ Registered as ``falcon/MultipathScheduling-v0`` on import;
 
 from __future__ import annotations
 
+import math
 import struct
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -101,6 +128,12 @@ GOODPUT_RATE_SCALE_BPS = 100e6
 #: Per-path feature names, in observation order.
 FEATURES = ("cwnd_per_rtt", "inflight_per_rtt", "swnd_per_rtt", "rtt")
 REWARDS = ("goodput", "goodput_rate", "ack_rate")
+#: the per-decision credit (module docstring, "Reward"); not a step_reward kind
+PACKET_RATE = "packet_rate"
+#: every reward the environment offers
+ENV_REWARDS = (*REWARDS, PACKET_RATE)
+#: final-info key of the per-decision credits of the "packet_rate" reward
+DECISION_REWARDS_KEY = "decision_rewards"
 
 ENV_ID = "falcon/MultipathScheduling-v0"
 DEFAULT_SCENARIO: dict = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
@@ -171,15 +204,23 @@ class _AgentScheduler(Scheduler):
     #: its None means "stop and ask the agent", not a wait: no idle re-ask
     reask_when_idle = False
 
-    def __init__(self, ack_feedback: bool):
+    def __init__(self, ack_feedback: bool, per_decision: bool = False):
         self.action: int | None = None     # pending action, consumed by decide()
         self.requested = False             # a decision is needed now
         # read by the Connection at construction: per-packet ACK callbacks
-        # only for the ack_rate reward
-        self.wants_packet_feedback = ack_feedback
+        # only for the ack_rate and packet_rate rewards
+        self.wants_packet_feedback = ack_feedback or per_decision
+        self.per_decision = per_decision
         self.sim = None
         self.ack_credit = 0.0
         self.ack_count = 0
+        # packet_rate: the current step's index, per step its credit (NaN while
+        # unknown) and decision time, per path the steps awaiting their packet's fate
+        self.step_index = 0
+        self.credits: list[float] = []
+        self.decided_at: list[float] = []
+        self.pending: list[deque] = []
+        self.step_credit = 0.0
 
     def reset(self, view) -> None:
         self.sim = view.sim
@@ -187,19 +228,67 @@ class _AgentScheduler(Scheduler):
         self.requested = False
         self.ack_credit = 0.0
         self.ack_count = 0
+        self.step_index = 0
+        self.credits = []
+        self.decided_at = []
+        self.pending = [deque() for _ in view.paths]
+        self.step_credit = 0.0
 
     def decide(self, view):
         a = self.action
         if a is not None:
             self.action = None
+            if self.per_decision:
+                i = self.step_index
+                self.decided_at[i] = self.sim.now
+                self.pending[a].append(i)
             return a
         self.requested = True
         self.sim.stop()
         return None
 
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+        if self.per_decision:
+            self._resolve(path, True)
+            return
         self.ack_credit += ack_credit(self.sim.now, sent_time)
         self.ack_count += 1
+
+    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+        if self.per_decision:
+            self._resolve(path, False)
+
+    def _resolve(self, path: int, acked: bool) -> None:
+        # first in, first out per path, as the adapter (baselines.dqn.policy):
+        # a PTO probe or a reordered loss shifts the credit by one packet
+        dq = self.pending[path]
+        if not dq:
+            return          # a packet no decision sent (PTO probe)
+        i = dq.popleft()
+        c = ack_credit(self.sim.now, self.decided_at[i]) if acked else 0.0
+        self.credits[i] = c
+        self.step_credit += c
+
+    def begin_step(self) -> None:
+        """packet_rate: a new step (its credit is unknown until its packet's fate is)."""
+        self.step_index = len(self.credits)
+        self.credits.append(math.nan)
+        self.decided_at.append(math.nan)
+        self.step_credit = 0.0
+
+    def close_episode(self, now: float) -> float:
+        """packet_rate: give the decisions still unresolved the credit of an
+        ACK at ``now`` (steps that sent nothing: 0); returns their sum."""
+        extra = 0.0
+        for i, c in enumerate(self.credits):
+            if c != c:     # NaN: unresolved
+                t = self.decided_at[i]
+                c = 0.0 if t != t else ack_credit(now, t)
+                self.credits[i] = c
+                extra += c
+        for dq in self.pending:
+            dq.clear()
+        return extra
 
 
 class MultipathSchedulingEnv(gym.Env):
@@ -211,7 +300,8 @@ class MultipathSchedulingEnv(gym.Env):
         app: app dict; default a 2 MB bulk download.
         max_steps: truncate after this many decisions (None: no limit).
         max_duration_s: emulated-time limit [s]; default the scenario's.
-        reward: ``"goodput"`` (default), ``"goodput_rate"`` or ``"ack_rate"``.
+        reward: ``"goodput"`` (default), ``"goodput_rate"``, ``"ack_rate"`` or
+            ``"packet_rate"`` (module docstring, "Reward").
         scenario_sampler: ``callable(np_random) -> scenario dict`` called at
             every reset (e.g. a meta-learner's task sampler); overrides
             ``scenario``. Every sampled scenario must have ``n_paths`` paths.
@@ -229,8 +319,8 @@ class MultipathSchedulingEnv(gym.Env):
                  reward: str = "goodput",
                  scenario_sampler: Callable[[np.random.Generator], Any] | None = None,
                  n_paths: int | None = None, render_mode: str | None = None):
-        if reward not in REWARDS:
-            raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(REWARDS)}")
+        if reward not in ENV_REWARDS:
+            raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ENV_REWARDS)}")
         if max_steps is not None and int(max_steps) <= 0:
             raise ConfigError(f"max_steps: must be positive, got {max_steps}")
         if max_duration_s is not None and not float(max_duration_s) > 0:
@@ -249,7 +339,8 @@ class MultipathSchedulingEnv(gym.Env):
         self.render_mode = render_mode
         self.observation_space = spaces.Box(0.0, OBS_HIGH, (4 * self.n_paths,), np.float32)
         self.action_space = spaces.Discrete(self.n_paths)
-        self._sched = _AgentScheduler(ack_feedback=(reward == "ack_rate"))
+        self._per_decision = reward == PACKET_RATE
+        self._sched = _AgentScheduler(ack_feedback=(reward == "ack_rate"), per_decision=self._per_decision)
         self._obs = np.zeros(4 * self.n_paths, dtype=np.float32)
         self._vals = [0.0] * (4 * self.n_paths)
         self._pack = struct.Struct(f"={4 * self.n_paths}f").pack_into
@@ -303,6 +394,8 @@ class MultipathSchedulingEnv(gym.Env):
         t0 = sim.now
         sched.ack_credit = 0.0
         sched.ack_count = 0
+        if self._per_decision:
+            sched.begin_step()
         if sched.requested:
             sched.requested = False
             sched.action = a
@@ -315,6 +408,8 @@ class MultipathSchedulingEnv(gym.Env):
 
         if self._rew_goodput:   # inlined: the common case
             reward = (conn.delivered - delivered0) * self._inv_payload
+        elif self._per_decision:
+            reward = sched.step_credit
         else:
             reward = step_reward(self.reward_kind, conn.delivered - delivered0, sim.now - t0,
                                  conn.payload, sched.ack_credit, sched.ack_count)
@@ -327,6 +422,9 @@ class MultipathSchedulingEnv(gym.Env):
             self._over = True
             info = {"metrics": episode_metrics(conn, self.application, sim.now),
                     "episode_steps": self._steps}
+            if self._per_decision:
+                reward += sched.close_episode(sim.now)
+                info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
         else:
             info = {}
         return self._observe(), float(reward), terminated, truncated, info
@@ -383,5 +481,5 @@ if ENV_ID not in gym.registry:
 
 __all__ = ["MultipathSchedulingEnv", "register_rllib", "feature_names", "observe", "observe_into",
            "step_reward", "ack_credit", "ENV_ID", "FEATURES",
-           "REWARDS", "OBS_HIGH", "RTT_SCALE_S", "RATE_SCALE_PKTS", "GOODPUT_MIN_INTERVAL_S",
+           "REWARDS", "ENV_REWARDS", "PACKET_RATE", "DECISION_REWARDS_KEY", "OBS_HIGH", "RTT_SCALE_S", "RATE_SCALE_PKTS", "GOODPUT_MIN_INTERVAL_S",
            "GOODPUT_RATE_SCALE_BPS", "DEFAULT_SCENARIO", "DEFAULT_APP"]

@@ -76,11 +76,15 @@ def test_dqn_off_beats_minrtt(dqn_off, rule_based):
 
 def test_dqn_off_star_is_the_same_model_on_conditions_deviated_by_5_percent(dqn_off):
     """DQN-Off* = the DQN-Off model, unchanged, on conditions with 5 % less RTT
-    variation and loss. The paper finds it clearly worse; here it is not: the
-    learned policy keeps off the slow path, so the deviation leaves its
-    decisions and download time unchanged (issue 4 stays open on this point).
-    What is checked: the deviation is exactly -5 % and the frozen model runs
-    greedily on it, within 10 % of DQN-Off."""
+    variation and loss. The paper finds it clearly worse; in this emulator it
+    is not, here or on any static two-path scenario tried (``python -m
+    baselines.dqn.evidence --off-star``: 4G + WLAN, equal-capacity pairs with
+    a jittery lossy second path; 2, 8 and 10 MB): 5 % less jitter and loss
+    makes the network slightly easier and moves the model's state by far
+    less than its decision margins, so the paired DQN-Off* / DQN-Off ratio
+    is 0.96-1.00 (DQN-Off* marginally faster). What is checked: the deviation
+    is exactly -5 % and the frozen model runs greedily on it, within 10 % of
+    DQN-Off."""
     agent, off = dqn_off
     deviated = deviate_scenario(SCENARIO, rtt_variation=-0.05, loss=-0.05)
     base = normalise_scenario(SCENARIO)

@@ -1,7 +1,8 @@
 """The RLlib backend of DQN-On (agent.backend=rllib): option checking, the
 RLlib config and the weight extraction without starting Ray (fast), and a
 tiny real training run (slow: starting Ray and building the algorithm takes
-~20 s on the 2-core development machine)."""
+~20 s on the 2-core development machine). The per-decision reward's
+attribution is checked on an episode built by hand (no Ray started)."""
 
 from __future__ import annotations
 
@@ -20,19 +21,24 @@ def test_backend_selection_and_options():
     assert DQNOn().backend == "torch"
     agent = DQNOn(backend="rllib", rllib={"iterations": 2, "num_env_runners": 1})
     assert agent.backend == "rllib" and agent.rllib_options["iterations"] == 2
-    assert agent.rllib_options["env_reward"] == "goodput_rate"        # defaults filled in
+    assert agent.rllib_options["env_reward"] == "packet_rate"         # defaults filled in
     with pytest.raises(ConfigError, match="backend"):
         DQNOn(backend="tensorflow")
     with pytest.raises(ConfigError, match="unknown option"):
         DQNOn(backend="rllib", rllib={"iters": 2})
     with pytest.raises(ConfigError, match="env_reward"):
-        DQNOn(backend="rllib", rllib={"env_reward": "packet_rate"})
+        DQNOn(backend="rllib", rllib={"env_reward": "throughput"})
 
 
 def test_rllib_config_and_weight_extraction_without_ray():
     import ray
 
-    from baselines.dqn.rllib_backend import build_config, extract_weights, module_q_values
+    from baselines.dqn.rllib_backend import (
+        attribute_decision_rewards,
+        build_config,
+        extract_weights,
+        module_q_values,
+    )
     from envs.gym_env import MultipathSchedulingEnv
 
     agent = DQNOn(backend="rllib", hidden=[32, 32, 32], epsilon=0.3, rllib={"iterations": 1})
@@ -41,14 +47,44 @@ def test_rllib_config_and_weight_extraction_without_ray():
     assert not ray.is_initialized()
     assert cfg.lr == 1e-3 and cfg.gamma == 0.9 and cfg.tau == 0.01 and not cfg.dueling
     assert cfg.train_batch_size_per_learner == 32 and cfg.replay_buffer_config["capacity"] == 50_000
-    assert cfg.env_config["reward"] == "goodput_rate"
-    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput_rate")
+    assert cfg.env_config["reward"] == "packet_rate"
+    # per-decision credits: complete episodes, rewards attributed at the episode's end
+    assert cfg.batch_mode == "complete_episodes"
+    assert cfg.callbacks_on_episode_end is attribute_decision_rewards
+    assert cfg.training_intensity == 32 / 4          # the torch backend's replay ratio
+    step_rewards = build_config(agent, SCENARIO, APP, 0, {**agent.rllib_options, "env_reward": "goodput_rate"})
+    assert step_rewards.batch_mode == "truncate_episodes"
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="packet_rate")
     module = cfg.get_rl_module_spec(env=env).build()
     states = np.random.default_rng(0).uniform(0, 5, (16, 8)).astype(np.float32)
     weights = extract_weights(module, agent.spec, states)       # checked against the module's Q-values
     agent.learner.set_weights(weights)
     agent.deploy()
     np.testing.assert_allclose(agent.q_values(states), module_q_values(module, states), atol=1e-5)
+
+
+def test_episode_end_callback_attributes_the_decision_credits():
+    """The RLlib episode's step rewards (credits known during each step) are
+    replaced by each decision's own credit from the final info."""
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    from baselines.dqn.rllib_backend import attribute_decision_rewards
+    from envs.gym_env import MultipathSchedulingEnv
+
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="packet_rate")
+    obs, info = env.reset(seed=0)
+    episode = SingleAgentEpisode()
+    episode.add_env_reset(observation=obs, infos=info)
+    rng = np.random.default_rng(0)
+    while not episode.is_done:
+        a = int(rng.integers(2))
+        obs, r, term, trunc, info = env.step(a)
+        episode.add_env_step(observation=obs, action=a, reward=r, infos=info, terminated=term,
+                             truncated=trunc)
+    credits = info["decision_rewards"]
+    assert not np.allclose(episode.get_rewards(), credits)
+    attribute_decision_rewards(episode=episode)
+    np.testing.assert_allclose(episode.get_rewards(), credits, rtol=1e-6)
 
 
 @pytest.mark.slow

@@ -147,7 +147,7 @@ def test_env_reproduces_the_plain_emulator_bit_for_bit():
         assert info["metrics"][k] == res.metrics[k], k
 
 
-@pytest.mark.parametrize("reward", ["goodput", "goodput_rate", "ack_rate"])
+@pytest.mark.parametrize("reward", ["goodput", "goodput_rate", "ack_rate", "packet_rate"])
 def test_rewards_positive_and_finite(reward):
     env = MultipathSchedulingEnv(SCENARIO, APP, reward=reward)
     _, rewards, _, _, term = rollout(env, 2, random_policy)
@@ -164,6 +164,27 @@ def test_ack_rate_reward_matches_rtt_scale():
     nz = rewards[rewards > 0]
     assert nz.size > 0
     assert 0.2 < np.median(nz) < 4.0
+
+
+def test_packet_rate_credits_every_decision_with_its_own_packet():
+    """packet_rate: the final info attributes 0.1 s / (t_ack - t_decision) to
+    each step's own decision; the step rewards hand out the same credits as
+    their packets' fates become known, so both sum to the same return. On a
+    fast (20 ms) + slow (100 ms, 5 Mbit/s) pair, decisions that pick the slow
+    path earn far less than those that pick the fast one."""
+    scenario = {"name": "fast_slow", "paths": [
+        {"bandwidth_mbps": 100, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
+        {"bandwidth_mbps": 5, "rtt_ms": 100, "rtt_std_ms": 20, "loss": 0.01}]}
+    env = MultipathSchedulingEnv(scenario, APP, reward="packet_rate")
+    _, rewards, actions, info, term = rollout(env, 3, random_policy)
+    credits = info["decision_rewards"]
+    assert term and credits.dtype == np.float32 and credits.shape == (len(actions),)
+    assert np.all(np.isfinite(credits)) and np.all(credits >= 0)
+    assert rewards.sum() == pytest.approx(float(credits.sum(dtype=np.float64)), rel=1e-5)
+    acts = np.array(actions)
+    fast, slow = np.median(credits[acts == 0]), np.median(credits[acts == 1])
+    assert 1.0 < fast < 5.0        # about 0.1 s / 20-100 ms
+    assert slow < 0.5 * fast
 
 
 def test_truncation_by_max_steps_and_max_duration():

@@ -18,6 +18,17 @@ bulk; the paper's protocol on fixed evaluation seeds, median download time):
   ``goodput_rate`` reward instead of the per-decision ``packet_rate``.
 
 Prints one line per result and writes everything as JSON (``--out``).
+
+    python -m baselines.dqn.evidence --off-star [--size 2000000] [--model-seeds 3]
+
+runs only the DQN-Off* study over several static two-path scenarios
+(:data:`OFF_STAR_SCENARIOS`: the one above, Table I 4G + WLAN, pairs of
+equal capacity whose second path has more RTT variation and loss): per
+scenario and DQN-Off model seed, the median download time of DQN-Off and
+DQN-Off* over the evaluation seeds, their slow-path shares, and the median
+over seeds of the paired ratio DQN-Off* / DQN-Off (same emulator seed);
+minRTT's paired ratio on the same two conditions is the control (what the
+deviation does to a fixed rule).
 """
 
 from __future__ import annotations
@@ -39,6 +50,20 @@ SCENARIO = {"name": "static_fast_slow", "paths": [
     {"name": "fast", "bandwidth_mbps": 100, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
     {"name": "slow", "bandwidth_mbps": 5, "rtt_ms": 100, "rtt_std_ms": 20, "loss": 0.01}]}
 APP = {"kind": "bulk", "size_bytes": 2_000_000}
+#: static two-path scenarios of the DQN-Off* study (second path: more RTT variation and loss)
+OFF_STAR_SCENARIOS = {
+    "static_fast_slow": SCENARIO["paths"],
+    "4g_wlan": [{"link": "4g"}, {"link": "wlan"}],
+    "eq50_jitter_loss": [{"bandwidth_mbps": 50, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
+                         {"bandwidth_mbps": 50, "rtt_ms": 80, "rtt_std_ms": 40, "loss": 0.02}],
+    "eq20_jitter": [{"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 3, "loss": 0.001},
+                    {"bandwidth_mbps": 20, "rtt_ms": 60, "rtt_std_ms": 30, "loss": 0.01}],
+    "eq20_split": [{"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 3, "loss": 0.001},
+                   {"bandwidth_mbps": 20, "rtt_ms": 80, "rtt_std_ms": 40, "loss": 0.002}],
+    "wlan_wlanbad": [{"link": "wlan"}, {"bandwidth_mbps": 30, "rtt_ms": 50, "rtt_std_ms": 25, "loss": 0.03}],
+    "eq20_highloss": [{"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 3, "loss": 0.001},
+                      {"bandwidth_mbps": 20, "rtt_ms": 60, "rtt_std_ms": 50, "loss": 0.10}],
+}
 
 
 def evaluate(scenario, make, seeds) -> dict:
@@ -47,6 +72,53 @@ def evaluate(scenario, make, seeds) -> dict:
     return {"median_s": statistics.median(t), "p25_s": statistics.quantiles(t, n=4)[0] if len(t) > 1 else t[0],
             "p75_s": statistics.quantiles(t, n=4)[2] if len(t) > 1 else t[0],
             "slow_path_share": statistics.median(m["path1_share"] for m in runs), "n": len(t)}
+
+
+def paired(scenario, deviated, app, make, seeds) -> dict:
+    """One scheduler on ``scenario`` and ``deviated`` with the same emulator
+    seeds: medians, slow-path shares and the paired ratio deviated / base."""
+    import numpy as np
+
+    base = [envs.run_episode(scenario, app, make(), s).metrics for s in seeds]
+    dev = [envs.run_episode(deviated, app, make(), s).metrics for s in seeds]
+    ratio = np.array([d["download_time_s"] / b["download_time_s"] for b, d in zip(base, dev)])
+    return {"median_s": statistics.median(m["download_time_s"] for m in base),
+            "deviated_median_s": statistics.median(m["download_time_s"] for m in dev),
+            "slow_path_share": statistics.median(m["path1_share"] for m in base),
+            "deviated_slow_path_share": statistics.median(m["path1_share"] for m in dev),
+            "paired_ratio_median": float(np.median(ratio)),
+            "deviated_slower_fraction": float(np.mean(ratio > 1.0)), "n": len(seeds)}
+
+
+def off_star_study(size_bytes: int, model_seeds: int, seeds) -> list[dict]:
+    """DQN-Off vs DQN-Off* (the same model on 5 % less RTT variation and
+    loss) on every scenario of :data:`OFF_STAR_SCENARIOS`; minRTT as control."""
+    app = {"kind": "bulk", "size_bytes": int(size_bytes)}
+    out = []
+    for name, paths in OFF_STAR_SCENARIOS.items():
+        scenario = {"name": name, "paths": paths}
+        deviated = deviate_scenario(scenario, rtt_variation=-0.05, loss=-0.05)
+        row = {"scenario": name, "size_bytes": int(size_bytes),
+               "rr": evaluate_app(scenario, app, RoundRobin, seeds)["median_s"],
+               "minrtt": paired(scenario, deviated, app, MinRTT, seeds), "dqn_off": []}
+        for m in range(model_seeds):
+            off = DQNOff(seed=m)
+            off.fit(scenario, app, seed=2000 + 100 * m, collect_episodes=20, behaviour="online",
+                    behaviour_epsilon=0.3, gradient_steps=5000, progress=False)
+            row["dqn_off"].append({"model_seed": m,
+                                   **paired(scenario, deviated, app, lambda o=off: copy.deepcopy(o), seeds)})
+        say(f"{name}: RR {row['rr']:.3f} s, minRTT {row['minrtt']['median_s']:.3f} s (paired ratio "
+            f"{row['minrtt']['paired_ratio_median']:.3f}); " + "; ".join(
+                f"DQN-Off[{d['model_seed']}] {d['median_s']:.3f} s -> DQN-Off* {d['deviated_median_s']:.3f} s "
+                f"(paired {d['paired_ratio_median']:.3f}, slower on {d['deviated_slower_fraction']:.0%}, "
+                f"slow share {d['slow_path_share']:.2f})" for d in row["dqn_off"]))
+        out.append(row)
+    return out
+
+
+def evaluate_app(scenario, app, make, seeds) -> dict:
+    t = [envs.run_episode(scenario, app, make(), s).metrics["download_time_s"] for s in seeds]
+    return {"median_s": statistics.median(t), "n": len(t)}
 
 
 def say(msg: str) -> None:
@@ -74,7 +146,21 @@ def main(argv=None) -> None:
     ap.add_argument("--eval-seeds", type=int, default=12)
     ap.add_argument("--agent-seeds", type=int, default=5)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--off-star", action="store_true", help="only the multi-scenario DQN-Off* study")
+    ap.add_argument("--size", type=int, default=APP["size_bytes"], help="--off-star: download size [bytes]")
+    ap.add_argument("--model-seeds", type=int, default=3, help="--off-star: DQN-Off models per scenario")
     args = ap.parse_args(argv)
+    if args.off_star:
+        t0 = time.perf_counter()
+        rep = {"off_star": off_star_study(args.size, args.model_seeds,
+                                          [50_000 + i for i in range(max(args.eval_seeds, 20))])}
+        rep["wall_s"] = time.perf_counter() - t0
+        text = json.dumps(rep, indent=2)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(text + "\n")
+        print(text)
+        return
     n_eval, n_agents = args.eval_seeds, args.agent_seeds
     checkpoints = [0, 5, 10, 20, 30]
     if args.quick:

@@ -13,12 +13,30 @@ network (:func:`extract_weights`, checked against the module's Q-values on
 random states), so the trained scheduler schedules, keeps learning online
 and exports exactly like a torch-backend DQN-On.
 
-What differs from the torch backend, by construction of RLlib: the
-environment's reward (``rllib.env_reward``, one of the environment's
-per-step rewards, default ``"goodput_rate"``; the per-decision
-``"packet_rate"`` credit exists only inside the scheduler adapter) and
-synchronous updates (RLlib learns between sampling rounds; there is no
-emulated trainer time).
+Reward (``rllib.env_reward``, default ``"packet_rate"``): the environment's
+``"packet_rate"`` gives every decision the per-decision credit of the torch
+backend, ``0.1 s / (t_ack - t_decision)``, but a packet's fate is known an
+RTT after its step returned. RLlib therefore samples complete episodes
+(``batch_mode="complete_episodes"``) and an ``on_episode_end`` callback
+(:func:`attribute_decision_rewards`) overwrites the episode's step rewards
+with the per-decision credits of the final ``info["decision_rewards"]``
+before the episode enters the replay buffer, so RLlib's DQN learns from the
+same transitions as the torch backend (decisions still unresolved at the
+episode's end get the credit of an ACK at the end; ``envs.gym_env``). The
+environment's per-step rewards (``goodput``, ``goodput_rate``, ``ack_rate``)
+are available too; they credit a decision with what happens until the next
+one and teach the DQN to block on a slow path (``docs/model_formats.md``,
+"Reward"). The other difference is by construction of RLlib: synchronous
+updates (RLlib learns between sampling rounds; there is no emulated trainer
+time).
+
+Replay ratio: ``rllib.training_intensity`` (replayed per sampled
+transitions) defaults to the torch backend's, ``batch_size /
+train_interval``; RLlib turns it into gradient steps per sampling round
+assuming a round of ``rollout_fragment_length`` steps. With complete
+episodes a round is one episode whatever its length, so
+``rollout_fragment_length`` should be about an episode's decisions (default
+1000; a 2 MB download takes ~1500).
 """
 
 from __future__ import annotations
@@ -31,18 +49,18 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from envs.errors import ConfigError
-from envs.gym_env import REWARDS
+from envs.gym_env import DECISION_REWARDS_KEY, ENV_REWARDS, PACKET_RATE
 
 #: options of the RLlib backend (``agent.rllib.*``) and their defaults
 DEFAULTS: dict = {
     "iterations": 10,                 # algo.train() calls
-    "rollout_fragment_length": 200,   # env steps per sampling round and env runner
+    "rollout_fragment_length": 1000,  # env steps per sampling round and env runner (see below)
     "num_env_runners": 0,             # 0: sample in the driver process; >0: Ray actors
     "num_cpus": None,                 # ray.init(num_cpus=...) when Ray is started here
     "address": None,                  # an existing Ray cluster ("auto", "ray://host:10001")
-    "env_reward": "goodput_rate",     # the environment's reward used by RLlib
+    "env_reward": PACKET_RATE,        # the environment's reward used by RLlib
     "learning_starts": 64,            # env steps before the first update
-    "training_intensity": None,       # replayed / sampled steps (RLlib's knob); None = RLlib default
+    "training_intensity": None,       # replayed / sampled steps; None = batch_size / train_interval
     "max_steps": None,                # truncate training episodes after this many decisions
 }
 
@@ -60,10 +78,23 @@ def check_options(options: Mapping) -> dict:
     if int(out["num_env_runners"]) < 0:
         raise ConfigError(f"rllib.num_env_runners: must be >= 0, got {out['num_env_runners']!r}")
     out["num_env_runners"] = int(out["num_env_runners"])
-    if out["env_reward"] not in REWARDS:
+    if out["env_reward"] not in ENV_REWARDS:
         raise ConfigError(f"rllib.env_reward: unknown reward {out['env_reward']!r}; choose one of "
-                          f"{list(REWARDS)}")
+                          f"{list(ENV_REWARDS)}")
     return out
+
+
+def attribute_decision_rewards(episode, **_) -> None:
+    """RLlib ``on_episode_end`` callback: replace a complete episode's step
+    rewards by the per-decision credits of its final info (module docstring)."""
+    credits = episode.get_infos(-1).get(DECISION_REWARDS_KEY)
+    if credits is None:
+        return
+    credits = np.asarray(credits, dtype=np.float32)
+    if len(credits) != len(episode):
+        raise ConfigError(f"rllib backend: {len(credits)} per-decision rewards for an episode chunk of "
+                          f"{len(episode)} steps (the packet_rate reward needs complete episodes)")
+    episode.set_rewards(new_data=[float(c) for c in credits], at_indices=slice(0, len(credits)))
 
 
 def build_config(agent, scenario, app, seed: int, options: Mapping):
@@ -87,19 +118,29 @@ def build_config(agent, scenario, app, seed: int, options: Mapping):
                     replay_buffer_config={"type": "EpisodeReplayBuffer",
                                           "capacity": agent.replay_capacity},
                     td_error_loss_fn="huber" if lc.loss == "huber" else "mse")
-    if opts["training_intensity"] is not None:
-        training["training_intensity"] = float(opts["training_intensity"])
+    # the torch backend's replay ratio unless given: batch_size replayed
+    # transitions per train_interval sampled ones (RLlib's own default is one
+    # update per sampling round, far fewer)
+    intensity = opts["training_intensity"]
+    if intensity is None:
+        intensity = lc.batch_size / agent.trainer.train_interval
+    training["training_intensity"] = float(intensity)
+    per_decision = opts["env_reward"] == PACKET_RATE
     cfg = (RLlibDQNConfig()
            .environment(env=name, env_config=env_config)
            .framework("torch")
            .env_runners(num_env_runners=opts["num_env_runners"],
-                        rollout_fragment_length=opts["rollout_fragment_length"])
+                        rollout_fragment_length=opts["rollout_fragment_length"],
+                        # packet_rate: rewards are attributed once the episode ended
+                        batch_mode="complete_episodes" if per_decision else "truncate_episodes")
            .training(**training)
            .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(agent.hidden),
                                                       fcnet_activation="relu",
                                                       head_fcnet_hiddens=[]))
            .debugging(seed=int(seed), log_level="ERROR")
            .reporting(min_sample_timesteps_per_iteration=opts["rollout_fragment_length"]))
+    if per_decision:
+        cfg = cfg.callbacks(on_episode_end=attribute_decision_rewards)
     return cfg
 
 
@@ -199,4 +240,4 @@ def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, 
     return {**last, "iterations": float(opts["iterations"]), "wall_time_s": time.perf_counter() - t0}
 
 
-__all__ = ["fit_rllib", "build_config", "extract_weights", "module_q_values", "check_options", "DEFAULTS"]
+__all__ = ["fit_rllib", "build_config", "attribute_decision_rewards", "extract_weights", "module_q_values", "check_options", "DEFAULTS"]
