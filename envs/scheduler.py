@@ -34,7 +34,11 @@ treat it as read-only. Its documented read-only surface is:
 ``view.bytes_acked``         application data acknowledged so far [bytes]
 ``view.streams_pending()``   list of streams with unsent data (``stream_id``,
                              ``remaining`` [bytes], ``size``, ``weight``,
-                             ``priority``, ``release_time``, ``sent_offset``)
+                             ``priority``, ``release_time``, ``sent_offset``,
+                             ``swrr_current``: the stream's smooth weighted
+                             round-robin counter, the default stream choice
+                             being the pending stream maximising
+                             ``swrr_current + weight``)
 ``view.payload``             stream payload carried by one packet [bytes]
 
 One call is allowed: ``view.wake_at(t)`` asks the scheduler again at emulated
