@@ -1,0 +1,361 @@
+"""Shared pieces of FALCON's online experiments.
+
+* **Relative score** (``SPEC-falcon.md``): median download time of the
+  DQN-Off reference / median download time of the scheduler under test
+  (> 1: faster than DQN-Off). :func:`relative_score`.
+* **Binning** by online packets: :func:`log_bin_edges` (a first bin
+  ``[0, lo)`` then ``per_decade`` logarithmic bins per decade up to ``hi``),
+  :func:`bin_of`, :func:`bin_centre`.
+* **Schedulers** from the agent configs (``configs/agent/<name>.yaml`` plus
+  per-experiment overrides): :func:`make_scheduler`, :func:`prepare`,
+  :func:`download` (one download, the learner persisting across calls).
+* **Reference**: :func:`train_reference` (a DQN-Off trained offline on
+  experience logged on the examined conditions) and
+  :func:`reference_times`.
+* **Jobs**: :func:`run_tracked` (MLflow run + staged output folder),
+  :func:`write_outputs` (results JSON + text table), :func:`plot_series`.
+
+Units: times in seconds, sizes in bytes, online packets = packets sent
+(``packets_sent`` of the episode metrics: every data packet a scheduler
+placed, retransmissions included; the same count for every scheduler).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import shlex
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from envs.errors import ConfigError
+from falcon.experiment import info
+
+#: the reference scheduler of the relative score
+REFERENCE = "dqn_off"
+#: keys of an agent config that are not constructor arguments
+_META_KEYS = ("train",)
+
+
+# ---------------------------------------------------------------- score and bins
+def relative_score(reference_times: Sequence[float], times: Sequence[float]) -> float:
+    """median(reference) / median(times), ignoring NaN (unfinished downloads);
+    NaN when either side has no finite time."""
+    ref = np.asarray(list(reference_times), float)
+    t = np.asarray(list(times), float)
+    ref, t = ref[np.isfinite(ref)], t[np.isfinite(t)]
+    if not len(ref) or not len(t):
+        return math.nan
+    m = float(np.median(t))
+    return float(np.median(ref)) / m if m > 0 else math.nan
+
+
+def log_bin_edges(lo: float, hi: float, per_decade: int) -> list[float]:
+    """``[0, lo, lo*10**(1/per_decade), ..., hi]``: bin 0 is ``[0, lo)``, the
+    others are logarithmic; a value >= hi falls in no bin."""
+    lo, hi, per_decade = float(lo), float(hi), int(per_decade)
+    if not (0 < lo < hi) or per_decade < 1:
+        raise ConfigError(f"bins: need 0 < lo < hi and per_decade >= 1, got lo={lo}, hi={hi}, "
+                          f"per_decade={per_decade}")
+    n = int(round(math.log10(hi / lo) * per_decade))
+    return [0.0] + [float(lo * 10 ** (i / per_decade)) for i in range(n + 1)]
+
+
+def bin_of(x: float, edges: Sequence[float]) -> int | None:
+    """Index of the bin ``[edges[i], edges[i+1])`` holding ``x``, None outside."""
+    for i in range(len(edges) - 1):
+        if edges[i] <= x < edges[i + 1]:
+            return i
+    return None
+
+
+def bin_centre(edges: Sequence[float], i: int) -> float:
+    """Geometric centre of bin ``i`` (bin ``[0, lo)``: one log step below ``lo``,
+    so that it shows on a log axis)."""
+    lo, hi = edges[i], edges[i + 1]
+    if lo <= 0:
+        step = edges[i + 2] / edges[i + 1] if i + 2 < len(edges) else 10.0
+        return hi / math.sqrt(step)
+    return math.sqrt(lo * hi)
+
+
+# ---------------------------------------------------------------- scenarios
+def with_conditions(scenario: Mapping, conditions) -> dict:
+    """``scenario`` with per-path overrides: ``conditions`` is None (unchanged)
+    or a list (one mapping or null per path) of path keys such as
+    ``rtt_ms``, ``rtt_std_ms``, ``loss``, ``bandwidth_mbps``."""
+    s = copy.deepcopy(dict(scenario))
+    if conditions is None:
+        return s
+    if isinstance(conditions, Mapping) or isinstance(conditions, str) or not isinstance(conditions, Sequence):
+        raise ConfigError(f"conditions: expected a list of per-path mappings, got {conditions!r}")
+    paths = [dict(p) for p in s.get("paths") or []]
+    if len(conditions) > len(paths):
+        raise ConfigError(f"conditions: {len(conditions)} paths given, the scenario has {len(paths)}")
+    for i, c in enumerate(conditions):
+        if c is None:
+            continue
+        if not isinstance(c, Mapping):
+            raise ConfigError(f"conditions[{i}]: expected a mapping of path keys, got {c!r}")
+        paths[i].update(dict(c))
+    s["paths"] = paths
+    return s
+
+
+# ---------------------------------------------------------------- schedulers
+def _merge(base: dict, over: Mapping) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(out.get(k), dict) and isinstance(v, Mapping):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def agent_config(name: str, overrides: Mapping | None = None) -> dict:
+    """``configs/agent/<name>.yaml`` with ``overrides`` merged in (plain dict)."""
+    from falcon.config import load_group, to_plain
+
+    cfg = to_plain(load_group("agent", name))
+    return _merge(cfg, dict(overrides or {}))
+
+
+def offline_enabled(cfg: Mapping) -> bool:
+    off = cfg.get("offline")
+    return isinstance(off, Mapping) and bool(off.get("enabled", True))
+
+
+def make_scheduler(name: str, cfg: Mapping, seed: int, bank=None):
+    """A new scheduler from agent config ``cfg`` with its ``seed`` key set to
+    ``seed`` (when it has one). A FALCON config (a ``bank`` key) gets
+    ``bank``; with the offline loop on, a private copy of its parameters (the
+    loop updates them; runs must not share them)."""
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    kw = {k: v for k, v in cfg.items() if k not in _META_KEYS}
+    if "seed" in kw:
+        kw["seed"] = int(seed)
+    extra = {}
+    if "bank" in kw:
+        if bank is None:
+            raise ConfigError(f"{name}: needs a meta-model bank")
+        kw.pop("bank")
+        if offline_enabled(cfg):
+            from metalearning.bank import MetaModelBank
+            bank = MetaModelBank(bank.grid, bank.spec, bank.params.copy(), copy.deepcopy(bank.meta))
+        extra["bank"] = bank
+    try:
+        return instantiate(kw, _convert_="all", **extra)
+    except InstantiationException as e:
+        cause = e.__cause__ or e
+        raise ConfigError(f"agent {name!r}: {' '.join(str(cause).split())}") from None
+
+
+def prepare(scheduler, scenario, app, seed: int) -> None:
+    """What a scheduler needs before going online: DQN-On(N)/(W) buffer their
+    nearby conditions of ``scenario`` and pre-train on them (``fit`` with no
+    online episode)."""
+    if getattr(scheduler, "buffer", None) is not None and not getattr(scheduler, "buffered", True):
+        scheduler.fit(scenario=scenario, app=app, seed=seed, episodes=0, progress=False)
+
+
+def download(scheduler, scenario, app, seed: int) -> dict[str, float]:
+    """One download; the episode metrics. Learning schedulers keep learning
+    (their own ``run_episode``); the others run through :func:`envs.run_episode`."""
+    from falcon.jobs import seed_globals
+
+    seed_globals(seed)
+    run = getattr(scheduler, "run_episode", None)
+    if callable(run):
+        m = run(scenario, app, seed)
+    else:
+        import envs
+        m = envs.run_episode(scenario, app, scheduler, seed).metrics
+    return {k: float(v) for k, v in m.items()}
+
+
+# ---------------------------------------------------------------- reference
+def train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mapping,
+                    progress: bool = True):
+    """DQN-Off trained offline on experience logged on ``scenarios`` (one
+    logged download per scenario, cycling until ``collect_episodes``) by one
+    persistent DQN-On behaviour policy (exploration ``behaviour_epsilon``,
+    learning from scratch as it logs, as :meth:`DQNOff.collect`), then
+    ``gradient_steps`` offline DQN steps. Returns ``(scheduler, info)``."""
+    from baselines.dqn.dqn_on import DQNOn
+    from baselines.dqn.experience import ExperienceRecorder
+    from envs.scenario import normalise_scenario
+
+    cfg = agent_config(ref_cfg.get("agent", REFERENCE), ref_cfg.get("agent_overrides"))
+    off = make_scheduler(REFERENCE, cfg, seed)
+    episodes = int(ref_cfg.get("collect_episodes", 8))
+    steps = int(ref_cfg.get("gradient_steps", 2000))
+    if episodes < 1 or steps < 1 or not scenarios:
+        raise ConfigError("reference: collect_episodes and gradient_steps must be >= 1")
+    scen = [normalise_scenario(s) for s in scenarios]
+    learn = {k: v for k, v in off.learner_config.to_dict().items()
+             if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")}
+    behaviour = DQNOn(hidden=off.hidden, epsilon=float(ref_cfg.get("behaviour_epsilon", 0.3)),
+                      seed=seed + 101, reward=off.reward_kind, **learn)
+    behaviour.build(len(scen[0]["paths"]))
+    rec = behaviour.recorder = ExperienceRecorder(len(scen[0]["paths"]), off.reward_kind)
+    t0 = time.perf_counter()
+    for ep in range(episodes):
+        s = scen[ep % len(scen)]
+        rec.begin_episode(s, seed + ep)
+        download(behaviour, s, app, seed + ep)
+    exp = rec.to_experience()
+    if progress:
+        info(f"reference: logged {episodes} episodes ({len(exp)} transitions) "
+             f"[{time.perf_counter() - t0:.1f} s]; training DQN-Off {steps} steps")
+    out = off.train_offline(exp, steps, progress=False)
+    out.update({"logged_episodes": float(episodes), "wall_s": time.perf_counter() - t0})
+    return off, out
+
+
+def reference_times(scheduler, scenario, app, seeds: Sequence[int]) -> list[float]:
+    """Download times of ``scheduler`` on ``scenario`` for ``seeds``."""
+    return [download(scheduler, scenario, app, s)["download_time_s"] for s in seeds]
+
+
+# ---------------------------------------------------------------- bank
+def experiment_bank(cfg, progress: bool = True):
+    """The run's meta-model bank (``bank=`` preset, default quick), built when missing."""
+    from falcon.bank_job import ensure_bank
+    from falcon.config import check_runtime, to_plain
+
+    bank, _ = ensure_bank(to_plain(cfg.get("bank")) or "quick", check_runtime(cfg.get("runtime")),
+                          progress=progress)
+    return bank
+
+
+# ---------------------------------------------------------------- outputs
+def format_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A fixed-width text table (floats with 3 decimals, NaN as '-')."""
+    def cell(v):
+        if isinstance(v, float):
+            return "-" if not math.isfinite(v) else f"{v:.3f}"
+        return str(v)
+    body = [[cell(v) for v in r] for r in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in body)) if body else len(str(h))
+              for i, h in enumerate(header)]
+    lines = ["  ".join(str(h).rjust(w) for h, w in zip(header, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in body]
+    return "\n".join(lines) + "\n"
+
+
+def _json_default(v):
+    if isinstance(v, (np.floating, np.integer)):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return str(v)
+
+
+def write_outputs(folder: Path, name: str, results: Mapping, table: str) -> None:
+    """``<name>.json`` (results) and ``<name>.txt`` (table) in ``folder``
+    (the staged output folder: it appears whole or not at all)."""
+    (folder / f"{name}.json").write_text(json.dumps(results, indent=2, default=_json_default,
+                                                    allow_nan=True) + "\n")
+    (folder / f"{name}.txt").write_text(table)
+
+
+def plot_series(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
+                xlabel: str, ylabel: str, title: str, logx: bool = False, ref_line: float | None = 1.0,
+                xticks: Sequence | None = None) -> Path:
+    """One line per series (NaN points dropped), a dashed reference line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for label, (xs, ys) in series.items():
+        pts = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y)]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    if ref_line is not None:
+        ax.axhline(ref_line, color="grey", linestyle="--", linewidth=1)
+    if logx:
+        ax.set_xscale("log")
+    if xticks is not None:
+        ax.set_xticks(list(xticks))
+        ax.set_xticklabels([str(x) for x in xticks])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def run_tracked(cfg, job: str, params: Mapping, body: Callable) -> dict:
+    """Run ``body(tracker, folder)`` inside an MLflow run (``tracking=``) with
+    ``params`` logged, writing into a staged output folder (``output=``, else
+    ``results/<job>/<time>-<run id>``) that is logged as the run's artifacts.
+    ``body`` returns the results dict; it gets ``output`` and ``mlflow_run_id``."""
+    from falcon.cli import OUTPUT_MARKER, staged_output
+    from falcon.config import to_plain
+    from falcon.experiment import output_dir
+    from falcon.tracking import flatten, tracked_run
+
+    tracking = to_plain(cfg.get("tracking")) or {"enabled": False}
+    run_name = tracking.get("run_name") or job
+    tags = {"falcon.job": job, "falcon.command": shlex.join(["python -m falcon.train", *sys.argv[1:]])}
+    with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
+        tracker.log_params(flatten(dict(params)))
+        out = output_dir(cfg, job, tracker.run_id)
+        with staged_output(out) as tmp:
+            results = body(tracker, tmp)
+            results["mlflow_run_id"] = tracker.run_id
+            (tmp / "config.json").write_text(json.dumps(dict(params), indent=2, default=_json_default) + "\n")
+            summary = {"job": job, "mlflow_run_id": tracker.run_id, "wall_s": results.get("wall_s"),
+                       "results": f"{job}.json"}
+            (tmp / OUTPUT_MARKER).write_text(json.dumps(summary, indent=2, default=_json_default) + "\n")
+        tracker.log_artifacts(out)
+    results["output"] = str(out)
+    info(f"{job}: results in {out}")
+    return results
+
+
+def job_config(cfg, job: str):
+    """``(cfg, section)``: the run's config, with its ``quick_variant``
+    merged in when ``quick=true`` (the seconds-long variant of the job), and
+    the job's own section ``cfg.<job>`` as a plain dict."""
+    from omegaconf import OmegaConf
+
+    from falcon.config import to_plain
+
+    if cfg.get("quick"):
+        variant = cfg.get("quick_variant")
+        if variant is None:
+            raise ConfigError(f"quick=true: the {job} config has no quick_variant")
+        cfg = OmegaConf.merge(cfg, variant)
+    section = to_plain(cfg.get(job))
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{job}: the job's settings ({job}: ...) are missing; use experiment={job}")
+    return cfg, dict(section)
+
+
+def check_positive_int(cfg: Mapping, key: str, default: int | None = None, lo: int = 1) -> int:
+    v = cfg.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise ConfigError(f"{key}: expected an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+__all__ = ["REFERENCE", "relative_score", "log_bin_edges", "bin_of", "bin_centre", "with_conditions",
+           "agent_config", "make_scheduler", "prepare", "download", "train_reference", "reference_times",
+           "experiment_bank", "format_table", "write_outputs", "plot_series", "run_tracked",
+           "check_positive_int", "offline_enabled", "job_config"]

@@ -1,0 +1,273 @@
+"""Stress test (paper Fig. 5): relative score per condition-change interval.
+
+    python -m falcon.train experiment=stress
+    python -m falcon.train experiment=stress quick=true     # seconds (the quick_variant)
+
+Protocol (keys of ``configs/experiment/stress.yaml``):
+
+1. **Conditions.** For seed ``s``, every path gets ``n_conditions`` (24)
+   random conditions, each field (bandwidth, mean RTT, RTT std, loss)
+   uniform within ``ranges`` (default :data:`envs.scenario.TABLE1_RANGES`,
+   the min/max of the Table I links), drawn by
+   :func:`envs.scenario.random_condition_schedule` from a generator seeded
+   by ``(s, path)`` only: every interval sees the same 24 conditions, in
+   the same order, so intervals differ only in how fast they change.
+2. **Session.** Per (scheduler, interval ``I``, seed): one scheduler object
+   (learning persists) and a session clock. Condition ``j`` holds on
+   ``[j I, (j + 1) I)`` of the clock (the last one forever). For each
+   ``j``, ``downloads_per_condition`` (D) downloads of the app (2 MB) are
+   due at ``j I + d I / D``; each starts at ``max(due time, end of the
+   previous download)`` and is skipped when that is past the end of its
+   condition (so short intervals give back-to-back downloads across many
+   changes, at most 24 D downloads). A download is a new connection whose
+   scenario carries the session's schedule shifted to its start (its
+   first segment = the condition in force at the start), so a download
+   longer than what is left of the condition sees the change(s)
+   mid-transfer. The clock advances by the download's ``elapsed_s``.
+   Schedulers learn only while downloading (the idle time between
+   downloads of long intervals carries no traffic), so the experiment
+   measures the effect of changes during transfers, not of the 8 s of
+   continuous traffic of the paper's longest interval (that would be
+   ~500 downloads per session at 2 MB, beyond the budget here).
+3. **Reference.** DQN-Off, trained offline on ``reference.collect_episodes``
+   logged downloads, each on its own random static condition drawn from
+   the same ``ranges`` (independent draws), then run through the same
+   sessions. Score of an interval = median DQN-Off download time over the
+   interval's downloads (all seeds) / the scheduler's median (so DQN-Off
+   scores 1 by construction).
+
+The default runs ``seeds: 1`` (24 conditions per interval, as the paper)
+and D = 1 to stay within ~10 min on a loaded 2-core machine. M-Peekaboo
+learns across downloads (``fresh_per_connection: false``, as in the
+convergence job). Outputs: ``stress.json`` (settings, conditions, every
+download, scores), ``stress.txt``, ``stress.png`` (score per interval);
+MLflow metrics ``score/<scheduler>`` and ``median_time_s/<scheduler>``
+with step = interval index (0 = the first of ``intervals_s``) and
+``score/<scheduler>/interval_<I>`` per interval.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from envs.errors import ConfigError
+from envs.scenario import SCHEDULE_FIELDS, normalise_scenario, random_condition_schedule
+from falcon.config import check_int, to_plain
+from falcon.experiment import info
+from falcon.experiments import common
+
+JOB = "stress"
+
+
+def path_schedules(n_paths: int, interval_s: float, n_conditions: int, seed: int, ranges=None) -> list[list[dict]]:
+    """Per path, the session schedule (``at_s = j * interval_s``); the
+    values depend on ``(seed, path)`` only, not on the interval."""
+    return [random_condition_schedule(np.random.default_rng([seed, p]), interval_s, n_conditions, ranges)
+            for p in range(n_paths)]
+
+
+def shifted(scenario: Mapping, schedules: list[list[dict]], start_s: float) -> dict:
+    """``scenario`` whose paths follow ``schedules`` from session time
+    ``start_s`` on (the segment in force at ``start_s`` starts at 0)."""
+    s = dict(scenario)
+    paths = []
+    for p, segs in zip(scenario["paths"], schedules):
+        k0 = max(i for i, seg in enumerate(segs) if seg["at_s"] <= start_s + 1e-12)
+        out = []
+        for i, seg in enumerate(segs[k0:]):
+            x = {k: v for k, v in seg.items() if k != "at_s"}
+            x["at_s"] = 0.0 if i == 0 else seg["at_s"] - start_s
+            out.append(x)
+        paths.append({**p, "schedule": out})
+    s["paths"] = paths
+    return s
+
+
+def session(scheduler, scenario: dict, schedules, interval_s: float, n_conditions: int, per_condition: int,
+            app, seed: int) -> list[dict]:
+    """One session (module docstring, step 2); a record per download."""
+    clock = 0.0
+    out = []
+    k = 0
+    for j in range(n_conditions):
+        for d in range(per_condition):
+            due = (j + d / per_condition) * interval_s
+            start = max(due, clock)
+            if start >= (j + 1) * interval_s:
+                break
+            m = common.download(scheduler, shifted(scenario, schedules, start), app, seed + k)
+            elapsed = m.get("elapsed_s", m["download_time_s"])
+            end = start + elapsed
+            changes = sum(1 for i in range(n_conditions) if start < i * interval_s < end)
+            out.append({"condition": j, "download": k, "seed": seed + k, "start_s": start,
+                        "download_time_s": m["download_time_s"], "elapsed_s": elapsed,
+                        "packets": m.get("packets_sent", math.nan), "changes_during": changes,
+                        "timed_out": m.get("timed_out", 0.0)})
+            clock = end
+            k += 1
+    return out
+
+
+def reference_scenarios(base: dict, n: int, seed: int, ranges=None) -> list[dict]:
+    """``n`` static scenarios, every path on its own random condition of ``ranges``."""
+    rng = np.random.default_rng([seed, 777])
+    out = []
+    for _ in range(n):
+        paths = []
+        for p in base["paths"]:
+            seg = random_condition_schedule(rng, 1.0, 1, ranges)[0]
+            paths.append({**p, **{k: v for k, v in seg.items() if k != "at_s"}, "schedule": None})
+        out.append(normalise_scenario({**base, "paths": paths}))
+    return out
+
+
+def settings(cfg):
+    cfg, sec = common.job_config(cfg, JOB)
+    check_int(cfg, "seed", 0)
+    sec["seed"] = int(cfg.seed)
+    sec["seeds"] = common.check_positive_int(sec, "seeds", 1)
+    sec["n_conditions"] = common.check_positive_int(sec, "n_conditions", 24)
+    sec["downloads_per_condition"] = common.check_positive_int(sec, "downloads_per_condition", 1)
+    ivs = sec.get("intervals_s")
+    try:
+        sec["intervals_s"] = [float(x) for x in ivs]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{JOB}.intervals_s: expected a list of seconds, got {ivs!r}") from None
+    if not sec["intervals_s"] or min(sec["intervals_s"]) <= 0:
+        raise ConfigError(f"{JOB}.intervals_s: expected positive seconds, got {ivs!r}")
+    names = sec.get("schedulers")
+    if not isinstance(names, list) or not names:
+        raise ConfigError(f"{JOB}.schedulers: expected a non-empty list of agent names, got {names!r}")
+    ranges = sec.get("ranges")
+    if ranges is not None:
+        if not isinstance(ranges, Mapping) or set(ranges) - set(SCHEDULE_FIELDS):
+            raise ConfigError(f"{JOB}.ranges: expected {{field: [lo, hi]}} over {list(SCHEDULE_FIELDS)}, "
+                              f"got {ranges!r}")
+        sec["ranges"] = {k: tuple(float(x) for x in v) for k, v in ranges.items()}
+    scen = normalise_scenario(to_plain(cfg.scenario))
+    for p in scen["paths"]:
+        if p.get("trace") or p.get("synthetic"):
+            raise ConfigError(f"{JOB}: the scenario's paths need constant bandwidths (no trace/synthetic)")
+    return cfg, sec, scen, to_plain(cfg.app)
+
+
+def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: bool = True, log=None) -> dict:
+    t0 = time.perf_counter()
+    seed, ranges = sec["seed"], sec.get("ranges")
+    ref_cfg = dict(sec.get("reference") or {})
+    ref_scen = reference_scenarios(scenario, common.check_positive_int(ref_cfg, "collect_episodes", 8),
+                                   seed + 900_000, ranges)
+    ref, ref_info = common.train_reference(ref_scen, app, seed + 900_000, ref_cfg, progress)
+    names = [n for n in sec["schedulers"] if n != common.REFERENCE]
+    overrides = dict(sec.get("agent_overrides") or {})
+    configs = {n: common.agent_config(n, overrides.get(n)) for n in names}
+    n_paths = len(scenario["paths"])
+    records: list[dict] = []
+    conditions = {}
+    for s in range(sec["seeds"]):
+        conditions[s] = path_schedules(n_paths, 1.0, sec["n_conditions"], seed + s, ranges)
+        for ii, iv in enumerate(sec["intervals_s"]):
+            scheds = path_schedules(n_paths, iv, sec["n_conditions"], seed + s, ranges)
+            dl_seed = seed + 100_000 * (s + 1) + 1_000 * ii
+            for name in [common.REFERENCE, *names]:
+                t1 = time.perf_counter()
+                sched = ref if name == common.REFERENCE else common.make_scheduler(name, configs[name],
+                                                                                   seed + s, bank)
+                if name != common.REFERENCE:
+                    common.prepare(sched, scenario, app, dl_seed + 500)
+                recs = session(sched, scenario, scheds, iv, sec["n_conditions"], sec["downloads_per_condition"],
+                               app, dl_seed)
+                for r in recs:
+                    r.update({"scheduler": name, "interval_s": iv, "seed_index": s})
+                records.extend(recs)
+                if progress:
+                    t = [r["download_time_s"] for r in recs]
+                    info(f"{JOB}: seed {s} interval {iv:g} s {name}: {len(recs)} downloads, median "
+                         f"{np.nanmedian(t) if np.isfinite(t).any() else math.nan:.3f} s "
+                         f"[{time.perf_counter() - t1:.1f} s]")
+    scores: dict[str, list[dict]] = {}
+    for name in [common.REFERENCE, *names]:
+        rows = []
+        for ii, iv in enumerate(sec["intervals_s"]):
+            ref_t = [r["download_time_s"] for r in records
+                     if r["scheduler"] == common.REFERENCE and r["interval_s"] == iv]
+            mine = [r for r in records if r["scheduler"] == name and r["interval_s"] == iv]
+            t = [r["download_time_s"] for r in mine]
+            fin = [x for x in t if math.isfinite(x)]
+            row = {"interval_s": iv, "n": len(mine), "median_time_s": float(np.median(fin)) if fin else math.nan,
+                   "score": common.relative_score(ref_t, t),
+                   "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0)}
+            rows.append(row)
+            if log is not None:
+                log({f"score/{name}": row["score"], f"median_time_s/{name}": row["median_time_s"],
+                     f"score/{name}/interval_{iv:g}": row["score"]}, step=ii)
+        scores[name] = rows
+    return {"job": JOB, "settings": sec, "scenario": scenario, "app": dict(app),
+            "conditions": {str(k): v for k, v in conditions.items()},
+            "reference": {"train": ref_info, "train_conditions": [[{k: p[k] for k in SCHEDULE_FIELDS}
+                                                                   for p in s["paths"]] for s in ref_scen]},
+            "scores": scores, "records": records, "wall_s": time.perf_counter() - t0}
+
+
+def table(results: dict) -> str:
+    ivs = results["settings"]["intervals_s"]
+    rows = [[name, *[r["score"] for r in rows]] for name, rows in results["scores"].items()]
+    times = [[name, *[r["median_time_s"] for r in rows]] for name, rows in results["scores"].items()]
+    counts = [[name, *[f"{r['n']} ({r['downloads_with_change']})" for r in rows]]
+              for name, rows in results["scores"].items()]
+    head = [f"{iv:g} s" for iv in ivs]
+    return ("relative score per change interval (DQN-Off median / scheduler median)\n"
+            + common.format_table(["scheduler", *head], rows)
+            + "\nmedian download time [s]\n" + common.format_table(["scheduler", *head], times)
+            + "\ndownloads (of which spanning a change)\n" + common.format_table(["scheduler", *head], counts))
+
+
+def plot(results: dict, path) -> None:
+    ivs = results["settings"]["intervals_s"]
+    xs = list(range(len(ivs)))
+    series = {name: (xs, [r["score"] for r in rows]) for name, rows in results["scores"].items()}
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    width = 0.8 / max(1, len(series))
+    for k, (name, (_, ys)) in enumerate(series.items()):
+        ax.bar([x + k * width for x in xs], [y if math.isfinite(y) else 0.0 for y in ys], width, label=name)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in xs])
+    ax.set_xticklabels([f"{iv:g}" for iv in ivs])
+    ax.set_xlabel("condition change interval [s]")
+    ax.set_ylabel("relative score (DQN-Off / scheduler)")
+    ax.set_title("Stress test: relative score per change interval")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run_job(cfg) -> dict:
+    """``experiment=stress``: the tracked job."""
+    cfg, sec, scen, app = settings(cfg)
+    progress = bool(cfg.get("progress", True))
+
+    def body(tracker, folder):
+        needs_bank = any("bank" in common.agent_config(n) for n in sec["schedulers"] if n != common.REFERENCE)
+        bank = common.experiment_bank(cfg, progress) if needs_bank else None
+        res = run_stress(sec, scen, app, bank, progress, tracker.log_metrics)
+        tracker.log_metrics({"wall_s": res["wall_s"]})
+        text = table(res)
+        common.write_outputs(folder, JOB, res, text)
+        plot(res, folder / f"{JOB}.png")
+        print(text, end="")
+        return res
+
+    return common.run_tracked(cfg, JOB, {"stress": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
+
+
+__all__ = ["run_job", "run_stress", "session", "shifted", "path_schedules", "reference_scenarios", "settings"]

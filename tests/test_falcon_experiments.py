@@ -1,0 +1,168 @@
+"""FALCON's online experiments (falcon/experiments/): each job end to end at a
+tiny budget (its quick_variant) through run_job with a composed config and a
+tiny in-memory bank, checking the outputs' structure and determinism, not the
+outcome."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import mlflow_runs
+
+from baselines.dqn.network import QNetSpec
+from envs.errors import ConfigError
+from falcon.experiments import common, convergence, k_impact, stress
+from metalearning.bank import MetaModelBank
+from metalearning.grid import ConditionGrid, PathCondition
+
+
+@pytest.fixture(scope="module")
+def tiny_bank():
+    """729 untrained small networks: FALCON runs, selects and fine-tunes as usual."""
+    return MetaModelBank.initial(ConditionGrid(), QNetSpec(8, 2, (16, 16, 16)), seed=3)
+
+
+@pytest.fixture
+def job_cfg(compose, tmp_path, monkeypatch, tiny_bank):
+    monkeypatch.setattr(common, "experiment_bank", lambda cfg, progress=True: tiny_bank)
+
+    def make(job, *extra, tracking="tracking=none"):
+        return compose("train", [f"experiment={job}", "quick=true", tracking,
+                                 f"output={tmp_path / job}", "progress=false", *extra])
+    return make
+
+
+# ---------------------------------------------------------------- helpers
+def test_relative_score_and_bins():
+    assert common.relative_score([1.0, 2.0, 3.0], [4.0, 4.0, math.nan]) == pytest.approx(0.5)
+    assert math.isnan(common.relative_score([1.0], [math.nan]))
+    edges = common.log_bin_edges(100, 10_000, 2)
+    assert edges[0] == 0.0 and edges[1] == 100 and edges[-1] == pytest.approx(10_000) and len(edges) == 6
+    assert common.bin_of(0, edges) == 0 and common.bin_of(150, edges) == 1 and common.bin_of(1e6, edges) is None
+    assert 0 < common.bin_centre(edges, 0) < 100 < common.bin_centre(edges, 1) < edges[2]
+    with pytest.raises(ConfigError):
+        common.log_bin_edges(100, 10, 1)
+
+
+def test_with_conditions_overrides_paths_only():
+    base = {"name": "x", "paths": [{"link": "4g"}, {"link": "5g"}]}
+    out = common.with_conditions(base, [{"rtt_ms": 80.0}, None])
+    assert out["paths"][0] == {"link": "4g", "rtt_ms": 80.0} and out["paths"][1] == {"link": "5g"}
+    assert base["paths"][0] == {"link": "4g"}
+    with pytest.raises(ConfigError):
+        common.with_conditions(base, [{}, {}, {}])
+
+
+def test_shifted_schedule_starts_with_the_condition_in_force():
+    scheds = stress.path_schedules(2, 0.5, 4, seed=1)
+    assert scheds == stress.path_schedules(2, 0.5, 4, seed=1)
+    # the conditions do not depend on the interval
+    other = stress.path_schedules(2, 8.0, 4, seed=1)
+    assert [{k: v for k, v in s.items() if k != "at_s"} for s in other[0]] == \
+           [{k: v for k, v in s.items() if k != "at_s"} for s in scheds[0]]
+    s = stress.shifted({"paths": [{"link": "4g"}, {"link": "5g"}]}, scheds, 0.7)
+    seg = s["paths"][0]["schedule"]
+    assert seg[0]["at_s"] == 0.0 and seg[0]["rtt_ms"] == scheds[0][1]["rtt_ms"]
+    assert [x["at_s"] for x in seg[1:]] == pytest.approx([0.3, 0.8])
+
+
+def test_sparse_bank_and_min_k(tiny_bank):
+    grid = ConditionGrid(subranges=2)
+    conds = [PathCondition(0.001, 29.2, 4.8), PathCondition(0.02, 80.0, 40.0)]
+    cells = k_impact.cross_cells(grid, conds)
+    assert grid.cell_index(conds) in cells and 1 < len(cells) <= 49
+    spec = tiny_bank.spec
+    trained = {c: np.full(tiny_bank.params.shape[1], 0.5, np.float32) for c in cells}
+    bank = k_impact.SparseBank(grid, spec, trained, tiny_bank.params[0])
+    assert bank.select(conds) in cells
+    assert float(bank.weights(bank.select(conds))[0].mean()) == pytest.approx(0.5)
+    outside = next(c for c in range(grid.n_cells) if c not in cells)
+    assert np.allclose(np.concatenate([w.ravel() for w in bank.weights(outside)]), tiny_bank.params[0])
+    assert k_impact.min_k([1, 2, 4], [0.5, 0.96, 1.0], 0.95) == 2
+    assert k_impact.min_k([1], [math.nan], 0.95) is None
+
+
+# ---------------------------------------------------------------- jobs
+def test_convergence_job(job_cfg, mlflow_uri, tmp_path):
+    res = convergence.run_job(job_cfg("convergence", tracking=f"tracking.uri={mlflow_uri}"))
+    out = tmp_path / "convergence"
+    for name in ("convergence.json", "convergence.txt", "convergence.png", "summary.json"):
+        assert (out / name).is_file(), name
+    data = json.loads((out / "convergence.json").read_text())
+    assert set(data["curves"]) == {"falcon", "dqn_on", "mpeekaboo"}
+    edges = data["settings"]["bin_edges"]
+    for curve in data["curves"].values():
+        assert [r["bin"] for r in curve] == list(range(len(edges) - 1))
+        assert sum(r["n"] for r in curve) == 2 * 3          # runs x downloads on B
+    b = [r for r in data["records"] if r["phase"] == "B" and r["scheduler"] == "falcon" and r["run"] == 0]
+    assert b[0]["packets_before"] == 0 and b[1]["packets_before"] == b[0]["packets"]
+    assert data["reference"]["median_time_s"] > 0
+    client, runs = mlflow_runs(mlflow_uri)
+    assert len(runs) == 1 and runs[0].info.run_id == res["mlflow_run_id"]
+    assert "score/falcon" in runs[0].data.metrics
+    assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} >= {"convergence.png", "convergence.json"}
+
+
+def test_convergence_is_reproducible(compose, tiny_bank):
+    cfg = compose("train", ["experiment=convergence", "quick=true",
+                            "quick_variant.convergence.schedulers=[falcon,mpeekaboo]", "runs=1"])
+    _, sec, a, b, app = convergence.settings(cfg)
+    r1 = convergence.run_convergence(sec, a, b, app, tiny_bank, progress=False)
+    r2 = convergence.run_convergence(sec, a, b, app, tiny_bank, progress=False)
+    key = [(r["scheduler"], r["phase"], r["index"], r["download_time_s"], r["packets"]) for r in r1["records"]]
+    assert key == [(r["scheduler"], r["phase"], r["index"], r["download_time_s"], r["packets"])
+                   for r in r2["records"]]
+    assert r1["reference"]["times"] == r2["reference"]["times"]
+
+
+def test_stress_job(job_cfg, tmp_path):
+    res = stress.run_job(job_cfg("stress"))
+    out = tmp_path / "stress"
+    for name in ("stress.json", "stress.txt", "stress.png", "summary.json"):
+        assert (out / name).is_file(), name
+    data = json.loads((out / "stress.json").read_text())
+    ivs = data["settings"]["intervals_s"]
+    assert set(data["scores"]) == {"dqn_off", "falcon", "minrtt"}
+    for rows in data["scores"].values():
+        assert [r["interval_s"] for r in rows] == ivs and all(r["n"] >= 1 for r in rows)
+    assert all(r["score"] == pytest.approx(1.0) for r in data["scores"]["dqn_off"])
+    # every download starts within its condition; sessions are reproducible
+    for r in data["records"]:
+        assert r["start_s"] < (r["condition"] + 1) * r["interval_s"]
+    again = stress.run_job(job_cfg("stress"))
+    assert [r["download_time_s"] for r in again["records"]] == [r["download_time_s"] for r in res["records"]]
+
+
+def test_k_impact_job(job_cfg, tmp_path):
+    k_impact.run_job(job_cfg("k_impact"))
+    out = tmp_path / "k_impact"
+    for name in ("k_impact.json", "k_impact.txt", "k_impact.png", "summary.json"):
+        assert (out / name).is_file(), name
+    data = json.loads((out / "k_impact.json").read_text())
+    rows = data["curves"]["1"]["rows"]
+    assert [r["k"] for r in rows] == data["settings"]["ks"] and all(r["n"] == 2 for r in rows)
+    assert data["curves"]["1"]["min_k"] in data["settings"]["ks"]
+
+
+def test_k_impact_with_a_sparse_bank(compose, tiny_bank):
+    cfg = compose("train", ["experiment=k_impact", "quick=true", "quick_variant.k_impact.ks=[2]", "runs=1"])
+    _, sec, a, b, app = k_impact.settings(cfg)
+    sec["subranges"] = [2]
+    grid = ConditionGrid(subranges=2)
+    sparse = k_impact.SparseBank(grid, tiny_bank.spec, {0: tiny_bank.params[1]}, tiny_bank.params[0])
+    res = k_impact.run_k_impact(sec, a, b, app, lambda n: sparse, progress=False)
+    assert res["banks"]["2"] == {"cells": grid.n_cells, "sparse": True, "trained_cells": 1}
+    row = res["curves"]["2"]["rows"][0]
+    assert row["untrained_selections"] <= row["selections"]
+
+
+def test_bad_settings_are_one_line_errors(compose):
+    with pytest.raises(ConfigError, match="ks"):
+        k_impact.settings(compose("train", ["experiment=k_impact", "k_impact.ks=[0]"]))
+    with pytest.raises(ConfigError, match="intervals_s"):
+        stress.settings(compose("train", ["experiment=stress", "stress.intervals_s=[-1]"]))
+    with pytest.raises(ConfigError, match="schedulers"):
+        convergence.settings(compose("train", ["experiment=convergence", "convergence.schedulers=[]"]))
