@@ -20,6 +20,7 @@ Run it on an idle machine: on a loaded one the CPU times inflate.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import time
 import tracemalloc
@@ -90,6 +91,7 @@ def memory(bank, episodes: int) -> None:
     for seed in range(episodes):
         sched.run_episode({"paths": paths}, app, seed)
         if (seed + 1) % 10 == 0:
+            gc.collect()          # count live objects, not cyclic garbage awaiting collection
             sizes[seed + 1] = round(tracemalloc.get_traced_memory()[0] / 1e6, 2)
     tracemalloc.stop()
     print(json.dumps({"traced_mb_after_downloads": sizes, "changes": sched.changes,

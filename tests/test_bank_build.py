@@ -141,3 +141,20 @@ def test_cli_builds_then_reuses(run_cli, tmp_path):
     assert "reusing" in second.stderr
     bad = run_cli("train", "experiment=build_bank", "bank.chunk_size=0", "tracking.enabled=false")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("error: bank.chunk_size")
+
+
+def test_full_grid_bank_has_729_distinct_cells(tmp_path):
+    """The real two-path grid end to end at a minimal budget: every one of the
+    729 cells gets its own meta-model, stored under its name with its ranges."""
+    spec = BankBuildSpec.from_config({
+        "name": "smoke", "seed": 0, "hidden": [16, 16, 16],
+        "reptile": {"meta_iterations": 1, "decisions_per_task": 16, "inner_steps": 2,
+                    "task_size_bytes": 200_000, "task_max_duration_s": 30.0},
+        "chunk_size": 243})
+    bank = build_bank(spec, tmp_path / "bank.h5", progress=False)
+    assert bank.params.shape[0] == 729 == spec.grid.n_cells
+    assert len({row.tobytes() for row in bank.params}) == 729
+    back = MetaModelBank.read(tmp_path / "bank.h5", grid=spec.grid, spec=spec.qnet_spec)
+    assert np.array_equal(back.params, bank.params)
+    names = spec.grid.names() if hasattr(spec.grid, "names") else [spec.grid.name(c) for c in range(729)]
+    assert names[0] == "cell_000" and names[-1] == "cell_728" and len(set(names)) == 729
