@@ -41,6 +41,10 @@ from metalearning.bank import MetaModelBank, read_bank_header
 from metalearning.grid import ConditionGrid
 from metalearning.reptile import ReptileConfig, reptile_cells
 
+#: bumped whenever task collection or the inner loop changes what a build
+#: computes (part of the fingerprint, so an older bank is rebuilt, not reused)
+BUILD_VERSION = 2
+
 #: keys of a bank build config (``configs/bank/*.yaml``)
 BUILD_KEYS = ("name", "path", "seed", "hidden", "grid", "dqn", "reptile", "chunk_size", "checkpoint_every")
 
@@ -66,7 +70,7 @@ class BankBuildSpec:
     dqn: DQNConfig
     reptile: ReptileConfig
     seed: int = 0
-    chunk_size: int = 81
+    chunk_size: int = 73
     checkpoint_every: int = 10
 
     @classmethod
@@ -96,7 +100,7 @@ class BankBuildSpec:
             raise ConfigError(f"bank.reptile: {e}") from None
         out = cls(name=str(cfg.get("name") or "custom"), grid=grid, hidden=hidden, dqn=dqn,
                   reptile=reptile, seed=_int(cfg, "seed", 0, 0),
-                  chunk_size=_int(cfg, "chunk_size", 81, 1),
+                  chunk_size=_int(cfg, "chunk_size", 73, 1),
                   checkpoint_every=_int(cfg, "checkpoint_every", 10, 1))
         return out
 
@@ -108,7 +112,7 @@ class BankBuildSpec:
     def settings(self) -> dict:
         """The JSON-able settings that determine the bank's weights."""
         return {"grid": self.grid.to_dict(), "hidden": list(self.hidden), "dqn": self.dqn.to_dict(),
-                "reptile": _plain(asdict(self.reptile)), "seed": self.seed}
+                "reptile": _plain(asdict(self.reptile)), "seed": self.seed, "build_version": BUILD_VERSION}
 
     def fingerprint(self) -> str:
         """Hash of :meth:`settings`: two builds with the same fingerprint give the same bank."""

@@ -35,9 +35,13 @@ were built with). What FALCON adds, per connection:
    :class:`baselines.dqn.async_trainer.AsyncTrainer`: the job costs ``K x
    train_step_cost_s`` of emulated time, the *old* policy keeps
    scheduling until it ends, then the fine-tuned network is deployed and
-   acts with ``deployed_epsilon`` (default 0: greedy). A job still running
+   acts with ``deployed_epsilon`` (constructor default 0: greedy; the agent
+   configs use eps_s = 0.1 with continual updates). A job still running
    when a newer adaptation starts is discarded at its end.
-5. **Continual updates** (``continual: true``, off by default): after
+5. **Continual updates** (``continual: true``; off in the constructor, on in
+   ``configs/agent/falcon.yaml``, the paper's eps_s "for fine-tuning and
+   continual updates"; without them one bad fine-tuning persisted for the
+   rest of a run: 36-52 s downloads in the convergence test): after
    deployment the learner keeps training DQN-On-style (one step per
    ``continual_train_interval`` transitions, each costing emulated time) on
    the post-change replay, deploying after each step.
