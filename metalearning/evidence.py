@@ -77,6 +77,7 @@ from envs.runner import run_episode
 from envs.scheduler import Scheduler
 from metalearning.bank import MetaModelBank
 from metalearning.build import BankBuildSpec
+from metalearning.checks import numbers_in, optional_positive_int, positive_ints
 from metalearning.collect import TaskCollector, bulk_app
 from metalearning.grid import ConditionGrid
 from metalearning.reptile import (
@@ -136,25 +137,11 @@ class EvidenceConfig:
         def bad(key, msg):
             raise ConfigError(f"evidence.{key}: {msg}, got {getattr(self, key)!r}")
 
-        for key in ("n_cells", "tasks_per_cell", "finetune_steps", "finetune_decisions", "eval_seeds",
-                    "eval_size_bytes"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                bad(key, "must be a positive integer")
-            object.__setattr__(self, key, int(v))
-        b = self.batch_size
-        if b is not None and (isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1):
-            bad("batch_size", "must be a positive integer or null")
-        for key, lo, hi, lo_open in (("finetune_epsilon", 0.0, 1.0, False), ("max_duration_s", 0.0, math.inf, True),
-                                     ("matters_threshold", 0.0, math.inf, False)):
-            v = getattr(self, key)
-            try:
-                x = float(v)
-            except (TypeError, ValueError):
-                bad(key, "must be a number")
-            if isinstance(v, bool) or not math.isfinite(x) or x < lo or x > hi or (lo_open and x == lo):
-                bad(key, f"must be in {'(' if lo_open else '['}{lo}, {hi}]")
-            object.__setattr__(self, key, x)
+        positive_ints(self, "evidence", "n_cells", "tasks_per_cell", "finetune_steps", "finetune_decisions",
+                      "eval_seeds", "eval_size_bytes")
+        optional_positive_int(self, "evidence", "batch_size")
+        numbers_in(self, "evidence", ("finetune_epsilon", 0.0, 1.0, False), ("max_duration_s", 0.0, math.inf, True),
+                   ("matters_threshold", 0.0, math.inf, False))
         if self.cells is not None:
             if isinstance(self.cells, str | bytes) or not isinstance(self.cells, Sequence) or not self.cells:
                 bad("cells", "must be a non-empty list of cell indices or names, or null")

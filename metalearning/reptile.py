@@ -58,6 +58,7 @@ from baselines.dqn.network import QNetSpec, init_params
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
 from envs.scenario import SCENARIO_DEFAULTS
+from metalearning.checks import numbers_in, optional_positive_int, positive_ints
 from metalearning.collect import (
     DEFAULT_TASK_BYTES,
     DEFAULT_TASK_MAX_DURATION_S,
@@ -108,24 +109,10 @@ class ReptileConfig:
         def bad(key, msg):
             raise ConfigError(f"reptile.{key}: {msg}, got {getattr(self, key)!r}")
 
-        for key in ("meta_iterations", "inner_steps", "decisions_per_task", "task_size_bytes"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                bad(key, "must be a positive integer")
-        b = self.batch_size
-        if b is not None and (isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1):
-            bad("batch_size", "must be a positive integer or null")
-        for key, lo, hi, lo_open in (("epsilon", 0.0, 1.0, False), ("meta_lr", 0.0, 1.0, True),
-                                     ("meta_lr_final", 0.0, 1.0, False),
-                                     ("task_max_duration_s", 0.0, math.inf, True)):
-            v = getattr(self, key)
-            try:
-                x = float(v)
-            except (TypeError, ValueError):
-                bad(key, "must be a number")
-            if isinstance(v, bool) or not math.isfinite(x) or x < lo or x > hi or (lo_open and x == lo):
-                bad(key, f"must be in {'(' if lo_open else '['}{lo}, {hi}]")
-            object.__setattr__(self, key, x)
+        positive_ints(self, "reptile", "meta_iterations", "inner_steps", "decisions_per_task", "task_size_bytes")
+        optional_positive_int(self, "reptile", "batch_size")
+        numbers_in(self, "reptile", ("epsilon", 0.0, 1.0, False), ("meta_lr", 0.0, 1.0, True),
+                   ("meta_lr_final", 0.0, 1.0, False), ("task_max_duration_s", 0.0, math.inf, True))
         if not isinstance(self.task_base, Mapping):
             bad("task_base", "must be a mapping of scenario keys")
         base = _plain(self.task_base)
@@ -135,8 +122,6 @@ class ReptileConfig:
         object.__setattr__(self, "task_base", base)
         if self.technique not in TECHNIQUES:
             bad("technique", f"must be one of {list(TECHNIQUES)}")
-        for key in ("meta_iterations", "inner_steps", "decisions_per_task", "task_size_bytes"):
-            object.__setattr__(self, key, int(getattr(self, key)))
 
     @classmethod
     def from_dict(cls, cfg: Mapping | None) -> ReptileConfig:

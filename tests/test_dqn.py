@@ -432,3 +432,28 @@ def test_trained_dqn_on_copies_run_identically():
     runs = [envs.run_episode(SCENARIO, SMALL_APP, a, 5).metrics["download_time_s"]
             for a in (copy.deepcopy(agent), pickle.loads(pickle.dumps(agent)), agent)]
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_ack_of_a_packet_sent_before_the_oldest_pending_decision_is_not_credited():
+    """A PTO probe or a late ACK of a declared loss (sent before the decision
+    waiting for its fate) must not close that decision: crediting it would
+    give 0.1 s / ~0 s (rewards up to 1e8 were seen before this rule)."""
+    from collections import deque
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from baselines.dqn.policy import DQNScheduler
+
+    got = []
+    sched = DQNScheduler(seed=0)
+    sched.build(2)
+    sched.recording = True
+    sched.on_transition = lambda s, a, r, s2, d, t: got.append(r)
+    state = np.zeros(8, np.float32)
+    sched._pending = [deque([[state, 0, 1.0, state, None]]), deque()]   # decided at t = 1.0 s
+    view = SimpleNamespace(sim=SimpleNamespace(now=1.05))
+    sched.on_packet_acked(view, 0, 1350, sent_time=0.5)                 # sent before the decision
+    assert got == [] and len(sched._pending[0]) == 1
+    sched.on_packet_acked(view, 0, 1350, sent_time=1.0)                 # the decision's own packet
+    assert got == [pytest.approx(0.1 / 0.05)] and not sched._pending[0]

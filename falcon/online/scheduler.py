@@ -439,7 +439,7 @@ class FalconScheduler(DQNScheduler):
         return sent_time >= self._ca_since[path]
 
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
-        self._resolve(path, view.sim.now, True)
+        self._resolve(path, view.sim.now, True, sent_time)
         now = view.sim.now
         rtt = now - sent_time
         est = self.estimator
@@ -457,7 +457,7 @@ class FalconScheduler(DQNScheduler):
             self._close_window()
 
     def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
-        self._resolve(path, view.sim.now, False)
+        self._resolve(path, view.sim.now, False, sent_time)
         now = view.sim.now
         self.estimator.add_fate(path, self.loss_in_slow_start
                                 or self._congestion_avoidance(view, path, sent_time, now))
