@@ -268,6 +268,22 @@ def write_outputs(folder: Path, name: str, results: Mapping, table: str) -> None
     (folder / f"{name}.txt").write_text(table)
 
 
+def publish(tracker, folder: Path, name: str, results: Mapping, table_fn, plot_fn) -> Mapping:
+    """The end every experiment shares: its wall time (and the reference's
+    median, when it has one) to MLflow, the results JSON and text table, the
+    plot ``<name>.png`` in ``folder``, the table on stdout."""
+    metrics = {"wall_s": results["wall_s"]}
+    ref = results.get("reference")
+    if isinstance(ref, Mapping) and "median_time_s" in ref:
+        metrics["reference/median_time_s"] = ref["median_time_s"]
+    tracker.log_metrics(metrics)
+    text = table_fn(results)
+    write_outputs(folder, name, results, text)
+    plot_fn(results, folder / f"{name}.png")
+    print(text, end="")
+    return results
+
+
 def plot_series(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
                 xlabel: str, ylabel: str, title: str, logx: bool = False, ref_line: float | None = 1.0,
                 xticks: Sequence | None = None) -> Path:

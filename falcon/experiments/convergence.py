@@ -220,14 +220,7 @@ def run_job(cfg) -> dict:
     def body(tracker, folder):
         needs_bank = any("bank" in common.agent_config(n) for n in sec["schedulers"])
         bank = common.experiment_bank(cfg, progress) if needs_bank else None
-        res = run_convergence(sec, scen_a, scen_b, app, bank, progress, tracker.log_metrics)
-        tracker.log_metrics({"reference/median_time_s": res["reference"]["median_time_s"],
-                             "wall_s": res["wall_s"]})
-        text = table(res)
-        common.write_outputs(folder, JOB, res, text)
-        plot(res, folder / f"{JOB}.png")
-        print(text, end="")
-        return res
+        return common.publish(tracker, folder, JOB, run_convergence(sec, scen_a, scen_b, app, bank, progress, tracker.log_metrics), table, plot)
 
     return common.run_tracked(cfg, JOB, {"convergence": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
 

@@ -242,14 +242,7 @@ def run_job(cfg) -> dict:
         return sparse_bank(bcfg, n, sets, progress)
 
     def body(tracker, folder):
-        res = run_k_impact(sec, scen_a, scen_b, app, bank_for, progress, tracker.log_metrics)
-        tracker.log_metrics({"reference/median_time_s": res["reference"]["median_time_s"],
-                             "wall_s": res["wall_s"]})
-        text = table(res)
-        common.write_outputs(folder, JOB, res, text)
-        plot(res, folder / f"{JOB}.png")
-        print(text, end="")
-        return res
+        return common.publish(tracker, folder, JOB, run_k_impact(sec, scen_a, scen_b, app, bank_for, progress, tracker.log_metrics), table, plot)
 
     return common.run_tracked(cfg, JOB, {"k_impact": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
 

@@ -259,13 +259,8 @@ def run_job(cfg) -> dict:
     def body(tracker, folder):
         needs_bank = any("bank" in common.agent_config(n) for n in sec["schedulers"] if n != common.REFERENCE)
         bank = common.experiment_bank(cfg, progress) if needs_bank else None
-        res = run_stress(sec, scen, app, bank, progress, tracker.log_metrics)
-        tracker.log_metrics({"wall_s": res["wall_s"]})
-        text = table(res)
-        common.write_outputs(folder, JOB, res, text)
-        plot(res, folder / f"{JOB}.png")
-        print(text, end="")
-        return res
+        return common.publish(tracker, folder, JOB, run_stress(sec, scen, app, bank, progress, tracker.log_metrics),
+                              table, plot)
 
     return common.run_tracked(cfg, JOB, {"stress": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
 
