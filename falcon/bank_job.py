@@ -59,8 +59,10 @@ def ensure_bank(bank, runtime: Mapping | None = None, *, rebuild: bool = False, 
         raise ConfigError("bank.path: where the bank file goes is not set")
     spec = BankBuildSpec.from_config(cfg)
     if not rebuild and bank_matches(path, spec):
+        from falcon.online.scheduler import cached_bank  # the copy FALCON's schedulers then share
+
         info(f"bank: reusing {path} (preset {spec.name!r}, fingerprint {spec.fingerprint()})")
-        return MetaModelBank.read(path, grid=spec.grid, spec=spec.qnet_spec), False
+        return cached_bank(str(path)), False
     run_jobs, rt = _runner(runtime, progress)
     n_chunks = len(spec.chunks())
     info(f"bank: building {spec.grid.n_cells} meta-models (preset {spec.name!r}, "

@@ -38,6 +38,7 @@ from baselines.dqn.learner import DQNConfig
 from baselines.dqn.network import QNetSpec
 from envs.errors import ConfigError, FalconInputError
 from metalearning.bank import MetaModelBank, read_bank_header
+from metalearning.checks import plain
 from metalearning.grid import ConditionGrid
 from metalearning.reptile import ReptileConfig, reptile_cells
 
@@ -112,7 +113,7 @@ class BankBuildSpec:
     def settings(self) -> dict:
         """The JSON-able settings that determine the bank's weights."""
         return {"grid": self.grid.to_dict(), "hidden": list(self.hidden), "dqn": self.dqn.to_dict(),
-                "reptile": _plain(asdict(self.reptile)), "seed": self.seed, "build_version": BUILD_VERSION}
+                "reptile": plain(asdict(self.reptile)), "seed": self.seed, "build_version": BUILD_VERSION}
 
     def fingerprint(self) -> str:
         """Hash of :meth:`settings`: two builds with the same fingerprint give the same bank."""
@@ -138,16 +139,6 @@ def _int(cfg: Mapping, key: str, default: int, lo: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
         raise ConfigError(f"bank.{key}: expected an integer >= {lo}, got {v!r}")
     return v
-
-
-def _plain(x):
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    return x
 
 
 # ---------------------------------------------------------------- checkpoints

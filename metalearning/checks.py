@@ -1,4 +1,4 @@
-"""Validation of config dataclass fields, shared by the meta-learning configs.
+"""Config helpers shared by the meta-learning configs: field validation, plain values.
 
 Each check reads ``obj.<key>``, raises a one-line :class:`ConfigError`
 ``"<section>.<key>: <problem>, got <value>"`` when it is unusable, and
@@ -8,6 +8,7 @@ stores the normalised value back on the (frozen) dataclass.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -50,4 +51,14 @@ def numbers_in(obj, section: str, *specs: tuple[str, float, float, bool]) -> Non
         object.__setattr__(obj, key, x)
 
 
-__all__ = ["positive_ints", "optional_positive_int", "numbers_in"]
+def plain(x):
+    """Plain dicts and lists of a config value (mappings such as OmegaConf
+    nodes and tuples become JSON-able dicts and lists)."""
+    if isinstance(x, Mapping):
+        return {str(k): plain(v) for k, v in x.items()}
+    if isinstance(x, Sequence) and not isinstance(x, str | bytes):
+        return [plain(v) for v in x]
+    return x
+
+
+__all__ = ["positive_ints", "optional_positive_int", "numbers_in", "plain"]

@@ -48,6 +48,7 @@ import numpy as np
 
 from envs.errors import ConfigError
 from envs.scenario import LINKS, normalise_scenario
+from metalearning.checks import plain
 
 #: the three dimensions of a path's conditions, most significant first
 DIMENSIONS = ("loss", "rtt_ms", "dev_ratio")
@@ -352,7 +353,7 @@ class ConditionGrid:
                    links=d.get("links", DEFAULT_LINKS))
         mine = grid.to_dict()
         for key in ("min_rtt_ms", "dimensions", "edges", "n_path_cells", "n_cells"):
-            if key in d and _plain_json(d[key]) != mine[key]:
+            if key in d and plain(d[key]) != mine[key]:
                 raise ConfigError(f"grid: {key} {d[key]!r} does not match the grid it describes ({mine[key]!r})")
         return grid
 
@@ -368,15 +369,6 @@ class ConditionGrid:
     def __repr__(self) -> str:
         return (f"ConditionGrid(n_paths={self.n_paths}, subranges={self.subranges}, caps={self.caps}, "
                 f"links={self.links})")
-
-
-def _plain_json(v):
-    """Tuples as lists, so a mapping built in code compares with its JSON form."""
-    if isinstance(v, Mapping):
-        return {k: _plain_json(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_plain_json(x) for x in v]
-    return v
 
 
 def _inside(x: float, lo: float, hi: float) -> float:

@@ -58,7 +58,7 @@ from baselines.dqn.network import QNetSpec, init_params
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
 from envs.scenario import SCENARIO_DEFAULTS
-from metalearning.checks import numbers_in, optional_positive_int, positive_ints
+from metalearning.checks import numbers_in, optional_positive_int, plain, positive_ints
 from metalearning.collect import (
     DEFAULT_TASK_BYTES,
     DEFAULT_TASK_MAX_DURATION_S,
@@ -115,7 +115,7 @@ class ReptileConfig:
                    ("meta_lr_final", 0.0, 1.0, False), ("task_max_duration_s", 0.0, math.inf, True))
         if not isinstance(self.task_base, Mapping):
             bad("task_base", "must be a mapping of scenario keys")
-        base = _plain(self.task_base)
+        base = plain(self.task_base)
         unknown = set(base) - set(SCENARIO_DEFAULTS)
         if unknown:
             bad("task_base", f"unknown scenario key(s) {sorted(unknown)}")
@@ -143,15 +143,6 @@ class ReptileConfig:
 
     def mini_batch(self, dqn_config: DQNConfig) -> int:
         return int(self.batch_size if self.batch_size is not None else dqn_config.batch_size)
-
-
-def _plain(x):
-    """Plain dicts and lists (config nodes, e.g. OmegaConf, become JSON-able)."""
-    if isinstance(x, Mapping):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, Sequence) and not isinstance(x, str | bytes):
-        return [_plain(v) for v in x]
-    return x
 
 
 # ---------------------------------------------------------------- parameters

@@ -4,7 +4,7 @@ the offline update loop that folds online experience back into the bank."""
 
 from falcon.online.estimator import ConditionEstimator, WindowConfig
 from falcon.online.offline_update import OfflineUpdater
-from falcon.online.scheduler import AdaptationEvent, FalconScheduler, FalconSScheduler, load_bank
+from falcon.online.scheduler import AdaptationEvent, FalconScheduler, FalconSScheduler, cached_bank
 
 __all__ = ["ConditionEstimator", "WindowConfig", "OfflineUpdater", "FalconScheduler",
-           "FalconSScheduler", "AdaptationEvent", "load_bank"]
+           "FalconSScheduler", "AdaptationEvent", "cached_bank"]

@@ -58,7 +58,7 @@ or the prior cell's meta-model if none was deployed yet.
 
 Losses of packets sent in slow start count as fates, not losses, in the
 estimate (``loss_in_slow_start: false``; see :mod:`falcon.online.estimator`).
-The bank file is read once per process (:func:`load_bank`; every
+The bank file is read once per process (:func:`cached_bank`; every
 evaluation job builds its scheduler): FALCON-N shares it, FALCON's offline
 loop updates a private copy of the parameters.
 
@@ -175,7 +175,7 @@ def _prior(prior, n_paths: int) -> list[PathCondition]:
 _BANK_CACHE: dict[str, tuple[tuple[int, int], object]] = {}
 
 
-def load_bank(bank, private: bool = False):
+def cached_bank(bank, private: bool = False):
     """A bank object as is, or read from an HDF5 path (relative paths: the
     working directory, then the repository root). A file is read once per
     process (and again when it changes); ``private=True`` returns a copy of
@@ -254,7 +254,7 @@ class FalconScheduler(DQNScheduler):
                 raise ConfigError(f"{key}: unknown {val!r}; choose one of {list(allowed)}")
         if "hidden" in kw or "model" in kw:
             raise ConfigError("falcon: the network comes from the bank (no hidden: or model: keys)")
-        self.bank = load_bank(bank, private=isinstance(offline, Mapping) and bool(offline.get("enabled", True)))
+        self.bank = cached_bank(bank, private=isinstance(offline, Mapping) and bool(offline.get("enabled", True)))
         super().__init__(hidden=self.bank.spec.hidden, epsilon=epsilon, reward=reward,
                          replay_capacity=replay_capacity, **kw)
         deployed_epsilon = float(deployed_epsilon)
@@ -758,4 +758,4 @@ class FalconSScheduler(FalconScheduler):
         return vals
 
 
-__all__ = ["FalconScheduler", "FalconSScheduler", "AdaptationEvent", "load_bank"]
+__all__ = ["FalconScheduler", "FalconSScheduler", "AdaptationEvent", "cached_bank"]
