@@ -109,27 +109,25 @@ from gymnasium import spaces
 
 from envs.apps import normalise_app
 from envs.errors import ConfigError
+from envs.mdp import (  # the MDP's one home; re-exported here
+    FEATURES,
+    GOODPUT_MIN_INTERVAL_S,
+    GOODPUT_RATE_SCALE_BPS,
+    OBS_HIGH,
+    PACKET_RATE,
+    RATE_SCALE_PKTS,
+    REWARDS,
+    RTT_SCALE_S,
+    ack_credit,
+    feature_names,
+    observe_into,
+    step_reward,
+)
 from envs.metrics import episode_metrics
 from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
 from envs.scheduler import Scheduler
 
-#: RTT unit of the observation [s]: RTTs are given in units of 100 ms.
-RTT_SCALE_S = 0.1
-#: Rate unit of the window/RTT features [packets per RTT_SCALE_S]:
-#: 1000 packets per 100 ms (~108 Mbit/s with 1350-byte packets).
-RATE_SCALE_PKTS = 1000.0
-#: Upper bound of every observation entry (values are clipped to it; far
-#: above anything a real path produces, it only keeps the Box finite).
-OBS_HIGH = 1e4
-#: "goodput_rate" reward: floor of the step duration [s] and rate unit [bit/s].
-GOODPUT_MIN_INTERVAL_S = 0.001
-GOODPUT_RATE_SCALE_BPS = 100e6
-#: Per-path feature names, in observation order.
-FEATURES = ("cwnd_per_rtt", "inflight_per_rtt", "swnd_per_rtt", "rtt")
-REWARDS = ("goodput", "goodput_rate", "ack_rate")
-#: the per-decision credit (module docstring, "Reward"); not a step_reward kind
-PACKET_RATE = "packet_rate"
 #: every reward the environment offers
 ENV_REWARDS = (*REWARDS, PACKET_RATE)
 #: final-info key of the per-decision credits of the "packet_rate" reward
@@ -140,60 +138,10 @@ DEFAULT_SCENARIO: dict = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"li
 DEFAULT_APP: dict = {"kind": "bulk", "size_bytes": 2_000_000}
 
 
-def feature_names(n_paths: int) -> list[str]:
-    """Names of the observation entries, e.g. ``path0_cwnd_per_rtt``."""
-    return [f"path{i}_{f}" for i in range(n_paths) for f in FEATURES]
-
-
-def observe_into(view, vals: list) -> list:
-    """Write the FALCON state of a connection ``view`` (the scheduler hook's
-    view, :class:`envs.transport.Connection`) into the list ``vals`` of
-    ``4 * n_paths`` Python floats and return it (module docstring:
-    "Observation"). Shared by the environment and by learned schedulers that
-    act inside the emulator, so both see exactly the same state."""
-    swnd = view.send_window / view.payload
-    k = 0
-    for p in view.paths:
-        rtt = p.srtt / RTT_SCALE_S
-        c = 1.0 / (rtt * RATE_SCALE_PKTS)
-        vals[k] = min(p.cwnd / p.mss * c, OBS_HIGH)
-        vals[k + 1] = min(p.packets_in_flight * c, OBS_HIGH)
-        vals[k + 2] = min(swnd * c, OBS_HIGH)
-        vals[k + 3] = min(rtt, OBS_HIGH)
-        k += 4
-    return vals
-
-
 def observe(view) -> np.ndarray:
     """The FALCON state of a connection ``view`` as a float32 array of shape
     ``(4 * n_paths,)`` (see :func:`observe_into`)."""
     return np.asarray(observe_into(view, [0.0] * (4 * len(view.paths))), dtype=np.float32)
-
-
-def step_reward(kind: str, delivered_bytes: float, duration_s: float, payload: int,
-                ack_credit: float = 0.0, ack_count: int = 0) -> float:
-    """The reward of one decision step (module docstring: "Reward").
-
-    ``delivered_bytes``: in-order bytes delivered to the application during
-    the step; ``duration_s``: its emulated duration; ``payload``: stream bytes
-    per packet; ``ack_credit``/``ack_count``: the sum of ``RTT_SCALE_S /
-    time_to_ack`` over the packets acked during the step and their number
-    (``"ack_rate"`` only). Shared by the environment and learned schedulers.
-    """
-    if kind == "goodput":
-        return delivered_bytes / payload
-    if kind == "goodput_rate":
-        dt = duration_s if duration_s > GOODPUT_MIN_INTERVAL_S else GOODPUT_MIN_INTERVAL_S
-        return delivered_bytes * 8.0 / dt / GOODPUT_RATE_SCALE_BPS
-    if kind == "ack_rate":
-        return ack_credit / ack_count if ack_count else 0.0
-    raise ConfigError(f"reward: unknown reward {kind!r}; choose one of {list(REWARDS)}")
-
-
-def ack_credit(now: float, sent_time: float) -> float:
-    """The ``"ack_rate"`` credit of one acked packet: ``RTT_SCALE_S / time_to_ack``."""
-    dt = now - sent_time
-    return RTT_SCALE_S / (dt if dt > 1e-9 else 1e-9)
 
 
 class _AgentScheduler(Scheduler):

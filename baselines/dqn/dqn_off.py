@@ -10,7 +10,10 @@ loop), then deployed greedily with no online update.
 given, first logs it: ``collect_episodes`` online episodes on the scenario
 by a behaviour policy (``"online"``: a DQN-On learning from scratch with
 ``behaviour_epsilon`` exploration, as the online runs whose logs the paper
-reuses; ``"random"``: uniformly random paths), written to
+reuses; ``"random"``: uniformly random paths; ``"rules"``: the logs of the
+schedulers a network runs today, minRTT, RR, BLEST, ECF and each single
+path, one episode each in turn, every decision replaced by a random one with
+probability ``behaviour_epsilon``), written to
 ``experience_out`` if set. It then runs ``gradient_steps`` DQN mini-batch
 steps on a fresh network over the whole log.
 
@@ -42,7 +45,31 @@ from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
 from envs.scenario import normalise_scenario
 
-BEHAVIOURS = ("online", "random")
+BEHAVIOURS = ("online", "random", "rules")
+#: the schedulers whose logs make the "rules" behaviour, one episode each in
+#: turn, followed by one episode on each single path ("path<i>")
+RULE_BEHAVIOURS = ("minrtt", "rr", "blest", "ecf")
+
+
+class _OnePath:
+    """Behaviour: path ``index`` only (wait while it is full)."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def reset(self, view) -> None:
+        pass
+
+    def decide(self, view):
+        p = view.paths[self.index]
+        return self.index if p.bytes_in_flight + p.mss <= p.cwnd else None
+
+
+def behaviour_schedulers(n_paths: int) -> list:
+    """The "rules" behaviour's schedulers, in episode order."""
+    from baselines import make_scheduler
+
+    return [make_scheduler(n) for n in RULE_BEHAVIOURS] + [_OnePath(i) for i in range(n_paths)]
 
 
 def _deviation(dev) -> dict | None:
@@ -106,12 +133,15 @@ class DQNOff(DQNScheduler):
                       seed=self.seed + 101, reward=self.reward_kind,
                       **{k: v for k, v in self.learner_config.to_dict().items()
                          if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")})
-        if behaviour == "random":
+        if behaviour in ("random", "rules"):
             agent.trainer.train_interval = 1 << 62   # no learning: the network is never used
         agent.build(len(s["paths"]))
+        behaviours = behaviour_schedulers(len(s["paths"])) if behaviour == "rules" else None
         rec = agent.recorder = ExperienceRecorder(len(s["paths"]), self.reward_kind)
         t0 = time.perf_counter()
         for ep in range(int(episodes)):
+            if behaviours is not None:
+                agent.behaviour = behaviours[ep % len(behaviours)]
             rec.begin_episode(s, seed + ep)
             m = agent.run_episode(s, app, seed + ep)
             if progress and ((ep + 1) % max(1, episodes // 4) == 0 or ep + 1 == episodes):

@@ -25,7 +25,15 @@ import numpy as np
 
 from baselines.dqn.conditions import CONDITION_FIELDS, path_conditions
 from baselines.dqn.files import ExperienceFileError, atomic_path, write_header
-from envs.gym_env import FEATURES, OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, feature_names
+from envs.mdp import (
+    ALL_REWARDS,
+    FEATURES,
+    OBS_HIGH,
+    RATE_SCALE_PKTS,
+    RTT_SCALE_S,
+    feature_names,
+    n_inputs,
+)
 
 FORMAT = "falcon-experience"
 FORMAT_VERSION = 1
@@ -93,7 +101,7 @@ class ExperienceRecorder:
         return len(self._rows)
 
     def to_experience(self) -> Experience:
-        n_in = 4 * self.n_paths
+        n_in = n_inputs(self.n_paths, self.reward)
         rows = self._rows
         if rows:
             st, ac, rw, ns, dn, ts, ep = zip(*rows)
@@ -153,7 +161,7 @@ def write_experience(path, exp: Experience) -> Path:
             write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["n_paths"] = exp.n_paths
             f.attrs["reward"] = exp.reward
-            f.attrs["feature_names"] = feature_names(exp.n_paths)
+            f.attrs["feature_names"] = feature_names(exp.n_paths, exp.reward)
             f.attrs["features_per_path"] = list(FEATURES)
             f.attrs["rtt_scale_s"] = RTT_SCALE_S
             f.attrs["rate_scale_pkts"] = RATE_SCALE_PKTS
@@ -213,7 +221,7 @@ def read_experience(path) -> Experience:
             raise ExperienceFileError(f"experience log {path}: incomplete or corrupt "
                                       f"({' '.join(str(err).split())})") from None
     n = len(data["action"])
-    n_in = 4 * n_paths
+    n_in = n_inputs(n_paths, reward) if reward in ALL_REWARDS else 4 * n_paths
     problems = []
     for k in ("state", "next_state"):
         if data[k].shape != (n, n_in):

@@ -41,7 +41,14 @@ import numpy as np
 
 from baselines.dqn.files import ModelFileError, atomic_path, framework_version, write_header
 from baselines.dqn.network import ACTIVATIONS, QNetSpec
-from envs.gym_env import FEATURES, OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, feature_names
+from envs.mdp import (
+    FEATURES,
+    OBS_HIGH,
+    RATE_SCALE_PKTS,
+    RTT_SCALE_S,
+    feature_names,
+    reward_of_inputs,
+)
 
 FORMAT = "falcon-qnet"
 FORMAT_VERSION = 1
@@ -127,8 +134,7 @@ def write_hdf5(path, records: list[ModelRecord], file_attrs: dict | None = None)
                 g.attrs["hidden"] = np.asarray(spec.hidden, np.int64)
                 g.attrs["layer_order"] = layer_names
                 g.attrs["activations"] = spec.activations
-                g.attrs["feature_names"] = feature_names(spec.n_actions) if spec.n_inputs == 4 * spec.n_actions \
-                    else [f"x{i}" for i in range(spec.n_inputs)]
+                g.attrs["feature_names"] = input_names(spec)
                 for k, v in rec.attrs.items():
                     if k in g.attrs:
                         continue
@@ -312,8 +318,7 @@ def _onnx_model(rec: ModelRecord, opset: int, ir_version: int):
     model.ir_version = int(ir_version)
     meta = {"format": "falcon-qnet-onnx", "model_name": rec.name, "input_size": str(spec.n_inputs),
             "output_size": str(spec.n_actions), "hidden": json.dumps(list(spec.hidden)),
-            "feature_names": json.dumps(feature_names(spec.n_actions) if spec.n_inputs == 4 * spec.n_actions
-                                        else [f"x{i}" for i in range(spec.n_inputs)]),
+            "feature_names": json.dumps(input_names(spec)),
             "normalisation": NORMALISATION_FORMULA, "rtt_scale_s": str(RTT_SCALE_S),
             "rate_scale_pkts": str(RATE_SCALE_PKTS)}
     for k, v in meta.items():
@@ -392,6 +397,15 @@ def torch_q_values(rec: ModelRecord, states) -> np.ndarray:
     x = torch.as_tensor(np.asarray(states, np.float32)).unsqueeze(0)
     with torch.no_grad():
         return q_values(params, x, rec.spec)[0].numpy()
+
+
+def input_names(spec: QNetSpec) -> list[str]:
+    """Names of a network's inputs: the MDP's feature names when its input
+    size is one of :mod:`envs.mdp`'s for its number of paths, else ``x0, x1, ...``."""
+    reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
+    if reward is None:
+        return [f"x{i}" for i in range(spec.n_inputs)]
+    return feature_names(spec.n_actions, reward)
 
 
 def random_states(n_inputs: int, n: int = 256, seed: int = 0) -> np.ndarray:

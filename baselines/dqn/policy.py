@@ -54,15 +54,25 @@ from baselines.dqn.learner import TECHNIQUES, BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
-from envs.gym_env import REWARDS, ack_credit, feature_names, observe_into, step_reward
+from envs.mdp import (
+    ALL_REWARDS,
+    COMPLETION,
+    HINDSIGHT_RTTS,
+    PACKET_RATE,
+    CompletionCredit,
+    ack_credit,
+    decode_action,
+    feature_names,
+    n_inputs,
+    observe_into,
+    step_reward,
+)
 from envs.scheduler import Scheduler
 
 MODEL_FILE = "model.h5"
 CONFIG_FILE = "agent.json"
-#: per-decision reward of the adapter (see the module docstring)
-PACKET_RATE = "packet_rate"
-#: reward kinds: the environment's step rewards plus the per-decision one
-ADAPTER_REWARDS = (*REWARDS, PACKET_RATE)
+#: reward kinds of the adapter: every reward of :mod:`envs.mdp`
+ADAPTER_REWARDS = ALL_REWARDS
 #: pending per-path decisions kept for the packet_rate reward (older ones are dropped)
 MAX_PENDING = 100_000
 
@@ -87,7 +97,12 @@ class DQNScheduler(Scheduler):
         epsilon: exploration probability of the fixed epsilon-greedy policy.
         seed: seeds the network initialisation, the replay sampling and the
             exploration draws.
-        reward: reward kind of :func:`envs.gym_env.step_reward`.
+        reward: the reward kind, which names the MDP (:mod:`envs.mdp`): one of
+            the paper MDP's (``"packet_rate"``, the default, ``"goodput"``,
+            ``"goodput_rate"``, ``"ack_rate"``) or ``"completion"``
+            (path-or-wait actions, completion-time reward, its own state).
+        hindsight_rtts: completion reward: path estimates taken this many
+            smoothed RTTs (of the slowest path) after a decision.
         gamma, lr, batch_size, tau, loss, huber_delta, double_q, grad_clip:
             :class:`~baselines.dqn.learner.DQNConfig`.
         replay_capacity: transitions kept in the replay memory.
@@ -102,7 +117,8 @@ class DQNScheduler(Scheduler):
                  reward: str = PACKET_RATE, gamma: float = 0.9, lr: float = 1e-3,
                  batch_size: int = 32, tau: float = 0.01, loss: str = "huber",
                  huber_delta: float = 1.0, double_q: bool = False, grad_clip: float | None = None,
-                 replay_capacity: int = 50_000, technique: str = "bmm", model: str | None = None):
+                 replay_capacity: int = 50_000, technique: str = "bmm", model: str | None = None,
+                 hindsight_rtts: float = HINDSIGHT_RTTS):
         if reward not in ADAPTER_REWARDS:
             raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ADAPTER_REWARDS)}")
         epsilon = float(epsilon)
@@ -128,12 +144,20 @@ class DQNScheduler(Scheduler):
         self.qnet: NumpyQNet | None = None
         self.rng = np.random.default_rng(self.seed)
         self._per_packet = reward == PACKET_RATE
+        self._completion = reward == COMPLETION
+        if not float(hindsight_rtts) >= 0.0:
+            raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
+        self.hindsight_rtts = float(hindsight_rtts)
+        self._credit: CompletionCredit | None = None
         self._pending: list[deque] = []   # per path: decisions waiting for their packet's fate
         self._last_rec: list | None = None
         #: compute rewards and emit transitions (learning or logging)
         self.recording = False
         #: optional experience recorder (baselines.dqn.experience.ExperienceRecorder)
         self.recorder = None
+        #: optional behaviour policy (a Scheduler) that acts instead of the
+        #: Q-network when not exploring: logging experience of other schedulers
+        self.behaviour: Scheduler | None = None
         self.decisions = 0
         #: record at most this many more decisions, then stop the simulator as
         #: soon as their transitions are complete (None: no limit)
@@ -154,10 +178,11 @@ class DQNScheduler(Scheduler):
         """Per-packet ACK/loss callbacks: only when rewards are computed from them."""
         return self.recording and self.reward_kind in ("ack_rate", PACKET_RATE)
 
+
     # ---------------------------------------------------------- model
     def build(self, n_paths: int) -> None:
         """Create the network, learner and replay memory for ``n_paths`` paths."""
-        self.spec = QNetSpec(4 * n_paths, n_paths, self.hidden)
+        self.spec = QNetSpec(n_inputs(n_paths, self.reward_kind), n_paths, self.hidden)
         self.learner = BatchedDQN(self.spec, 1, self.learner_config, seed=self.seed,
                                   technique=self.technique)
         self.replay = ReplayMemory(self.replay_capacity, self.spec.n_inputs, 1, seed=self.seed + 1)
@@ -187,7 +212,10 @@ class DQNScheduler(Scheduler):
             raise ConfigError(f"{self.name}: the model was built for {self.spec.n_actions} paths, "
                               f"the scenario has {n}")
         self._view = view
+        if self.behaviour is not None:
+            self.behaviour.reset(view)
         self._vals = [0.0] * (4 * n)
+        self._credit = CompletionCredit(n, self.hindsight_rtts) if self._completion else None
         self._prev_state = None
         self._t_prev = view.now
         self._delivered_prev = view.delivered
@@ -197,6 +225,8 @@ class DQNScheduler(Scheduler):
         self._last_rec = None
 
     def decide(self, view):
+        if self._completion:
+            return self._decide_completion(view)
         vals = observe_into(view, self._vals)
         state = np.array(vals, dtype=np.float32)
         if self._per_packet:
@@ -225,11 +255,49 @@ class DQNScheduler(Scheduler):
         self.decisions += 1
         return a
 
+    def _decide_completion(self, view):
+        """Completion MDP: act on its state; a full path means wait."""
+        now = view.sim.now
+        credit = self._credit
+        record = self.recording
+        budget = self.record_budget
+        if record and budget is not None and budget <= 0:
+            record = False
+            if credit._last is not None:          # close the budget's last decision now
+                for t in credit.finish(view, now, False):
+                    self.on_transition(*t)
+                view.sim.stop()
+        state = np.array(credit.observe(view, now, record), dtype=np.float32)
+        if record:
+            for t in credit.ready(view, now):
+                self.on_transition(*t)
+            if budget is not None:
+                self.record_budget = budget - 1
+        a = self._choose(state)
+        d = decode_action(view, a)
+        credit.acted(state, a, d is not None, now, record)
+        self._prev_state = state
+        self._prev_action = a
+        self.decisions += 1
+        return d
+
     def _choose(self, state) -> int:
         rng = self.rng
         if self.epsilon > 0.0 and rng.random() < self.epsilon:
             return int(rng.integers(self.spec.n_actions))
+        if self.behaviour is not None:
+            return self._behaviour_action()
         return int(self.qnet(state).argmax())
+
+    def _behaviour_action(self) -> int:
+        """The behaviour scheduler's choice as an action: its path, or for a
+        wait the lowest-srtt path without room (wait for it)."""
+        view = self._view
+        d = self.behaviour.decide(view)
+        if d is not None:
+            return d if type(d) is int else d.path
+        full = [p for p in view.paths if p.bytes_in_flight + p.mss > p.cwnd]
+        return min(full, key=lambda p: p.srtt).index if full else 0
 
     def _decide_per_packet(self, view, state):
         last = self._last_rec
@@ -292,6 +360,12 @@ class DQNScheduler(Scheduler):
         """Close the episode's last transition (``done = terminated``: the
         application completed) at the current emulated time."""
         view = self._view
+        if self._completion:
+            if view is not None and self._credit is not None and self.recording:
+                for t in self._credit.finish(view, view.sim.now, bool(terminated)):
+                    self.on_transition(*t)
+            self._prev_state = None
+            return
         if self._per_packet:
             last = self._last_rec
             if view is not None and last is not None and self.recording and last[4] is not None:
@@ -321,7 +395,8 @@ class DQNScheduler(Scheduler):
     def hyperparameters(self) -> dict:
         return {"hidden": list(self.hidden), "epsilon": self.epsilon, "seed": self.seed,
                 "reward": self.reward_kind, "replay_capacity": self.replay_capacity,
-                "technique": self.technique, **self.learner_config.to_dict()}
+                "technique": self.technique, "hindsight_rtts": self.hindsight_rtts,
+                **self.learner_config.to_dict()}
 
     def save(self, directory) -> None:
         """Write ``model.h5`` (the documented HDF5 layout, see
@@ -334,7 +409,7 @@ class DQNScheduler(Scheduler):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         rec = ModelRecord(name=self.name, spec=self.spec, weights=self.learner.get_weights(0),
-                          attrs={"agent": type(self).__name__, "feature_names": feature_names(self.n_paths),
+                          attrs={"agent": type(self).__name__, "feature_names": feature_names(self.n_paths, self.reward_kind),
                                  "hyperparameters": json.dumps(self.hyperparameters()),
                                  "reward": self.reward_kind})
         write_hdf5(directory / MODEL_FILE, [rec])
@@ -353,6 +428,10 @@ class DQNScheduler(Scheduler):
             p = p / MODEL_FILE
         records = read_hdf5(p)
         rec = records[0]
+        if rec.spec.n_inputs != n_inputs(rec.spec.n_actions, self.reward_kind):
+            raise ModelFileError(f"{p}: model takes {rec.spec.n_inputs} inputs for {rec.spec.n_actions} "
+                                 f"paths, the {self.reward_kind!r} MDP has "
+                                 f"{n_inputs(rec.spec.n_actions, self.reward_kind)}")
         if rec.spec.hidden != self.hidden:
             raise ModelFileError(f"{p}: model has hidden layers {list(rec.spec.hidden)}, the agent "
                                  f"is configured with {list(self.hidden)}")
@@ -370,4 +449,4 @@ class DQNScheduler(Scheduler):
         return st
 
 
-__all__ = ["DQNScheduler", "MODEL_FILE", "CONFIG_FILE"]
+__all__ = ["DQNScheduler", "MODEL_FILE", "CONFIG_FILE", "PACKET_RATE", "COMPLETION"]

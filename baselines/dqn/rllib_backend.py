@@ -49,7 +49,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from envs.errors import ConfigError
-from envs.gym_env import DECISION_REWARDS_KEY, ENV_REWARDS, PACKET_RATE
+from envs.gym_env import DECISION_REWARDS_KEY, ENV_REWARDS
+from envs.mdp import PACKET_RATE
 
 #: options of the RLlib backend (``agent.rllib.*``) and their defaults
 DEFAULTS: dict = {
@@ -195,6 +196,10 @@ def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, 
     from envs.scenario import normalise_scenario
 
     opts = check_options(options)
+    if agent.reward_kind != opts["env_reward"]:
+        # the weights come back into the agent: both must see one MDP
+        raise ConfigError(f"rllib.env_reward: {opts['env_reward']!r} differs from the agent's reward "
+                          f"{agent.reward_kind!r}; the Gymnasium env offers {list(ENV_REWARDS)}")
     s = normalise_scenario(scenario)
     if agent.spec is None:
         agent.build(len(s["paths"]))

@@ -91,7 +91,7 @@ from baselines.dqn.network import NumpyQNet
 from baselines.dqn.policy import PACKET_RATE, DQNScheduler
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
-from envs.gym_env import OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, observe_into
+from envs.mdp import OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, observe_into
 from envs.metrics import episode_metrics
 from envs.runner import setup_episode
 from falcon.online.estimator import ConditionEstimator, WindowConfig

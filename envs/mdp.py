@@ -1,0 +1,350 @@
+"""The MDP of the learned schedulers: state features, action decoding, reward.
+
+One home for what a learned scheduler observes, what its action means and what
+it is rewarded for, imported by the Gymnasium env (:mod:`envs.gym_env`), the
+DQN agents (:mod:`baselines.dqn.policy`), FALCON, export and the RLlib backend.
+No learning code lives here. Two MDPs are defined; an agent names one with
+its ``reward`` kind:
+
+``paper`` (FALCON paper, Sec. IV-B; rewards ``packet_rate``, ``goodput``,
+``goodput_rate``, ``ack_rate``)
+    State per path ``[cwnd/RTT, inflight/RTT, swnd/RTT, RTT]`` (:func:`observe_into`);
+    action = the path of the next packet, *committed* to it even when its
+    window is full (the packet then waits for that path and blocks every
+    other decision); reward: the per-decision credit ``RTT_SCALE_S / (t_ack -
+    t_decision)`` (``packet_rate``, :func:`ack_credit`) or a step goodput
+    (:func:`step_reward`). Measured (README, "Learnability"): a DQN trained on
+    it sends nearly everything on one path, because the credit prices a
+    packet's own delay and never the capacity an idle path leaves unused.
+
+``completion`` (``reward: completion`` in an agent config)
+    * **Action** = a path index. A path with congestion-window room gets the
+      next packet now; a path without room means *wait* for it: nothing is
+      sent, and the agent is asked again at the next ACK, loss or app event
+      (:func:`decode_action`), so it can change its mind. "Always the fast
+      path" (one path), minRTT, round robin and ECF/BLEST-style waiting are all
+      policies of this action space.
+    * **Reward**: the reduction of the *predicted completion time* of the
+      transfer, ``-(F(after) - F(before)) / COMPLETION_SCALE_S``, where ``F``
+      is a fluid prediction (:func:`predicted_finish`): every path delivers
+      new data at ``cwnd/srtt`` after ``srtt``, the unsent bytes are
+      water-filled over the paths that finish them soonest (ECF's reasoning,
+      for any number of paths), and the newest packet in flight on a path is
+      acknowledged ``srtt`` after it was sent. Both predictions of a decision
+      use *one* set of path estimates, taken ``hindsight_rtts`` smoothed RTTs
+      after the decision (:class:`CompletionCredit`): a decision is judged by
+      what its own packet revealed (e.g. the first RTT sample of a 400 ms
+      path), and estimate updates that no action caused are not charged to
+      it. Sending on a path that would finish after the others costs the
+      difference; waiting while a useful path idles costs the time that
+      passes; sending where the data arrives in time gains the time one
+      packet takes on the paths in use. The last decision's reward uses the
+      real completion time, so the return of an episode is close to
+      ``-(download time - F_0)`` (exactly, were the estimates constant):
+      potential-based shaping (Ng et al. 1999) of "minimise the download
+      time", dense enough for a DQN with per-decision discounting.
+    * **State** (:func:`completion_features_into`), per path: ``log(1 +
+      cwnd/srtt / 100 pkt/s)``, inflight/cwnd, has room, srtt / 100 ms,
+      rttvar/srtt, loss ratio (lost/sent), the *lateness* ``(now + srtt - F) /
+      100 ms`` (how much later than the predicted finish a packet sent now on
+      this path would arrive: ECF's quantity), has an RTT sample; then three
+      connection features: predicted remaining time ``(F - now) / 100 ms``,
+      ``log(1 + unsent bytes / 100 kB)``, flow-control credit / 1 MB. Every
+      entry is clipped to a documented range.
+
+Units: seconds, bytes, packets; the constants below state them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from envs.errors import ConfigError
+
+# ------------------------------------------------------------------ paper MDP
+#: RTT unit of the observation [s]: RTTs are given in units of 100 ms.
+RTT_SCALE_S = 0.1
+#: Rate unit of the window/RTT features [packets per RTT_SCALE_S]:
+#: 1000 packets per 100 ms (~108 Mbit/s with 1350-byte packets).
+RATE_SCALE_PKTS = 1000.0
+#: Upper bound of every paper observation entry (values are clipped to it).
+OBS_HIGH = 1e4
+#: "goodput_rate" reward: floor of the step duration [s] and rate unit [bit/s].
+GOODPUT_MIN_INTERVAL_S = 0.001
+GOODPUT_RATE_SCALE_BPS = 100e6
+#: Per-path feature names of the paper MDP, in observation order.
+FEATURES = ("cwnd_per_rtt", "inflight_per_rtt", "swnd_per_rtt", "rtt")
+#: step rewards of the paper MDP (computed between two decisions)
+REWARDS = ("goodput", "goodput_rate", "ack_rate")
+#: the paper's per-decision credit (``SPEC-falcon.md``)
+PACKET_RATE = "packet_rate"
+
+# ------------------------------------------------------------- completion MDP
+#: the completion-time reward (module docstring)
+COMPLETION = "completion"
+#: reward unit [s]: one unit = 10 ms of predicted completion time
+COMPLETION_SCALE_S = 0.01
+#: per-path features of the completion MDP, in observation order
+COMPLETION_PATH_FEATURES = ("log_rate", "fill", "has_room", "srtt", "rtt_cv", "loss_ratio",
+                            "lateness", "has_rtt_sample")
+#: connection features of the completion MDP (after the per-path blocks)
+COMPLETION_GLOBAL_FEATURES = ("remaining_time", "log_unsent", "flow_credit")
+#: default estimates delay of the completion credit [smoothed RTTs of the slowest path]
+HINDSIGHT_RTTS = 1.0
+
+#: every reward kind a learned scheduler can use
+ALL_REWARDS = (*REWARDS, PACKET_RATE, COMPLETION)
+
+
+def mdp_of(reward: str) -> str:
+    """``"completion"`` or ``"paper"``: the MDP a reward kind belongs to."""
+    if reward == COMPLETION:
+        return "completion"
+    if reward in REWARDS or reward == PACKET_RATE:
+        return "paper"
+    raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ALL_REWARDS)}")
+
+
+def n_inputs(n_paths: int, reward: str = PACKET_RATE) -> int:
+    """Length of the state vector of ``n_paths`` paths under ``reward``'s MDP."""
+    if mdp_of(reward) == "completion":
+        return len(COMPLETION_PATH_FEATURES) * n_paths + len(COMPLETION_GLOBAL_FEATURES)
+    return len(FEATURES) * n_paths
+
+
+def feature_names(n_paths: int, reward: str = PACKET_RATE) -> list[str]:
+    """Names of the state entries, e.g. ``path0_cwnd_per_rtt``."""
+    if mdp_of(reward) == "completion":
+        return ([f"path{i}_{f}" for i in range(n_paths) for f in COMPLETION_PATH_FEATURES]
+                + list(COMPLETION_GLOBAL_FEATURES))
+    return [f"path{i}_{f}" for i in range(n_paths) for f in FEATURES]
+
+
+def reward_of_inputs(n_in: int, n_paths: int) -> str | None:
+    """The MDP (as its canonical reward kind) whose state has ``n_in`` entries
+    for ``n_paths`` paths, or None."""
+    if n_in == n_inputs(n_paths, PACKET_RATE):
+        return PACKET_RATE
+    if n_in == n_inputs(n_paths, COMPLETION):
+        return COMPLETION
+    return None
+
+
+# ------------------------------------------------------------------ paper MDP
+def observe_into(view, vals: list) -> list:
+    """Write the paper state of a connection ``view`` (the scheduler hook's
+    view, :class:`envs.transport.Connection`) into ``vals`` (``4 * n_paths``
+    floats) and return it. Windows in packets, ``swnd`` = the connection's
+    remaining flow-control credit / payload per packet; each divided by the
+    path's ``srtt`` in units of :data:`RTT_SCALE_S` and by
+    :data:`RATE_SCALE_PKTS`; ``RTT`` = srtt / :data:`RTT_SCALE_S`; every
+    entry clipped to :data:`OBS_HIGH`."""
+    swnd = view.send_window / view.payload
+    k = 0
+    for p in view.paths:
+        rtt = p.srtt / RTT_SCALE_S
+        c = 1.0 / (rtt * RATE_SCALE_PKTS)
+        vals[k] = min(p.cwnd / p.mss * c, OBS_HIGH)
+        vals[k + 1] = min(p.packets_in_flight * c, OBS_HIGH)
+        vals[k + 2] = min(swnd * c, OBS_HIGH)
+        vals[k + 3] = min(rtt, OBS_HIGH)
+        k += 4
+    return vals
+
+
+def step_reward(kind: str, delivered_bytes: float, duration_s: float, payload: int,
+                ack_credit_sum: float = 0.0, ack_count: int = 0) -> float:
+    """The paper MDP's step reward of one decision (between two decisions).
+
+    ``"goodput"``: in-order bytes delivered during the step / payload per
+    packet; ``"goodput_rate"``: the same bytes per second of the step (floored
+    at :data:`GOODPUT_MIN_INTERVAL_S`) in units of
+    :data:`GOODPUT_RATE_SCALE_BPS`; ``"ack_rate"``: mean of
+    ``RTT_SCALE_S / time_to_ack`` over the packets acked during the step
+    (``ack_credit_sum`` / ``ack_count``), 0 when none was."""
+    if kind == "goodput":
+        return delivered_bytes / payload
+    if kind == "goodput_rate":
+        dt = duration_s if duration_s > GOODPUT_MIN_INTERVAL_S else GOODPUT_MIN_INTERVAL_S
+        return delivered_bytes * 8.0 / dt / GOODPUT_RATE_SCALE_BPS
+    if kind == "ack_rate":
+        return ack_credit_sum / ack_count if ack_count else 0.0
+    raise ConfigError(f"reward: unknown reward {kind!r}; choose one of {list(REWARDS)}")
+
+
+def ack_credit(now: float, sent_time: float) -> float:
+    """The per-packet credit ``RTT_SCALE_S / time_to_ack`` of a packet sent
+    (or decided) at ``sent_time`` and acknowledged at ``now`` [s]."""
+    dt = now - sent_time
+    return RTT_SCALE_S / (dt if dt > 1e-9 else 1e-9)
+
+
+# ------------------------------------------------------------- completion MDP
+def path_estimates(view) -> tuple[list[float], list[float]]:
+    """Per path: smoothed RTT [s] and the window-limited delivery rate
+    ``cwnd / srtt`` [payload bytes per s] of a connection ``view``."""
+    pay = view.payload
+    srtts = [p.srtt for p in view.paths]
+    rates = [p.cwnd / p.mss * pay / p.srtt for p in view.paths]
+    return srtts, rates
+
+
+def predicted_finish(now: float, unsent: float, last_send, in_flight, srtts, rates) -> float:
+    """Fluid prediction of when the transfer completes [s].
+
+    ``unsent``: bytes not yet sent (retransmissions included); per path:
+    ``last_send`` [s] time of its newest packet, ``in_flight`` whether it has
+    data in flight, ``srtts`` [s] and ``rates`` [bytes/s]. New data sent on a
+    path at its rate is acknowledged ``srtt`` after it is sent; the unsent
+    bytes go to the paths that finish them soonest (water-filling: a path is
+    used iff ``now + srtt`` is before the finish). The result is at least
+    ``now`` and at least every path's ``last_send + srtt`` while it has data
+    in flight."""
+    finish = now
+    for i, busy in enumerate(in_flight):
+        if busy:
+            f = last_send[i] + srtts[i]
+            if f > finish:
+                finish = f
+    if unsent > 0:
+        rate_sum = 0.0
+        weighted = 0.0
+        t = math.inf
+        for d, r in sorted(zip(srtts, rates)):
+            start = now + d
+            if start >= t or r <= 0.0:
+                break
+            rate_sum += r
+            weighted += r * start
+            t = (unsent + weighted) / rate_sum
+        if t > finish:
+            finish = t
+    return finish
+
+
+def _clip(x: float, lo: float, hi: float) -> float:
+    return lo if x < lo else hi if x > hi else x
+
+
+def completion_features_into(view, now: float, finish: float, vals: list) -> list:
+    """Write the completion-MDP state (module docstring) into ``vals``
+    (``8 * n_paths + 3`` floats) and return it. ``finish``: the predicted
+    completion time [s] (:func:`predicted_finish`)."""
+    k = 0
+    for p in view.paths:
+        srtt = p.srtt
+        cwnd = p.cwnd
+        vals[k] = math.log1p(cwnd / p.mss / srtt / 100.0)
+        vals[k + 1] = _clip(p.bytes_in_flight / cwnd, 0.0, 2.0)
+        vals[k + 2] = 1.0 if p.bytes_in_flight + p.mss <= cwnd else 0.0
+        vals[k + 3] = _clip(srtt / 0.1, 0.0, 10.0)
+        vals[k + 4] = _clip(p.rttvar / srtt, 0.0, 3.0)
+        vals[k + 5] = p.packets_lost / (p.packets_sent + 1.0)
+        vals[k + 6] = _clip((now + srtt - finish) / 0.1, -10.0, 10.0)
+        vals[k + 7] = 1.0 if p.has_rtt_sample else 0.0
+        k += 8
+    vals[k] = _clip((finish - now) / 0.1, 0.0, 30.0)
+    vals[k + 1] = math.log1p(view.pending_bytes / 1e5)
+    vals[k + 2] = _clip(view.send_window / 1e6, 0.0, 10.0)
+    return vals
+
+
+def decode_action(view, action: int):
+    """Completion MDP: the path ``action`` if it has window room, else None
+    (wait; the connection asks again at the next ACK, loss or app event)."""
+    p = view.paths[action]
+    return action if p.bytes_in_flight + p.mss <= p.cwnd else None
+
+
+class CompletionCredit:
+    """Per-connection bookkeeping of the completion reward (module docstring).
+
+    Call :meth:`observe` at every decision (it returns the state and closes
+    the previous decision's record), :meth:`acted` with the action taken, and
+    :meth:`finish` at the episode's end. Closed transitions come out of
+    :meth:`ready` (and :meth:`finish`) as ``(state, action, reward,
+    next_state, done, decision_time)`` once their hindsight horizon has
+    passed: ``hindsight_rtts`` times the largest smoothed RTT at the decision.
+    """
+
+    def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS):
+        if not hindsight_rtts >= 0.0:
+            raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
+        self.hindsight_rtts = float(hindsight_rtts)
+        self.n_paths = n_paths
+        self.last_send = [0.0] * n_paths
+        self._vals = [0.0] * n_inputs(n_paths, COMPLETION)
+        # records: [state, action, raw_j, due_time, raw_next, next_state]
+        self._open: deque = deque()
+        self._last = None
+
+    def _raw(self, view, now: float) -> tuple:
+        return (now, view.pending_bytes, tuple(self.last_send),
+                tuple(p.bytes_in_flight > 0 for p in view.paths))
+
+    def observe(self, view, now: float, record: bool = True) -> list:
+        """The state at a decision [list of floats]; with ``record``, the
+        previous decision's record gets this state as its next state."""
+        srtts, rates = path_estimates(view)
+        raw = self._raw(view, now)
+        finish = predicted_finish(*raw, srtts, rates)
+        state = completion_features_into(view, now, finish, self._vals)[:]
+        if record and self._last is not None:
+            self._last[4] = raw
+            self._last[5] = state
+        self._pending_raw = raw
+        self._pending_due = now + self.hindsight_rtts * max(srtts)
+        return state
+
+    def acted(self, state, action: int, sent: bool, now: float, record: bool = True) -> None:
+        """Record the decision taken on ``state`` (``sent``: a packet left now)."""
+        if sent:
+            self.last_send[action] = now
+        if record:
+            rec = [state, action, self._pending_raw, self._pending_due, None, None]
+            self._open.append(rec)
+            self._last = rec
+        else:
+            self._last = None
+
+    def ready(self, view, now: float, final: bool = False) -> list[tuple]:
+        """Transitions whose horizon has passed (all closed ones if ``final``),
+        rewarded with the path estimates of now."""
+        out = []
+        if not self._open:
+            return out
+        srtts, rates = path_estimates(view)
+        opened = self._open
+        while opened and opened[0][4] is not None and (final or opened[0][3] <= now):
+            s, a, raw, due, raw_next, s_next = opened.popleft()
+            r = (predicted_finish(*raw, srtts, rates)
+                 - predicted_finish(*raw_next, srtts, rates)) / COMPLETION_SCALE_S
+            out.append((s, a, r, s_next, False, raw[0]))
+        return out
+
+    def finish(self, view, now: float, done: bool) -> list[tuple]:
+        """Close the episode: every open transition, the last one rewarded with
+        the real completion (``now``) against its prediction."""
+        last = self._last
+        if last is not None and last[4] is None:
+            self._open.pop()
+        out = self.ready(view, now, final=True)
+        if last is not None and last[4] is None:
+            srtts, rates = path_estimates(view)
+            raw = last[2]
+            r = (predicted_finish(*raw, srtts, rates) - now) / COMPLETION_SCALE_S
+            finish = now
+            state = completion_features_into(view, now, finish, self._vals)[:]
+            out.append((last[0], last[1], r, state, bool(done), raw[0]))
+        self._open.clear()
+        self._last = None
+        return out
+
+
+__all__ = ["RTT_SCALE_S", "RATE_SCALE_PKTS", "OBS_HIGH", "GOODPUT_MIN_INTERVAL_S",
+           "GOODPUT_RATE_SCALE_BPS", "FEATURES", "REWARDS", "PACKET_RATE", "COMPLETION",
+           "COMPLETION_SCALE_S", "COMPLETION_PATH_FEATURES", "COMPLETION_GLOBAL_FEATURES",
+           "HINDSIGHT_RTTS", "ALL_REWARDS", "mdp_of", "n_inputs", "feature_names",
+           "reward_of_inputs", "observe_into", "step_reward", "ack_credit", "path_estimates",
+           "predicted_finish", "completion_features_into", "decode_action", "CompletionCredit"]

@@ -1,0 +1,125 @@
+"""The MDP module (envs/mdp.py): the completion MDP's prediction, actions and credit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import envs
+from baselines.dqn.dqn_off import DQNOff
+from baselines.dqn.export import ModelFileError
+from baselines.dqn.policy import DQNScheduler
+from envs import mdp
+
+SCENARIO = {"name": "fast_slow", "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20},
+                                           {"bandwidth_mbps": 5, "rtt_ms": 200}]}
+APP = {"kind": "bulk", "size_bytes": 300_000}
+
+
+def test_predicted_finish_single_path_is_latency_plus_transfer():
+    f = mdp.predicted_finish(1.0, 1e6, [0.0], [False], [0.05], [1e7])
+    assert f == pytest.approx(1.0 + 0.05 + 0.1)
+
+
+def test_predicted_finish_water_fills_only_paths_that_finish_in_time():
+    # both paths start in time: T = (R + r1 (now + d1) + r2 (now + d2)) / (r1 + r2)
+    f = mdp.predicted_finish(0.0, 2e6, [0, 0], [False, False], [0.02, 0.04], [1e7, 1e7])
+    assert f == pytest.approx((2e6 + 1e7 * 0.02 + 1e7 * 0.04) / 2e7)
+    # a path whose first byte would arrive after the finish is not used
+    f = mdp.predicted_finish(0.0, 1e5, [0, 0], [False, False], [0.02, 0.5], [1e7, 1e7])
+    assert f == pytest.approx(0.02 + 0.01)
+
+
+def test_predicted_finish_waits_for_data_in_flight():
+    f = mdp.predicted_finish(0.0, 0.0, [0.1, 0.0], [True, False], [0.3, 0.02], [1e6, 1e7])
+    assert f == pytest.approx(0.4)
+    assert mdp.predicted_finish(2.0, 0.0, [0.1, 0.0], [True, False], [0.3, 0.02], [1e6, 1e7]) == 2.0
+
+
+def test_input_sizes_and_names_of_both_mdps():
+    assert mdp.n_inputs(2, "packet_rate") == 8 and mdp.n_inputs(2, "completion") == 19
+    assert len(mdp.feature_names(3, "completion")) == mdp.n_inputs(3, "completion")
+    assert mdp.reward_of_inputs(19, 2) == "completion" and mdp.reward_of_inputs(8, 2) == "packet_rate"
+    assert mdp.reward_of_inputs(7, 2) is None
+    with pytest.raises(envs.ConfigError, match="unknown reward 'nope'"):
+        mdp.n_inputs(2, "nope")
+
+
+class _FullSecond(DQNScheduler):
+    """Always asks for path 1 (a completion agent waits while it is full)."""
+
+    def _choose(self, state) -> int:
+        return 1
+
+
+def test_completion_action_on_a_full_path_waits_instead_of_committing():
+    sched = _FullSecond(reward="completion", epsilon=0.0)
+    m = envs.run_episode(SCENARIO, APP, sched, 0).metrics
+    assert m["path0_bytes"] == 0 and m["path1_bytes"] > 0
+    # the paper MDP commits the packet to the full path and is not asked again
+    # until it left; the completion agent is asked again at every ACK meanwhile
+    paper = _FullSecond(reward="packet_rate", epsilon=0.0)
+    assert envs.run_episode(SCENARIO, APP, paper, 0).metrics["path0_bytes"] == 0
+
+    class P:  # a path view: full when bytes_in_flight + mss > cwnd
+        def __init__(self, inflight):
+            self.bytes_in_flight, self.mss, self.cwnd = inflight, 1350, 13500
+
+    class V:
+        paths = [P(0), P(13500)]
+
+    assert mdp.decode_action(V, 0) == 0 and mdp.decode_action(V, 1) is None
+
+
+def test_completion_credit_closes_every_recorded_decision_once():
+    seen = []
+
+    class Spy(DQNScheduler):
+        def on_transition(self, state, action, reward, next_state, done, time):
+            seen.append((state, action, reward, next_state, done, time))
+
+    sched = Spy(reward="completion", epsilon=1.0, seed=3)
+    sched.recording = True
+    res = envs.run_episode(SCENARIO, APP, sched, 0)
+    sched.end_episode(True)
+    assert len(seen) == sched.decisions
+    assert seen[-1][4] is True and not any(t[4] for t in seen[:-1])
+    times = [t[5] for t in seen]
+    assert times == sorted(times)
+    assert all(math.isfinite(t[2]) for t in seen)
+    assert all(len(t[0]) == 19 and len(t[3]) == 19 for t in seen)
+    assert res.metrics["download_time_s"] > 0
+
+
+def test_sending_late_on_the_slow_path_costs_more_than_waiting():
+    """The credit's core: with estimates fixed, a packet that would finish after
+    the fast path could finish everything is charged the difference."""
+    now, unsent = 0.0, 20 * 1290
+    srtts, rates = [0.02, 0.4], [6e6, 6e5]
+    before = mdp.predicted_finish(now, unsent, [0, 0], [True, False], srtts, rates)
+    slow = mdp.predicted_finish(now, unsent - 1290, [0, now], [True, True], srtts, rates)
+    fast = mdp.predicted_finish(now, unsent - 1290, [now, 0], [True, False], srtts, rates)
+    assert before - slow < -0.3 < 0 < before - fast
+
+
+def test_a_completion_model_does_not_load_into_a_paper_agent(tmp_path):
+    agent = DQNOff(reward="completion")
+    agent.build(2)
+    agent.trained = True
+    agent.save(tmp_path)
+    with pytest.raises(ModelFileError, match="takes 19 inputs"):
+        DQNOff(reward="packet_rate", model=str(tmp_path))
+    again = DQNOff(reward="completion", model=str(tmp_path))
+    x = np.ones((1, 19), np.float32)
+    assert np.array_equal(again.q_values(x), agent.q_values(x))
+
+
+def test_dqn_off_learns_from_rule_logs_on_the_completion_mdp():
+    agent = DQNOff(reward="completion", seed=1)
+    out = agent.fit(SCENARIO, APP, seed=100, collect_episodes=6, behaviour="rules",
+                    gradient_steps=300, progress=False)
+    assert out["logged_episodes"] == 6 and out["transitions"] > 100
+    m = envs.run_episode(SCENARIO, APP, agent, 0).metrics
+    assert not m["timed_out"] and m["download_time_s"] < 5.0
