@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from baselines.rule_based import BLEST, DAPS, ECF, STMS, MinRTT, RoundRobin
+from baselines.rule_based import BLEST, DAPS, ECF, STMS, FixedSplit, MinRTT, RoundRobin
 from envs.errors import ConfigError
 
 SCHEDULERS: dict = {
@@ -22,6 +22,7 @@ SCHEDULERS: dict = {
     "ecf": ECF,
     "daps": DAPS,
     "stms": STMS,
+    "fixed_split": FixedSplit,
     "peekaboo": "baselines.bandit.peekaboo:Peekaboo",
     "mpeekaboo": "baselines.bandit.mpeekaboo:MPeekaboo",
     "srpt_ecf": "baselines.stream_aware.srpt_ecf:SRPTECF",
@@ -54,4 +55,4 @@ def make_scheduler(name: str, **kwargs):
 
 
 __all__ = ["SCHEDULERS", "make_scheduler", "scheduler_class",
-           "RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS"]
+           "RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS", "FixedSplit"]

@@ -1,4 +1,4 @@
-"""Gymnasium environment of FALCON's MDP: one step = one scheduling decision.
+"""Gymnasium environment of the learned schedulers' MDPs: one step = one scheduling decision.
 
 The emulator calls its scheduler from inside the event loop; this module turns
 that around. An internal scheduler (:class:`_AgentScheduler`) answers a
@@ -9,8 +9,23 @@ connection send (``Connection.try_send``), which asks again for the next
 packet, and runs the simulator until the next request, the end of the
 application or the time limit. The agent's thinking costs no emulated time.
 
-MDP (``SPEC-falcon.md``, "Learning elements")
----------------------------------------------
+Two MDPs (:mod:`envs.mdp`, their one home); ``reward=`` picks one.
+
+**Completion MDP** (``reward="completion"``, the default, the DQN agents'
+default too): observation ``Box(COMPLETION_LOW, COMPLETION_HIGH, (8 *
+n_paths + 3,), float32)`` (:func:`envs.mdp.completion_features_into`);
+action ``Discrete(n_paths)``: the path gets the next packet if it has window
+room, else the agent waits and is asked again at the next ACK (a path that
+never sent gets one probe packet first, :func:`envs.mdp.probe_path`); the
+reward of a decision is its reduction of the predicted completion time,
+known only after the hindsight horizon (:class:`envs.mdp.CompletionCredit`),
+so, as for ``"packet_rate"`` below, each step's reward is the sum of the
+credits that became known during it (the final step adds all the rest) and
+the final ``info["decision_rewards"]`` gives each step its own decision's
+credit (the RLlib backend trains on those).
+
+**Paper MDP** (``SPEC-falcon.md``, "Learning elements"; the other rewards)
+--------------------------------------------------------------------------
 
 **Observation**: ``Box(0, OBS_HIGH, (4 * n_paths,), float32)``, one block of four
 features per path, in path order (see :data:`FEATURES` and
@@ -41,7 +56,7 @@ when some path could send.
 
 **Reward** (``reward=``):
 
-* ``"goodput"`` (default): in-order bytes delivered to the client application
+* ``"goodput"``: in-order bytes delivered to the client application
   during the step (from the previous decision to this one) divided by the
   payload of one packet, i.e. "packets of goodput" obtained since the previous
   decision. Finite even when the step takes no emulated time (several
@@ -110,17 +125,25 @@ from gymnasium import spaces
 from envs.apps import normalise_app
 from envs.errors import ConfigError
 from envs.mdp import (  # the MDP's one home; re-exported here
+    COMPLETION,
+    COMPLETION_HIGH,
+    COMPLETION_LOW,
     FEATURES,
     GOODPUT_MIN_INTERVAL_S,
     GOODPUT_RATE_SCALE_BPS,
+    HINDSIGHT_RTTS,
     OBS_HIGH,
     PACKET_RATE,
     RATE_SCALE_PKTS,
     REWARDS,
     RTT_SCALE_S,
+    CompletionCredit,
     ack_credit,
+    decode_action,
     feature_names,
+    n_inputs,
     observe_into,
+    probe_path,
     step_reward,
 )
 from envs.metrics import episode_metrics
@@ -129,7 +152,7 @@ from envs.scenario import normalise_scenario
 from envs.scheduler import Scheduler
 
 #: every reward the environment offers
-ENV_REWARDS = (*REWARDS, PACKET_RATE)
+ENV_REWARDS = (*REWARDS, PACKET_RATE, COMPLETION)
 #: final-info key of the per-decision credits of the "packet_rate" reward
 DECISION_REWARDS_KEY = "decision_rewards"
 
@@ -239,17 +262,81 @@ class _AgentScheduler(Scheduler):
         return extra
 
 
+class _CompletionAgent(Scheduler):
+    """The completion MDP's side of the environment (:mod:`envs.mdp`): at a
+    decision request it computes the state and stops the simulator; the
+    action then goes through the MDP's decoding (probe, path or wait), and
+    the completion credit of every decision is collected per step."""
+
+    name = "gym-agent"
+    reask_when_idle = False     # a wait is on a full path: its ACK asks again
+
+    def __init__(self, hindsight_rtts: float):
+        self.hindsight_rtts = hindsight_rtts
+        self.action: int | None = None
+        self.requested = False
+        self.sim = None
+        self.state: list[float] = []
+        self.credits: list[float] = []      # per step (decision), NaN while unknown
+        self.step_credit = 0.0
+        self._credit: CompletionCredit | None = None
+        self._steps: deque = deque()         # step index of each open record
+
+    def reset(self, view) -> None:
+        self.sim = view.sim
+        self.action = None
+        self.requested = False
+        self.credits = []
+        self.step_credit = 0.0
+        self._credit = CompletionCredit(len(view.paths), self.hindsight_rtts)
+        self._steps = deque()
+
+    def decide(self, view):
+        a = self.action
+        now = self.sim.now
+        if a is None:
+            self.state = self._credit.observe(view, now)
+            self._take(self._credit.ready(view, now))
+            self.requested = True
+            self.sim.stop()
+            return None
+        self.action = None
+        probe = probe_path(view)
+        if probe is not None:
+            a = probe
+        d = decode_action(view, a)
+        self._credit.acted(self.state, a, d is not None, now)
+        self._steps.append(len(self.credits))
+        self.credits.append(math.nan)
+        return d
+
+    def _take(self, transitions) -> None:
+        for t in transitions:
+            i = self._steps.popleft()
+            self.credits[i] = t[2]
+            self.step_credit += t[2]
+
+    def close_episode(self, view, now: float, done: bool) -> float:
+        """Close every open decision; returns the credits that became known."""
+        before = self.step_credit
+        self._take(self._credit.finish(view, now, done))
+        self.credits = [0.0 if c != c else c for c in self.credits]
+        return self.step_credit - before
+
+
 class MultipathSchedulingEnv(gym.Env):
-    """FALCON's multipath-scheduling MDP over the packet-level emulator (see
-    the module docstring for observation, action, reward and episode).
+    """The multipath-scheduling MDP over the packet-level emulator (see the
+    module docstring for observation, action, reward and episode).
 
     Args:
         scenario: scenario dict (``envs/SCHEMA.md``); default static 4G + 5G.
         app: app dict; default a 2 MB bulk download.
         max_steps: truncate after this many decisions (None: no limit).
         max_duration_s: emulated-time limit [s]; default the scenario's.
-        reward: ``"goodput"`` (default), ``"goodput_rate"``, ``"ack_rate"`` or
-            ``"packet_rate"`` (module docstring, "Reward").
+        reward: ``"completion"`` (default), ``"goodput"``, ``"goodput_rate"``, ``"ack_rate"`` or
+            ``"packet_rate"`` (module docstring, "Reward"); it names the MDP.
+        hindsight_rtts: ``"completion"`` only: path estimates of a decision's
+            credit taken this many smoothed RTTs after it (:mod:`envs.mdp`).
         scenario_sampler: ``callable(np_random) -> scenario dict`` called at
             every reset (e.g. a meta-learner's task sampler); overrides
             ``scenario``. Every sampled scenario must have ``n_paths`` paths.
@@ -264,7 +351,7 @@ class MultipathSchedulingEnv(gym.Env):
 
     def __init__(self, scenario: Mapping | None = None, app: Mapping | None = None, *,
                  max_steps: int | None = None, max_duration_s: float | None = None,
-                 reward: str = "goodput",
+                 reward: str = COMPLETION, hindsight_rtts: float = HINDSIGHT_RTTS,
                  scenario_sampler: Callable[[np.random.Generator], Any] | None = None,
                  n_paths: int | None = None, render_mode: str | None = None):
         if reward not in ENV_REWARDS:
@@ -285,13 +372,19 @@ class MultipathSchedulingEnv(gym.Env):
             n_paths = len(s["paths"])
         self.n_paths = int(n_paths)
         self.render_mode = render_mode
-        self.observation_space = spaces.Box(0.0, OBS_HIGH, (4 * self.n_paths,), np.float32)
+        self._completion = reward == COMPLETION
+        n_in = n_inputs(self.n_paths, reward)
+        if self._completion:
+            self.observation_space = spaces.Box(COMPLETION_LOW, COMPLETION_HIGH, (n_in,), np.float32)
+        else:
+            self.observation_space = spaces.Box(0.0, OBS_HIGH, (n_in,), np.float32)
         self.action_space = spaces.Discrete(self.n_paths)
         self._per_decision = reward == PACKET_RATE
-        self._sched = _AgentScheduler(ack_feedback=(reward == "ack_rate"), per_decision=self._per_decision)
-        self._obs = np.zeros(4 * self.n_paths, dtype=np.float32)
-        self._vals = [0.0] * (4 * self.n_paths)
-        self._pack = struct.Struct(f"={4 * self.n_paths}f").pack_into
+        self._sched = (_CompletionAgent(float(hindsight_rtts)) if self._completion else
+                       _AgentScheduler(ack_feedback=(reward == "ack_rate"), per_decision=self._per_decision))
+        self._obs = np.zeros(n_in, dtype=np.float32)
+        self._vals = [0.0] * n_in
+        self._pack = struct.Struct(f"={n_in}f").pack_into
         self._rew_goodput = reward == "goodput"
         self.emulation = None
         self.connection = None
@@ -344,6 +437,8 @@ class MultipathSchedulingEnv(gym.Env):
         sched.ack_count = 0
         if self._per_decision:
             sched.begin_step()
+        elif self._completion:
+            sched.step_credit = 0.0
         if sched.requested:
             sched.requested = False
             sched.action = a
@@ -356,7 +451,7 @@ class MultipathSchedulingEnv(gym.Env):
 
         if self._rew_goodput:   # inlined: the common case
             reward = (conn.delivered - delivered0) * self._inv_payload
-        elif self._per_decision:
+        elif self._per_decision or self._completion:
             reward = sched.step_credit
         else:
             reward = step_reward(self.reward_kind, conn.delivered - delivered0, sim.now - t0,
@@ -372,6 +467,9 @@ class MultipathSchedulingEnv(gym.Env):
                     "episode_steps": self._steps}
             if self._per_decision:
                 reward += sched.close_episode(sim.now)
+                info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
+            elif self._completion:
+                reward += sched.close_episode(conn, sim.now, terminated)
                 info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
         else:
             info = {}
@@ -400,7 +498,10 @@ class MultipathSchedulingEnv(gym.Env):
         # Python floats are packed straight into the preallocated float32
         # buffer (struct is several times faster than numpy item or slice
         # assignment for a handful of values); the caller gets a copy.
-        self._pack(self._obs, 0, *observe_into(self.connection, self._vals))
+        vals = self._sched.state if self._completion else observe_into(self.connection, self._vals)
+        if self._completion and not vals:      # episode over before any decision
+            vals = [0.0] * len(self._vals)
+        self._pack(self._obs, 0, *vals)
         return self._obs.copy()
 
     @property

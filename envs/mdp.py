@@ -17,11 +17,12 @@ its ``reward`` kind:
     it sends nearly everything on one path, because the credit prices a
     packet's own delay and never the capacity an idle path leaves unused.
 
-``completion`` (``reward: completion`` in an agent config)
+``completion`` (the default of the DQN agents, ``reward: completion``)
     * **Action** = a path index. A path with congestion-window room gets the
       next packet now; a path without room means *wait* for it: nothing is
       sent, and the agent is asked again at the next ACK, loss or app event
-      (:func:`decode_action`), so it can change its mind. "Always the fast
+      (:func:`decode_action`), so it can change its mind. A path that never
+      sent a packet gets one first (:func:`probe_path`). "Always the fast
       path" (one path), minRTT, round robin and ECF/BLEST-style waiting are all
       policies of this action space.
     * **Reward**: the reduction of the *predicted completion time* of the
@@ -90,6 +91,9 @@ COMPLETION_PATH_FEATURES = ("log_rate", "fill", "has_room", "srtt", "rtt_cv", "l
                             "lateness", "has_rtt_sample")
 #: connection features of the completion MDP (after the per-path blocks)
 COMPLETION_GLOBAL_FEATURES = ("remaining_time", "log_unsent", "flow_credit")
+#: bounds of every completion-MDP state entry (each feature is clipped inside them)
+COMPLETION_LOW = -10.0
+COMPLETION_HIGH = 30.0
 #: default estimates delay of the completion credit [smoothed RTTs of the slowest path]
 HINDSIGHT_RTTS = 1.0
 
@@ -183,10 +187,23 @@ def ack_credit(now: float, sent_time: float) -> float:
 # ------------------------------------------------------------- completion MDP
 def path_estimates(view) -> tuple[list[float], list[float]]:
     """Per path: smoothed RTT [s] and the window-limited delivery rate
-    ``cwnd / srtt`` [payload bytes per s] of a connection ``view``."""
+    ``cwnd / srtt`` [payload bytes per s] of a connection ``view``.
+
+    A path without an RTT sample yet is taken to be as good as the best
+    probed one (the lowest srtt, the highest rate): optimism about what is
+    unknown. With RFC 9002's 333 ms initial guess instead, a path that was
+    never used would look slow for ever, and a policy that ignores the fast
+    path would be judged right by the very prediction it starves."""
     pay = view.payload
     srtts = [p.srtt for p in view.paths]
     rates = [p.cwnd / p.mss * pay / p.srtt for p in view.paths]
+    probed = [i for i, p in enumerate(view.paths) if p.has_rtt_sample]
+    if probed and len(probed) < len(srtts):
+        best_srtt = min(srtts[i] for i in probed)
+        best_rate = max(rates[i] for i in probed)
+        for i, p in enumerate(view.paths):
+            if not p.has_rtt_sample:
+                srtts[i], rates[i] = best_srtt, best_rate
     return srtts, rates
 
 
@@ -235,7 +252,7 @@ def completion_features_into(view, now: float, finish: float, vals: list) -> lis
     for p in view.paths:
         srtt = p.srtt
         cwnd = p.cwnd
-        vals[k] = math.log1p(cwnd / p.mss / srtt / 100.0)
+        vals[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), COMPLETION_HIGH)
         vals[k + 1] = _clip(p.bytes_in_flight / cwnd, 0.0, 2.0)
         vals[k + 2] = 1.0 if p.bytes_in_flight + p.mss <= cwnd else 0.0
         vals[k + 3] = _clip(srtt / 0.1, 0.0, 10.0)
@@ -248,6 +265,18 @@ def completion_features_into(view, now: float, finish: float, vals: list) -> lis
     vals[k + 1] = math.log1p(view.pending_bytes / 1e5)
     vals[k + 2] = _clip(view.send_window / 1e6, 0.0, 10.0)
     return vals
+
+
+def probe_path(view) -> int | None:
+    """Completion MDP: a path with window room that never sent a packet, or
+    None. Such a path gets the next packet whatever the agent prefers: one
+    packet buys the path's first RTT sample, without which neither the
+    prediction nor the agent can judge it (every rule-based scheduler
+    probes unused paths first, too)."""
+    for p in view.paths:
+        if p.packets_sent == 0 and p.bytes_in_flight + p.mss <= p.cwnd:
+            return p.index
+    return None
 
 
 def decode_action(view, action: int):
@@ -344,7 +373,7 @@ class CompletionCredit:
 
 __all__ = ["RTT_SCALE_S", "RATE_SCALE_PKTS", "OBS_HIGH", "GOODPUT_MIN_INTERVAL_S",
            "GOODPUT_RATE_SCALE_BPS", "FEATURES", "REWARDS", "PACKET_RATE", "COMPLETION",
-           "COMPLETION_SCALE_S", "COMPLETION_PATH_FEATURES", "COMPLETION_GLOBAL_FEATURES",
+           "COMPLETION_SCALE_S", "COMPLETION_LOW", "COMPLETION_HIGH", "COMPLETION_PATH_FEATURES", "COMPLETION_GLOBAL_FEATURES",
            "HINDSIGHT_RTTS", "ALL_REWARDS", "mdp_of", "n_inputs", "feature_names",
            "reward_of_inputs", "observe_into", "step_reward", "ack_credit", "path_estimates",
-           "predicted_finish", "completion_features_into", "decode_action", "CompletionCredit"]
+           "predicted_finish", "completion_features_into", "decode_action", "probe_path", "CompletionCredit"]

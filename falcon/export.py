@@ -67,7 +67,9 @@ def real_states(rec, check: dict) -> np.ndarray | None:
     import envs
     from baselines.dqn.experience import read_experience
     from baselines.dqn.network import NumpyQNet
-    from envs.gym_env import DEFAULT_SCENARIO, observe
+    from baselines.dqn.policy import DQNScheduler
+    from envs.gym_env import DEFAULT_SCENARIO
+    from envs.mdp import reward_of_inputs
 
     if check.get("experience"):
         exp = read_experience(check["experience"])
@@ -77,25 +79,27 @@ def real_states(rec, check: dict) -> np.ndarray | None:
         return exp.state[:4096]
     rs = check.get("real_states") or {}
     episodes = int(rs.get("episodes", 1) or 0)
-    if episodes <= 0 or rec.spec.n_inputs != 4 * rec.spec.n_actions:
+    reward = reward_of_inputs(rec.spec.n_inputs, rec.spec.n_actions)   # which MDP's states
+    if episodes <= 0 or reward is None:
         return None
     n = rec.spec.n_actions
     scenario = rs.get("scenario") or (DEFAULT_SCENARIO if n == 2 else
                                        {"name": f"{n}x4g", "paths": [{"link": "4g"}] * n})
-    qnet = NumpyQNet(rec.weights, rec.spec)
     states: list[np.ndarray] = []
 
-    class Greedy(envs.Scheduler):
+    class Greedy(DQNScheduler):
         name = "export-check"
 
-        def decide(self, view):
-            s = observe(view)
-            states.append(s)
-            return int(qnet(s).argmax())
+        def _choose(self, state) -> int:
+            states.append(state)
+            return super()._choose(state)
 
+    sched = Greedy(reward=reward, hidden=rec.spec.hidden, epsilon=0.0)
+    sched.spec = rec.spec
+    sched.qnet = NumpyQNet(rec.weights, rec.spec)
     app = {"kind": "bulk", "size_bytes": int(rs.get("app_bytes", 500_000))}
     for i in range(episodes):
-        envs.run_episode(scenario, app, Greedy(), int(rs.get("seed", 0)) + i)
+        envs.run_episode(scenario, app, sched, int(rs.get("seed", 0)) + i)
     return np.asarray(states, np.float32) if states else None
 
 

@@ -6,6 +6,10 @@ by reference) and returns ``[worker(job) for job in jobs]`` in job order,
 whatever order they finish in. With deterministic workers the three runtimes
 therefore give identical results.
 
+``on_result(i, result)``, when given, is called in this process as each
+job's result arrives (completion order, ``i`` = the job's position), e.g. to
+print a progress line per job on any runtime.
+
 ``runtime=local`` (``workers: 1``) runs everything in this process and needs
 no Ray; ``workers: N`` uses N spawned processes. ``runtime=ray`` submits one
 Ray task per job to the cluster at ``runtime.address`` (null: a private local
@@ -30,32 +34,35 @@ def _progress(total: int, enabled: bool, desc: str):
 
 
 def run_jobs(jobs: Sequence, worker: Callable[[Any], Any], runtime: dict | None = None, *,
-             progress: bool = True, desc: str = "episodes") -> list:
+             progress: bool = True, desc: str = "episodes",
+             on_result: Callable[[int, Any], None] | None = None) -> list:
     """``[worker(job) for job in jobs]``, run on the configured runtime, in job order."""
     runtime = dict(runtime or {})
     name = runtime.get("name", "local")
+    report = on_result or (lambda i, result: None)
     if name == "local":
         workers = int(runtime.get("workers") or 1)
         if workers <= 1 or len(jobs) <= 1:
-            return _run_inline(jobs, worker, progress, desc)
-        return _run_pool(jobs, worker, workers, progress, desc)
+            return _run_inline(jobs, worker, progress, desc, report)
+        return _run_pool(jobs, worker, workers, progress, desc, report)
     if name == "ray":
-        return _run_ray(jobs, worker, runtime, progress, desc)
+        return _run_ray(jobs, worker, runtime, progress, desc, report)
     raise ConfigError(f"runtime.name: unknown runtime {name!r} (known: local, ray)")
 
 
-def _run_inline(jobs, worker, progress, desc) -> list:
+def _run_inline(jobs, worker, progress, desc, report) -> list:
     out = []
     with _progress(len(jobs), progress, desc) as bar:
-        for job in jobs:
+        for i, job in enumerate(jobs):
             out.append(worker(job))
             bar.update(1)
+            report(i, out[-1])
     return out
 
 
-def _run_pool(jobs, worker, workers, progress, desc) -> list:
+def _run_pool(jobs, worker, workers, progress, desc, report) -> list:
     import multiprocessing as mp
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     results: list = [None] * len(jobs)
     ctx = mp.get_context("spawn")  # no fork of a process that may hold torch/MLflow threads
@@ -65,10 +72,12 @@ def _run_pool(jobs, worker, workers, progress, desc) -> list:
         pending = set(futures)
         try:
             while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                # each completion (progress, on_result); a worker's exception re-raises here
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     results[futures[fut]] = fut.result()  # re-raises the worker's exception
                     bar.update(1)
+                    report(futures[fut], results[futures[fut]])
         except BaseException:
             for fut in pending:
                 fut.cancel()
@@ -89,7 +98,7 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         raise ConfigError(f"runtime.address: no Ray cluster reachable at {address!r} ({e})") from None
 
 
-def _run_ray(jobs, worker, runtime, progress, desc) -> list:
+def _run_ray(jobs, worker, runtime, progress, desc, report) -> list:
     import logging
 
     import ray
@@ -125,6 +134,7 @@ def _run_ray(jobs, worker, runtime, progress, desc) -> list:
                     for ref in done:
                         results[where[ref]] = ray.get(ref)
                         bar.update(1)
+                        report(where[ref], results[where[ref]])
             except RayTaskError as e:
                 for ref in pending:
                     ray.cancel(ref)

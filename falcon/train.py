@@ -15,9 +15,12 @@ evaluated like every other agent. Rule-based agents have nothing to train:
 the command says so and evaluates them.
 
 ``job:`` selects another job of the same entry point: ``build_bank``
-(``experiment=build_bank``: build the meta-model bank, :mod:`falcon.bank_job`)
-or ``meta_evidence`` (``experiment=meta_evidence``: does meta-learning help,
-:mod:`falcon.evidence_job`).
+(``experiment=build_bank``: build the meta-model bank, :mod:`falcon.bank_job`),
+``meta_evidence`` (``experiment=meta_evidence``: does meta-learning help,
+:mod:`falcon.evidence_job`), FALCON's online experiments (``convergence``,
+``stress``, ``k_impact``) or the learnability suite (``learnability``:
+rules, best fixed split and learners trained per condition,
+:mod:`falcon.experiments.learnability`), each ``falcon/experiments/<job>.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from falcon.jobs import instantiate_agent, seed_globals
 
 #: jobs of falcon/experiments/<job>.py (each has run_job(cfg)): FALCON's online experiments
 ONLINE_EXPERIMENTS = ("convergence", "stress", "k_impact")
+#: every job of falcon/experiments/<job>.py: the online experiments and the learnability suite
+EXPERIMENTS = (*ONLINE_EXPERIMENTS, "learnability")
 
 
 def is_trainable(agent_cfg) -> bool:
@@ -103,13 +108,13 @@ def _hydra_main(cfg: DictConfig) -> None:
 
         run_evidence_job(cfg)
         return
-    if job in ONLINE_EXPERIMENTS:
+    if job in EXPERIMENTS:
         import importlib
 
         importlib.import_module(f"falcon.experiments.{job}").run_job(cfg)
         return
     if job != "train":
-        known = ", ".join(["train", "build_bank", "meta_evidence", *ONLINE_EXPERIMENTS])
+        known = ", ".join(["train", "build_bank", "meta_evidence", *EXPERIMENTS])
         raise ConfigError(f"job: unknown job {job!r} (known: {known})")
     train_seed = check_int(cfg, "train_seed", 0)
     context = {"bank_config": to_plain(cfg.get("bank")), "runtime": check_runtime(cfg.get("runtime"))}

@@ -70,7 +70,7 @@ import numpy as np
 
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
-from baselines.dqn.policy import DQNScheduler
+from baselines.dqn.policy import PACKET_RATE, DQNScheduler
 from baselines.rule_based import MinRTT
 from envs.errors import ConfigError
 from envs.runner import run_episode
@@ -260,7 +260,7 @@ class FixedPath(Scheduler):
 
 def greedy_scheduler(theta: np.ndarray, spec: QNetSpec) -> DQNScheduler:
     """A DQN scheduler acting greedily (epsilon 0) with flat parameters ``theta`` ``[P]``."""
-    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0)
+    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0, reward=PACKET_RATE)   # the bank's MDP
     s.spec = spec                     # preset: reset() then builds no learner
     s.qnet = NumpyQNet(split_params(spec, np.array(theta, np.float32)), spec)
     return s

@@ -183,21 +183,21 @@ def test_adapter_state_is_the_environment_observation():
             seen.append((observe(view), view.now))
             return super().decide(view)
 
-    sched = Spy(seed=0, epsilon=0.0)
+    sched = Spy(reward="packet_rate", seed=0, epsilon=0.0)
     envs.run_episode(SCENARIO, SMALL_APP, sched, 3)
-    env = MultipathSchedulingEnv(SCENARIO, SMALL_APP)
+    env = MultipathSchedulingEnv(SCENARIO, SMALL_APP, reward="goodput")
     obs, _ = env.reset(seed=0)
     assert seen and seen[0][0].shape == obs.shape == (8,)
     assert sched.decisions == len(seen)
 
 
 def test_greedy_adapter_is_deterministic_and_picklable():
-    a = DQNScheduler(seed=4, epsilon=0.0)
+    a = DQNScheduler(reward="packet_rate", seed=4, epsilon=0.0)
     r1 = envs.run_episode(SCENARIO, SMALL_APP, a, 1).metrics
     b = pickle.loads(pickle.dumps(a))
     r2 = envs.run_episode(SCENARIO, SMALL_APP, b, 1).metrics
     assert r1["download_time_s"] == r2["download_time_s"]
-    eps = DQNScheduler(seed=4, epsilon=1.0)
+    eps = DQNScheduler(reward="packet_rate", seed=4, epsilon=1.0)
     shares = envs.run_episode(SCENARIO, SMALL_APP, eps, 1).metrics
     assert 0.2 < shares["path1_share"] < 0.8     # uniformly random paths
 
@@ -209,7 +209,7 @@ def test_packet_rate_reward_is_the_credit_of_the_decision():
         def on_transition(self, state, action, reward, next_state, done, time):
             seen.append((action, reward, time))
 
-    sched = Spy(seed=0, epsilon=1.0)
+    sched = Spy(reward="packet_rate", seed=0, epsilon=1.0)
     sched.recording = True
     envs.run_episode(SCENARIO, SMALL_APP, sched, 0)
     assert len(seen) > 0.8 * sched.decisions
@@ -246,7 +246,7 @@ def test_unknown_reward_and_bad_epsilon():
     with pytest.raises(ConfigError, match="reward"):
         DQNScheduler(reward="speed")
     with pytest.raises(ConfigError, match="epsilon"):
-        DQNScheduler(epsilon=2)
+        DQNScheduler(reward="packet_rate", epsilon=2)
 
 
 # ------------------------------------------------------------------ async trainer
@@ -284,7 +284,7 @@ def test_synchronous_mode_deploys_at_once():
 def test_dqn_on_old_policy_schedules_while_training():
     """Within the emulator: decisions between a job's start and its end use
     the old weights; the new ones arrive step_cost later."""
-    agent = DQNOn(seed=0, warmup=32, train_step_cost_s=0.004, steps_per_update=2)
+    agent = DQNOn(reward="packet_rate", seed=0, warmup=32, train_step_cost_s=0.004, steps_per_update=2)
     deploys = []
     base_deploy = agent.deploy
 
@@ -311,7 +311,7 @@ def test_dqn_on_old_policy_schedules_while_training():
 
 # ------------------------------------------------------------------ DQN-On / DQN-Off plumbing
 def test_dqn_on_buffers_nearby_conditions():
-    agent = DQNOn(seed=1, buffer={"deviations": [-0.06, -0.03, 0.03, 0.06], "packets_per_condition": 50,
+    agent = DQNOn(reward="packet_rate", seed=1, buffer={"deviations": [-0.06, -0.03, 0.03, 0.06], "packets_per_condition": 50,
                                   "pretrain_steps": 20})
     out = agent.fit(SCENARIO, SMALL_APP, seed=0, episodes=1, progress=False)
     # 50 decisions per condition; a decision whose packet is never sent (blocked on a
@@ -319,12 +319,12 @@ def test_dqn_on_buffers_nearby_conditions():
     assert 0.95 * 200 <= out["buffered_transitions"] <= 200
     assert agent.trainer.gradient_steps >= 20
     with pytest.raises(ConfigError, match="fit"):
-        envs.run_episode(SCENARIO, SMALL_APP, DQNOn(buffer={"deviations": [0.03]}), 0)
+        envs.run_episode(SCENARIO, SMALL_APP, DQNOn(reward="packet_rate", buffer={"deviations": [0.03]}), 0)
 
 
 def test_dqn_on_fit_logs_a_learning_curve_and_progress(capsys):
     points = []
-    agent = DQNOn(seed=0, log_every=1)
+    agent = DQNOn(reward="packet_rate", seed=0, log_every=1)
     out = agent.fit(SCENARIO, SMALL_APP, seed=0, episodes=2, log=lambda m, step: points.append((step, m)))
     assert [s for s, _ in points] == [0, 1]
     assert {"download_time_s", "loss", "gradient_steps", "online_packets"} <= set(points[0][1])
@@ -334,32 +334,32 @@ def test_dqn_on_fit_logs_a_learning_curve_and_progress(capsys):
 
 def test_dqn_off_needs_training_and_rejects_a_foreign_log(tmp_path):
     with pytest.raises(ConfigError, match="not trained"):
-        envs.run_episode(SCENARIO, SMALL_APP, DQNOff(), 0)
+        envs.run_episode(SCENARIO, SMALL_APP, DQNOff(reward="packet_rate"), 0)
     rec = ExperienceRecorder(2, "goodput")
     rec.begin_episode(SCENARIO, 0)
     rec.add(np.zeros(8), 0, 1.0, np.zeros(8), False, 0.0)
     rec.write(tmp_path / "exp.h5")
     with pytest.raises(ConfigError, match="reward"):
-        DQNOff().fit(SCENARIO, SMALL_APP, experience=str(tmp_path / "exp.h5"), gradient_steps=1,
+        DQNOff(reward="packet_rate").fit(SCENARIO, SMALL_APP, experience=str(tmp_path / "exp.h5"), gradient_steps=1,
                      progress=False)
 
 
 def test_save_and_load_roundtrip(tmp_path):
-    agent = DQNOn(seed=2, hidden=[16, 16, 16])
+    agent = DQNOn(reward="packet_rate", seed=2, hidden=[16, 16, 16])
     agent.fit(SCENARIO, SMALL_APP, seed=0, episodes=1, progress=False)
     agent.save(tmp_path / "m")
     assert (tmp_path / "m" / "model.h5").is_file() and (tmp_path / "m" / "agent.json").is_file()
-    loaded = DQNOff(model=str(tmp_path / "m"), hidden=[16, 16, 16])
+    loaded = DQNOff(reward="packet_rate", model=str(tmp_path / "m"), hidden=[16, 16, 16])
     x = np.random.default_rng(0).uniform(0, 5, (5, 8)).astype(np.float32)
     np.testing.assert_array_equal(loaded.q_values(x), agent.q_values(x))
     with pytest.raises(ModelFileError, match="hidden layers"):
-        DQNOff(model=str(tmp_path / "m"))
+        DQNOff(reward="packet_rate", model=str(tmp_path / "m"))
 
 
 # ------------------------------------------------------------------ experience logs
 def test_experience_log_roundtrip_and_append(tmp_path):
     path = tmp_path / "exp.h5"
-    agent = DQNOn(seed=0, hidden=[8, 8, 8])
+    agent = DQNOn(reward="packet_rate", seed=0, hidden=[8, 8, 8])
     agent.fit(SCENARIO, SMALL_APP, seed=3, episodes=2, experience_log=str(path), progress=False)
     exp = read_experience(path)
     assert len(exp) > 100 and exp.n_episodes == 2 and exp.reward == "packet_rate"
@@ -427,7 +427,7 @@ def test_deviate_scenario_scales_rtt_variation_and_loss_only():
 def test_trained_dqn_on_copies_run_identically():
     """falcon.train hands trained schedulers to the runtime as deep copies
     (local) or pickles (Ray): both must continue exactly like the original."""
-    agent = DQNOn(seed=0, hidden=[16, 16, 16])
+    agent = DQNOn(reward="packet_rate", seed=0, hidden=[16, 16, 16])
     agent.fit(SCENARIO, SMALL_APP, seed=0, episodes=1, progress=False)
     runs = [envs.run_episode(SCENARIO, SMALL_APP, a, 5).metrics["download_time_s"]
             for a in (copy.deepcopy(agent), pickle.loads(pickle.dumps(agent)), agent)]
@@ -446,7 +446,7 @@ def test_ack_of_a_packet_sent_before_the_oldest_pending_decision_is_not_credited
     from baselines.dqn.policy import DQNScheduler
 
     got = []
-    sched = DQNScheduler(seed=0)
+    sched = DQNScheduler(reward="packet_rate", seed=0)
     sched.build(2)
     sched.recording = True
     sched.on_transition = lambda s, a, r, s2, d, t: got.append(r)
@@ -457,3 +457,34 @@ def test_ack_of_a_packet_sent_before_the_oldest_pending_decision_is_not_credited
     assert got == [] and len(sched._pending[0]) == 1
     sched.on_packet_acked(view, 0, 1350, sent_time=1.0)                 # the decision's own packet
     assert got == [pytest.approx(0.1 / 0.05)] and not sched._pending[0]
+
+
+@pytest.mark.parametrize("technique", [t for t in TECHNIQUES if t != "bmm"])
+def test_conservative_q_gradients_agree_across_techniques(technique):
+    cfg = DQNConfig(cql_alpha=0.7)
+    ref = BatchedDQN(QNetSpec(8, 3, (16, 16, 16)), 2, cfg, seed=3, technique="bmm")
+    alt = BatchedDQN(QNetSpec(8, 3, (16, 16, 16)), 2, cfg, seed=3, technique=technique)
+    for i in range(3):
+        b = batch(2, seed=i)
+        b = (b[0], b[1] % 3, *b[2:])
+        la, lb = ref.update(*b), alt.update(*b)
+        torch.testing.assert_close(la, lb, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ref.flat, alt.flat.detach(), atol=1e-5, rtol=1e-4)
+
+
+def test_conservative_q_keeps_unlogged_actions_below_logged_ones():
+    """CQL: with only action 0 in the data, Q(s, 1) is pushed below Q(s, 0)."""
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0, 1, (1, 64, 2)).astype(np.float32)
+    a = np.zeros((1, 64), np.int64)
+    r = np.zeros((1, 64), np.float32)
+    gaps = {}
+    for alpha in (0.0, 1.0):
+        learner = BatchedDQN(QNetSpec(2, 2, (16, 16, 16)), 1, DQNConfig(cql_alpha=alpha), seed=0)
+        for _ in range(300):
+            learner.update(s, a, r, s, np.ones_like(r))
+        q = learner.q(s)[0].detach().numpy()
+        gaps[alpha] = float((q[:, 0] - q[:, 1]).mean())
+    assert gaps[1.0] > 0.5 and gaps[1.0] > gaps[0.0] + 0.5
+    with pytest.raises(ConfigError, match="cql_alpha"):
+        DQNConfig(cql_alpha=-1.0)

@@ -46,7 +46,7 @@ def test_dqn_on_improves_online_and_ends_below_round_robin(rule_based):
     # Agent seed 3: its random initial network prefers the slow path, so there
     # is something to learn (with other seeds the initial policy can already
     # be fair; the evidence script reports every seed).
-    agent = DQNOn(seed=3)
+    agent = DQNOn(reward="packet_rate", seed=3)
     agent.build(2)
     scratch = median_download(SCENARIO, lambda: copy.deepcopy(agent))   # DQN-On(Z), 0 packets
     out = agent.fit(SCENARIO, APP, seed=1000, episodes=5, progress=False)
@@ -60,7 +60,7 @@ def test_dqn_on_improves_online_and_ends_below_round_robin(rule_based):
 
 @pytest.fixture(scope="module")
 def dqn_off():
-    agent = DQNOff(seed=0)
+    agent = DQNOff(reward="packet_rate", seed=0)
     # logged experience of the examined conditions: six episodes of a random behaviour policy
     agent.fit(SCENARIO, APP, seed=2000, collect_episodes=6, behaviour="random", gradient_steps=2000,
               progress=False)

@@ -18,16 +18,16 @@ APP = {"kind": "bulk", "size_bytes": 200_000}
 
 
 def test_backend_selection_and_options():
-    assert DQNOn().backend == "torch"
-    agent = DQNOn(backend="rllib", rllib={"iterations": 2, "num_env_runners": 1})
+    assert DQNOn(reward="packet_rate").backend == "torch"
+    agent = DQNOn(reward="packet_rate", backend="rllib", rllib={"iterations": 2, "num_env_runners": 1})
     assert agent.backend == "rllib" and agent.rllib_options["iterations"] == 2
-    assert agent.rllib_options["env_reward"] == "packet_rate"         # defaults filled in
+    assert agent.rllib_options["env_reward"] is None                  # defaults filled in: the agent's MDP
     with pytest.raises(ConfigError, match="backend"):
-        DQNOn(backend="tensorflow")
+        DQNOn(reward="packet_rate", backend="tensorflow")
     with pytest.raises(ConfigError, match="unknown option"):
-        DQNOn(backend="rllib", rllib={"iters": 2})
+        DQNOn(reward="packet_rate", backend="rllib", rllib={"iters": 2})
     with pytest.raises(ConfigError, match="env_reward"):
-        DQNOn(backend="rllib", rllib={"env_reward": "throughput"})
+        DQNOn(reward="packet_rate", backend="rllib", rllib={"env_reward": "throughput"})
 
 
 def test_rllib_config_and_weight_extraction_without_ray():
@@ -41,7 +41,7 @@ def test_rllib_config_and_weight_extraction_without_ray():
     )
     from envs.gym_env import MultipathSchedulingEnv
 
-    agent = DQNOn(backend="rllib", hidden=[32, 32, 32], epsilon=0.3, rllib={"iterations": 1})
+    agent = DQNOn(reward="packet_rate", backend="rllib", hidden=[32, 32, 32], epsilon=0.3, rllib={"iterations": 1})
     agent.build(2)
     cfg = build_config(agent, SCENARIO, APP, seed=0, options=agent.rllib_options)
     assert not ray.is_initialized()
@@ -89,7 +89,7 @@ def test_episode_end_callback_attributes_the_decision_credits():
 
 @pytest.mark.slow
 def test_rllib_backend_trains_and_schedules():
-    agent = DQNOn(backend="rllib", rllib={"iterations": 2, "rollout_fragment_length": 100, "num_cpus": 1})
+    agent = DQNOn(reward="packet_rate", backend="rllib", rllib={"iterations": 2, "rollout_fragment_length": 100, "num_cpus": 1})
     points = []
     out = agent.fit(SCENARIO, APP, seed=0, log=lambda m, step: points.append(m), progress=False)
     assert out["iterations"] == 2 and len(points) == 2 and out["env_steps"] >= 200

@@ -205,7 +205,7 @@ def test_export_entry_point_in_process(tmp_path, compose, capsys):
     from falcon import cli
     from falcon.export import run_export
 
-    sched = DQNScheduler(seed=1, hidden=[24, 24, 24])
+    sched = DQNScheduler(reward="packet_rate", seed=1, hidden=[24, 24, 24])
     envs.run_episode(SCENARIO, {"kind": "bulk", "size_bytes": 100_000}, sched, 0)   # builds the net
     sched.save(tmp_path / "models" / "dqn")
     out = tmp_path / "export"
@@ -275,7 +275,7 @@ def test_train_logs_the_learning_curve_and_exports(tmp_path, compose, capsys):
     out = tmp_path / "export"
     run_export(compose("export", [f"model={staging}", f"output={out}"]))
     assert sorted(p.name for p in out.iterdir()) == ["dqn_on.h5", "dqn_on.onnx", "summary.json"]
-    x = random_states(8, 10)
+    x = random_states(trained.spec.n_inputs, 10)   # the default (completion) MDP: 19 inputs
     np.testing.assert_allclose(onnx_q_values(out / "dqn_on.onnx", x), trained.q_values(x), atol=1e-5)
 
 

@@ -46,12 +46,12 @@ def random_policy(obs, rng):
 
 
 def test_check_env_passes():
-    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
     check_env(env.unwrapped, skip_render_check=True)
 
 
 def test_spaces_and_initial_observation():
-    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
     assert env.observation_space.shape == (8,)
     assert env.observation_space.dtype == np.float32
     assert env.action_space == gym.spaces.Discrete(2)
@@ -71,7 +71,7 @@ def test_spaces_and_initial_observation():
 
 @pytest.mark.parametrize("policy", [lambda o, r: 0, random_policy], ids=["path0", "random"])
 def test_full_episode_terminates_with_app_complete(policy):
-    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
     obs, rewards, actions, info, term = rollout(env, 3, policy)
     assert term
     assert env.application.done
@@ -90,7 +90,7 @@ def test_full_episode_terminates_with_app_complete(policy):
 
 
 def test_same_seed_same_trajectory_different_seed_differs():
-    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
     o1, r1, a1, _, _ = rollout(env, 7, random_policy)
     o2, r2, a2, _, _ = rollout(env, 7, random_policy)
     assert a1 == a2
@@ -99,13 +99,13 @@ def test_same_seed_same_trajectory_different_seed_differs():
     o3, r3, _, _, _ = rollout(env, 8, random_policy)
     assert o1.shape != o3.shape or not np.array_equal(o1, o3)
     # a second, independent instance reproduces the same trajectory
-    o4, r4, _, _, _ = rollout(MultipathSchedulingEnv(SCENARIO, APP), 7, random_policy)
+    o4, r4, _, _, _ = rollout(MultipathSchedulingEnv(SCENARIO, APP, reward="goodput"), 7, random_policy)
     np.testing.assert_array_equal(o1, o4)
     np.testing.assert_array_equal(r1, r4)
 
 
 def test_chosen_path_carries_the_packet():
-    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
     env.reset(seed=5)
     rng = np.random.default_rng(0)
     steps = 0
@@ -134,7 +134,7 @@ class _Alternate(Scheduler):
 def test_env_reproduces_the_plain_emulator_bit_for_bit():
     """Driving the env with a policy equal to a Scheduler gives exactly the
     run that the scheduler gets from run_episode with the same emulator seed."""
-    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
     env.reset(seed=11)
     i = 0
     while True:
@@ -188,14 +188,14 @@ def test_packet_rate_credits_every_decision_with_its_own_packet():
 
 
 def test_truncation_by_max_steps_and_max_duration():
-    env = MultipathSchedulingEnv(SCENARIO, APP, max_steps=10)
+    env = MultipathSchedulingEnv(SCENARIO, APP, max_steps=10, reward="goodput")
     env.reset(seed=0)
     for _ in range(10):
         _, _, term, trunc, info = env.step(0)
     assert trunc and not term
     assert info["episode_steps"] == 10 and info["metrics"]["timed_out"] == 1.0
 
-    env = MultipathSchedulingEnv(SCENARIO, APP, max_duration_s=0.05)
+    env = MultipathSchedulingEnv(SCENARIO, APP, max_duration_s=0.05, reward="goodput")
     _, _, _, info, term = rollout(env, 0, lambda o, r: 0)
     assert not term
     assert info["metrics"]["timed_out"] == 1.0
@@ -210,7 +210,7 @@ def test_scenario_sampler_draws_from_np_random():
         seen.append(loss)
         return {"paths": [{"link": "4g", "loss": loss}, {"link": "wlan"}]}
 
-    env = MultipathSchedulingEnv(app=APP, scenario_sampler=sampler)
+    env = MultipathSchedulingEnv(app=APP, scenario_sampler=sampler, reward="goodput")
     assert env.n_paths == 2
     seen.clear()
     env.reset(seed=1)
@@ -225,14 +225,14 @@ def test_scenario_sampler_draws_from_np_random():
 def test_bad_arguments():
     with pytest.raises(ConfigError):
         MultipathSchedulingEnv(SCENARIO, APP, reward="nope")
-    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
     env.reset(seed=0)
     with pytest.raises(ValueError):
         env.step(2)
 
 
 def test_sync_vector_env_two_envs():
-    venv = gym.vector.SyncVectorEnv([lambda: MultipathSchedulingEnv(SCENARIO, APP) for _ in range(2)])
+    venv = gym.vector.SyncVectorEnv([lambda: MultipathSchedulingEnv(SCENARIO, APP, reward="goodput") for _ in range(2)])
     obs, _ = venv.reset(seed=[0, 1])
     assert obs.shape == (2, 8) and obs.dtype == np.float32
     finished = 0
@@ -249,7 +249,7 @@ def test_sync_vector_env_two_envs():
 
 
 def test_gymnasium_make():
-    env = gym.make(ENV_ID, app=APP)
+    env = gym.make(ENV_ID, app=APP, reward="goodput")
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     obs, r, term, trunc, info = env.step(env.action_space.sample())
@@ -268,4 +268,4 @@ def test_register_rllib_does_not_start_ray():
     env = _global_registry.get(ENV_CREATOR, name)({"app": APP})
     assert isinstance(env, MultipathSchedulingEnv)
     obs, _ = env.reset(seed=0)
-    assert obs.shape == (8,)
+    assert obs.shape == (19,)     # the default (completion) MDP, two paths

@@ -57,7 +57,8 @@ class _FullSecond(DQNScheduler):
 def test_completion_action_on_a_full_path_waits_instead_of_committing():
     sched = _FullSecond(reward="completion", epsilon=0.0)
     m = envs.run_episode(SCENARIO, APP, sched, 0).metrics
-    assert m["path0_bytes"] == 0 and m["path1_bytes"] > 0
+    # path 0 only carries its one probe packet (mdp.probe_path)
+    assert 0 < m["path0_bytes"] <= 1350 and m["path1_bytes"] > 0
     # the paper MDP commits the packet to the full path and is not asked again
     # until it left; the completion agent is asked again at every ACK meanwhile
     paper = _FullSecond(reward="packet_rate", epsilon=0.0)
@@ -123,3 +124,48 @@ def test_dqn_off_learns_from_rule_logs_on_the_completion_mdp():
     assert out["logged_episodes"] == 6 and out["transitions"] > 100
     m = envs.run_episode(SCENARIO, APP, agent, 0).metrics
     assert not m["timed_out"] and m["download_time_s"] < 5.0
+
+
+def test_gymnasium_env_offers_the_completion_mdp():
+    from gymnasium.utils.env_checker import check_env
+
+    from envs.gym_env import DECISION_REWARDS_KEY, MultipathSchedulingEnv
+
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="completion")
+    check_env(env, skip_render_check=True)
+    assert env.observation_space.shape == (19,)
+    obs, _ = env.reset(seed=2)
+    rng = np.random.default_rng(0)
+    total, steps = 0.0, 0
+    while True:
+        obs, r, term, trunc, info = env.step(int(rng.integers(2)))
+        assert env.observation_space.contains(obs)
+        total += r
+        steps += 1
+        if term or trunc:
+            break
+    credits = info[DECISION_REWARDS_KEY]
+    # one credit per decision, attributed; the step rewards add up to the same return
+    assert term and len(credits) == steps and np.isfinite(credits).all()
+    assert total == pytest.approx(float(credits.sum()), rel=1e-4, abs=1e-3)
+
+
+def test_rllib_trains_on_the_agents_mdp_by_default():
+    from baselines.dqn.dqn_on import DQNOn
+    from baselines.dqn.rllib_backend import (
+        attribute_decision_rewards,
+        build_config,
+        extract_weights,
+    )
+    from envs.gym_env import MultipathSchedulingEnv
+
+    agent = DQNOn(backend="rllib", hidden=[16, 16, 16], rllib={"iterations": 1})
+    agent.build(2)
+    cfg = build_config(agent, SCENARIO, APP, seed=0, options=agent.rllib_options)
+    assert cfg.env_config["reward"] == "completion" and cfg.batch_mode == "complete_episodes"
+    assert cfg.callbacks_on_episode_end is attribute_decision_rewards
+    module = cfg.get_rl_module_spec(env=MultipathSchedulingEnv(SCENARIO, APP, reward="completion")).build()
+    weights = extract_weights(module, agent.spec)
+    assert [w.shape for w in weights][0] == (19, 16)
+    with pytest.raises(envs.ConfigError, match="differs from the agent's reward"):
+        DQNOn(backend="rllib", rllib={"env_reward": "packet_rate"}).fit(SCENARIO, APP)

@@ -75,3 +75,12 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, tty):
     monkeypatch.setattr(sys, "stderr", err)
     assert run_jobs([3, -4], abs, {"name": "local"}, progress=True, desc="episodes") == [3, 4]
     assert ("episodes: 100%" in err.getvalue()) is tty
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_on_result_is_called_once_per_job_as_it_arrives(workers):
+    seen = []
+    out = run_jobs([3, -4, 5, -6], abs, {"name": "local", "workers": workers}, progress=False,
+                   on_result=lambda i, r: seen.append((i, r)))
+    assert out == [3, 4, 5, 6]
+    assert sorted(seen) == [(0, 3), (1, 4), (2, 5), (3, 6)]

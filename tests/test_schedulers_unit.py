@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from baselines import SCHEDULERS, make_scheduler
-from baselines.rule_based import BLEST, DAPS, ECF, STMS, MinRTT, RoundRobin
+from baselines.rule_based import BLEST, DAPS, ECF, STMS, FixedSplit, MinRTT, RoundRobin
 from baselines.rule_based.daps import build_schedule, delay_ticks
 from envs.errors import ConfigError
 from envs.scheduler import Decision, Scheduler
@@ -113,6 +113,48 @@ def test_roundrobin_cycles_over_paths_with_room():
     for p in v.paths:
         p.bytes_in_flight = 10 * MSS
     assert rr.decide(v) is None
+
+
+# ---------------------------------------------------------------- fixed split
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.3, 0.5, 2 / 3, 0.9, 1.0])
+def test_fixed_split_holds_its_share_after_every_packet(share):
+    fs = FixedSplit(share=share)
+    v = view([path(0.01), path(0.2)])      # both always have room: the split alone decides
+    for n in range(1, 201):
+        d = fs.decide(v)
+        assert d in (0, 1)
+        send(v, d)
+        v.paths[d].bytes_in_flight = 0
+        assert abs(v.paths[0].packets_sent - share * n) < 1.0     # path 0 carries ceil(share x n)
+    assert v.paths[0].packets_sent == math.ceil(round(share * 200, 9))
+
+
+def test_fixed_split_waits_when_the_chosen_path_is_full():
+    fs = FixedSplit(share=0.5)
+    v = view([path(0.01, inflight=10 * MSS), path(0.2)])       # path 0's turn, but it is full
+    assert fs.decide(v) is None                                 # no fallback to path 1
+    v.paths[0].bytes_in_flight = 0
+    assert fs.decide(v) == 0
+    send(v, 0)
+    v.paths[1].bytes_in_flight = 10 * MSS                       # path 1's turn, full
+    assert fs.decide(v) is None
+    # retransmissions follow the same rule (the decision only counts packets sent)
+    v.retransmit_bytes = 5 * MSS
+    assert fs.decide(v) is None
+    v.paths[1].bytes_in_flight = 0
+    assert fs.decide(v) == 1
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5, math.nan, "half", True, None])
+def test_fixed_split_rejects_a_bad_share(share):
+    with pytest.raises(ConfigError, match=r"share: expected a number in \[0, 1\]"):
+        FixedSplit(share=share)
+
+
+def test_fixed_split_needs_two_paths():
+    assert make_scheduler("fixed_split").share == 0.5
+    with pytest.raises(ConfigError, match="needs exactly 2 paths, the scenario has 3"):
+        FixedSplit(share=0.2).reset(view([path(), path(), path()]))
 
 
 # ---------------------------------------------------------------- BLEST

@@ -183,8 +183,8 @@ class DQNOff(DQNScheduler):
                 "final_loss": float(np.mean(losses[-100:])) if losses else math.nan}
 
     def fit(self, scenario, app, seed: int = 0, experience: str | Sequence[str] | None = None,
-            collect_episodes: int = 20, behaviour: str = "online", behaviour_epsilon: float = 0.3,
-            gradient_steps: int = 5000, experience_out: str | None = None, log: Callable | None = None,
+            collect_episodes: int = 24, behaviour: str = "rules", behaviour_epsilon: float = 0.3,
+            gradient_steps: int = 6000, experience_out: str | None = None, log: Callable | None = None,
             progress: bool = True) -> dict[str, float]:
         """Train offline (module docstring). ``experience``: HDF5 log path(s);
         without it ``collect_episodes`` episodes are logged first (to

@@ -87,6 +87,10 @@ class DQNConfig:
     huber_delta: float = 1.0
     double_q: bool = False      # double-DQN target
     grad_clip: float | None = None   # global gradient-norm clip per model; None = off
+    #: conservative Q-learning (Kumar et al. 2020, CQL(H)) weight for offline
+    #: training: adds ``cql_alpha * (logsumexp_a Q(s, a) - Q(s, a_data))`` to
+    #: the loss, which keeps the greedy policy on actions the log supports; 0 = plain DQN
+    cql_alpha: float = 0.0
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_eps: float = 1e-7      # the Keras default (the paper used keras-rl)
@@ -108,6 +112,8 @@ class DQNConfig:
             bad("huber_delta", "must be positive")
         if self.grad_clip is not None and not self.grad_clip > 0:
             bad("grad_clip", "must be positive or null")
+        if not self.cql_alpha >= 0:
+            bad("cql_alpha", "must be >= 0")
 
     @classmethod
     def from_kwargs(cls, **kw) -> DQNConfig:
@@ -315,6 +321,12 @@ class BatchedDQN:
                                     cfg.huber_delta * (ab - 0.5 * cfg.huber_delta)).sum(-1) * inv_b
             derr = err.clamp(-cfg.huber_delta, cfg.huber_delta).mul_(inv_b)
         dz = torch.zeros_like(q_all).scatter_(-1, idx, derr.unsqueeze(-1))   # dL/dq
+        if cfg.cql_alpha > 0.0:
+            # d/dq [alpha * mean(logsumexp(q) - q_a)] = alpha / B * (softmax(q) - onehot(a))
+            lse = torch.logsumexp(q_all, -1)
+            per_model = per_model + cfg.cql_alpha * inv_b * (lse - q_all.gather(-1, idx).squeeze(-1)).sum(-1)
+            soft = torch.softmax(q_all, -1).scatter_add_(-1, idx, torch.full_like(derr, -1.0).unsqueeze(-1))
+            dz.add_(soft, alpha=cfg.cql_alpha * inv_b)
         grads = self._gviews      # written in place: the optimiser reads the flat buffer
         for i in range(n - 1, -1, -1):
             h = acts[i]
@@ -327,8 +339,11 @@ class BatchedDQN:
 
     def _grads_autograd(self, s, a, y):
         cfg = self.config
-        q = q_values(self.params, s, self.spec).gather(-1, a.unsqueeze(-1)).squeeze(-1)
+        q_all = q_values(self.params, s, self.spec)
+        q = q_all.gather(-1, a.unsqueeze(-1)).squeeze(-1)
         per_model = _td_loss(q - y, cfg.loss, cfg.huber_delta).mean(-1)      # [M]
+        if cfg.cql_alpha > 0.0:
+            per_model = per_model + cfg.cql_alpha * (torch.logsumexp(q_all, -1) - q).mean(-1)
         grads = torch.autograd.grad(per_model.sum(), self.params)
         return grads, per_model.detach()
 
@@ -339,8 +354,12 @@ class BatchedDQN:
             spec, cfg = self.spec, self.config
 
             def loss_one(params, s1, a1, y1):
-                q = q_values_single(params, s1, spec).gather(-1, a1.unsqueeze(-1)).squeeze(-1)
-                return _td_loss(q - y1, cfg.loss, cfg.huber_delta).mean()
+                q_all = q_values_single(params, s1, spec)
+                q = q_all.gather(-1, a1.unsqueeze(-1)).squeeze(-1)
+                loss = _td_loss(q - y1, cfg.loss, cfg.huber_delta).mean()
+                if cfg.cql_alpha > 0.0:
+                    loss = loss + cfg.cql_alpha * (torch.logsumexp(q_all, -1) - q).mean()
+                return loss
 
             self._vmapped = vmap(grad_and_value(loss_one))
         grads, loss = self._vmapped(tuple(p.detach() for p in self.params), s, a, y)

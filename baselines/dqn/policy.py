@@ -65,6 +65,7 @@ from envs.mdp import (
     feature_names,
     n_inputs,
     observe_into,
+    probe_path,
     step_reward,
 )
 from envs.scheduler import Scheduler
@@ -98,12 +99,12 @@ class DQNScheduler(Scheduler):
         seed: seeds the network initialisation, the replay sampling and the
             exploration draws.
         reward: the reward kind, which names the MDP (:mod:`envs.mdp`): one of
-            the paper MDP's (``"packet_rate"``, the default, ``"goodput"``,
-            ``"goodput_rate"``, ``"ack_rate"``) or ``"completion"``
-            (path-or-wait actions, completion-time reward, its own state).
+            the paper MDP's (``"packet_rate"``, ``"goodput"``,
+            ``"goodput_rate"``, ``"ack_rate"``) or ``"completion"`` (the default:
+            path-or-wait actions, completion-time reward, its own state).
         hindsight_rtts: completion reward: path estimates taken this many
             smoothed RTTs (of the slowest path) after a decision.
-        gamma, lr, batch_size, tau, loss, huber_delta, double_q, grad_clip:
+        gamma, lr, batch_size, tau, loss, huber_delta, double_q, grad_clip, cql_alpha:
             :class:`~baselines.dqn.learner.DQNConfig`.
         replay_capacity: transitions kept in the replay memory.
         technique: batched-gradient implementation (``bmm``, ``autograd``, ``vmap``).
@@ -114,11 +115,11 @@ class DQNScheduler(Scheduler):
     name = "dqn"
 
     def __init__(self, hidden=(64, 64, 64), epsilon: float = 0.1, seed: int = 0,
-                 reward: str = PACKET_RATE, gamma: float = 0.9, lr: float = 1e-3,
+                 reward: str = COMPLETION, gamma: float = 0.9, lr: float = 1e-3,
                  batch_size: int = 32, tau: float = 0.01, loss: str = "huber",
                  huber_delta: float = 1.0, double_q: bool = False, grad_clip: float | None = None,
                  replay_capacity: int = 50_000, technique: str = "bmm", model: str | None = None,
-                 hindsight_rtts: float = HINDSIGHT_RTTS):
+                 hindsight_rtts: float = HINDSIGHT_RTTS, cql_alpha: float = 0.0):
         if reward not in ADAPTER_REWARDS:
             raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ADAPTER_REWARDS)}")
         epsilon = float(epsilon)
@@ -135,7 +136,8 @@ class DQNScheduler(Scheduler):
         self.learner_config = DQNConfig(lr=float(lr), batch_size=int(batch_size), gamma=float(gamma),
                                         tau=float(tau), loss=loss, huber_delta=float(huber_delta),
                                         double_q=bool(double_q),
-                                        grad_clip=None if grad_clip is None else float(grad_clip))
+                                        grad_clip=None if grad_clip is None else float(grad_clip),
+                                        cql_alpha=float(cql_alpha))
         self.replay_capacity = int(replay_capacity)
         self.technique = technique
         self.spec: QNetSpec | None = None
@@ -273,7 +275,9 @@ class DQNScheduler(Scheduler):
                 self.on_transition(*t)
             if budget is not None:
                 self.record_budget = budget - 1
-        a = self._choose(state)
+        a = probe_path(view)
+        if a is None:
+            a = self._choose(state)
         d = decode_action(view, a)
         credit.acted(state, a, d is not None, now, record)
         self._prev_state = state

@@ -13,10 +13,12 @@ network (:func:`extract_weights`, checked against the module's Q-values on
 random states), so the trained scheduler schedules, keeps learning online
 and exports exactly like a torch-backend DQN-On.
 
-Reward (``rllib.env_reward``, default ``"packet_rate"``): the environment's
-``"packet_rate"`` gives every decision the per-decision credit of the torch
-backend, ``0.1 s / (t_ack - t_decision)``, but a packet's fate is known an
-RTT after its step returned. RLlib therefore samples complete episodes
+Reward (``rllib.env_reward``, default null: the agent's ``reward``, i.e. its
+MDP, so that the weights RLlib learns fit the agent): the environment's
+``"completion"`` and ``"packet_rate"`` give every decision the credit the
+torch backend gives it (:mod:`envs.mdp`), but a decision's credit is known
+only some time after its step returned (an RTT for ``packet_rate``, the
+hindsight horizon for ``completion``). RLlib therefore samples complete episodes
 (``batch_mode="complete_episodes"``) and an ``on_episode_end`` callback
 (:func:`attribute_decision_rewards`) overwrites the episode's step rewards
 with the per-decision credits of the final ``info["decision_rewards"]``
@@ -50,7 +52,7 @@ import numpy as np
 
 from envs.errors import ConfigError
 from envs.gym_env import DECISION_REWARDS_KEY, ENV_REWARDS
-from envs.mdp import PACKET_RATE
+from envs.mdp import COMPLETION, PACKET_RATE
 
 #: options of the RLlib backend (``agent.rllib.*``) and their defaults
 DEFAULTS: dict = {
@@ -59,7 +61,7 @@ DEFAULTS: dict = {
     "num_env_runners": 0,             # 0: sample in the driver process; >0: Ray actors
     "num_cpus": None,                 # ray.init(num_cpus=...) when Ray is started here
     "address": None,                  # an existing Ray cluster ("auto", "ray://host:10001")
-    "env_reward": PACKET_RATE,        # the environment's reward used by RLlib
+    "env_reward": None,               # the environment's reward (its MDP); None = the agent's
     "learning_starts": 64,            # env steps before the first update
     "training_intensity": None,       # replayed / sampled steps; None = batch_size / train_interval
     "max_steps": None,                # truncate training episodes after this many decisions
@@ -79,7 +81,7 @@ def check_options(options: Mapping) -> dict:
     if int(out["num_env_runners"]) < 0:
         raise ConfigError(f"rllib.num_env_runners: must be >= 0, got {out['num_env_runners']!r}")
     out["num_env_runners"] = int(out["num_env_runners"])
-    if out["env_reward"] not in ENV_REWARDS:
+    if out["env_reward"] is not None and out["env_reward"] not in ENV_REWARDS:
         raise ConfigError(f"rllib.env_reward: unknown reward {out['env_reward']!r}; choose one of "
                           f"{list(ENV_REWARDS)}")
     return out
@@ -108,7 +110,10 @@ def build_config(agent, scenario, app, seed: int, options: Mapping):
     opts = check_options(options)
     name = register_rllib()
     lc = agent.learner_config
-    env_config = {"scenario": scenario, "app": app, "reward": opts["env_reward"]}
+    reward = opts["env_reward"] or agent.reward_kind
+    env_config = {"scenario": scenario, "app": app, "reward": reward}
+    if reward == COMPLETION:
+        env_config["hindsight_rtts"] = agent.hindsight_rtts
     if opts["max_steps"] is not None:
         env_config["max_steps"] = int(opts["max_steps"])
     eps = float(agent.epsilon)
@@ -126,7 +131,7 @@ def build_config(agent, scenario, app, seed: int, options: Mapping):
     if intensity is None:
         intensity = lc.batch_size / agent.trainer.train_interval
     training["training_intensity"] = float(intensity)
-    per_decision = opts["env_reward"] == PACKET_RATE
+    per_decision = reward in (PACKET_RATE, COMPLETION)   # credits attributed at the episode's end
     cfg = (RLlibDQNConfig()
            .environment(env=name, env_config=env_config)
            .framework("torch")
@@ -196,7 +201,7 @@ def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, 
     from envs.scenario import normalise_scenario
 
     opts = check_options(options)
-    if agent.reward_kind != opts["env_reward"]:
+    if opts["env_reward"] is not None and agent.reward_kind != opts["env_reward"]:
         # the weights come back into the agent: both must see one MDP
         raise ConfigError(f"rllib.env_reward: {opts['env_reward']!r} differs from the agent's reward "
                           f"{agent.reward_kind!r}; the Gymnasium env offers {list(ENV_REWARDS)}")

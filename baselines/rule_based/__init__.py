@@ -1,4 +1,5 @@
-"""Rule-based multipath schedulers: round robin, minRTT, BLEST, ECF, DAPS, STMS.
+"""Rule-based multipath schedulers: round robin, minRTT, BLEST, ECF, DAPS, STMS,
+and the fixed-split reference of the learnability suite.
 
 Each is a :class:`envs.scheduler.Scheduler` with a registry ``name``; the
 exact rules are in ``design/SPEC-baselines.md`` and each module's docstring.
@@ -7,8 +8,9 @@ exact rules are in ``design/SPEC-baselines.md`` and each module's docstring.
 from baselines.rule_based.blest import BLEST
 from baselines.rule_based.daps import DAPS
 from baselines.rule_based.ecf import ECF
+from baselines.rule_based.fixed_split import FixedSplit
 from baselines.rule_based.minrtt import MinRTT
 from baselines.rule_based.roundrobin import RoundRobin
 from baselines.rule_based.stms import STMS
 
-__all__ = ["RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS"]
+__all__ = ["RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS", "FixedSplit"]

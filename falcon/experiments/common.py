@@ -260,25 +260,28 @@ def _json_default(v):
     return str(v)
 
 
-def write_outputs(folder: Path, name: str, results: Mapping, table: str) -> None:
-    """``<name>.json`` (results) and ``<name>.txt`` (table) in ``folder``
-    (the staged output folder: it appears whole or not at all)."""
+def write_outputs(folder: Path, name: str, results: Mapping, table: str, table_file: str | None = None) -> None:
+    """``<name>.json`` (results) and the table (``table_file``, default
+    ``<name>.txt``) in ``folder`` (the staged output folder: it appears whole
+    or not at all)."""
     (folder / f"{name}.json").write_text(json.dumps(results, indent=2, default=_json_default,
                                                     allow_nan=True) + "\n")
-    (folder / f"{name}.txt").write_text(table)
+    (folder / (table_file or f"{name}.txt")).write_text(table)
 
 
-def publish(tracker, folder: Path, name: str, results: Mapping, table_fn, plot_fn) -> Mapping:
+def publish(tracker, folder: Path, name: str, results: Mapping, table_fn, plot_fn,
+            table_file: str | None = None) -> Mapping:
     """The end every experiment shares: its wall time (and the reference's
-    median, when it has one) to MLflow, the results JSON and text table, the
-    plot ``<name>.png`` in ``folder``, the table on stdout."""
+    median, when it has one) to MLflow, the results JSON and text table
+    (``table_file``, default ``<name>.txt``), the plot ``<name>.png`` in
+    ``folder``, the table on stdout."""
     metrics = {"wall_s": results["wall_s"]}
     ref = results.get("reference")
     if isinstance(ref, Mapping) and "median_time_s" in ref:
         metrics["reference/median_time_s"] = ref["median_time_s"]
     tracker.log_metrics(metrics)
     text = table_fn(results)
-    write_outputs(folder, name, results, text)
+    write_outputs(folder, name, results, text, table_file)
     plot_fn(results, folder / f"{name}.png")
     print(text, end="")
     return results
@@ -347,9 +350,10 @@ def run_tracked(cfg, job: str, params: Mapping, body: Callable) -> dict:
 
 def job_config(cfg, job: str):
     """``(cfg, section)``: the run's config, with its ``quick_variant``
-    merged in when ``quick=true`` (the seconds-long variant of the job), and
-    the job's own section ``cfg.<job>`` as a plain dict."""
-    from omegaconf import OmegaConf
+    merged in when ``quick=true`` (the seconds-long variant of the job; it
+    may add keys, e.g. per-agent overrides to an empty mapping), and the
+    job's own section ``cfg.<job>`` as a plain dict."""
+    from omegaconf import OmegaConf, open_dict
 
     from falcon.config import to_plain
 
@@ -357,7 +361,8 @@ def job_config(cfg, job: str):
         variant = cfg.get("quick_variant")
         if variant is None:
             raise ConfigError(f"quick=true: the {job} config has no quick_variant")
-        cfg = OmegaConf.merge(cfg, variant)
+        with open_dict(cfg):
+            cfg = OmegaConf.merge(cfg, variant)
     section = to_plain(cfg.get(job))
     if not isinstance(section, Mapping):
         raise ConfigError(f"{job}: the job's settings ({job}: ...) are missing; use experiment={job}")

@@ -1,0 +1,147 @@
+"""The learnability suite (falcon/experiments/learnability.py): the quick
+suite end to end, its scores recomputed from the JSON, condition lists from
+the command line, bad conditions stopped before any training, and results
+that do not depend on the runtime."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import envs
+from baselines import make_scheduler
+from envs.errors import ConfigError
+from falcon.experiments import learnability as lb
+
+SLOW_FAST = ("{name: x, scenario: {paths: [{bandwidth_mbps: 50, rtt_ms: 10}, "
+             "{bandwidth_mbps: 5, rtt_ms: 150}]}}")
+
+
+def _quick(compose, *extra):
+    return compose("train", ["experiment=learnability", "quick=true", "progress=false", "runtime.workers=1",
+                             *extra])
+
+
+def test_quick_suite_end_to_end(compose, tmp_path):
+    out = tmp_path / "suite"
+    res = lb.run_job(_quick(compose, "tracking=none", f"output={out}"))
+    assert res["mlflow_run_id"] is None and res["output"] == str(out)
+    for name in ("learnability.json", "table.txt", "learnability.png", "summary.json", "config.json"):
+        assert (out / name).is_file(), name
+    data = json.loads((out / "learnability.json").read_text())
+    rules, learners = data["settings"]["rules"], data["settings"]["learners"]
+    assert rules == ["minrtt", "blest", "ecf", "rr", "daps", "stms"] and learners == ["dqn_off", "dqn_on"]
+    assert data["schedulers"] == [*rules, "best_fixed_split", *learners]
+    assert [c["name"] for c in data["conditions"]] == ["t1_4g_5g", "t1_4g_wlan", "t1_5g_wlan"]
+    assert data["settings"]["seeds"] == [0, 1, 2]
+    assert all(c["app"]["size_bytes"] == 200_000 for c in data["conditions"])
+    # every scheduler has its runs; the best rule is the rule with the lowest median
+    for cond, res_c in data["results"].items():
+        sch = res_c["schedulers"]
+        assert list(sch) == data["schedulers"]
+        assert all(len(s["download_time_s"]["values"]) == 3 for s in sch.values())
+        medians = {r: sch[r]["download_time_s"]["median"] for r in rules}
+        assert res_c["best_rule"] == {"name": min(medians, key=medians.get), "median_s": min(medians.values())}
+        shares = {float(k): v["median"] for k, v in sch["best_fixed_split"]["shares"].items()}
+        assert len(shares) == 11 and sch["best_fixed_split"]["share"] == min(shares, key=shares.get)
+        for n in learners:
+            exp = sch[n]["train"]["experience"]
+            assert exp["packets"] > 0 and exp["episodes"] == {"dqn_on": 3, "dqn_off": 2}[n]
+            assert exp["kind"] == {"dqn_on": "online", "dqn_off": "offline"}[n]
+            assert (out / "models" / cond / n / "model.h5").is_file()
+    # the suite score is the geometric mean of median / best-rule median over the conditions
+    for n in data["schedulers"]:
+        ratios = [r["schedulers"][n]["download_time_s"]["median"] / r["best_rule"]["median_s"]
+                  for r in data["results"].values()]
+        assert data["suite_score"][n] == pytest.approx(math.exp(sum(map(math.log, ratios)) / len(ratios)))
+    assert min(data["suite_score"][r] for r in rules) >= 1.0
+    for n, w in data["within_best_rule"].items():
+        assert w["count"] == sum(r["schedulers"][n]["ratio"] <= 1.05 for r in data["results"].values())
+    table = (out / "table.txt").read_text()
+    assert "suite score" in table and "t1_5g_wlan" in table
+    metrics = lb.flat_metrics(data)        # what goes to MLflow
+    assert metrics["suite_score/dqn_on"] == data["suite_score"]["dqn_on"]
+    assert metrics["t1_4g_5g/minrtt/median"] == data["results"]["t1_4g_5g"]["schedulers"]["minrtt"][
+        "download_time_s"]["median"]
+
+
+def test_condition_list_from_the_command_line(run_cli, tmp_path, compose):
+    out = tmp_path / "one"
+    res = run_cli("train", "experiment=learnability", "quick=true", "tracking=none", f"output={out}",
+                  "learnability.learners=[]", "learnability.fixed_split_shares=[0.5,1.0]", "runs=2",
+                  "runtime.workers=1",
+                  f"learnability.conditions=[{SLOW_FAST}]")
+    assert res.returncode == 0, res.stderr
+    data = json.loads((out / "learnability.json").read_text())
+    assert [c["name"] for c in data["conditions"]] == ["x"]
+    assert data["conditions"][0]["app"]["size_bytes"] == 200_000          # quick: 200 kB files
+    assert set(data["results"]["x"]["schedulers"]["best_fixed_split"]["shares"]) == {"0.5", "1.0"}
+    jobs = [line for line in res.stderr.splitlines() if line.startswith("learnability: [")]
+    assert len(jobs) == 7 and all(" x " in line for line in jobs)          # one line per rule + fixed split
+    # without quick: a condition with no app is a 2 MB bulk download
+    _, _, conds, _ = lb.settings(compose("train", ["experiment=learnability", f"learnability.conditions=[{SLOW_FAST}]",
+                                                   "learnability.learners=[]"]))
+    assert conds[0]["app"]["kind"] == "bulk" and conds[0]["app"]["size_bytes"] == 2_000_000
+
+
+@pytest.mark.parametrize("path0, message", [
+    ("{bandwidth_mbps: -5, rtt_ms: 10}", "paths[0].bandwidth_mbps: -5"),
+    ("{bandwidth_mbps: 5, rtt_msec: 10}", "unknown key(s) ['rtt_msec']"),
+    ("{trace: no/such.csv, rtt_ms: 10}", "no/such.csv: no such file"),
+])
+def test_bad_condition_exits_2_before_training(run_cli, tmp_path, path0, message):
+    out = tmp_path / "bad"
+    cond = f"{{name: good, scenario: {{paths: [{{link: 4g}}, {{link: 5g}}]}}}}, " \
+           f"{{name: bad, scenario: {{paths: [{path0}, {{link: wlan}}]}}}}"
+    res = run_cli("train", "experiment=learnability", "tracking=none", f"output={out}",
+                  f"learnability.conditions=[{cond}]")
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.stderr
+    assert "bad" in lines[0]
+    assert not out.exists() and not list(tmp_path.glob(".bad*"))
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}]}}]"], "expected 2 paths"),
+    (["learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}, {link: 5g}]}, appp: {}}]"],
+     "unknown key(s) ['appp']"),
+    (["learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}, {link: 5g}]}, app: {kind: video}}]"],
+     "app.kind: unknown app 'video'"),
+    (["learnability.learners=[mpeekaboo]"], "'mpeekaboo' has no train: section"),
+    (["learnability.learners=[minrtt]"], "minrtt listed both as rule and as learner"),
+    (["learnability.rules=[dqn_on]", "learnability.learners=[]"], "'dqn_on' has a train: section"),
+    (["learnability.fixed_split_shares=[0.5,1.5]"], "fixed_split_shares: share: expected a number in [0, 1]"),
+    (["learnability.agent_overrides={nosuch: {epsilon: 0}}"], "agent_overrides: unknown agent 'nosuch'"),
+    (["learnability.rules=[nosuch]"], "unknown agent 'nosuch'"),
+])
+def test_bad_settings_are_one_line_errors(compose, overrides, message):
+    with pytest.raises(ConfigError) as e:
+        lb.settings(compose("train", ["experiment=learnability", *overrides]))
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_results_do_not_depend_on_the_runtime(compose):
+    """Inline and a two-process pool give the same numbers (learner included)."""
+    cfg = compose("train", ["experiment=learnability", "quick=true", "runs=2", "learnability.max_conditions=1",
+                            "learnability.rules=[minrtt,rr]", "learnability.learners=[dqn_on]",
+                            "learnability.fixed_split_shares=[0.3,0.7]",
+                            "learnability.agent_overrides={dqn_on: {train: {episodes: 1}}}"])
+    _, sec, conds, agents = lb.settings(cfg)
+
+    def numbers(workers):
+        res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": workers}, progress=False)
+        return {c: {n: (s["download_time_s"]["values"], s.get("share")) for n, s in r["schedulers"].items()}
+                for c, r in res["results"].items()}, res["suite_score"]
+
+    assert numbers(1) == numbers(2)
+
+
+def test_fixed_split_holds_its_share_in_the_emulator():
+    scen = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 10}, {"bandwidth_mbps": 5, "rtt_ms": 150}]}
+    for share in (0.0, 0.3, 1.0):
+        m = envs.run_episode(scen, {"kind": "bulk", "size_bytes": 300_000},
+                             make_scheduler("fixed_split", share=share), 0).metrics
+        assert m["timed_out"] == 0 and m["path0_share"] == pytest.approx(share, abs=0.01)
