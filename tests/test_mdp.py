@@ -169,3 +169,13 @@ def test_rllib_trains_on_the_agents_mdp_by_default():
     assert [w.shape for w in weights][0] == (19, 16)
     with pytest.raises(envs.ConfigError, match="differs from the agent's reward"):
         DQNOn(backend="rllib", rllib={"env_reward": "packet_rate"}).fit(SCENARIO, APP)
+
+
+def test_logged_rewards_follow_the_agents_hindsight():
+    """DQN-Off's logs are rewarded with its own hindsight horizon (not the default)."""
+    logs = [DQNOff(reward="completion", hindsight_rtts=h).collect(SCENARIO, APP, 5, 1, "rules", 0.0,
+                                                                    progress=False)
+            for h in (0.0, 1.0, 1.0)]
+    assert np.array_equal(logs[1].reward_values, logs[2].reward_values)
+    assert len(logs[0]) == len(logs[1])
+    assert not np.array_equal(logs[0].reward_values, logs[1].reward_values)

@@ -130,7 +130,7 @@ class DQNOff(DQNScheduler):
             raise ConfigError(f"behaviour: unknown {behaviour!r}; known: {list(BEHAVIOURS)}")
         s = normalise_scenario(scenario)
         agent = DQNOn(hidden=self.hidden, epsilon=1.0 if behaviour == "random" else behaviour_epsilon,
-                      seed=self.seed + 101, reward=self.reward_kind,
+                      seed=self.seed + 101, reward=self.reward_kind, hindsight_rtts=self.hindsight_rtts,
                       **{k: v for k, v in self.learner_config.to_dict().items()
                          if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")})
         if behaviour in ("random", "rules"):
