@@ -139,11 +139,9 @@ from envs.mdp import (  # the MDP's one home; re-exported here
     RTT_SCALE_S,
     CompletionCredit,
     ack_credit,
-    decode_action,
     feature_names,
     n_inputs,
     observe_into,
-    probe_path,
     step_reward,
 )
 from envs.metrics import episode_metrics
@@ -301,11 +299,7 @@ class _CompletionAgent(Scheduler):
             self.sim.stop()
             return None
         self.action = None
-        probe = probe_path(view)
-        if probe is not None:
-            a = probe
-        d = decode_action(view, a)
-        self._credit.acted(self.state, a, d is not None, now)
+        _, d = self._credit.act(view, self.state, a, now)
         self._steps.append(len(self.credits))
         self.credits.append(math.nan)
         return d

@@ -326,6 +326,23 @@ class CompletionCredit:
         self._pending_due = now + self.hindsight_rtts * max(srtts)
         return state
 
+    @property
+    def has_open_decision(self) -> bool:
+        """The latest recorded decision still waits for its next state."""
+        return self._last is not None
+
+    def act(self, view, state, action: int, now: float, record: bool = True):
+        """Apply the MDP's action decoding to the agent's ``action`` on
+        ``state`` (a never-used path is probed first, :func:`probe_path`; a
+        full path means wait, :func:`decode_action`) and record the decision.
+        Returns ``(action taken, the scheduler's answer: path or None)``."""
+        probe = probe_path(view)
+        if probe is not None:
+            action = probe
+        decision = decode_action(view, action)
+        self.acted(state, action, decision is not None, now, record)
+        return action, decision
+
     def acted(self, state, action: int, sent: bool, now: float, record: bool = True) -> None:
         """Record the decision taken on ``state`` (``sent``: a packet left now)."""
         if sent:

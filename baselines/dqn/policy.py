@@ -61,7 +61,6 @@ from envs.mdp import (
     PACKET_RATE,
     CompletionCredit,
     ack_credit,
-    decode_action,
     feature_names,
     n_inputs,
     observe_into,
@@ -265,7 +264,7 @@ class DQNScheduler(Scheduler):
         budget = self.record_budget
         if record and budget is not None and budget <= 0:
             record = False
-            if credit._last is not None:          # close the budget's last decision now
+            if credit.has_open_decision:          # close the budget's last decision now
                 for t in credit.finish(view, now, False):
                     self.on_transition(*t)
                 view.sim.stop()
@@ -275,11 +274,8 @@ class DQNScheduler(Scheduler):
                 self.on_transition(*t)
             if budget is not None:
                 self.record_budget = budget - 1
-        a = probe_path(view)
-        if a is None:
-            a = self._choose(state)
-        d = decode_action(view, a)
-        credit.acted(state, a, d is not None, now, record)
+        a = probe_path(view)      # a probe needs no Q-values (nor an exploration draw)
+        a, d = credit.act(view, state, self._choose(state) if a is None else a, now, record)
         self._prev_state = state
         self._prev_action = a
         self.decisions += 1
