@@ -95,3 +95,17 @@ class Scheduler:
 
     def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
         """A packet of ``size`` bytes sent at ``sent_time`` [s] on ``path`` was declared lost."""
+
+
+class FirstWithRoom(Scheduler):
+    """The first path (in index order) with window room, else wait: the
+    cheapest possible Python scheduler, used to measure the emulator's own
+    cost per packet (``benchmarks/emulator_speed.py``)."""
+
+    name = "first_with_room"
+
+    def decide(self, view):
+        for p in view.paths:
+            if p.bytes_in_flight + p.mss <= p.cc.cwnd:
+                return p.index
+        return None

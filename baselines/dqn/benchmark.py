@@ -68,7 +68,7 @@ def decisions_per_second(kind: str, repeats: int, episodes: int) -> dict:
     import envs
     from baselines.dqn.dqn_on import DQNOn
     from baselines.dqn.policy import DQNScheduler
-    from envs.benchmark import FirstWithRoom
+    from envs.scheduler import FirstWithRoom
 
     rates, per_ep = [], []
     for r in range(repeats):

@@ -179,7 +179,6 @@ class DQNScheduler(Scheduler):
         """Per-packet ACK/loss callbacks: only when rewards are computed from them."""
         return self.recording and self.reward_kind in ("ack_rate", PACKET_RATE)
 
-
     # ---------------------------------------------------------- model
     def build(self, n_paths: int) -> None:
         """Create the network, learner and replay memory for ``n_paths`` paths."""
@@ -275,9 +274,7 @@ class DQNScheduler(Scheduler):
             if budget is not None:
                 self.record_budget = budget - 1
         a = probe_path(view)      # a probe needs no Q-values (nor an exploration draw)
-        a, d = credit.act(view, state, self._choose(state) if a is None else a, now, record)
-        self._prev_state = state
-        self._prev_action = a
+        _, d = credit.act(view, state, self._choose(state) if a is None else a, now, record)
         self.decisions += 1
         return d
 

@@ -1,11 +1,10 @@
 """Emulator speed benchmark: emulated packets per CPU-second.
 
-    python -m envs.benchmark [--repeats 7] [--episodes 20] [--size 2000000]
+    python benchmarks/emulator_speed.py [--repeats 7] [--episodes 20] [--size 2000000]
 
 Scenario: a 2 MB bulk transfer over the static 4G+5G pair (Table I links,
-jitter and loss on, OLIA). Two schedulers: minRTT (the registry's, loaded by
-name at run time so that ``envs`` keeps no import of ``baselines``) and a
-trivial Python callback (first path with room), which measures the cost of
+jitter and loss on, OLIA). Two schedulers: minRTT (from the registry) and a
+trivial Python callback (:class:`envs.scheduler.FirstWithRoom`), which measures the cost of
 the emulator itself plus one Python call per decision. Each repeat runs
 ``--episodes`` seeded episodes, setup included, and times them with
 ``time.process_time``; the JSON report gives the median over repeats (the
@@ -15,35 +14,22 @@ figure to quote: this machine is shared and noisy) and every repeat.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import statistics
 import sys
 import time
 
+from baselines import make_scheduler
 from envs.runner import run_episode
-from envs.scheduler import Scheduler
+from envs.scheduler import FirstWithRoom
 
 SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
-
-
-class FirstWithRoom(Scheduler):
-    """The trivial callback: the first path with congestion-window room."""
-
-    name = "first_with_room"
-
-    def decide(self, view):
-        for p in view.paths:
-            if p.bytes_in_flight + p.mss <= p.cc.cwnd:
-                return p.index
-        return None
 
 
 def _scheduler_factory(name: str):
     if name == FirstWithRoom.name:
         return FirstWithRoom
-    registry = importlib.import_module("baselines")  # run-time only: envs must not import baselines
-    return lambda: registry.make_scheduler(name)
+    return lambda: make_scheduler(name)
 
 
 def measure(factory, repeats: int, episodes: int, size: int) -> dict:
