@@ -63,7 +63,7 @@ def dqn_off():
     agent = DQNOff(reward="packet_rate", seed=0)
     # logged experience of the examined conditions: six episodes of a random behaviour policy
     agent.fit(SCENARIO, APP, seed=2000, collect_episodes=6, behaviour="random", gradient_steps=2000,
-              progress=False)
+              models=1, checkpoints=1, selection="last", progress=False)   # the paper's protocol
     return agent, median_download(SCENARIO, lambda: copy.deepcopy(agent))
 
 

@@ -120,7 +120,7 @@ def test_a_completion_model_does_not_load_into_a_paper_agent(tmp_path):
 def test_dqn_off_learns_from_rule_logs_on_the_completion_mdp():
     agent = DQNOff(reward="completion", seed=1)
     out = agent.fit(SCENARIO, APP, seed=100, collect_episodes=6, behaviour="rules",
-                    gradient_steps=300, progress=False)
+                    gradient_steps=300, models=2, checkpoints=2, validation_episodes=8, progress=False)
     assert out["logged_episodes"] == 6 and out["transitions"] > 100
     m = envs.run_episode(SCENARIO, APP, agent, 0).metrics
     assert not m["timed_out"] and m["download_time_s"] < 5.0
