@@ -22,7 +22,7 @@ seeds; the candidates never learn from these episodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from envs.errors import ConfigError
 
