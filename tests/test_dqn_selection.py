@@ -120,3 +120,19 @@ def test_a_large_log_gets_at_least_min_passes_over_it(logged):
     out = agent.train_offline(logged, 10, progress=False, min_passes=2.0)
     assert out["gradient_steps"] == -(-2 * len(logged) // agent.learner_config.batch_size) > 10
     assert agent.train_offline(logged, 10, progress=False)["gradient_steps"] == 10
+
+
+def test_the_agent_config_and_fit_declare_the_same_training_defaults():
+    """configs/agent/dqn_off.yaml's train: section and DQNOff.fit's keyword
+    defaults are two spellings of one set of defaults (Hydra's struct mode
+    needs the keys in the YAML): they must never drift apart."""
+    import inspect
+    from pathlib import Path
+
+    import yaml
+
+    train = yaml.safe_load((Path(__file__).parents[1] / "configs/agent/dqn_off.yaml").read_text())["train"]
+    params = inspect.signature(DQNOff.fit).parameters
+    shared = [k for k in train if k in params]
+    assert {"models", "checkpoints", "selection", "validation_episodes", "min_passes"} <= set(shared)
+    assert {k: train[k] for k in shared} == {k: params[k].default for k in shared}
