@@ -40,6 +40,7 @@ from baselines.dqn.export import ModelRecord, read_hdf5, write_hdf5
 from baselines.dqn.files import ModelFileError
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from envs.errors import ConfigError, FalconInputError
+from envs.mdp import COMPLETION, PACKET_RATE, n_inputs, reward_of_inputs
 from metalearning.grid import ConditionGrid, PathCondition
 
 BANK_FORMAT = "falcon-bank"
@@ -125,6 +126,10 @@ class MetaModelBank:
             raise ConfigError(f"bank spec: expected a QNetSpec, got {type(spec).__name__}")
         if spec.n_actions != grid.n_paths:
             raise ConfigError(f"bank: the networks have {spec.n_actions} actions but the grid {grid.n_paths} paths")
+        if reward_of_inputs(spec.n_inputs, spec.n_actions) is None:
+            raise ConfigError(f"bank: networks of {spec.n_inputs} inputs for {spec.n_actions} paths match no MDP "
+                              f"(paper: {n_inputs(spec.n_actions, PACKET_RATE)}, completion: "
+                              f"{n_inputs(spec.n_actions, COMPLETION)}; envs/mdp.py)")
         params = np.ascontiguousarray(params, dtype=np.float32)
         want = (grid.n_cells, spec.n_parameters)
         if params.shape != want:
@@ -155,6 +160,13 @@ class MetaModelBank:
         return cls(grid, spec, params, meta)
 
     # ---------------------------------------------------------- access
+    @property
+    def reward(self) -> str:
+        """The MDP the meta-models were built on, as its reward kind
+        (``"completion"`` or ``"packet_rate"``, :mod:`envs.mdp`): told by
+        their input width, which differs between the two MDPs."""
+        return reward_of_inputs(self.spec.n_inputs, self.spec.n_actions)
+
     @property
     def n_cells(self) -> int:
         return self.grid.n_cells

@@ -47,6 +47,7 @@ import numpy as np
 from baselines.dqn.files import atomic_path
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import QNetSpec
+from envs.mdp import COMPLETION, n_inputs
 from metalearning.collect import TaskCollector, bulk_app
 from metalearning.grid import ConditionGrid
 from metalearning.reptile import (
@@ -209,7 +210,7 @@ def main(argv=None) -> list[dict]:
     if args.quick:
         args.repeats, args.cells, args.collect_cells, args.models = 1, 3, 3, [1, 3]
     grid = ConditionGrid()
-    spec = QNetSpec(4 * grid.n_paths, grid.n_paths)
+    spec = QNetSpec(n_inputs(grid.n_paths, COMPLETION), grid.n_paths)   # the bank presets' MDP
     dqn = DQNConfig()
     cfg = ReptileConfig(decisions_per_task=64 if args.quick else 512)
     t_start = time.perf_counter()

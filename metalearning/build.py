@@ -37,6 +37,7 @@ from baselines.dqn.files import atomic_path
 from baselines.dqn.learner import DQNConfig
 from baselines.dqn.network import QNetSpec
 from envs.errors import ConfigError, FalconInputError
+from envs.mdp import COMPLETION, PACKET_RATE, n_inputs
 from metalearning.bank import MetaModelBank, read_bank_header
 from metalearning.checks import plain
 from metalearning.grid import ConditionGrid
@@ -44,10 +45,11 @@ from metalearning.reptile import ReptileConfig, reptile_cells
 
 #: bumped whenever task collection or the inner loop changes what a build
 #: computes (part of the fingerprint, so an older bank is rebuilt, not reused)
-BUILD_VERSION = 2
+BUILD_VERSION = 3
 
 #: keys of a bank build config (``configs/bank/*.yaml``)
-BUILD_KEYS = ("name", "path", "seed", "hidden", "grid", "dqn", "reptile", "chunk_size", "checkpoint_every")
+BUILD_KEYS = ("name", "path", "seed", "reward", "hidden", "grid", "dqn", "reptile", "chunk_size",
+              "checkpoint_every")
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class BankBuildSpec:
         name: preset name (recorded in the file).
         grid: the condition grid.
         hidden: hidden-layer widths of every meta-model.
+        reward: the MDP the meta-models learn (:mod:`envs.mdp`, as its reward
+            kind): ``"completion"`` (the default) or ``"packet_rate"`` (the
+            paper's); it sets the networks' input width.
         dqn: inner-loop DQN hyperparameters.
         reptile: Reptile settings (meta-iterations, K, epsilon, lambda, tasks).
         seed: build seed.
@@ -71,6 +76,7 @@ class BankBuildSpec:
     dqn: DQNConfig
     reptile: ReptileConfig
     seed: int = 0
+    reward: str = COMPLETION
     chunk_size: int = 73
     checkpoint_every: int = 10
 
@@ -99,8 +105,12 @@ class BankBuildSpec:
             reptile = ReptileConfig(**dict(cfg.get("reptile") or {}))
         except TypeError as e:
             raise ConfigError(f"bank.reptile: {e}") from None
+        reward = cfg.get("reward", COMPLETION)
+        if reward not in (COMPLETION, PACKET_RATE):
+            raise ConfigError(f"bank.reward: expected {COMPLETION!r} or {PACKET_RATE!r} (the MDP of the "
+                              f"meta-models), got {reward!r}")
         out = cls(name=str(cfg.get("name") or "custom"), grid=grid, hidden=hidden, dqn=dqn,
-                  reptile=reptile, seed=_int(cfg, "seed", 0, 0),
+                  reptile=reptile, seed=_int(cfg, "seed", 0, 0), reward=reward,
                   chunk_size=_int(cfg, "chunk_size", 73, 1),
                   checkpoint_every=_int(cfg, "checkpoint_every", 10, 1))
         return out
@@ -108,11 +118,12 @@ class BankBuildSpec:
     @property
     def qnet_spec(self) -> QNetSpec:
         n = self.grid.n_paths
-        return QNetSpec(4 * n, n, self.hidden)
+        return QNetSpec(n_inputs(n, self.reward), n, self.hidden)
 
     def settings(self) -> dict:
         """The JSON-able settings that determine the bank's weights."""
-        return {"grid": self.grid.to_dict(), "hidden": list(self.hidden), "dqn": self.dqn.to_dict(),
+        return {"grid": self.grid.to_dict(), "reward": self.reward, "hidden": list(self.hidden),
+                "dqn": self.dqn.to_dict(),
                 "reptile": plain(asdict(self.reptile)), "seed": self.seed, "build_version": BUILD_VERSION}
 
     def fingerprint(self) -> str:

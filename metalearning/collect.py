@@ -3,10 +3,11 @@
 A *task* of the meta-learner (``SPEC-falcon.md``, "Meta-models") is a scenario
 sampled inside a condition cell. Its experience is the transitions of one
 emulated bulk download acted by the cell's current meta-model with fixed
-epsilon-greedy exploration (eps_l = 0.3 while building meta-models), with the
-DQN agents' per-packet credit reward (``"packet_rate"`` of
-:mod:`baselines.dqn.policy`: ``RTT_SCALE_S / (t_ack - t_decision)``, 0 for a
-lost packet).
+epsilon-greedy exploration (eps_l = 0.3 while building meta-models), in the
+MDP the network's input width names (:mod:`envs.mdp`): the completion MDP
+(path-or-wait actions, the completion-time reward; the bank presets'
+default) or the paper's (per-packet credit ``RTT_SCALE_S / (t_ack -
+t_decision)``, 0 for a lost packet).
 
 :class:`TaskCollector` is a :class:`~baselines.dqn.policy.DQNScheduler`
 trimmed for this: no learner and no replay memory are built (transitions go
@@ -45,8 +46,9 @@ from typing import NamedTuple
 import numpy as np
 
 from baselines.dqn.network import NumpyQNet, QNetSpec, init_params
-from baselines.dqn.policy import PACKET_RATE, DQNScheduler
+from baselines.dqn.policy import DQNScheduler
 from envs.errors import ConfigError
+from envs.mdp import reward_of_inputs
 from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
 
@@ -60,8 +62,8 @@ class Experience(NamedTuple):
     """Transitions of one task, oldest completion first (a plain 5-tuple).
 
     ``states`` / ``next_states`` ``[N, n_inputs]`` float32, ``actions`` ``[N]``
-    int64 (path index), ``rewards`` ``[N]`` float32 (per-packet credit,
-    >= 0), ``dones`` ``[N]`` float32 (1 at most for the last transition of
+    int64 (path index), ``rewards`` ``[N]`` float32 (the MDP's reward),
+    ``dones`` ``[N]`` float32 (1 at most for the last transition of
     a completed download).
     """
 
@@ -96,8 +98,11 @@ class TaskCollector(DQNScheduler):
     name = "reptile-collector"
 
     def __init__(self, spec: QNetSpec, epsilon: float = 0.3):
-        super().__init__(hidden=spec.hidden, epsilon=epsilon, seed=0, reward=PACKET_RATE,
-                         replay_capacity=1)
+        reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
+        if reward is None:
+            raise ConfigError(f"{self.name}: a network of {spec.n_inputs} inputs for {spec.n_actions} paths "
+                              "matches no MDP of envs/mdp.py")
+        super().__init__(hidden=spec.hidden, epsilon=epsilon, seed=0, reward=reward, replay_capacity=1)
         self.spec = spec
         self.recording = True
         self._buf: list[list] = [[], [], [], [], []]

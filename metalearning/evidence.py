@@ -70,9 +70,10 @@ import numpy as np
 
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
-from baselines.dqn.policy import PACKET_RATE, DQNScheduler
+from baselines.dqn.policy import DQNScheduler
 from baselines.rule_based import MinRTT
 from envs.errors import ConfigError
+from envs.mdp import reward_of_inputs
 from envs.runner import run_episode
 from envs.scheduler import Scheduler
 from metalearning.bank import MetaModelBank
@@ -260,7 +261,8 @@ class FixedPath(Scheduler):
 
 def greedy_scheduler(theta: np.ndarray, spec: QNetSpec) -> DQNScheduler:
     """A DQN scheduler acting greedily (epsilon 0) with flat parameters ``theta`` ``[P]``."""
-    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0, reward=PACKET_RATE)   # the bank's MDP
+    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0,                       # the bank's MDP
+                     reward=reward_of_inputs(spec.n_inputs, spec.n_actions))
     s.spec = spec                     # preset: reset() then builds no learner
     s.qnet = NumpyQNet(split_params(spec, np.array(theta, np.float32)), spec)
     return s

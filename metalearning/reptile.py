@@ -57,6 +57,7 @@ from baselines.dqn.learner import TECHNIQUES, BatchedDQN, DQNConfig
 from baselines.dqn.network import QNetSpec, init_params
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
+from envs.mdp import COMPLETION, PACKET_RATE, n_inputs, reward_of_inputs
 from envs.scenario import SCENARIO_DEFAULTS
 from metalearning.checks import numbers_in, optional_positive_int, plain, positive_ints
 from metalearning.collect import (
@@ -238,9 +239,10 @@ def _check_cells(cells: Sequence[int], grid) -> list[int]:
 
 
 def _check_common(spec: QNetSpec, grid, seed: int) -> None:
-    if spec.n_actions != grid.n_paths or spec.n_inputs != 4 * grid.n_paths:
+    if spec.n_actions != grid.n_paths or reward_of_inputs(spec.n_inputs, spec.n_actions) is None:
         raise ConfigError(f"spec: the network has {spec.n_inputs} inputs / {spec.n_actions} actions, the grid "
-                          f"has {grid.n_paths} paths")
+                          f"has {grid.n_paths} paths (an MDP of envs/mdp.py takes {n_inputs(grid.n_paths, PACKET_RATE)} "
+                          f"or {n_inputs(grid.n_paths, COMPLETION)} inputs)")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
 
@@ -256,7 +258,7 @@ def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNCon
 
     Args:
         cells: cell indices of ``grid`` (a :class:`metalearning.grid.ConditionGrid`).
-        spec: the Q-network architecture (``4 * n_paths`` inputs).
+        spec: the Q-network architecture (its input width names the MDP, :mod:`envs.mdp`).
         dqn_config: the inner-loop DQN update (lr, gamma, tau, loss, ...).
         reptile_config: :class:`ReptileConfig`.
         seed: the build seed (initialisation and every random stream).

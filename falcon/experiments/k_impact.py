@@ -55,8 +55,8 @@ class SparseBank:
     """A meta-model bank over a grid too large to hold: the rows of
     ``trained`` cells, every other cell at ``default`` (the initial
     parameters). What :class:`falcon.online.scheduler.FalconScheduler`
-    reads of a bank (``grid``, ``spec``, ``select``, ``weights``); no offline
-    loop (``params`` is None)."""
+    reads of a bank (``grid``, ``spec``, ``reward``, ``select``, ``weights``);
+    no offline loop (``params`` is None)."""
 
     def __init__(self, grid: ConditionGrid, spec, trained: Mapping[int, np.ndarray], default: np.ndarray):
         self.grid = grid
@@ -65,6 +65,13 @@ class SparseBank:
         self.default = np.asarray(default, np.float32)
         self.params = None
         self.meta = {"sparse": True, "trained_cells": sorted(self.trained)}
+
+    @property
+    def reward(self) -> str:
+        """The MDP of the meta-models (told by their input width, as a bank's)."""
+        from envs.mdp import reward_of_inputs
+
+        return reward_of_inputs(self.spec.n_inputs, self.spec.n_actions)
 
     def select(self, conds: Sequence[PathCondition]) -> int:
         return self.grid.cell_index(conds)

@@ -1,8 +1,10 @@
 """FalconScheduler: FALCON's online learning module (paper Algorithm 1, Sec. IV) in the emulator.
 
-State, action and reward are DQN-On's (:class:`baselines.dqn.policy.DQNScheduler`,
-per-packet credit reward ``packet_rate``, the reward the bank's meta-models
-were built with). What FALCON adds, per connection:
+State, action and reward are DQN-On's (:class:`baselines.dqn.policy.DQNScheduler`)
+in the MDP the bank's meta-models were built on (:attr:`MetaModelBank.reward
+<metalearning.bank.MetaModelBank.reward>`: the completion MDP of the bank
+presets, or the paper's per-packet credit ``packet_rate`` for a bank built
+with ``reward: packet_rate``). What FALCON adds, per connection:
 
 1. **Change detection.** Every ACK feeds its RTT sample (ACK time - send
    time) and every packet fate (acked / declared lost) to a
@@ -88,7 +90,7 @@ from baselines.changepoint.detectors import PathChangeDetector
 from baselines.dqn.async_trainer import AsyncTrainer, calibrate
 from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.network import NumpyQNet
-from baselines.dqn.policy import PACKET_RATE, DQNScheduler
+from baselines.dqn.policy import DQNScheduler
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
 from envs.mdp import OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, observe_into
@@ -244,10 +246,8 @@ class FalconScheduler(DQNScheduler):
                  detector: Mapping | None = None, loss_in_slow_start: bool = False,
                  continual: bool = False,
                  continual_train_interval: int = 4, offline: Mapping | None = None,
-                 max_events: int = 10_000, replay_capacity: int = 4096, reward: str = PACKET_RATE,
+                 max_events: int = 10_000, replay_capacity: int = 4096, reward: str | None = None,
                  log_every: int = 5, **kw):
-        if reward != PACKET_RATE:
-            raise ConfigError(f"reward: FALCON's meta-models use the {PACKET_RATE!r} reward, got {reward!r}")
         for key, val, allowed in (("selection", selection, SELECTIONS), ("detection", detection, DETECTIONS),
                                   ("fallback", fallback, FALLBACKS), ("same_cell", same_cell, SAME_CELL)):
             if val not in allowed:
@@ -255,7 +255,10 @@ class FalconScheduler(DQNScheduler):
         if "hidden" in kw or "model" in kw:
             raise ConfigError("falcon: the network comes from the bank (no hidden: or model: keys)")
         self.bank = cached_bank(bank, private=isinstance(offline, Mapping) and bool(offline.get("enabled", True)))
-        super().__init__(hidden=self.bank.spec.hidden, epsilon=epsilon, reward=reward,
+        if reward is not None and reward != self.bank.reward:
+            raise ConfigError(f"reward: the bank's meta-models were built on the {self.bank.reward!r} MDP, "
+                              f"got {reward!r} (null: the bank's)")
+        super().__init__(hidden=self.bank.spec.hidden, epsilon=epsilon, reward=self.bank.reward,
                          replay_capacity=replay_capacity, **kw)
         deployed_epsilon = float(deployed_epsilon)
         if not 0.0 <= deployed_epsilon <= 1.0:
@@ -612,6 +615,8 @@ class FalconScheduler(DQNScheduler):
         return observe_into(view, self._vals)
 
     def decide(self, view):
+        if self._completion:
+            return self._decide_completion(view)
         state = np.array(self._observe(view), dtype=np.float32)
         return self._decide_per_packet(view, state)
 
@@ -629,6 +634,9 @@ class FalconScheduler(DQNScheduler):
 
     def end_episode(self, terminated: bool) -> None:
         """Close the last transition with this scheduler's own state (FALCON-S)."""
+        if self._completion:
+            super().end_episode(terminated)
+            return
         view, last = self._view, self._last_rec
         if view is not None and last is not None and last[4] is not None:
             state = np.array(self._observe(view), dtype=np.float32)
@@ -727,6 +735,12 @@ class FalconSScheduler(FalconScheduler):
     """
 
     name = "falcon_s"
+
+    def __init__(self, bank, **kw):
+        super().__init__(bank, **kw)
+        if self._completion:
+            raise ConfigError("falcon_s: its stream-aware state is a variant of the paper MDP's; give it a "
+                              "bank built with reward: packet_rate")
 
     def _observe(self, view) -> list:
         vals = self._vals

@@ -1,0 +1,68 @@
+"""The MDP of the meta-model bank and of FALCON (envs/mdp.py): a bank is built
+on the completion MDP (the presets' default) or on the paper's, its networks'
+input width tells which, and FALCON acts in the MDP of its bank."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baselines.dqn.network import QNetSpec
+from envs import mdp
+from envs.errors import ConfigError
+from falcon.online.scheduler import FalconScheduler, FalconSScheduler
+from metalearning.bank import MetaModelBank
+from metalearning.build import BankBuildSpec
+from metalearning.collect import TaskCollector
+from metalearning.grid import ConditionGrid
+
+TINY = {"name": "tiny", "hidden": [8, 8, 8], "grid": {"n_paths": 1}}
+TWO = {"name": "two", "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 5, "rtt_ms": 200}]}
+SMALL = {"kind": "bulk", "size_bytes": 300_000}
+
+
+def test_a_bank_build_names_its_mdp_and_it_is_part_of_the_fingerprint():
+    completion = BankBuildSpec.from_config(TINY)
+    paper = BankBuildSpec.from_config({**TINY, "reward": "packet_rate"})
+    assert completion.reward == "completion"
+    assert completion.qnet_spec.n_inputs == mdp.n_inputs(1, "completion") == 11
+    assert paper.qnet_spec.n_inputs == 4
+    assert completion.fingerprint() != paper.fingerprint()
+    with pytest.raises(ConfigError, match="bank.reward: expected 'completion' or 'packet_rate'"):
+        BankBuildSpec.from_config({**TINY, "reward": "goodput"})
+
+
+def test_a_bank_knows_its_mdp_from_its_networks_and_keeps_it_on_disk(tmp_path):
+    grid = ConditionGrid(2)
+    bank = MetaModelBank.initial(grid, QNetSpec(19, 2, (8, 8, 8)), seed=1)
+    assert bank.reward == "completion"
+    back = MetaModelBank.read(bank.write(tmp_path / "bank.h5"))
+    assert back.reward == "completion" and back.spec.n_inputs == 19
+    assert MetaModelBank.initial(grid, QNetSpec(8, 2, (8, 8, 8))).reward == "packet_rate"
+    with pytest.raises(ConfigError, match="7 inputs for 2 paths match no MDP"):
+        MetaModelBank.initial(grid, QNetSpec(7, 2, (8, 8, 8)))
+
+
+def test_a_task_of_a_completion_bank_collects_completion_transitions():
+    col = TaskCollector(QNetSpec(19, 2, (8, 8, 8)), epsilon=0.3)
+    assert col.reward_kind == "completion"
+    exp = col.collect(TWO, None, seed=4, decisions=64, app=SMALL)
+    assert 0 < exp.n <= 64 and exp.states.shape == (exp.n, 19) == exp.next_states.shape
+    assert np.isfinite(exp.rewards).all() and set(np.unique(exp.actions)) <= {0, 1}
+    # the completion reward prices time: over a task it sums to about minus the elapsed
+    # predicted completion time, so it cannot be the paper's credit (always >= 0)
+    assert exp.rewards.min() < 0
+
+
+def test_falcon_acts_in_its_banks_mdp():
+    bank = MetaModelBank.initial(ConditionGrid(2), QNetSpec(19, 2, (16, 16, 16)), seed=0)
+    f = FalconScheduler(bank, offline=None, seed=2)
+    assert f.reward_kind == "completion"
+    m = f.run_episode(TWO, SMALL, seed=3)
+    assert m["download_time_s"] > 0 and not m["timed_out"] and m["online_packets"] > 0
+    states = f.replay.contents()[0]
+    assert len(states) > 0 and states.shape[1] == 19
+    with pytest.raises(ConfigError, match="built on the 'completion' MDP, got 'packet_rate'"):
+        FalconScheduler(bank, offline=None, reward="packet_rate")
+    with pytest.raises(ConfigError, match="falcon_s: its stream-aware state"):
+        FalconSScheduler(bank, offline=None)
