@@ -111,7 +111,9 @@ def test_bad_condition_exits_2_before_training(run_cli, tmp_path, path0, message
     (["learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}, {link: 5g}]}, app: {kind: video}}]"],
      "app.kind: unknown app 'video'"),
     (["learnability.learners=[mpeekaboo]"], "'mpeekaboo' has no train: section"),
-    (["learnability.learners=[minrtt]"], "minrtt listed both as rule and as learner"),
+    (["learnability.learners=[minrtt]"], "minrtt listed more than once among rules, learners and deployed"),
+    (["learnability.deployed=[dqn_off,dqn_off]"], "learnability.deployed: dqn_off listed twice"),
+    (["learnability.deployed=[dqn_off]"], "dqn_off listed more than once"),
     (["learnability.rules=[dqn_on]", "learnability.learners=[]"], "'dqn_on' has a train: section"),
     (["learnability.fixed_split_shares=[0.5,1.5]"], "fixed_split_shares: share: expected a number in [0, 1]"),
     (["learnability.agent_overrides={nosuch: {epsilon: 0}}"], "agent_overrides: unknown agent 'nosuch'"),
@@ -145,3 +147,27 @@ def test_fixed_split_holds_its_share_in_the_emulator():
         m = envs.run_episode(scen, {"kind": "bulk", "size_bytes": 300_000},
                              make_scheduler("fixed_split", share=share), 0).metrics
         assert m["timed_out"] == 0 and m["path0_share"] == pytest.approx(share, abs=0.01)
+
+
+def test_a_deployed_scheduler_is_evaluated_from_its_config_and_scored_like_a_learner(compose, tmp_path):
+    """FALCON joins the suite deployed from a bank (here a tiny untrained
+    one), never trained on the condition, judged against the rules."""
+    from baselines.dqn.network import QNetSpec
+    from metalearning import ConditionGrid, MetaModelBank
+
+    bank = MetaModelBank.initial(ConditionGrid(2), QNetSpec(19, 2, (8, 8, 8)), seed=0).write(tmp_path / "b.h5")
+    cfg = compose("train", ["experiment=learnability", "runs=2", "learnability.max_conditions=1",
+                            "learnability.bulk_size_bytes=200000", "progress=false",
+                            "learnability.rules=[minrtt,rr]", "learnability.learners=[]",
+                            "learnability.deployed=[falcon]", "learnability.fixed_split_shares=[0.5]",
+                            f"learnability.agent_overrides={{falcon: {{bank: '{bank}'}}}}"])
+    _, sec, conds, agents = lb.settings(cfg)
+    res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
+    assert res["schedulers"] == ["minrtt", "rr", "best_fixed_split", "falcon"]
+    st = res["results"]["t1_4g_5g"]["schedulers"]["falcon"]
+    assert len(st["download_time_s"]["values"]) == 2 and "train" not in st
+    best = res["results"]["t1_4g_5g"]["best_rule"]["median_s"]
+    assert st["ratio"] == pytest.approx(st["download_time_s"]["median"] / best)
+    assert res["within_best_rule"]["falcon"]["of"] == 1 and res["settings"]["deployed"] == ["falcon"]
+    assert res["suite_score"]["falcon"] == pytest.approx(st["ratio"])
+    assert "falcon" in lb.table(res)

@@ -26,7 +26,11 @@ section ``learnability``):
    config's ``train:`` section, ``fit(scenario=..., app=...,
    seed=train_seed, **train)``), with ``agent_overrides[<name>]`` merged
    into any scheduler's agent config (e.g. ``{dqn_on: {train: {episodes:
-   30}}}``; overrides of agents the run does not use are ignored).
+   30}}}``; overrides of agents the run does not use are ignored); and
+   every scheduler of ``deployed`` (default FALCON), evaluated as
+   configured without training on the condition (FALCON: deployed from the
+   run's ``bank=`` preset, built first when missing, adapting online within
+   each run) and scored like the learners.
 3. **Runs.** Every scheduler runs ``runs`` downloads with the seeds
    ``seed, ..., seed + runs - 1`` (the same for every scheduler and
    condition), each from a fresh scheduler (rules) or from a copy of the
@@ -65,11 +69,11 @@ scale, lines at 1 and ``within``), ``models/<condition>/<learner>/``
 ``learnability.json`` (times in s, sizes in bytes; null where undefined)::
 
     {"job": "learnability", "schema_version": 1, "wall_s": float, "mlflow_run_id": str | null,
-     "settings": {"runs", "seed", "seeds": [int], "train_seed", "rules": [str], "learners": [str],
+     "settings": {"runs", "seed", "seeds": [int], "train_seed", "rules": [str], "learners": [str], "deployed": [str],
                   "fixed_split_shares": [float], "within", "beat_margin", "bulk_size_bytes",
                   "max_conditions", "agent_overrides", "agents": {name: agent config},
                   "runtime": str, "evaluation": str},
-     "schedulers": [rules..., "best_fixed_split", learners...],
+     "schedulers": [rules..., "best_fixed_split", learners..., deployed...],
      "conditions": [{"index", "name", "scenario": {...as given}, "app": {...normalised},
                      "train_seed", "agent_seed"}],
      "results": {<condition>: {
@@ -85,7 +89,7 @@ scale, lines at 1 and ``within``), ``models/<condition>/<learner>/``
          "rule_beats_minrtt": bool | null,
          "learner_beats_minrtt": {<learner>: bool} | null}},
      "suite_score": {<scheduler>: float | null},
-     "within_best_rule": {<learner>: {"count": int, "of": int, "conditions": [str]}},
+     "within_best_rule": {<learner or deployed>: {"count": int, "of": int, "conditions": [str]}},
      "beats_minrtt": {"rule_conditions": [str], "learners": {<learner>: {"count", "of", "conditions"}}}}
 
 ``experience`` is what a learner saw of the condition before the
@@ -122,11 +126,11 @@ BEST_FIXED = "best_fixed_split"    # its best share, as a column of the results
 DEFAULT_APP = {"kind": "bulk", "size_bytes": 2_000_000}
 METRIC = "download_time_s"
 CONDITION_KEYS = ("name", "scenario", "app")
-SECTION_KEYS = ("runs", "rules", "learners", "agent_overrides", "fixed_split_shares", "within", "beat_margin",
-                "bulk_size_bytes", "max_conditions", "conditions")
+SECTION_KEYS = ("runs", "rules", "learners", "deployed", "agent_overrides", "fixed_split_shares", "within",
+                "beat_margin", "bulk_size_bytes", "max_conditions", "conditions")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: job kinds, in the order the jobs are started (longest first)
-_KIND_ORDER = {"learner": 0, FIXED: 1, "rule": 2}
+_KIND_ORDER = {"learner": 0, "deployed": 1, FIXED: 2, "rule": 3}
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,7 @@ class Unit:
     condition: int
     condition_name: str
     scheduler: str
-    kind: str                    # "rule" | "fixed_split" | "learner"
+    kind: str                    # "rule" | "fixed_split" | "learner" | "deployed"
     scenario: dict
     app: dict
     agent: dict                  # agent config (_target_ + arguments; train: for learners)
@@ -227,12 +231,14 @@ def check_shares(sec: Mapping) -> list[float]:
         raise ConfigError(f"{JOB}.fixed_split_shares: {e}") from None
 
 
-def agent_configs(rules: list[str], learners: list[str], overrides: Mapping) -> dict[str, dict]:
+def agent_configs(rules: list[str], learners: list[str], overrides: Mapping,
+                  deployed: Sequence[str] = ()) -> dict[str, dict]:
     """Agent configs (``configs/agent/<name>.yaml`` + overrides) of the rules,
-    the fixed split and the learners; checks which are trainable."""
+    the fixed split, the learners and the deployed schedulers; checks which
+    are trainable."""
     from falcon.train import is_trainable
 
-    known = [*rules, FIXED, *learners]
+    known = [*rules, FIXED, *learners, *deployed]
     if not isinstance(overrides, Mapping):
         raise ConfigError(f"{JOB}.agent_overrides: expected a mapping scheduler -> config keys, got {overrides!r}")
     for name, over in overrides.items():
@@ -243,10 +249,10 @@ def agent_configs(rules: list[str], learners: list[str], overrides: Mapping) -> 
                               f"(known: {', '.join(group_options('agent'))})")
         if not isinstance(over, Mapping):
             raise ConfigError(f"{JOB}.agent_overrides.{name}: expected a mapping of agent config keys, got {over!r}")
-    both = sorted(set(rules) & set(learners))
-    if both:
-        raise ConfigError(f"{JOB}: {', '.join(both)} listed both as rule and as learner")
-    if FIXED in rules or FIXED in learners:
+    twice = sorted(n for n in set(known) if known.count(n) > 1)
+    if twice:
+        raise ConfigError(f"{JOB}: {', '.join(twice)} listed more than once among rules, learners and deployed")
+    if FIXED in rules or FIXED in learners or FIXED in deployed:
         raise ConfigError(f"{JOB}: {FIXED} is the suite's reference (fixed_split_shares), not a rule or learner")
     cfgs = {name: common.agent_config(name, overrides.get(name)) for name in known}
     for name in rules:
@@ -273,6 +279,7 @@ def settings(cfg):
     sec["train_seed"] = check_int(cfg, "train_seed", 0)
     sec["rules"] = _name_list(sec, "rules", allow_empty=False)
     sec["learners"] = _name_list(sec, "learners", allow_empty=True)
+    sec["deployed"] = _name_list(sec, "deployed", allow_empty=True) if sec.get("deployed") is not None else []
     sec["fixed_split_shares"] = check_shares(sec)
     sec["within"] = _number(sec, "within", 1.0)
     sec["beat_margin"] = _number(sec, "beat_margin", 0.0, 1.0)
@@ -280,11 +287,32 @@ def settings(cfg):
     sec["max_conditions"] = _optional_int(sec, "max_conditions")
     sec["agent_overrides"] = sec.get("agent_overrides") or {}
     conditions = check_conditions(sec.get("conditions"), sec["bulk_size_bytes"])
-    agents = agent_configs(sec["rules"], sec["learners"], sec["agent_overrides"])
-    validate(conditions, agents, sec)
+    agents = agent_configs(sec["rules"], sec["learners"], sec["agent_overrides"], sec["deployed"])
+    validate(conditions, agents, sec)        # agents waiting for the run's bank are checked below
+    agents = with_run_bank(agents, cfg)
     if sec["max_conditions"] is not None:
         conditions = conditions[:sec["max_conditions"]]
     return cfg, sec, conditions, agents
+
+
+def with_run_bank(agents: dict[str, dict], cfg) -> dict[str, dict]:
+    """Agents whose ``bank`` is null (FALCON's default) get the run's bank
+    (``bank=`` preset, default quick), built now when missing."""
+    from falcon.bank_job import bank_config, ensure_bank
+    from falcon.config import to_plain
+
+    needs = [n for n, a in agents.items() if isinstance(a, Mapping) and "bank" in a and a["bank"] is None]
+    if not needs:
+        return agents
+    bank_cfg = bank_config(to_plain(cfg.get("bank")) or "quick")
+    ensure_bank(bank_cfg, check_runtime(cfg.get("runtime")), progress=bool(cfg.get("progress", True)))
+    path = str(Path(bank_cfg["path"]).resolve())
+    out = {n: ({**a, "bank": path} if n in needs else a) for n, a in agents.items()}
+    from falcon.jobs import instantiate_agent
+
+    for n in needs:
+        instantiate_agent(n, out[n])             # fail now on a bad agent config
+    return out
 
 
 def validate(conditions: list[dict], agents: dict[str, dict], sec: Mapping) -> None:
@@ -317,6 +345,12 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
                 agent["seed"] = sec["seed"] + i
             units.append(Unit(scheduler=name, kind="learner", agent=agent,
                               train_seed=sec["train_seed"] + 1000 * i, **base))
+        for name in sec["deployed"]:
+            agent = dict(agents[name])
+            agent.pop("train", None)         # deployed as configured: never trained on the condition
+            if "seed" in agent:
+                agent["seed"] = sec["seed"] + i
+            units.append(Unit(scheduler=name, kind="deployed", agent=agent, **base))
     return units
 
 
@@ -422,7 +456,7 @@ def geometric_mean(values: Sequence[float | None]) -> float | None:
 
 def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
     """One condition's results from its jobs' outputs (``{scheduler: run_unit output}``)."""
-    rules, learners = sec["rules"], sec["learners"]
+    rules, learners = sec["rules"], scored(sec)
     scheds: dict[str, dict] = {}
     for name in rules + learners:
         scheds[name] = {**_stats(out[name]["runs"]), "wall_s": out[name]["wall_s"]}
@@ -454,18 +488,23 @@ def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
             "rule_beats_minrtt": rule_beats, "learner_beats_minrtt": learner_beats}
 
 
+def scored(sec: Mapping) -> list[str]:
+    """The schedulers judged against the rules: the learners, then the deployed ones."""
+    return [*sec["learners"], *sec.get("deployed", [])]
+
+
 def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
     """Suite scores, within-``within`` counts and the beats-minRTT summary."""
-    names = [*sec["rules"], BEST_FIXED, *sec["learners"]]
+    names = [*sec["rules"], BEST_FIXED, *scored(sec)]
     conds = list(results)
     score = {n: geometric_mean([results[c]["schedulers"][n]["ratio"] for c in conds]) for n in names}
     within = {}
-    for n in sec["learners"]:
+    for n in scored(sec):
         ok = [c for c in conds if (r := results[c]["schedulers"][n]["ratio"]) is not None and r <= sec["within"]]
         within[n] = {"count": len(ok), "of": len(conds), "conditions": ok}
     rule_conds = [c for c in conds if results[c]["rule_beats_minrtt"]]
     beats = {}
-    for n in sec["learners"]:
+    for n in scored(sec):
         ok = [c for c in rule_conds if results[c]["learner_beats_minrtt"][n]]
         beats[n] = {"count": len(ok), "of": len(rule_conds), "conditions": ok}
     return {"suite_score": score, "within_best_rule": within,
@@ -513,7 +552,8 @@ def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict],
     rt = check_runtime(runtime)
     if progress:
         info(f"{JOB}: {len(conditions)} conditions x {len(sec['rules'])} rules + fixed split "
-             f"({len(sec['fixed_split_shares'])} shares) + {len(sec['learners'])} learners, "
+             f"({len(sec['fixed_split_shares'])} shares) + {len(sec['learners'])} learners + "
+             f"{len(sec['deployed'])} deployed, "
              f"{sec['runs']} runs each: {len(jobs)} jobs on runtime={rt['name']}"
              + (f" ({rt['workers']} worker{'s' if rt['workers'] > 1 else ''})" if rt["name"] == "local" else ""))
     outs = run_jobs(jobs, run_unit, rt, progress=False, desc=JOB, on_result=report_job)
@@ -532,17 +572,19 @@ def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict],
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(data)
         results[c["name"]] = score_condition(out, sec)
-    settings_out = {k: sec[k] for k in ("runs", "seed", "train_seed", "rules", "learners", "fixed_split_shares",
+    settings_out = {k: sec[k] for k in ("runs", "seed", "train_seed", "rules", "learners", "deployed",
+                                        "fixed_split_shares",
                                         "within", "beat_margin", "bulk_size_bytes", "max_conditions",
                                         "agent_overrides")}
     settings_out.update(seeds=list(units[0].seeds), agents=agents, runtime=rt["name"],
-                        evaluation="every run from a fresh scheduler (rules) or a copy of the trained one "
-                                   "(learners; online learners keep learning within the run)")
+                        evaluation="every run from a fresh scheduler (rules; deployed schedulers as "
+                                   "configured, e.g. FALCON from its bank, adapting within the run) or a copy "
+                                   "of the trained one (learners; online learners keep learning within the run)")
     cond_out = [{"index": c["index"], "name": c["name"], "scenario": c["scenario"], "app": c["app"],
                  "train_seed": sec["train_seed"] + 1000 * c["index"], "agent_seed": sec["seed"] + c["index"]}
                 for c in conditions]
     return {"job": JOB, "schema_version": SCHEMA_VERSION, "settings": settings_out,
-            "schedulers": [*sec["rules"], BEST_FIXED, *sec["learners"]], "conditions": cond_out,
+            "schedulers": [*sec["rules"], BEST_FIXED, *scored(sec)], "conditions": cond_out,
             "results": results, **suite_summary(results, sec), "wall_s": time.perf_counter() - t0}
 
 
