@@ -40,6 +40,7 @@ from envs.errors import ConfigError, FalconInputError
 from envs.mdp import COMPLETION, PACKET_RATE, n_inputs
 from metalearning.bank import MetaModelBank, read_bank_header
 from metalearning.checks import plain
+from metalearning.generalist import GeneralistConfig, train_generalist
 from metalearning.grid import ConditionGrid
 from metalearning.reptile import ReptileConfig, reptile_cells
 
@@ -48,7 +49,7 @@ from metalearning.reptile import ReptileConfig, reptile_cells
 BUILD_VERSION = 3
 
 #: keys of a bank build config (``configs/bank/*.yaml``)
-BUILD_KEYS = ("name", "path", "seed", "reward", "hidden", "grid", "dqn", "reptile", "chunk_size",
+BUILD_KEYS = ("name", "path", "seed", "reward", "generalist", "hidden", "grid", "dqn", "reptile", "chunk_size",
               "checkpoint_every")
 
 
@@ -63,6 +64,9 @@ class BankBuildSpec:
         reward: the MDP the meta-models learn (:mod:`envs.mdp`, as its reward
             kind): ``"completion"`` (the default) or ``"packet_rate"`` (the
             paper's); it sets the networks' input width.
+        generalist: every cell's Reptile starts from one network trained
+            on tasks of the whole grid (:mod:`metalearning.generalist`);
+            None: from random weights (the paper's).
         dqn: inner-loop DQN hyperparameters.
         reptile: Reptile settings (meta-iterations, K, epsilon, lambda, tasks).
         seed: build seed.
@@ -77,6 +81,7 @@ class BankBuildSpec:
     reptile: ReptileConfig
     seed: int = 0
     reward: str = COMPLETION
+    generalist: GeneralistConfig | None = None
     chunk_size: int = 73
     checkpoint_every: int = 10
 
@@ -111,6 +116,7 @@ class BankBuildSpec:
                               f"meta-models), got {reward!r}")
         out = cls(name=str(cfg.get("name") or "custom"), grid=grid, hidden=hidden, dqn=dqn,
                   reptile=reptile, seed=_int(cfg, "seed", 0, 0), reward=reward,
+                  generalist=GeneralistConfig.from_mapping(cfg.get("generalist")),
                   chunk_size=_int(cfg, "chunk_size", 73, 1),
                   checkpoint_every=_int(cfg, "checkpoint_every", 10, 1))
         return out
@@ -122,7 +128,9 @@ class BankBuildSpec:
 
     def settings(self) -> dict:
         """The JSON-able settings that determine the bank's weights."""
-        return {"grid": self.grid.to_dict(), "reward": self.reward, "hidden": list(self.hidden),
+        return {"grid": self.grid.to_dict(), "reward": self.reward,
+                "generalist": None if self.generalist is None else self.generalist.to_dict(),
+                "hidden": list(self.hidden),
                 "dqn": self.dqn.to_dict(),
                 "reptile": plain(asdict(self.reptile)), "seed": self.seed, "build_version": BUILD_VERSION}
 
@@ -197,6 +205,7 @@ class ChunkJob:
     spec: BankBuildSpec
     ckpt_dir: str
     verbose: bool = True
+    start: np.ndarray | None = None     # every cell's initial parameters [P] (the generalist); None: random
 
 
 def build_chunk(job: ChunkJob) -> dict:
@@ -208,7 +217,8 @@ def build_chunk(job: ChunkJob) -> dict:
     path = _chunk_file(Path(job.ckpt_dir), job.index)
     n_iter = spec.reptile.meta_iterations
     state = load_chunk_checkpoint(path, fp, cells)
-    init, start, history = (None, 0, []) if state is None else state
+    fresh = None if job.start is None else np.tile(np.asarray(job.start, np.float32), (len(cells), 1))
+    init, start, history = (fresh, 0, []) if state is None else state
     history = list(history)
     t0 = time.perf_counter()
     if start >= n_iter:
@@ -240,6 +250,29 @@ def build_chunk(job: ChunkJob) -> dict:
             "wall_s": time.perf_counter() - t0, "resumed_from": start}
 
 
+def generalist_start(spec: BankBuildSpec, ckpt: Path, progress: bool) -> tuple[np.ndarray | None, dict | None]:
+    """The generalist's parameters (trained once per build, kept in the
+    checkpoint folder so that a resumed build does not train it again) and
+    its record; ``(None, None)`` without ``generalist:``."""
+    if spec.generalist is None:
+        return None, None
+    fp = spec.checkpoint_fingerprint()
+    path = ckpt / "generalist.npz"
+    try:
+        with np.load(path) as z:
+            if str(z["fingerprint"]) == fp:
+                return z["start"].copy(), json.loads(str(z["record"]))
+    except (OSError, ValueError, KeyError):
+        pass
+    r = spec.reptile
+    start, record = train_generalist(spec.grid, spec.qnet_spec, spec.dqn, spec.generalist, spec.seed,
+                                     r.task_base, r.task_size_bytes, progress=progress)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, start=start, fingerprint=np.array(fp), record=np.array(json.dumps(record)))
+    return start, record
+
+
 def run_inline(jobs, worker) -> list:
     """The default fan-out: every job in this process, in order."""
     return [worker(job) for job in jobs]
@@ -264,9 +297,10 @@ def build_bank(spec: BankBuildSpec, path: str | Path, *, run_jobs: Callable = ru
         shutil.rmtree(ckpt)
     ckpt.mkdir(parents=True, exist_ok=True)
     chunks = spec.chunks()
-    jobs = [ChunkJob(i, len(chunks), tuple(c), spec, str(ckpt), verbose=progress)
-            for i, c in enumerate(chunks)]
     t0 = time.perf_counter()
+    start, generalist = generalist_start(spec, ckpt, progress)
+    jobs = [ChunkJob(i, len(chunks), tuple(c), spec, str(ckpt), verbose=progress, start=start)
+            for i, c in enumerate(chunks)]
     results = run_jobs(jobs, build_chunk)
     wall = time.perf_counter() - t0
     params = np.concatenate([r["thetas"] for r in results], axis=0)
@@ -277,7 +311,7 @@ def build_bank(spec: BankBuildSpec, path: str | Path, *, run_jobs: Callable = ru
             "build_wall_s": wall, "chunk_size": spec.chunk_size,
             "runtime": runtime_label,
             "resumed_chunks": sum(1 for r in results if r["resumed_from"]),
-            "loss_curve": curve}
+            "loss_curve": curve, "generalist": generalist}
     bank = MetaModelBank(spec.grid, spec.qnet_spec, params, meta)
     bank.write(path)
     shutil.rmtree(ckpt, ignore_errors=True)

@@ -66,3 +66,49 @@ def test_falcon_acts_in_its_banks_mdp():
         FalconScheduler(bank, offline=None, reward="packet_rate")
     with pytest.raises(ConfigError, match="falcon_s: its stream-aware state"):
         FalconSScheduler(bank, offline=None)
+
+
+GENERALIST_TINY = {"name": "tiny", "seed": 3, "hidden": [8, 8, 8], "grid": {"n_paths": 1},
+                   "reptile": {"meta_iterations": 1, "decisions_per_task": 24, "inner_steps": 2,
+                               "task_size_bytes": 60_000},
+                   "generalist": {"tasks": 4, "gradient_steps": 30, "models": 2, "checkpoints": 1,
+                                  "validation_tasks": 2, "validation_episodes": 2},
+                   "chunk_size": 27, "checkpoint_every": 1}
+
+
+def test_a_generalist_start_is_trained_once_and_every_cell_starts_from_it(tmp_path, monkeypatch):
+    import metalearning.build as build_mod
+    from metalearning.build import build_bank
+    from metalearning.generalist import GeneralistConfig
+
+    spec = BankBuildSpec.from_config(GENERALIST_TINY)
+    assert spec.generalist == GeneralistConfig(tasks=4, gradient_steps=30, models=2, checkpoints=1,
+                                               validation_tasks=2, validation_episodes=2)
+    assert spec.fingerprint() != BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": None}).fingerprint()
+    starts = []
+    real = build_mod.reptile_cells
+
+    def spy(cells, *a, init=None, **kw):
+        starts.append(np.array(init))
+        return real(cells, *a, init=init, **kw)
+
+    monkeypatch.setattr(build_mod, "reptile_cells", spy)
+    bank = build_bank(spec, tmp_path / "bank.h5", progress=False)
+    (init,) = starts                                    # one chunk of 27 cells
+    assert init.shape == (27, spec.qnet_spec.n_parameters)
+    assert (init == init[0]).all()                      # every cell starts from the one generalist
+    assert bank.meta["generalist"]["transitions"] > 0
+    # the same settings give the same start (and bank): everything is seeded by the build seed
+    again = build_bank(spec, tmp_path / "again.h5", progress=False)
+    assert np.array_equal(starts[1], init) and np.array_equal(again.params, bank.params)
+    # without it, Reptile draws each cell's random start itself (the paper's)
+    build_bank(BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": None}), tmp_path / "r.h5",
+               progress=False)
+    assert starts[2].ndim == 0 and starts[2].item() is None
+
+
+def test_generalist_settings_are_checked():
+    with pytest.raises(ConfigError, match="generalist.tasks"):
+        BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": {"tasks": 0}})
+    with pytest.raises(ConfigError, match="bank.generalist"):
+        BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": {"taskz": 3}})

@@ -144,9 +144,11 @@ class DQNOff(DQNScheduler):
 
     # ---------------------------------------------------------- logging
     def collect(self, scenario, app, seed: int, episodes: int, behaviour: str = "online",
-                behaviour_epsilon: float = 0.3, progress: bool = True):
+                behaviour_epsilon: float = 0.3, progress: bool = True, first_behaviour: int = 0):
         """Log ``episodes`` episodes of experience on ``scenario`` with the
-        behaviour policy; returns the :class:`~baselines.dqn.experience.Experience`."""
+        behaviour policy; returns the :class:`~baselines.dqn.experience.Experience`.
+        ``first_behaviour``: the "rules" behaviour of the first episode (its
+        index in :func:`behaviour_schedulers`; the next episodes take the next ones)."""
         from baselines.dqn.dqn_on import DQNOn
 
         if behaviour not in BEHAVIOURS:
@@ -164,7 +166,7 @@ class DQNOff(DQNScheduler):
         t0 = time.perf_counter()
         for ep in range(int(episodes)):
             if behaviours is not None:
-                agent.behaviour = behaviours[ep % len(behaviours)]
+                agent.behaviour = behaviours[(first_behaviour + ep) % len(behaviours)]
             rec.begin_episode(s, seed + ep)
             m = agent.run_episode(s, app, seed + ep)
             if progress and ((ep + 1) % max(1, episodes // 4) == 0 or ep + 1 == episodes):
