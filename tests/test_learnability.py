@@ -82,7 +82,7 @@ def test_condition_list_from_the_command_line(run_cli, tmp_path, compose):
     assert len(jobs) == 7 and all(" x " in line for line in jobs)          # one line per rule + fixed split
     # without quick: a condition with no app is a 2 MB bulk download
     _, _, conds, _ = lb.settings(compose("train", ["experiment=learnability", f"learnability.conditions=[{SLOW_FAST}]",
-                                                   "learnability.learners=[]"]))
+                                                   "learnability.learners=[]", "learnability.deployed=[]"]))
     assert conds[0]["app"]["kind"] == "bulk" and conds[0]["app"]["size_bytes"] == 2_000_000
 
 
