@@ -1,6 +1,6 @@
 """Learnability suite: can the learners match the best rule on each condition?
 
-    python -m falcon.train experiment=learnability                   # ~16 min on 2 cores (runtime.workers=2)
+    python -m falcon.train experiment=learnability                   # ~12 min on 2 cores (runtime.workers=2; +2 min to build the quick bank on a first run)
     python -m falcon.train experiment=learnability quick=true        # < 1 min (the quick_variant)
     python -m falcon.train experiment=learnability learnability.learners=[]   # rules + fixed split only
 
