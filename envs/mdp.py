@@ -297,7 +297,11 @@ class CompletionCredit:
     passed: ``hindsight_rtts`` times the largest smoothed RTT at the decision.
     """
 
-    def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS):
+    def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS, features=None):
+        #: ``features(view, now, finish, vals) -> vals``: the state writer
+        #: (default :func:`completion_features_into`; FALCON-S passes its
+        #: stream-aware variant of the same size)
+        self.features = features or completion_features_into
         if not hindsight_rtts >= 0.0:
             raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
         self.hindsight_rtts = float(hindsight_rtts)
@@ -318,7 +322,7 @@ class CompletionCredit:
         srtts, rates = path_estimates(view)
         raw = self._raw(view, now)
         finish = predicted_finish(*raw, srtts, rates)
-        state = completion_features_into(view, now, finish, self._vals)[:]
+        state = self.features(view, now, finish, self._vals)[:]
         if record and self._last is not None:
             self._last[4] = raw
             self._last[5] = state
@@ -381,7 +385,7 @@ class CompletionCredit:
             raw = last[2]
             r = (predicted_finish(*raw, srtts, rates) - now) / COMPLETION_SCALE_S
             finish = now
-            state = completion_features_into(view, now, finish, self._vals)[:]
+            state = self.features(view, now, finish, self._vals)[:]
             out.append((last[0], last[1], r, state, bool(done), raw[0]))
         self._open.clear()
         self._last = None

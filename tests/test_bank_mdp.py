@@ -64,8 +64,29 @@ def test_falcon_acts_in_its_banks_mdp():
     assert len(states) > 0 and states.shape[1] == 19
     with pytest.raises(ConfigError, match="built on the 'completion' MDP, got 'packet_rate'"):
         FalconScheduler(bank, offline=None, reward="packet_rate")
-    with pytest.raises(ConfigError, match="falcon_s: its stream-aware state"):
-        FalconSScheduler(bank, offline=None)
+
+
+
+def test_falcon_s_sees_the_next_streams_share_on_a_completion_bank():
+    bank = MetaModelBank.initial(ConditionGrid(2), QNetSpec(19, 2, (16, 16, 16)), seed=0)
+    s = FalconSScheduler(bank, offline=None, seed=2)
+    states = []
+    real = s._completion_features
+
+    def spy(view, now, finish, vals):
+        out = real(view, now, finish, vals)
+        plain = mdp.completion_features_into(view, now, finish, [0.0] * len(vals))
+        states.append((list(out), plain, len(view.streams_pending())))
+        return out
+
+    s._completion_features = spy
+    s._credit = None
+    m = s.run_episode(TWO, {"kind": "web", "page": "github"}, seed=1)
+    assert m["download_time_s"] > 0 and states
+    # with several concurrent streams the stream's unsent bytes are fewer than the connection's
+    multi = [(a, b) for a, b, n in states if n > 1]
+    assert multi and all(a[17] <= b[17] + 1e-12 for a, b in multi) and any(a[17] < b[17] for a, b in multi)
+    assert all(len(a) == 19 for a, _, _ in states)
 
 
 GENERALIST_TINY = {"name": "tiny", "seed": 3, "hidden": [8, 8, 8], "grid": {"n_paths": 1},

@@ -61,6 +61,7 @@ from envs.mdp import (
     PACKET_RATE,
     CompletionCredit,
     ack_credit,
+    completion_features_into,
     feature_names,
     n_inputs,
     observe_into,
@@ -215,7 +216,8 @@ class DQNScheduler(Scheduler):
         if self.behaviour is not None:
             self.behaviour.reset(view)
         self._vals = [0.0] * (4 * n)
-        self._credit = CompletionCredit(n, self.hindsight_rtts) if self._completion else None
+        self._credit = (CompletionCredit(n, self.hindsight_rtts, self._completion_features)
+                        if self._completion else None)
         self._prev_state = None
         self._t_prev = view.now
         self._delivered_prev = view.delivered
@@ -277,6 +279,10 @@ class DQNScheduler(Scheduler):
         _, d = credit.act(view, state, self._choose(state) if a is None else a, now, record)
         self.decisions += 1
         return d
+
+    def _completion_features(self, view, now: float, finish: float, vals: list) -> list:
+        """The completion-MDP state writer (subclasses may refine it, same size)."""
+        return completion_features_into(view, now, finish, vals)
 
     def _choose(self, state) -> int:
         rng = self.rng

@@ -93,7 +93,15 @@ from baselines.dqn.network import NumpyQNet
 from baselines.dqn.policy import DQNScheduler
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
-from envs.mdp import OBS_HIGH, RATE_SCALE_PKTS, RTT_SCALE_S, observe_into
+from envs.mdp import (
+    COMPLETION_HIGH,
+    COMPLETION_PATH_FEATURES,
+    OBS_HIGH,
+    RATE_SCALE_PKTS,
+    RTT_SCALE_S,
+    completion_features_into,
+    observe_into,
+)
 from envs.metrics import episode_metrics
 from envs.runner import setup_episode
 from falcon.online.estimator import ConditionEstimator, WindowConfig
@@ -732,21 +740,23 @@ class FalconSScheduler(FalconScheduler):
     With no stream pending (retransmissions only) or one stream (bulk),
     ``w_s / W = 1`` and the swnd feature is capped by that stream's unsent
     bytes only. Every feature is clipped at ``OBS_HIGH`` like FALCON's.
+
+    On a completion-MDP bank (:meth:`_completion_features`) the same idea:
+    each path's rate feature uses its window share ``w_s / W``, and the
+    unsent bytes and flow-control credit are stream ``s``'s (its unsent
+    bytes, its send credit), so the state keeps its size.
     """
 
     name = "falcon_s"
 
-    def __init__(self, bank, **kw):
-        super().__init__(bank, **kw)
-        if self._completion:
-            raise ConfigError("falcon_s: its stream-aware state is a variant of the paper MDP's; give it a "
-                              "bank built with reward: packet_rate")
-
-    def _observe(self, view) -> list:
-        vals = self._vals
+    def _stream_share(self, view) -> tuple[float, float, float | None]:
+        """``(w_s / W, stream s's send credit, its unsent bytes)`` of the
+        stream served next [bytes]; with no stream pending ``(1, the
+        connection's credit, None)``."""
         streams = view.streams_pending()
         credit = float(view.send_window)
         share = 1.0
+        remaining = None
         if streams:
             best = None
             best_v = -math.inf
@@ -758,7 +768,28 @@ class FalconSScheduler(FalconScheduler):
                 if v > best_v:
                     best, best_v = st, v
             share = best.weight / total if total > 0 else 1.0
-            credit = min(float(best.remaining), credit * share)
+            remaining = float(best.remaining)
+            credit = min(remaining, credit * share)
+        return share, credit, remaining
+
+    def _completion_features(self, view, now: float, finish: float, vals: list) -> list:
+        """Completion MDP: the same state with stream ``s``'s view of it: each
+        path's rate feature from its window share ``w_s / W``, and the
+        connection's unsent bytes and flow-control credit replaced by stream
+        ``s``'s (its unsent bytes, its send credit)."""
+        completion_features_into(view, now, finish, vals)
+        share, credit, remaining = self._stream_share(view)
+        per = len(COMPLETION_PATH_FEATURES)
+        for i, p in enumerate(view.paths):
+            vals[per * i] = min(math.log1p(p.cwnd * share / p.mss / p.srtt / 100.0), COMPLETION_HIGH)
+        k = per * len(view.paths)
+        vals[k + 1] = math.log1p((view.pending_bytes if remaining is None else remaining) / 1e5)
+        vals[k + 2] = min(max(credit / 1e6, 0.0), 10.0)
+        return vals
+
+    def _observe(self, view) -> list:
+        vals = self._vals
+        share, credit, _ = self._stream_share(view)
         swnd = credit / view.payload
         k = 0
         for p in view.paths:
