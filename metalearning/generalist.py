@@ -16,9 +16,10 @@ cell (:meth:`ConditionGrid.sample_task`), are downloaded once by the rules
 DQN-Off logs (minRTT, RR, BLEST, ECF and each single path in turn, every
 decision random with probability ``behaviour_epsilon``); ``models`` networks
 train ``gradient_steps`` DQN steps on the log side by side with the bank's
-DQN hyperparameters, ``checkpoints`` snapshots each; successive halving
-(:mod:`baselines.dqn.selection`) on ``validation_episodes`` downloads of
-``validation_tasks`` further tasks chooses one. Every draw comes from the
+DQN hyperparameters, ``checkpoints`` snapshots each; :meth:`DQNOff.select
+<baselines.dqn.dqn_off.DQNOff.select>` (successive halving) on
+``validation_episodes`` downloads of ``validation_tasks`` further tasks
+chooses one. Every draw comes from the
 build seed, so the start is a function of the bank settings.
 """
 
@@ -77,8 +78,7 @@ def train_generalist(grid, spec: QNetSpec, dqn: DQNConfig, cfg: GeneralistConfig
                      task_base: Mapping, task_size_bytes: int, progress: bool = True) -> tuple[np.ndarray, dict]:
     """The generalist's flat parameters ``[P]`` (the layout of a bank row) and a record."""
     from baselines.dqn.dqn_off import DQNOff
-    from baselines.dqn.selection import successive_halving
-    from envs.runner import run_episode
+    from baselines.dqn.experience import concatenate
 
     reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
     if reward is None:
@@ -98,21 +98,15 @@ def train_generalist(grid, spec: QNetSpec, dqn: DQNConfig, cfg: GeneralistConfig
     exps = [off.collect(t, app, int(seed) * 1000 + k, 1, behaviour="rules",
                         behaviour_epsilon=cfg.behaviour_epsilon, progress=False, first_behaviour=k)
             for k, t in enumerate(tasks)]
-    from baselines.dqn.experience import concatenate
-
     exp = concatenate(exps)
     if progress:
         print(f"bank generalist: logged {cfg.tasks} tasks ({len(exp)} transitions) "
               f"[{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
     off.train_offline(exp, cfg.gradient_steps, progress=False, models=cfg.models, checkpoints=cfg.checkpoints)
-
-    def cost(i: int, k: int) -> float:
-        t = run_episode(val[k % len(val)], app, off._greedy(i), int(seed) * 1000 + 500_000 + k)
-        return math.log(max(float(t.metrics["download_time_s"]), 1e-9))
-
     n = len(off.candidates)
-    best, _ = successive_halving(n, cost, max(cfg.validation_episodes, n))
-    step, model, row = off.candidates[best]
+    chosen = off.select(val, app, int(seed) * 1000, max(cfg.validation_episodes, n), progress=False)
+    row = off.learner.flat_weights(0)
+    step, model = int(chosen["selected_gradient_steps"]), int(chosen["selected_model"])
     rec = {"transitions": len(exp), "selected_gradient_steps": step, "selected_model": model,
            "wall_s": time.perf_counter() - t0}
     if progress:

@@ -133,3 +133,18 @@ def test_generalist_settings_are_checked():
         BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": {"tasks": 0}})
     with pytest.raises(ConfigError, match="bank.generalist"):
         BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": {"taskz": 3}})
+
+
+def test_the_bank_presets_and_the_build_spec_agree_on_the_default_mdp():
+    """``reward:`` is spelled in the presets (Hydra's struct mode needs the key
+    for ``bank.reward=packet_rate``) and as BankBuildSpec's default: one value."""
+    from dataclasses import fields
+    from pathlib import Path
+
+    import yaml
+
+    default = {f.name: f.default for f in fields(BankBuildSpec)}["reward"]
+    for preset in ("quick", "paper"):
+        cfg = yaml.safe_load((Path(__file__).parents[1] / f"configs/bank/{preset}.yaml").read_text())
+        assert cfg["reward"] == default == BankBuildSpec.from_config({**cfg, "path": None}).reward
+        assert cfg["generalist"] == {}          # the generalist's settings live in GeneralistConfig only

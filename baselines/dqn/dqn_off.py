@@ -252,20 +252,24 @@ class DQNOff(DQNScheduler):
 
     def select(self, scenario, app, seed: int, episodes: int, progress: bool = True) -> dict[str, float]:
         """Deploy the candidate of :meth:`train_offline` with the lowest
-        geometric-mean download time on validation episodes of ``scenario`` (seeds ``seed +
-        VALIDATION_SEED_OFFSET + k``), chosen by successive halving
-        (:mod:`baselines.dqn.selection`). Returns what was chosen."""
+        geometric-mean download time on validation episodes of ``scenario``
+        (or, given a list of scenarios, the ``k``-th episode on scenario ``k``
+        modulo their number), seeds ``seed + VALIDATION_SEED_OFFSET + k``,
+        chosen by successive halving (:mod:`baselines.dqn.selection`).
+        Returns what was chosen."""
         from envs.runner import run_episode
 
         if not self.candidates:
             raise ConfigError(f"{self.name}: no trained candidate to select from (train first)")
-        s = normalise_scenario(scenario)
+        scenarios = [normalise_scenario(x) for x in (scenario if isinstance(scenario, list) else [scenario])]
         t0 = time.perf_counter()
+        offset = seed + VALIDATION_SEED_OFFSET
 
         def cost(i: int, ep_seed: int) -> float:
             # log: every validation episode counts by its relative difference
             # (a trace offset that doubles every candidate's time would
             # otherwise outweigh the others); the suite score is a geometric mean, too
+            s = scenarios[(ep_seed - offset) % len(scenarios)]
             t = run_episode(s, app, self._greedy(i), ep_seed).metrics["download_time_s"]
             return math.log(max(float(t), 1e-9))
 
@@ -275,7 +279,7 @@ class DQNOff(DQNScheduler):
                       file=sys.stderr, flush=True)
 
         best, record = successive_halving(len(self.candidates), cost, int(episodes),
-                                          seed_of=lambda k: seed + VALIDATION_SEED_OFFSET + k,
+                                          seed_of=lambda k: offset + k,
                                           progress=say)
         self._use_candidate(best)
         step, model, _ = self.candidates[best]
