@@ -71,9 +71,9 @@ import numpy as np
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.policy import DQNScheduler
+from baselines.dqn.policy import greedy_scheduler as policy_greedy
 from baselines.rule_based import MinRTT
 from envs.errors import ConfigError
-from envs.mdp import reward_of_inputs
 from envs.runner import run_episode
 from envs.scheduler import Scheduler
 from metalearning.bank import MetaModelBank
@@ -260,12 +260,9 @@ class FixedPath(Scheduler):
 
 
 def greedy_scheduler(theta: np.ndarray, spec: QNetSpec) -> DQNScheduler:
-    """A DQN scheduler acting greedily (epsilon 0) with flat parameters ``theta`` ``[P]``."""
-    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0,                       # the bank's MDP
-                     reward=reward_of_inputs(spec.n_inputs, spec.n_actions))
-    s.spec = spec                     # preset: reset() then builds no learner
-    s.qnet = NumpyQNet(split_params(spec, np.array(theta, np.float32)), spec)
-    return s
+    """A DQN scheduler acting greedily (epsilon 0) with flat parameters ``theta`` ``[P]``
+    (:func:`baselines.dqn.policy.greedy_scheduler`, in the bank's MDP)."""
+    return policy_greedy(split_params(spec, np.array(theta, np.float32)), spec)
 
 
 def evaluate(scenario: Mapping, scheduler: Scheduler, seeds: Sequence[int], app: Mapping) -> list[dict]:

@@ -26,12 +26,12 @@ def test_successive_halving_finds_the_lowest_mean_cost_and_spends_the_budget_on_
     true = [5.0, 3.0, 4.0, 1.0, 2.0, 6.0, 7.0, 8.0, 9.0]
     calls = []
 
-    def cost(i, seed):
+    def cost(i, k):
+        seed = 10 + k                             # the k-th validation episode's seed
         calls.append((i, seed))
         return true[i] + 0.1 * (seed % 2)        # a seed effect shared by every candidate
 
-    best, record = successive_halving(9, cost, budget=18, seed_of=lambda k: 10 + k,
-                                      progress=lambda line: None)
+    best, record = successive_halving(9, cost, budget=18, progress=lambda line: None)
     assert best == 3
     # 9 candidates, eta 3: two rounds of 9 episodes: one each, then three each for the best 3
     assert sorted(r["episodes"] for r in record) == [1] * 6 + [4] * 3

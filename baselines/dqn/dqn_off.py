@@ -53,8 +53,7 @@ import numpy as np
 from baselines.dqn.conditions import deviate_scenario
 from baselines.dqn.experience import ExperienceRecorder, concatenate, read_experience
 from baselines.dqn.learner import BatchedDQN
-from baselines.dqn.network import NumpyQNet
-from baselines.dqn.policy import DQNScheduler
+from baselines.dqn.policy import DQNScheduler, greedy_scheduler
 from baselines.dqn.selection import successive_halving
 from envs.errors import ConfigError
 from envs.scenario import normalise_scenario
@@ -244,11 +243,8 @@ class DQNOff(DQNScheduler):
 
     def _greedy(self, index: int) -> DQNScheduler:
         """A greedy scheduler acting with candidate ``index``'s network."""
-        agent = DQNScheduler(hidden=self.hidden, epsilon=0.0, seed=self.seed, reward=self.reward_kind,
-                             hindsight_rtts=self.hindsight_rtts)
-        agent.spec = self.spec
-        agent.qnet = NumpyQNet(self.learner.split_flat(self.candidates[index][2]), self.spec)
-        return agent
+        return greedy_scheduler(self.learner.split_flat(self.candidates[index][2]), self.spec,
+                                self.hindsight_rtts)
 
     def select(self, scenario, app, seed: int, episodes: int, progress: bool = True) -> dict[str, float]:
         """Deploy the candidate of :meth:`train_offline` with the lowest
@@ -263,14 +259,13 @@ class DQNOff(DQNScheduler):
             raise ConfigError(f"{self.name}: no trained candidate to select from (train first)")
         scenarios = [normalise_scenario(x) for x in (scenario if isinstance(scenario, list) else [scenario])]
         t0 = time.perf_counter()
-        offset = seed + VALIDATION_SEED_OFFSET
 
-        def cost(i: int, ep_seed: int) -> float:
+        def cost(i: int, k: int) -> float:
             # log: every validation episode counts by its relative difference
             # (a trace offset that doubles every candidate's time would
             # otherwise outweigh the others); the suite score is a geometric mean, too
-            s = scenarios[(ep_seed - offset) % len(scenarios)]
-            t = run_episode(s, app, self._greedy(i), ep_seed).metrics["download_time_s"]
+            t = run_episode(scenarios[k % len(scenarios)], app, self._greedy(i),
+                            seed + VALIDATION_SEED_OFFSET + k).metrics["download_time_s"]
             return math.log(max(float(t), 1e-9))
 
         def say(line: str) -> None:
@@ -278,9 +273,7 @@ class DQNOff(DQNScheduler):
                 print(f"{self.name}: selection: {line} [{time.perf_counter() - t0:.1f} s]",
                       file=sys.stderr, flush=True)
 
-        best, record = successive_halving(len(self.candidates), cost, int(episodes),
-                                          seed_of=lambda k: offset + k,
-                                          progress=say)
+        best, record = successive_halving(len(self.candidates), cost, int(episodes), progress=say)
         self._use_candidate(best)
         step, model, _ = self.candidates[best]
         self.selection_record = [{**r, "gradient_steps": self.candidates[r["candidate"]][0],

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,7 @@ from envs.mdp import (
     n_inputs,
     observe_into,
     probe_path,
+    reward_of_inputs,
     step_reward,
 )
 from envs.scheduler import Scheduler
@@ -452,4 +454,18 @@ class DQNScheduler(Scheduler):
         return st
 
 
-__all__ = ["DQNScheduler", "MODEL_FILE", "CONFIG_FILE", "PACKET_RATE", "COMPLETION"]
+def greedy_scheduler(weights: Sequence[np.ndarray], spec: QNetSpec,
+                     hindsight_rtts: float = HINDSIGHT_RTTS) -> DQNScheduler:
+    """A scheduler acting greedily (epsilon 0, recording nothing) with the
+    network ``weights`` (``[W0, b0, ...]``) of ``spec``, in the MDP its input
+    width names (:func:`envs.mdp.reward_of_inputs`). No learner is built."""
+    reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
+    if reward is None:
+        raise ConfigError(f"a network of {spec.n_inputs} inputs for {spec.n_actions} paths matches no MDP")
+    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0, reward=reward, hindsight_rtts=hindsight_rtts)
+    s.spec = spec                     # preset: reset() then builds no learner
+    s.qnet = NumpyQNet(weights, spec)
+    return s
+
+
+__all__ = ["DQNScheduler", "greedy_scheduler", "MODEL_FILE", "CONFIG_FILE", "PACKET_RATE", "COMPLETION"]

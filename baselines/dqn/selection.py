@@ -40,19 +40,18 @@ def halving_rounds(n_candidates: int, eta: int = ETA) -> int:
 
 
 def successive_halving(n_candidates: int, evaluate: Callable[[int, int], float], budget: int,
-                       seed_of: Callable[[int], int] = lambda k: k, eta: int = ETA,
-                       progress: Callable[[str], None] | None = None) -> tuple[int, list[dict]]:
+                       eta: int = ETA, progress: Callable[[str], None] | None = None) -> tuple[int, list[dict]]:
     """The index of the best candidate by mean cost over validation episodes.
 
     Args:
         n_candidates: candidates ``0 .. n-1``.
-        evaluate: ``evaluate(candidate, seed)`` -> a cost (e.g. log download time).
+        evaluate: ``evaluate(candidate, k)`` -> the cost (e.g. log download
+            time) of the ``k``-th validation episode; the same ``k`` means the
+            same episode (seed, scenario) for every candidate: common random numbers.
         budget: validation episodes in all, spent in equal shares over the
             rounds; within a round every surviving candidate runs the same
             next episodes, so the survivors of later rounds are compared on
             ever more episodes (the share of ``eta`` more candidates).
-        seed_of: the seed of the ``k``-th validation episode (the same ``k``
-            for every candidate: common random numbers).
         eta: keep the best ``ceil(n / eta)`` after each round.
         progress: called with one line per round.
 
@@ -81,7 +80,7 @@ def successive_halving(n_candidates: int, evaluate: Callable[[int, int], float],
         per = max(1, share // len(alive))
         done = len(costs[alive[0]])
         for i in alive:
-            costs[i].extend(float(evaluate(i, seed_of(done + k))) for k in range(per))
+            costs[i].extend(float(evaluate(i, done + k)) for k in range(per))
         left -= per * len(alive)
         alive.sort(key=lambda i: (mean(i), -i))
         if progress is not None:

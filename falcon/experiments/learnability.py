@@ -297,22 +297,15 @@ def settings(cfg):
 
 def with_run_bank(agents: dict[str, dict], cfg) -> dict[str, dict]:
     """Agents whose ``bank`` is null (FALCON's default) get the run's bank
-    (``bank=`` preset, default quick), built now when missing."""
-    from falcon.bank_job import bank_config, ensure_bank
+    (``bank=`` preset, default quick), built now when missing
+    (:func:`falcon.bank_job.resolve_agent_banks`, as falcon.train does)."""
+    from falcon.bank_job import resolve_agent_banks
     from falcon.config import to_plain
 
-    needs = [n for n, a in agents.items() if isinstance(a, Mapping) and "bank" in a and a["bank"] is None]
-    if not needs:
-        return agents
-    bank_cfg = bank_config(to_plain(cfg.get("bank")) or "quick")
-    ensure_bank(bank_cfg, check_runtime(cfg.get("runtime")), progress=bool(cfg.get("progress", True)))
-    path = str(Path(bank_cfg["path"]).resolve())
-    out = {n: ({**a, "bank": path} if n in needs else a) for n, a in agents.items()}
-    from falcon.jobs import instantiate_agent
-
-    for n in needs:
-        instantiate_agent(n, out[n])             # fail now on a bad agent config
-    return out
+    plan = Plan([], [], list(agents.items()), [])
+    plan = resolve_agent_banks(plan, to_plain(cfg.get("bank")), check_runtime(cfg.get("runtime")),
+                               progress=bool(cfg.get("progress", True)))
+    return dict(plan.agents)
 
 
 def validate(conditions: list[dict], agents: dict[str, dict], sec: Mapping) -> None:
