@@ -27,7 +27,14 @@ Tasks for building a cell's meta-model are drawn uniformly inside the cell;
 the open upper ranges are capped for sampling (decision of the spec): loss
 below 0.20, mean RTT below 600 ms, RTT std below 1.5 x the mean; the mean
 RTT is at least 1 ms (the emulator needs a positive delay). A task's
-bandwidths come from the Table I links (:data:`envs.scenario.LINKS`).
+bandwidths come from the Table I links (:data:`envs.scenario.LINKS`: 30,
+140 and 1 100 Mbit/s, the paper's tasks) or, with ``bandwidth_mbps=(lo,
+hi)`` (the bank presets: 1 to 1 200 Mbit/s), log-uniformly from a range.
+The grid has no bandwidth dimension, so every cell's meta-model schedules
+paths of any rate; trained on three rates only, FALCON's bank failed on the
+others (learnability suite, quick bank, greedy FALCON: 1.105 with the
+links, 1.051 with the range; 10 Mbit/s + 100 Mbit/s at 40 ms: 1.40 -> 1.13,
+two 20 Mbit/s paths: 1.25 -> 1.02).
 
 Indices are mixed-radix: per path ``path_cell = (i_loss * n_rtt_ranges +
 i_rtt) * n_dev_ranges + i_dev``; a cell combines the path cells with path 0
@@ -111,6 +118,18 @@ def _split_edges(base: Sequence[float], n: int, cap: float) -> tuple[float, ...]
     return (*out, base[-1])
 
 
+def _bandwidth_range(v) -> tuple[float, float] | None:
+    if v is None:
+        return None
+    try:
+        lo, hi = (float(x) for x in v)
+    except (TypeError, ValueError):
+        raise ConfigError(f"grid.bandwidth_mbps: expected [lo, hi] in Mbit/s or null, got {v!r}") from None
+    if not (0.0 < lo <= hi < math.inf):
+        raise ConfigError(f"grid.bandwidth_mbps: need 0 < lo <= hi < inf [Mbit/s], got {v!r}")
+    return lo, hi
+
+
 def _json_float(x: float):
     return None if math.isinf(x) else float(x)
 
@@ -125,10 +144,14 @@ class ConditionGrid:
         caps: sampling caps of the top ranges, ``{"loss", "rtt_ms",
             "dev_ratio"}`` (missing keys: :data:`DEFAULT_CAPS`).
         links: Table I link presets a task's paths draw their bandwidth from.
+        bandwidth_mbps: ``(lo, hi)`` [Mbit/s]: draw every task path's
+            bandwidth log-uniformly in this range instead of from ``links``
+            (None: the links, the paper's tasks).
     """
 
     def __init__(self, n_paths: int = 2, subranges: int | Sequence[int] = 1,
-                 caps: Mapping[str, float] | None = None, links: Sequence[str] = DEFAULT_LINKS):
+                 caps: Mapping[str, float] | None = None, links: Sequence[str] = DEFAULT_LINKS,
+                 bandwidth_mbps: Sequence[float] | None = None):
         self.n_paths = _positive_int(n_paths, "grid.n_paths")
         if isinstance(subranges, int | np.integer) and not isinstance(subranges, bool):
             sub = (_positive_int(subranges, "grid.subranges"),) * 3
@@ -163,6 +186,7 @@ class ConditionGrid:
         if bad:
             raise ConfigError(f"grid.links: unknown link(s) {bad}; known: {sorted(LINKS)}")
         self.links: tuple[str, ...] = tuple(str(x).lower() for x in links)
+        self.bandwidth_mbps: tuple[float, float] | None = _bandwidth_range(bandwidth_mbps)
         self._edges = {dim: _split_edges(PAPER_EDGES[dim], n, self.caps[dim])
                        for dim, n in zip(DIMENSIONS, self.subranges)}
         self._inner = {dim: e[1:-1] for dim, e in self._edges.items()}
@@ -293,7 +317,9 @@ class ConditionGrid:
 
         Per path: a link preset drawn from :attr:`links` (its bandwidth; one
         ``rng.integers`` call after :meth:`sample_conditions`) with ``rtt_ms``,
-        ``rtt_std_ms`` and ``loss`` set from the sampled conditions. ``base``
+        ``rtt_std_ms`` and ``loss`` set from the sampled conditions; with
+        :attr:`bandwidth_mbps` set, instead a bandwidth drawn log-uniformly in
+        that range (one ``rng.uniform`` call) on the default path. ``base``
         holds further scenario keys (e.g. ``{"cc": "olia", "max_duration_s":
         30}``); its optional ``paths`` (one mapping for every path, or a list
         of one per path) adds path keys the grid does not set (e.g.
@@ -301,7 +327,11 @@ class ConditionGrid:
         ``base`` names it.
         """
         conds = self.sample_conditions(cell, rng)
-        picks = rng.integers(len(self.links), size=self.n_paths)
+        if self.bandwidth_mbps is None:
+            link_keys = [{"link": self.links[int(i)]} for i in rng.integers(len(self.links), size=self.n_paths)]
+        else:
+            lo, hi = np.log(self.bandwidth_mbps)
+            link_keys = [{"bandwidth_mbps": float(np.exp(x))} for x in rng.uniform(lo, hi, size=self.n_paths)]
         base = copy.deepcopy(dict(base or {}))
         extra = base.pop("paths", None)
         if extra is None:
@@ -311,13 +341,13 @@ class ConditionGrid:
         elif not isinstance(extra, Sequence) or isinstance(extra, str) or len(extra) != self.n_paths:
             raise ConfigError(f"task base.paths: expected one mapping or a list of {self.n_paths}, got {extra!r}")
         paths = []
-        for i, (cond, pick, more) in enumerate(zip(conds, picks, extra)):
+        for i, (cond, link, more) in enumerate(zip(conds, link_keys, extra)):
             more = dict(more or {})
             clash = sorted(set(more) & {"link", "rtt_ms", "rtt_std_ms", "loss", "bandwidth_mbps", "trace",
                                         "synthetic", "loss_model", "ge"})
             if clash:
                 raise ConfigError(f"task base.paths[{i}]: {clash} are set by the grid")
-            paths.append({**more, "link": self.links[int(pick)], **cond.as_dict()})
+            paths.append({**more, **link, **cond.as_dict()})
         scenario = {"name": f"grid-{self.name(cell)}", **base, "paths": paths}
         return normalise_scenario(scenario)
 
@@ -326,6 +356,7 @@ class ConditionGrid:
         """JSON-able description (``inf`` written as ``null``); :meth:`from_dict` reads it."""
         return {"format": GRID_FORMAT, "version": GRID_VERSION, "n_paths": self.n_paths,
                 "subranges": list(self.subranges), "caps": dict(self.caps), "links": list(self.links),
+                "bandwidth_mbps": None if self.bandwidth_mbps is None else list(self.bandwidth_mbps),
                 "min_rtt_ms": MIN_RTT_MS, "dimensions": list(DIMENSIONS),
                 "edges": {d: [_json_float(x) for x in e] for d, e in self._edges.items()},
                 "n_path_cells": self.n_path_cells, "n_cells": self.n_cells}
@@ -337,7 +368,8 @@ class ConditionGrid:
         if not isinstance(d, Mapping):
             raise ConfigError(f"grid: expected a mapping, got {type(d).__name__}")
         d = dict(d)
-        known = {"format", "version", "n_paths", "subranges", "caps", "links", "min_rtt_ms", "dimensions",
+        known = {"format", "version", "n_paths", "subranges", "caps", "links", "bandwidth_mbps", "min_rtt_ms",
+                 "dimensions",
                  "edges", "n_path_cells", "n_cells"}
         unknown = set(d) - known
         if unknown:
@@ -350,7 +382,7 @@ class ConditionGrid:
         if "n_paths" not in d:
             raise ConfigError("grid: n_paths is missing")
         grid = cls(n_paths=d["n_paths"], subranges=d.get("subranges", 1), caps=d.get("caps"),
-                   links=d.get("links", DEFAULT_LINKS))
+                   links=d.get("links", DEFAULT_LINKS), bandwidth_mbps=d.get("bandwidth_mbps"))
         mine = grid.to_dict()
         for key in ("min_rtt_ms", "dimensions", "edges", "n_path_cells", "n_cells"):
             if key in d and plain(d[key]) != mine[key]:
@@ -358,7 +390,8 @@ class ConditionGrid:
         return grid
 
     def _key(self):
-        return (self.n_paths, self.subranges, tuple(self.caps[d] for d in DIMENSIONS), self.links)
+        return (self.n_paths, self.subranges, tuple(self.caps[d] for d in DIMENSIONS), self.links,
+                self.bandwidth_mbps)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, ConditionGrid) and self._key() == other._key()
@@ -368,7 +401,7 @@ class ConditionGrid:
 
     def __repr__(self) -> str:
         return (f"ConditionGrid(n_paths={self.n_paths}, subranges={self.subranges}, caps={self.caps}, "
-                f"links={self.links})")
+                f"links={self.links}, bandwidth_mbps={self.bandwidth_mbps})")
 
 
 def _inside(x: float, lo: float, hi: float) -> float:

@@ -10,7 +10,8 @@ import envs
 from baselines.dqn.dqn_off import VALIDATION_SEED_OFFSET, DQNOff
 from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.replay import ReplayMemory
-from baselines.dqn.selection import halving_rounds, successive_halving
+from baselines.dqn.selection import download_cost, halving_rounds, successive_halving
+from baselines.rule_based import MinRTT
 from envs.errors import ConfigError
 
 SCENARIO = {"name": "fast_slow", "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20},
@@ -40,6 +41,21 @@ def test_successive_halving_finds_the_lowest_mean_cost_and_spends_the_budget_on_
     assert len(calls) == 18
     assert {s for i, s in calls if i == 8} == {10}      # common seeds: the k-th episode has one seed
     assert {s for i, s in calls if i == 3} == {10, 11, 12, 13}
+
+
+def test_download_cost_extrapolates_an_unfinished_episode():
+    done = envs.run_episode({"paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}]}, {"kind": "bulk", "size_bytes": 400_000},
+                            MinRTT(), 0).metrics
+    assert download_cost(done) == pytest.approx(np.log(done["download_time_s"]))
+    # cut at half its download time: NaN download time, cost from the goodput so far
+    half = envs.run_episode({"paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}], "max_duration_s": done["download_time_s"] / 2},
+                            {"kind": "bulk", "size_bytes": 400_000}, MinRTT(), 0).metrics
+    assert np.isnan(half["download_time_s"])
+    cost = download_cost(half)
+    assert np.isfinite(cost) and cost > np.log(half["elapsed_s"])
+    assert abs(cost - np.log(done["download_time_s"])) < 0.7     # the same order as the finished time
+    slower = {**half, "goodput_mbps": half["goodput_mbps"] / 2}
+    assert download_cost(slower) == pytest.approx(cost + np.log(2))
 
 
 def test_successive_halving_breaks_ties_towards_the_later_candidate():

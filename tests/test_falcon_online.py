@@ -54,6 +54,7 @@ def bank():
 
 def falcon(bank, **kw) -> FalconScheduler:
     kw.setdefault("offline", None)
+    kw.setdefault("epsilon", 0.1)     # the crafted models send on one path: exploration feeds the other
     return FalconScheduler(bank, **kw)
 
 
@@ -101,6 +102,28 @@ def test_estimator_partial_window_falls_back_to_previous():
     assert first.rtt_ms == pytest.approx(11.5) and est.sources[0] == ("partial", "none")
     est.restart(0)
     assert est.usable() and est.estimate(0) == first and est.sources[0] == ("previous", "previous")
+
+
+def test_estimator_past_the_deadline_takes_the_few_samples_of_an_idle_path():
+    est = ConditionEstimator(2, WindowConfig(min_partial_rtt=4))
+    for x in (0.010, 0.012, 0.011, 0.013):
+        est.add_rtt(0, x)
+    est.add_rtt(1, 0.300)            # path 1: only its probe packet
+    assert not est.usable() and est.usable(late=True)
+    c = est.estimate_all()
+    assert c[1].rtt_ms == pytest.approx(300.0) and c[1].rtt_std_ms == 0.0 and est.sources[1][0] == "few"
+    assert not ConditionEstimator(2).usable(late=True)     # no sample at all: nothing to estimate
+
+
+def test_zero_finetune_steps_deploy_the_selected_meta_model_at_once(bank):
+    s = falcon(bank, detection="never", finetune_steps=0, continual=False)
+    s.run_episode(TWO_PATHS, BULK, seed=3)
+    ev = start_event(s)
+    assert ev.action == "adapt" and ev.finetune_steps == 0 and ev.finetune_start is None
+    assert ev.deploy_time == ev.select_time and s.deployments == 1 and s.deployed_cell == ev.cell
+    assert np.array_equal(s._deployed_flat, s.bank.params[ev.cell])    # the meta-model as built
+    with pytest.raises(ConfigError, match="finetune_steps"):
+        falcon(bank, finetune_steps=-1)
 
 
 def test_emulated_estimate_selects_the_covering_cell(bank):
@@ -160,7 +183,7 @@ class Recording(FalconScheduler):
 
 def test_finetuning_costs_emulated_time_while_the_old_policy_acts(bank):
     cost = 0.03     # 16 steps = 0.48 s: the old policy (blocked on the 300 ms path) decides meanwhile
-    s = Recording(bank, detection="never", train_step_cost_s=cost, finetune_steps=16, offline=None)
+    s = Recording(bank, detection="never", train_step_cost_s=cost, finetune_steps=16, offline=None, epsilon=0.1)
     s.trace = []
     s.run_episode(TWO_PATHS, BULK, seed=2)
     ev = start_event(s)
@@ -208,14 +231,14 @@ def test_offline_update_moves_only_the_touched_cells():
 def test_falcon_folds_its_experience_into_the_selected_cells():
     bank = crafted_bank()
     before = bank.params.copy()
-    s = FalconScheduler(bank, detection="never", seed=4,
+    s = FalconScheduler(bank, detection="never", seed=4, epsilon=0.1,
                         offline={"interval_episodes": 1, "inner_steps": 4, "meta_lr": 0.1})
     for ep in range(2):
         s.run_episode(TWO_PATHS, BULK, seed=ep)
     moved = set(np.flatnonzero((bank.params != before).any(axis=1)).tolist())
     cells = {e.cell for e in s.events if e.cell is not None}
     assert s.offline.updates == 1 and moved and moved <= cells
-    n = FalconScheduler(crafted_bank(), detection="never", seed=4, offline=None)   # FALCON-N
+    n = FalconScheduler(crafted_bank(), detection="never", seed=4, offline=None, epsilon=0.1)   # FALCON-N
     for ep in range(2):
         n.run_episode(TWO_PATHS, BULK, seed=ep)
     np.testing.assert_array_equal(n.bank.params, before)
@@ -245,7 +268,7 @@ def test_memory_stays_flat_over_a_long_run():
 
 # ------------------------------------------------------------------ FALCON-S, configs
 def test_falcon_s_state_splits_cwnd_and_send_window_by_stream_weights(bank):
-    s = FalconSScheduler(bank, detection="never", offline=None)
+    s = FalconSScheduler(bank, detection="never", offline=None, epsilon=0.1)
     m = s.run_episode({**TWO_PATHS, "paths": [dict(TWO_PATHS["paths"][0], rtt_ms=20),
                                               dict(TWO_PATHS["paths"][1], rtt_ms=30, rtt_std_ms=3)]},
                       {"kind": "web", "page": "google"}, seed=0)

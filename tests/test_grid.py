@@ -189,6 +189,24 @@ def test_links_and_base_paths():
         g.sample_task(0, np.random.default_rng(0), {"colour": "red"})
 
 
+def test_bandwidth_range_tasks():
+    g = ConditionGrid(bandwidth_mbps=(2, 800))
+    rng = np.random.default_rng(3)
+    bws = []
+    for cell in range(0, g.n_cells, 7):
+        task = g.sample_task(cell, rng)
+        assert g.cell_index(conditions_of_scenario(task)) == cell   # the bandwidth does not move the cell
+        assert all(p.get("link") is None for p in task["paths"])
+        bws += [p["bandwidth_mbps"] for p in task["paths"]]
+    assert 2.0 <= min(bws) and max(bws) <= 800.0
+    logs = np.log(bws)                # log-uniform: about half the draws below the geometric midpoint
+    assert 0.35 < np.mean(logs < np.log(40.0)) < 0.65 and max(bws) > 400 and min(bws) < 4
+    assert g != ConditionGrid() and ConditionGrid.from_dict(json.loads(json.dumps(g.to_dict()))) == g
+    for bad in ((0, 10), (10, 5), (1, math.inf), "fast", (1, 2, 3)):
+        with pytest.raises(ConfigError, match="bandwidth_mbps"):
+            ConditionGrid(bandwidth_mbps=bad)
+
+
 def test_to_dict_round_trip():
     for g in (GRID, ConditionGrid(n_paths=1, subranges=(2, 1, 3), caps={"rtt_ms": 800}, links=("5g", "4g"))):
         d = json.loads(json.dumps(g.to_dict()))

@@ -54,7 +54,7 @@ from baselines.dqn.conditions import deviate_scenario
 from baselines.dqn.experience import ExperienceRecorder, concatenate, read_experience
 from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.policy import DQNScheduler, greedy_scheduler
-from baselines.dqn.selection import successive_halving
+from baselines.dqn.selection import download_cost, successive_halving
 from envs.errors import ConfigError
 from envs.scenario import normalise_scenario
 
@@ -264,9 +264,8 @@ class DQNOff(DQNScheduler):
             # log: every validation episode counts by its relative difference
             # (a trace offset that doubles every candidate's time would
             # otherwise outweigh the others); the suite score is a geometric mean, too
-            t = run_episode(scenarios[k % len(scenarios)], app, self._greedy(i),
-                            seed + VALIDATION_SEED_OFFSET + k).metrics["download_time_s"]
-            return math.log(max(float(t), 1e-9))
+            return download_cost(run_episode(scenarios[k % len(scenarios)], app, self._greedy(i),
+                                             seed + VALIDATION_SEED_OFFSET + k).metrics)
 
         def say(line: str) -> None:
             if progress:

@@ -30,6 +30,20 @@ from envs.errors import ConfigError
 ETA = 3
 
 
+def download_cost(metrics) -> float:
+    """Validation cost of one episode: the log of its download time [s]; an
+    episode cut at its time limit (download time NaN) counts with its
+    completion time extrapolated at its goodput, ``elapsed x size /
+    delivered``, so that a candidate that stalls a slow task is not ranked
+    by a NaN (which orders arbitrarily) and a faster one still wins."""
+    t = float(metrics["download_time_s"])
+    if not math.isfinite(t):
+        elapsed = float(metrics["elapsed_s"])
+        delivered = float(metrics["goodput_mbps"]) * elapsed * 1e6 / 8.0
+        t = elapsed * float(metrics["app_bytes"]) / max(delivered, 1.0)
+    return math.log(max(t, 1e-9))
+
+
 def halving_rounds(n_candidates: int, eta: int = ETA) -> int:
     """Rounds until one of ``n_candidates`` is left when a ``1/eta`` share survives each."""
     rounds, n = 0, int(n_candidates)

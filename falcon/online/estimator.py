@@ -37,7 +37,9 @@ path has at least ``min_partial_rtt`` (4) RTT samples in its window or a
 previous estimate in this connection; a path that carries little traffic
 would otherwise hold the window open for long). With partial data the RTT
 statistics come from the window if it holds ``min_partial_rtt`` samples,
-else from the path's previous estimate; the loss from the window if it
+else from the path's previous estimate, else (a path that got only a few
+packets, e.g. its probe, from a greedy policy: ``usable(late=True)``)
+from the few samples there are; the loss from the window if it
 holds ``min_partial_loss`` (20) fates, else from the previous estimate,
 else from the few fates there are. :attr:`ConditionEstimator.sources`
 tells which ("window", "partial", "previous").
@@ -161,7 +163,8 @@ class ConditionEstimator:
         self._fate = [_Ring(c.loss_memory, np.float64) for _ in range(self.n_paths)]
         self.last: list[PathCondition | None] = [None] * self.n_paths
         #: per path: where the last estimate's (rtt, loss) came from:
-        #: "window" | "partial" | "previous" ("none": no packet fate yet, loss 0)
+        #: "window" | "partial" | "previous" | "few" (RTT: below min_partial_rtt samples,
+        #: past the deadline) ("none": no packet fate yet, loss 0)
         self.sources: list[tuple[str, str]] = [("", "")] * self.n_paths
 
     # ---------------------------------------------------------- feeds
@@ -193,9 +196,12 @@ class ConditionEstimator:
         return all(self.path_ready(p) for p in range(self.n_paths))
 
     # ---------------------------------------------------------- estimates
-    def usable(self) -> bool:
-        """Every path has enough RTT samples for a partial estimate, or a previous estimate."""
-        m = self.config.min_partial_rtt
+    def usable(self, late: bool = False) -> bool:
+        """Every path has enough RTT samples for a partial estimate, or a
+        previous estimate; ``late`` (the window's deadline has passed): one
+        RTT sample is enough for a path without a previous estimate (a
+        greedy policy may send a path nothing but its probe packet)."""
+        m = 1 if late else self.config.min_partial_rtt
         return all(self._rtt[p].count >= m or self.last[p] is not None for p in range(self.n_paths))
 
     def estimate(self, path: int) -> PathCondition:
@@ -212,6 +218,11 @@ class ConditionEstimator:
             rsrc = "window" if ring.count >= c.min_rtt_samples else "partial"
         elif prev is not None:
             rtt_ms, std_ms, rsrc = prev.rtt_ms, prev.rtt_std_ms, "previous"
+        elif ring.count:                  # past the deadline, a path with a few samples and no past
+            x = ring.newest()
+            rtt_ms = 1000.0 * float(x.mean())
+            std_ms = 1000.0 * float(x.std(ddof=1)) if ring.count > 1 else 0.0
+            rsrc = "few"
         else:
             raise ConfigError(f"estimator: path {path} has {ring.count} RTT samples and no previous "
                               f"estimate (at least {c.min_partial_rtt} needed)")

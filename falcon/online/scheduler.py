@@ -20,7 +20,8 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    ``window.max_window_s`` emulated seconds after the trigger that opened
    it (a trigger while a window is open restarts the changed path's
    samples, not the deadline). The current policy keeps scheduling
-   meanwhile, with exploration ``epsilon`` (eps_s).
+   meanwhile, with exploration ``epsilon`` (the paper's eps_s = 0.1;
+   default 0, greedy: ``configs/agent/falcon_paper.yaml`` has the paper's).
 3. **Selection.** The estimated :class:`~metalearning.grid.PathCondition`
    of every path picks the covering cell, ``bank.select(conditions)``
    (``selection: random``: a uniformly random cell, only to show that
@@ -37,9 +38,10 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    :class:`baselines.dqn.async_trainer.AsyncTrainer`: the job costs ``K x
    train_step_cost_s`` of emulated time, the *old* policy keeps
    scheduling until it ends, then the fine-tuned network is deployed and
-   acts with ``deployed_epsilon`` (constructor default 0: greedy; the agent
-   configs use eps_s = 0.1 with continual updates). A job still running
-   when a newer adaptation starts is discarded at its end.
+   acts with ``deployed_epsilon`` (default 0: greedy; the paper: eps_s =
+   0.1). A job still running when a newer adaptation starts is discarded
+   at its end. ``finetune_steps: 0`` deploys the selected meta-model at
+   once (zero-shot; the ablation of the K steps).
 5. **Continual updates** (``continual: true``; off in the constructor, on in
    ``configs/agent/falcon.yaml``, the paper's eps_s "for fine-tuning and
    continual updates"; without them one bad fine-tuning persisted for the
@@ -227,7 +229,7 @@ class FalconScheduler(DQNScheduler):
             :class:`metalearning.bank.MetaModelBank`.
         epsilon: eps_s, exploration while estimating, collecting and fine-tuning.
         deployed_epsilon: exploration of the deployed fine-tuned model.
-        finetune_steps: K.
+        finetune_steps: K (0: the selected meta-model is deployed as is, zero-shot).
         min_transitions: post-change transitions before fine-tuning (None: batch size).
         train_step_cost_s: emulated time of one gradient step [s] (``"auto"``: measured).
         selection, detection, fallback, same_cell: module docstring.
@@ -246,7 +248,7 @@ class FalconScheduler(DQNScheduler):
 
     name = "falcon"
 
-    def __init__(self, bank, *, epsilon: float = 0.1, deployed_epsilon: float = 0.0,
+    def __init__(self, bank, *, epsilon: float = 0.0, deployed_epsilon: float = 0.0,
                  finetune_steps: int = 16, min_transitions: int | None = None,
                  train_step_cost_s: float | str = 0.00045, selection: str = "bank",
                  detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
@@ -271,8 +273,9 @@ class FalconScheduler(DQNScheduler):
         deployed_epsilon = float(deployed_epsilon)
         if not 0.0 <= deployed_epsilon <= 1.0:
             raise ConfigError(f"deployed_epsilon: must be in [0, 1], got {deployed_epsilon}")
-        if isinstance(finetune_steps, bool) or int(finetune_steps) < 1:
-            raise ConfigError(f"finetune_steps: must be a positive integer, got {finetune_steps!r}")
+        if isinstance(finetune_steps, bool) or int(finetune_steps) < 0:
+            raise ConfigError(f"finetune_steps: must be a non-negative integer (0: deploy the selected "
+                              f"meta-model as is), got {finetune_steps!r}")
         if train_step_cost_s == "auto":
             train_step_cost_s = calibrate(self.hidden, n_paths=self.bank.spec.n_actions,
                                           technique=self.technique)
@@ -308,7 +311,7 @@ class FalconScheduler(DQNScheduler):
         self.log_every = max(1, int(log_every))
         self.finetuner = AsyncTrainer(self._ft_train, self._ft_deploy, self._ft_ready,
                                       step_cost_s=train_step_cost_s, train_interval=1,
-                                      steps_per_update=self.finetune_steps)
+                                      steps_per_update=max(1, self.finetune_steps))
         self.trainer = AsyncTrainer(self._ct_train, self._ct_deploy, self._ct_ready,
                                     step_cost_s=train_step_cost_s,
                                     train_interval=int(continual_train_interval), steps_per_update=1)
@@ -464,7 +467,7 @@ class FalconScheduler(DQNScheduler):
                 self._on_change(det)
             if det.update_loss(path, False, now):
                 self._on_change(det)
-        if self._estimating and (est.ready() or (self._overdue and est.usable())):
+        if self._estimating and (est.ready() or (self._overdue and est.usable(late=True))):
             self._close_window()
 
     def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
@@ -476,7 +479,7 @@ class FalconScheduler(DQNScheduler):
         if det is not None and det.update_loss(path, True, now):
             self._on_change(det)
         est = self.estimator
-        if self._estimating and (est.ready() or (self._overdue and est.usable())):
+        if self._estimating and (est.ready() or (self._overdue and est.usable(late=True))):
             self._close_window()
 
     def _on_change(self, det: PathChangeDetector) -> None:
@@ -507,13 +510,13 @@ class FalconScheduler(DQNScheduler):
             sim = self._view.sim
             sim.schedule(sim.now + self.window_config.max_window_s, self._window_timeout, self._window_gen)
         est = self.estimator
-        if est.ready() or (self._overdue and est.usable()):
+        if est.ready() or (self._overdue and est.usable(late=True)):
             self._close_window()
 
     def _window_timeout(self, gen: int) -> None:
         if gen == self._window_gen and self._estimating:
             self._overdue = True          # close as soon as the partial data are usable
-            if self.estimator.usable():
+            if self.estimator.usable(late=True):
                 self._close_window()
 
     def _select(self, conds: Sequence[PathCondition]) -> int:
@@ -560,6 +563,11 @@ class FalconScheduler(DQNScheduler):
             self.replay.extend(*win)
             if self.offline is not None:
                 self.offline.extend(cell, *win)
+        if self.finetune_steps == 0:        # zero-shot: the meta-model acts at once
+            self._ft_mark = self.decisions
+            self._ft_gen = self._gen
+            self._ft_deploy()
+            return
         self.phase = COLLECTING
         self.finetuner.notify(len(self.replay))
 
