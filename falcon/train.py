@@ -18,7 +18,7 @@ the command says so and evaluates them.
 (``experiment=build_bank``: build the meta-model bank, :mod:`falcon.bank_job`),
 ``meta_evidence`` (``experiment=meta_evidence``: does meta-learning help,
 :mod:`falcon.evidence_job`), FALCON's online experiments (``convergence``,
-``stress``, ``k_impact``) or the learnability suite (``learnability``:
+``stress``, ``k_impact``, ``overhead``) or the learnability suite (``learnability``:
 rules, best fixed split and learners trained per condition,
 :mod:`falcon.experiments.learnability`), each ``falcon/experiments/<job>.py``.
 """
@@ -38,7 +38,7 @@ from falcon.experiment import info
 from falcon.jobs import instantiate_agent, seed_globals
 
 #: jobs of falcon/experiments/<job>.py (each has run_job(cfg)): FALCON's online experiments
-ONLINE_EXPERIMENTS = ("convergence", "stress", "k_impact")
+ONLINE_EXPERIMENTS = ("convergence", "stress", "k_impact", "overhead")
 #: every job of falcon/experiments/<job>.py: the online experiments and the learnability suite
 EXPERIMENTS = (*ONLINE_EXPERIMENTS, "learnability")
 

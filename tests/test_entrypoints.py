@@ -127,6 +127,6 @@ def test_train_default_is_the_main_job(compose):
     assert [n for n, _ in plan.agents] == ["falcon", "minrtt", "blest", "ecf", "rr"]
     assert dict(plan.agents)["falcon"]["bank"] is None          # the run's bank= preset
     assert cfg.bank.name == "quick" and cfg.job == "train"
-    assert [n for n, _ in plan.scenarios] == ["static_4g_5g", "mobile_5g_5g"]
+    assert [n for n, _ in plan.scenarios] == ["static_4g_5g", "static_4g_wlan", "static_5g_wlan", "mobile_5g_5g"]   # Fig. 2
     assert plan.seeds == list(range(20))
     assert cfg.runtime.name == "local" and cfg.tracking.enabled

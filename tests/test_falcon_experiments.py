@@ -14,7 +14,7 @@ from conftest import mlflow_runs
 
 from baselines.dqn.network import QNetSpec
 from envs.errors import ConfigError
-from falcon.experiments import common, convergence, k_impact, stress
+from falcon.experiments import common, convergence, k_impact, overhead, stress
 from metalearning.bank import MetaModelBank
 from metalearning.grid import ConditionGrid, PathCondition
 
@@ -159,10 +159,38 @@ def test_k_impact_with_a_sparse_bank(compose, tiny_bank):
     assert row["untrained_selections"] <= row["selections"]
 
 
+def test_overhead_job(job_cfg, tmp_path, mlflow_uri):
+    res = overhead.run_job(job_cfg("overhead", tracking=f"tracking.uri={mlflow_uri}"))
+    out = tmp_path / "overhead"
+    for name in ("overhead.json", "overhead.txt", "overhead.png", "summary.json"):
+        assert (out / name).is_file(), name
+    data = json.loads((out / "overhead.json").read_text())
+    sec = data["settings"]
+    assert set(data["summary"]) == {"falcon", "minrtt"} and sec["change"]["at_s"] == 0.03
+    n = round(sec["duration_s"] / sec["sample_s"])
+    for recs in data["records"].values():
+        assert len(recs) == sec["runs"]
+        for r in recs:
+            assert r["t_s"] == pytest.approx([sec["sample_s"] * (k + 1) for k in range(n)])
+            assert len(r["cpu_ms"]) == len(r["memory_mb"]) == n and min(r["cpu_ms"]) >= 0.0
+    # FALCON holds a learner, replay memories and its offline loop's copy of the bank: more than minRTT
+    assert data["summary"]["falcon"]["memory_mb_end"] > data["summary"]["minrtt"]["memory_mb_end"]
+    assert "falcon / minrtt" in (out / "overhead.txt").read_text()
+    # the change is a schedule segment of the configured path
+    assert res["scenario"]["paths"][0]["schedule"]["segments"][0]["at_s"] == 0.03
+    client, runs = mlflow_runs(mlflow_uri)
+    assert len(runs) == 1 and "cpu_ms/falcon" in runs[0].data.metrics
+    assert "overhead.png" in {a.path for a in client.list_artifacts(runs[0].info.run_id)}
+
+
 def test_bad_settings_are_one_line_errors(compose):
     with pytest.raises(ConfigError, match="ks"):
-        k_impact.settings(compose("train", ["experiment=k_impact", "k_impact.ks=[0]"]))
+        k_impact.settings(compose("train", ["experiment=k_impact", "k_impact.ks=[-1]"]))
     with pytest.raises(ConfigError, match="intervals_s"):
         stress.settings(compose("train", ["experiment=stress", "stress.intervals_s=[-1]"]))
     with pytest.raises(ConfigError, match="schedulers"):
         convergence.settings(compose("train", ["experiment=convergence", "convergence.schedulers=[]"]))
+    with pytest.raises(ConfigError, match="change.at_s"):
+        overhead.settings(compose("train", ["experiment=overhead", "overhead.change.at_s=5"]))
+    with pytest.raises(ConfigError, match="sample_s"):
+        overhead.settings(compose("train", ["experiment=overhead", "overhead.sample_s=1.0"]))

@@ -5,7 +5,8 @@
 
 **Score vs K.** The convergence protocol (:mod:`falcon.experiments.convergence`,
 same conditions A -> B and DQN-Off reference on B) for FALCON only, once
-per K in ``ks`` (``finetune_steps``): per run ``downloads_a`` downloads
+per K in ``ks`` (``finetune_steps``; K = 0: the selected meta-model as
+built, zero-shot): per run ``downloads_a`` downloads
 on A then ``downloads_b`` on B; score(K) = median DQN-Off time on B /
 median FALCON time over the B downloads of all runs (the downloads right
 after the change: the ones the K-step fine-tuning acts on). FALCON runs
@@ -137,9 +138,9 @@ def settings(cfg):
     cfg, sec = common.job_config(cfg, JOB)
     sec, scen_a, scen_b, app = ab_settings(cfg, sec, JOB)
     ks = sec.get("ks")
-    if not isinstance(ks, list) or not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1
+    if not isinstance(ks, list) or not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 0
                                                  for k in ks):
-        raise ConfigError(f"{JOB}.ks: expected a list of positive integers, got {ks!r}")
+        raise ConfigError(f"{JOB}.ks: expected a list of non-negative integers (0: zero-shot), got {ks!r}")
     subs = sec.get("subranges") or [1]
     if not isinstance(subs, list) or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in subs):
         raise ConfigError(f"{JOB}.subranges: expected a list of positive integers, got {subs!r}")
