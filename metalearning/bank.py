@@ -29,6 +29,7 @@ one-line :class:`~baselines.dqn.files.ModelFileError`.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -174,9 +175,23 @@ class MetaModelBank:
     def __len__(self) -> int:
         return self.grid.n_cells
 
+    def row(self, cell: int) -> np.ndarray:
+        """``cell``'s flat parameters ``[P]`` (a view: do not write into it, use :meth:`set_row`)."""
+        return self.params[self.grid.check_cell(cell)]
+
+    def set_row(self, cell: int, row: np.ndarray) -> None:
+        """Replace ``cell``'s flat parameters."""
+        self.params[self.grid.check_cell(cell)] = row
+
+    def private_copy(self) -> CopyOnWriteBank:
+        """A bank that reads this one's parameters until it writes a cell
+        (:class:`CopyOnWriteBank`): what an online learner that updates its
+        bank (FALCON's offline loop) holds instead of a full copy."""
+        return CopyOnWriteBank(self)
+
     def weights(self, cell: int) -> list[np.ndarray]:
         """Copies of ``cell``'s ``[W0, b0, ...]`` (``BatchedDQN.split_flat`` layout)."""
-        return [w.copy() for w in split_row(self.params[self.grid.check_cell(cell)], self.spec)]
+        return [w.copy() for w in split_row(self.row(cell), self.spec)]
 
     def qnet(self, cell: int) -> NumpyQNet:
         """A NumPy Q-network of ``cell``'s model (independent of later changes to :attr:`params`)."""
@@ -195,7 +210,7 @@ class MetaModelBank:
                      "ranges": _ranges_json(self.grid.ranges(c))}
             if counts is not None:
                 attrs["meta_iterations"] = counts[c]
-            out.append(ModelRecord(name, self.spec, split_row(self.params[c], self.spec), attrs))
+            out.append(ModelRecord(name, self.spec, split_row(self.row(c), self.spec), attrs))
         return out
 
     # ---------------------------------------------------------- files
@@ -281,6 +296,50 @@ class MetaModelBank:
                                      f"{_ranges_json(grid.ranges(c))}")
             params[c] = flatten_weights(rec.weights, first)
         return cls(grid, first, params, meta)
+
+
+class CopyOnWriteBank(MetaModelBank):
+    """A private bank over a shared one: reads the shared parameters until
+    :meth:`set_row` writes a cell, which then lives in this bank only. The
+    shared bank is never modified. FALCON's offline loop touches a few cells
+    of 729; a full copy per scheduler held 27 MB of a quick bank
+    (``experiment=overhead``), this holds the touched rows."""
+
+    def __init__(self, base: MetaModelBank):
+        if isinstance(base, CopyOnWriteBank):
+            rows = {c: r.copy() for c, r in base._rows.items()}
+            base = base._base
+        else:
+            rows = {}
+        self.grid = base.grid
+        self.spec = base.spec
+        self.meta = copy.deepcopy(base.meta)
+        self._base = base
+        self._rows: dict[int, np.ndarray] = rows
+
+    @property
+    def params(self) -> np.ndarray:
+        """A full ``[cells, P]`` array of the current parameters (a copy: write with :meth:`set_row`)."""
+        out = self._base.params.copy()
+        for c, r in self._rows.items():
+            out[c] = r
+        return out
+
+    @property
+    def written_cells(self) -> list[int]:
+        """The cells this bank holds its own parameters for."""
+        return sorted(self._rows)
+
+    def row(self, cell: int) -> np.ndarray:
+        c = self.grid.check_cell(cell)
+        r = self._rows.get(c)
+        return self._base.params[c] if r is None else r
+
+    def set_row(self, cell: int, row: np.ndarray) -> None:
+        row = np.asarray(row, np.float32)
+        if row.shape != (self.spec.n_parameters,) or not np.isfinite(row).all():
+            raise ConfigError(f"bank row: expected {self.spec.n_parameters} finite parameters, got {row.shape}")
+        self._rows[self.grid.check_cell(cell)] = row.copy()
 
 
 def _check_names(where: str, got: list[str], grid: ConditionGrid) -> list[str]:

@@ -109,6 +109,28 @@ def test_weights_follow_the_batched_learner_layout():
     assert np.array_equal(net(states[3]), before)
 
 
+def test_copy_on_write_bank_never_touches_the_shared_one(tmp_path):
+    base = _bank()
+    shared = base.params.copy()
+    own = base.private_copy()
+    assert own.written_cells == [] and np.array_equal(own.params, shared)
+    new = shared[4] + 1.0
+    own.set_row(4, new)
+    assert np.array_equal(base.params, shared)                     # the shared bank as it was
+    assert np.array_equal(own.row(4), new) and np.array_equal(own.row(5), shared[5])
+    assert np.array_equal(np.concatenate([w.reshape(-1) for w in own.weights(4)]), new)
+    assert own.written_cells == [4] and np.array_equal(own.params[4], new)
+    again = own.private_copy()                                      # a copy of a copy keeps the written rows
+    again.set_row(5, shared[5] * 2)
+    assert np.array_equal(again.row(4), new) and np.array_equal(own.row(5), shared[5])
+    back = MetaModelBank.read(own.write(tmp_path / "own.h5"))
+    assert np.array_equal(back.params, own.params)
+    with pytest.raises(ConfigError, match="bank row"):
+        own.set_row(0, np.full(3, 1.0))
+    with pytest.raises(ConfigError, match="bank row"):
+        own.set_row(0, np.full_like(new, np.nan))
+
+
 def test_select():
     bank = _bank(ConditionGrid(), QNetSpec(8, 2, hidden=(4, 4, 4)))
     conds = [PathCondition(0.02, 120.0, 10.0), PathCondition(0.0, 10.0, 9.0)]

@@ -148,8 +148,7 @@ def make_scheduler(name: str, cfg: Mapping, seed: int, bank=None):
             raise ConfigError(f"{name}: needs a meta-model bank")
         kw.pop("bank")
         if offline_enabled(cfg):
-            from metalearning.bank import MetaModelBank
-            bank = MetaModelBank(bank.grid, bank.spec, bank.params.copy(), copy.deepcopy(bank.meta))
+            bank = bank.private_copy()        # copy on write: the offline loop's cells only
         extra["bank"] = bank
     try:
         return instantiate(kw, _convert_="all", **extra)

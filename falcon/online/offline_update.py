@@ -199,11 +199,10 @@ class OfflineUpdater:
                 parts = [mem.sample(cfg.batch_size) for mem in mems]
                 batch = [np.concatenate([p[i] for p in parts]) for i in range(5)]
                 learner.update(*batch)
-            params = bank.params
             for m, c in enumerate(cells):
-                theta = params[c]
+                theta = bank.row(c)
                 w = learner.flat_weights(m)
-                theta += np.float32(self.meta_lr) * (w - theta)
+                bank.set_row(c, theta + np.float32(self.meta_lr) * (w - theta))
             if self.write_path is not None:
                 bank.write(self.write_path)
             self.cells_updated += len(cells)

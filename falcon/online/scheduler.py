@@ -191,8 +191,9 @@ def cached_bank(bank, private: bool = False):
     """A bank object as is, or read from an HDF5 path (relative paths: the
     working directory, then the repository root). A file is read once per
     process (and again when it changes); ``private=True`` returns a copy of
-    its parameters that the caller may update (the offline loop), otherwise
-    the cached bank is shared."""
+    its parameters that the caller may update (the offline loop; copy on
+    write: :class:`metalearning.bank.CopyOnWriteBank`), otherwise the cached
+    bank is shared."""
     if bank is None:
         raise ConfigError("bank: not set; python -m falcon.train / falcon.evaluate give FALCON the run's "
                           "bank= preset (built when missing), or set agent.bank=PATH")
@@ -216,9 +217,7 @@ def cached_bank(bank, private: bool = False):
     if hit is None or hit[0] != stamp:
         hit = _BANK_CACHE[key] = (stamp, MetaModelBank.read(p))
     b = hit[1]
-    if private:
-        return MetaModelBank(b.grid, b.spec, b.params.copy(), copy.deepcopy(b.meta))
-    return b
+    return b.private_copy() if private else b
 
 
 class FalconScheduler(DQNScheduler):
