@@ -8,10 +8,17 @@ fine-tuning steps from three start points:
 (a) ``meta``: the cell's Reptile meta-model (:func:`metalearning.reptile.reptile_cells`
     with the bank build settings, or read from a bank file);
 (b) ``random``: a freshly initialised network, :func:`~metalearning.reptile.initial_params`
-    of the build seed (the point every meta-model and the joint model start from);
+    of the build seed (the paper's start of every meta-model and of the joint model);
 (c) ``joint``: one network trained on the pooled tasks of all tested cells
     (:func:`~metalearning.reptile.joint_train`: the same tasks, exploration
     seeds and total number of gradient steps as the meta-models of those cells).
+
+With the build's ``generalist:`` (the bank presets' default) the meta-models
+and the joint model both start from the build's generalist network
+(:func:`metalearning.generalist.train_generalist`, trained again from the
+recorded settings, as the build did), so (a) against (c) asks whether the
+per-cell Reptile adds anything to the same number of pooled steps from the
+same start; (b) stays the random network.
 
 Protocol (every number is an :class:`EvidenceConfig` field):
 
@@ -80,6 +87,7 @@ from metalearning.bank import MetaModelBank
 from metalearning.build import BankBuildSpec
 from metalearning.checks import numbers_in, optional_positive_int, positive_ints
 from metalearning.collect import TaskCollector, bulk_app
+from metalearning.generalist import GeneralistConfig, train_generalist
 from metalearning.grid import ConditionGrid
 from metalearning.reptile import (
     LEARNER_THREADS,
@@ -221,7 +229,8 @@ def _build_of_bank(bank: MetaModelBank, path: str) -> BankBuildSpec:
     return BankBuildSpec(name=str(bank.meta.get("preset", "file")), grid=bank.grid, hidden=bank.spec.hidden,
                          dqn=DQNConfig.from_kwargs(**dict(settings.get("dqn") or {})),
                          reptile=ReptileConfig.from_dict(settings.get("reptile")),
-                         seed=int(settings.get("seed", 0)))
+                         seed=int(settings.get("seed", 0)),
+                         generalist=GeneralistConfig.from_mapping(settings.get("generalist")))
 
 
 def plan_evidence(cfg: Mapping) -> EvidencePlan:
@@ -298,18 +307,28 @@ def train_start_points(plan: EvidencePlan, progress: Callable[[str], None]) -> t
         return report
 
     t = time.process_time()
+    start = None
+    if b.generalist is not None:     # the build's start of every cell, and so of the joint model
+        progress(f"meta_evidence: the generalist start of the build ({b.generalist.tasks} tasks, "
+                 f"{b.generalist.gradient_steps} steps)")
+        start, _ = train_generalist(b.grid, spec, b.dqn, b.generalist, b.seed, b.reptile.task_base,
+                                    b.reptile.task_size_bytes, progress=False)
+    cpu["generalist_cpu_s"] = time.process_time() - t
+    t = time.process_time()
     if plan.bank is not None:
-        meta = np.stack([plan.bank.params[c] for c in cells]).astype(np.float32)
+        meta = np.stack([plan.bank.row(c) for c in cells]).astype(np.float32)
         progress(f"meta_evidence: meta-models of {len(cells)} cells read from {plan.config.bank_path}")
     else:
         progress(f"meta_evidence: Reptile on {len(cells)} cells, {n_iter} meta-iterations, "
                  f"{b.reptile.decisions_per_task} decisions per task")
-        meta = reptile_cells(cells, b.grid, spec, b.dqn, b.reptile, b.seed, progress=tick("reptile iteration"))
+        meta = reptile_cells(cells, b.grid, spec, b.dqn, b.reptile, b.seed, progress=tick("reptile iteration"),
+                             init=None if start is None else np.tile(start, (len(cells), 1)))
     cpu["meta_cpu_s"] = time.process_time() - t
     t = time.process_time()
     progress(f"meta_evidence: joint training on the pooled tasks of {len(cells)} cells, {n_iter} iterations "
              f"of {len(cells) * b.reptile.inner_steps} steps")
-    joint = joint_train(cells, b.grid, spec, b.dqn, b.reptile, b.seed, progress=tick("joint iteration"))
+    joint = joint_train(cells, b.grid, spec, b.dqn, b.reptile, b.seed, progress=tick("joint iteration"),
+                        init=start)
     cpu["joint_cpu_s"] = time.process_time() - t
     return {"meta": np.asarray(meta, np.float32), "random": initial_params(spec, b.seed),
             "joint": np.asarray(joint, np.float32)}, cpu

@@ -23,10 +23,15 @@ from metalearning.grid import ConditionGrid
 TINY = ["experiment=meta_evidence", "tracking=none", "progress=false",
         "bank.reptile.meta_iterations=2", "bank.reptile.decisions_per_task=48",
         "evidence.n_cells=2", "evidence.tasks_per_cell=1", "evidence.eval_seeds=1",
-        "evidence.finetune_decisions=48", "evidence.eval_size_bytes=200000", "evidence.max_duration_s=30"]
+        "evidence.finetune_decisions=48", "evidence.eval_size_bytes=200000", "evidence.max_duration_s=30",
+        "+bank.generalist.tasks=2", "+bank.generalist.gradient_steps=20", "+bank.generalist.models=2",
+        "+bank.generalist.checkpoints=1", "+bank.generalist.validation_tasks=1", "+bank.generalist.validation_episodes=2"]
+TINY_GENERALIST = {"tasks": 2, "gradient_steps": 20, "models": 2, "checkpoints": 1, "validation_tasks": 1,
+                   "validation_episodes": 2}
 
 TINY_PLAIN = {"seed": 0,
-              "bank": {"name": "tiny", "seed": 0, "reptile": {"meta_iterations": 2, "decisions_per_task": 48}},
+              "bank": {"name": "tiny", "seed": 0, "reptile": {"meta_iterations": 2, "decisions_per_task": 48},
+                       "generalist": TINY_GENERALIST, "grid": {"bandwidth_mbps": [1, 1200]}},
               "evidence": {"n_cells": 2, "tasks_per_cell": 1, "eval_seeds": 1, "finetune_decisions": 48,
                            "eval_size_bytes": 200000, "max_duration_s": 30.0}}
 
@@ -60,6 +65,7 @@ def test_tiny_job_end_to_end_and_deterministic(compose, tmp_path, mlflow_uri):
             s["finetuned_median_s"]["random"], s["finetuned_median_s"]["joint"]))
     h = res["headline"]
     assert h["cells"] == 2 and h["meta_beats_both"] == sum(r["summary"]["meta_beats_both"] for r in res["cells"])
+    assert res["cpu_s"]["generalist_cpu_s"] > 0        # the build's generalist start: meta-models and joint model
     summary = json.loads((out / "summary.json").read_text())
     assert summary["headline"] == h and [c["name"] for c in summary["cells"]] == [r["name"] for r in res["cells"]]
     assert "(a) beats (b) and (c) in" in (out / "table.txt").read_text()
