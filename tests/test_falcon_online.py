@@ -328,3 +328,27 @@ def test_agent_configs_instantiate_with_a_bank_file(tmp_path):
     c = FalconScheduler(str(path), offline={"interval_episodes": 1})
     assert a.bank is b.bank and c.bank is not a.bank
     np.testing.assert_array_equal(c.bank.params, a.bank.params)
+
+
+def test_the_agent_config_and_the_constructor_declare_the_same_defaults():
+    """configs/agent/falcon.yaml spells out every constructor argument; the
+    values must be the constructor's, except where the difference is the
+    point (the bank comes from the run; continual updates are on in the
+    agent config, off for the bare constructor that tests build)."""
+    import inspect
+
+    import yaml
+
+    from baselines.dqn.policy import DQNScheduler
+    from falcon.online.scheduler import DEFAULT_PRIOR
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((root / "configs/agent/falcon.yaml").read_text())
+    defaults = {k: p.default for cls in (DQNScheduler, FalconScheduler)
+                for k, p in inspect.signature(cls.__init__).parameters.items()}
+    differ = {k: (v, defaults[k]) for k, v in cfg.items()
+              if k in defaults and not isinstance(v, dict) and v != defaults[k]}
+    assert differ.pop("bank") == (None, inspect.Parameter.empty)
+    assert differ.pop("continual") == (True, False)
+    assert differ.pop("prior_conditions")[0] == [dict(p) for p in DEFAULT_PRIOR]
+    assert differ == {}
