@@ -225,6 +225,13 @@ def reference_times(scheduler, scenario, app, seeds: Sequence[int]) -> list[floa
 
 
 # ---------------------------------------------------------------- bank
+def bank_for(cfg, names, progress: bool = True):
+    """The run's bank (:func:`experiment_bank`) when one of the agents
+    ``names`` needs one (a FALCON config: a ``bank`` key), else None."""
+    needs = any("bank" in agent_config(n) for n in names if n != REFERENCE)
+    return experiment_bank(cfg, progress) if needs else None
+
+
 def experiment_bank(cfg, progress: bool = True):
     """The run's meta-model bank (``bank=`` preset, default quick), built when missing."""
     from falcon.bank_job import ensure_bank

@@ -242,8 +242,7 @@ def run_job(cfg) -> dict:
     progress = bool(cfg.get("progress", True))
 
     def body(tracker, folder):
-        needs_bank = any("bank" in common.agent_config(n) for n in sec["schedulers"])
-        bank = common.experiment_bank(cfg, progress) if needs_bank else None
+        bank = common.bank_for(cfg, sec["schedulers"], progress)
         return common.publish(tracker, folder, JOB, run_overhead(sec, scen, app, bank, progress, tracker.log_metrics),
                               table, plot)
 
