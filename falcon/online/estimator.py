@@ -42,7 +42,7 @@ packets, e.g. its probe, from a greedy policy: ``usable(late=True)``)
 from the few samples there are; the loss from the window if it
 holds ``min_partial_loss`` (20) fates, else from the previous estimate,
 else from the few fates there are. :attr:`ConditionEstimator.sources`
-tells which ("window", "partial", "previous").
+tells which ("window", "partial", "previous", "few").
 
 Bias
 ----
