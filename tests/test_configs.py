@@ -99,6 +99,14 @@ def test_lists_of_scenarios_and_apps(compose):
     assert plan.n_jobs == 2 * 2 * len(plan.agents) * 3 and len(plan.agents) == 5
 
 
+def test_web_pages_experiment_loads_the_three_table2_pages(compose):
+    plan = _plan(compose, ["experiment=web_pages"])
+    apps = dict(plan.apps)
+    assert [apps[n]["page"] for n in ("web_google", "web_github", "web_stackoverflow")] == \
+        ["google", "github", "stackoverflow"] and all(a["kind"] == "web" for a in apps.values())
+    assert [n for n, _ in plan.agents][:2] == ["falcon_s", "falcon"] and len(plan.scenarios) == 4
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     (["agent_list=[minrtt,nosuch]"], "unknown agent 'nosuch'"),
     (["agent_list=[minrtt,minrtt]"], "minrtt listed twice"),
