@@ -47,6 +47,16 @@ def test_relative_score_and_bins():
         common.log_bin_edges(100, 10, 1)
 
 
+def test_packets_to_target_is_where_the_score_stays_above_it():
+    def curve(*scores):
+        return [{"n": 0 if s is None else 3, "score": s, "median_packets": float(100 * k)}
+                for k, s in enumerate(scores)]
+    assert convergence.packets_to_target(curve(1.2, 1.0, 0.95), 0.9) == 0.0
+    assert convergence.packets_to_target(curve(0.5, 0.95, 0.8, 0.92, 0.99), 0.9) == 300.0
+    assert convergence.packets_to_target(curve(0.5, None, 0.95, None), 0.9) == 200.0   # empty bins skipped
+    assert math.isnan(convergence.packets_to_target(curve(0.95, 0.5), 0.9))
+
+
 def test_with_conditions_overrides_paths_only():
     base = {"name": "x", "paths": [{"link": "4g"}, {"link": "5g"}]}
     out = common.with_conditions(base, [{"rtt_ms": 80.0}, None])
@@ -100,6 +110,8 @@ def test_convergence_job(job_cfg, mlflow_uri, tmp_path):
     b = [r for r in data["records"] if r["phase"] == "B" and r["scheduler"] == "falcon" and r["run"] == 0]
     assert b[0]["packets_before"] == 0 and b[1]["packets_before"] == b[0]["packets"]
     assert data["reference"]["median_time_s"] > 0
+    assert set(data["packets_to_target"]) == set(data["curves"])
+    assert "stays >= 0.9" in (out / "convergence.txt").read_text()
     client, runs = mlflow_runs(mlflow_uri)
     assert len(runs) == 1 and runs[0].info.run_id == res["mlflow_run_id"]
     assert "score/falcon" in runs[0].data.metrics

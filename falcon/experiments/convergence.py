@@ -45,7 +45,9 @@ converge past one download). Outputs: ``convergence.json`` (settings,
 reference, per-bin scores, every download), ``convergence.txt`` (the
 table), ``convergence.png`` (score vs packets); MLflow metrics
 ``score/<scheduler>`` and ``median_time_s/<scheduler>`` with step = the
-bin's centre in packets.
+bin's centre in packets, and ``packets_to_target/<scheduler>``: the online
+packets on B after which the score stays at least ``target_score`` (0.9,
+:func:`packets_to_target`).
 """
 
 from __future__ import annotations
@@ -136,7 +138,25 @@ def settings(cfg):
         raise ConfigError(f"{JOB}.schedulers: expected a non-empty list of agent names, got {names!r}")
     bins = dict(sec.get("bins") or {})
     sec["bin_edges"] = common.log_bin_edges(bins.get("lo", 100), bins.get("hi", 1e5), bins.get("per_decade", 2))
+    target = sec.get("target_score")
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0:
+        raise ConfigError(f"{JOB}.target_score: expected a positive relative score, got {target!r}")
+    sec["target_score"] = float(target)
     return cfg, sec, scen_a, scen_b, app
+
+
+def packets_to_target(curve: list[dict], target: float) -> float:
+    """Online packets on B after which the scheduler stays at ``target``:
+    the median packets-before of the first populated bin from which every
+    populated bin scores at least ``target`` (0 = already on the first
+    download after the change); NaN if the last populated bin is below it."""
+    rows = [r for r in curve if r["n"]]
+    out = math.nan
+    for r in reversed(rows):
+        if not r["score"] >= target:
+            break
+        out = r["median_packets"]
+    return out
 
 
 def run_convergence(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=None,
@@ -178,6 +198,10 @@ def run_convergence(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=No
                 if row["n"]:
                     log({f"score/{name}": row["score"], f"median_time_s/{name}": row["median_time_s"]},
                         step=int(round(row["centre"])))
+    target = sec["target_score"]
+    to_target = {name: packets_to_target(curve, target) for name, curve in curves.items()}
+    if log is not None:
+        log({f"packets_to_target/{name}": v for name, v in to_target.items()})
     # per run, the median time on B: shows whether a pooled median hides a bimodal spread of runs
     run_medians = {name: [float(np.nanmedian([r["download_time_s"] for r in records
                                               if r["scheduler"] == name and r["run"] == run
@@ -185,7 +209,7 @@ def run_convergence(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=No
                           for run in range(sec["runs"])] for name in sec["schedulers"]}
     return {"job": JOB, "settings": sec, "scenario_a": scen_a, "scenario_b": scen_b, "app": dict(app),
             "reference": {"median_time_s": ref_median, "times": ref_times, "train": ref_info},
-            "curves": curves, "run_medians_b_s": run_medians, "records": records,
+            "curves": curves, "packets_to_target": to_target, "run_medians_b_s": run_medians, "records": records,
             "wall_s": time.perf_counter() - t0}
 
 
@@ -199,8 +223,12 @@ def table(results: dict) -> str:
     head = (f"relative score = DQN-Off median on B ({results['reference']['median_time_s']:.3f} s) / "
             "median in the bin; x = online packets on B before the download\n")
     runs = [[name, " ".join(f"{t:.2f}" for t in ts)] for name, ts in results.get("run_medians_b_s", {}).items()]
+    target = results["settings"].get("target_score")
+    reach = [[name, v] for name, v in results.get("packets_to_target", {}).items()]
     return (head + common.format_table(["scheduler", "packets bin", "n", "median packets", "median time s",
                                         "score"], rows)
+            + f"\nonline packets on B after which the score stays >= {target} (-: not reached)\n"
+            + common.format_table(["scheduler", "packets"], reach)
             + "\nper run: median download time on B [s]\n" + common.format_table(["scheduler", "runs"], runs))
 
 
