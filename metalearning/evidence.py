@@ -117,6 +117,9 @@ class EvidenceConfig:
         n_cells: cells sampled when ``cells`` is None.
         tasks_per_cell: held-out tasks per cell.
         finetune_steps: K, DQN mini-batch steps of the fine-tuning.
+        finetune_mix: the share of the K-step move that is evaluated, ``theta
+            + mix (W - theta)`` (1: the fine-tuned W, the paper; FALCON's
+            ``finetune_mix``).
         batch_size: fine-tuning mini-batch size; None: the DQN config's.
         finetune_epsilon: exploration while collecting the fine-tuning experience (eps_s).
         finetune_decisions: transitions of fine-tuning experience per task.
@@ -133,6 +136,7 @@ class EvidenceConfig:
     n_cells: int = 12
     tasks_per_cell: int = 5
     finetune_steps: int = 16
+    finetune_mix: float = 1.0
     batch_size: int | None = None
     finetune_epsilon: float = 0.1
     finetune_decisions: int = 256
@@ -149,7 +153,8 @@ class EvidenceConfig:
         positive_ints(self, "evidence", "n_cells", "tasks_per_cell", "finetune_steps", "finetune_decisions",
                       "eval_seeds", "eval_size_bytes")
         optional_positive_int(self, "evidence", "batch_size")
-        numbers_in(self, "evidence", ("finetune_epsilon", 0.0, 1.0, False), ("max_duration_s", 0.0, math.inf, True),
+        numbers_in(self, "evidence", ("finetune_epsilon", 0.0, 1.0, False), ("finetune_mix", 0.0, 1.0, False),
+                   ("max_duration_s", 0.0, math.inf, True),
                    ("matters_threshold", 0.0, math.inf, False))
         if self.cells is not None:
             if isinstance(self.cells, str | bytes) or not isinstance(self.cells, Sequence) or not self.cells:
@@ -379,6 +384,8 @@ def run_task(plan: EvidencePlan, cell: int, task: int, starts: Sequence[np.ndarr
             idx = np.random.default_rng(batch_ss[j]).integers(0, exp.n, (k, bsz))
             bs[:, j], ba[:, j], br[:, j], bs2[:, j], bd[:, j] = (x[idx] for x in exp)
     tuned, losses = inner_loop(learner, thetas, (bs, ba, br, bs2, bd))
+    if ev.finetune_mix != 1.0:
+        tuned = thetas + np.float32(ev.finetune_mix) * (tuned - thetas)
     empty = np.asarray(sizes) == 0
     tuned[empty] = thetas[empty]                 # no experience: nothing to fine-tune on
     diagnostics = _diagnostics(spec, thetas, tuned, [x for x in pool if len(x)])

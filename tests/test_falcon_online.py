@@ -126,6 +126,21 @@ def test_zero_finetune_steps_deploy_the_selected_meta_model_at_once(bank):
         falcon(bank, finetune_steps=-1)
 
 
+def test_finetune_mix_deploys_a_share_of_the_k_step_move(bank):
+    deployed = {}
+    for mix in (0.0, 1.0):
+        s = falcon(bank, detection="never", finetune_steps=16, finetune_mix=mix, continual=False,
+                   train_step_cost_s=0.0)
+        s.run_episode(TWO_PATHS, BULK, seed=3)
+        ev = start_event(s)
+        assert ev.action == "adapt" and s.deployments == 1
+        deployed[mix] = (s._deployed_flat.copy(), s.bank.row(ev.cell))
+    assert np.array_equal(*deployed[0.0])                 # mix 0: the meta-model as built
+    assert not np.array_equal(*deployed[1.0])             # mix 1: the fine-tuned network
+    with pytest.raises(ConfigError, match="finetune_mix"):
+        falcon(bank, finetune_mix=1.5)
+
+
 def test_emulated_estimate_selects_the_covering_cell(bank):
     s = falcon(bank, detection="never")
     s.run_episode(TWO_PATHS, BULK, seed=3)

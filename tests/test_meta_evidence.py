@@ -89,6 +89,7 @@ def test_bad_config_is_one_line_config_error(compose, tmp_path):
                       ({"finetune_steps": 0}, "evidence.finetune_steps: must be a positive integer"),
                       ({"eval_seeds": -1}, "evidence.eval_seeds"),
                       ({"finetune_epsilon": 2}, "evidence.finetune_epsilon"),
+                      ({"finetune_mix": -0.5}, "evidence.finetune_mix"),
                       ({"n_cells": 1000}, "evidence.n_cells"),
                       ({"K": 16}, "evidence: unknown key")):
         with pytest.raises(ConfigError, match=match) as e:

@@ -229,6 +229,8 @@ class FalconScheduler(DQNScheduler):
         epsilon: eps_s, exploration while estimating, collecting and fine-tuning.
         deployed_epsilon: exploration of the deployed fine-tuned model.
         finetune_steps: K (0: the selected meta-model is deployed as is, zero-shot).
+        finetune_mix: the share of the K-step move deployed, ``theta + mix
+            (W - theta)`` (1: the fine-tuned W, the paper; 0: theta).
         min_transitions: post-change transitions before fine-tuning (None: batch size).
         train_step_cost_s: emulated time of one gradient step [s] (``"auto"``: measured).
         selection, detection, fallback, same_cell: module docstring.
@@ -248,7 +250,7 @@ class FalconScheduler(DQNScheduler):
     name = "falcon"
 
     def __init__(self, bank, *, epsilon: float = 0.0, deployed_epsilon: float = 0.0,
-                 finetune_steps: int = 16, min_transitions: int | None = None,
+                 finetune_steps: int = 16, finetune_mix: float = 1.0, min_transitions: int | None = None,
                  train_step_cost_s: float | str = 0.00045, selection: str = "bank",
                  detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
                  prior_conditions=None, window: Mapping | None = None,
@@ -283,6 +285,10 @@ class FalconScheduler(DQNScheduler):
         self.epsilon_s = self.epsilon
         self.deployed_epsilon = deployed_epsilon
         self.finetune_steps = int(finetune_steps)
+        finetune_mix = float(finetune_mix)
+        if not 0.0 <= finetune_mix <= 1.0:
+            raise ConfigError(f"finetune_mix: must be in [0, 1], got {finetune_mix}")
+        self.finetune_mix = finetune_mix
         bs = self.learner_config.batch_size
         self.min_transitions = bs if min_transitions is None else int(min_transitions)
         if self.min_transitions < 1:
@@ -592,6 +598,10 @@ class FalconScheduler(DQNScheduler):
     def _ft_deploy(self) -> None:
         if self._ft_gen != self._gen:
             return                        # a newer adaptation started meanwhile
+        if self.finetune_steps and self.finetune_mix != 1.0:   # deploy theta + mix (W - theta)
+            theta = self.bank.row(self.cell)
+            w = self.learner.flat_weights(0)
+            self.learner.set_weights(self.learner.split_flat(theta + np.float32(self.finetune_mix) * (w - theta)))
         self.deploy()
         self.phase = DEPLOYED
         self.deployed_cell = self.cell
@@ -706,7 +716,8 @@ class FalconScheduler(DQNScheduler):
 
     def hyperparameters(self) -> dict:
         return {**super().hyperparameters(), "deployed_epsilon": self.deployed_epsilon,
-                "finetune_steps": self.finetune_steps, "min_transitions": self.min_transitions,
+                "finetune_steps": self.finetune_steps, "finetune_mix": self.finetune_mix,
+                "min_transitions": self.min_transitions,
                 "train_step_cost_s": self.finetuner.step_cost_s, "selection": self.selection,
                 "detection": self.detection, "fallback": self.fallback, "same_cell": self.same_cell,
                 "window": dict(self.window_config.__dict__), "detector": self.detector_kw,
