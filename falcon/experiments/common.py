@@ -325,6 +325,22 @@ def plot_series(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence
     return path
 
 
+def run_scheduler_job(cfg, job: str, sec: Mapping, app: Mapping, run: Callable, table_fn, plot_fn) -> dict:
+    """The tracked job of an experiment over the agents ``sec["schedulers"]``:
+    the run's bank when one of them needs it (:func:`bank_for`), the results
+    of ``run(bank, progress, log)``, published (:func:`publish`) inside
+    :func:`run_tracked` with the job's section, app and bank as parameters."""
+    from falcon.config import to_plain
+
+    progress = bool(cfg.get("progress", True))
+
+    def body(tracker, folder):
+        bank = bank_for(cfg, sec["schedulers"], progress)
+        return publish(tracker, folder, job, run(bank, progress, tracker.log_metrics), table_fn, plot_fn)
+
+    return run_tracked(cfg, job, {job: sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
+
+
 def run_tracked(cfg, job: str, params: Mapping, body: Callable) -> dict:
     """Run ``body(tracker, folder)`` inside an MLflow run (``tracking=``) with
     ``params`` logged, writing into a staged output folder (``output=``, else

@@ -243,13 +243,8 @@ def plot(results: dict, path) -> None:
 def run_job(cfg) -> dict:
     """``experiment=convergence``: the tracked job."""
     cfg, sec, scen_a, scen_b, app = settings(cfg)
-    progress = bool(cfg.get("progress", True))
-
-    def body(tracker, folder):
-        bank = common.bank_for(cfg, sec["schedulers"], progress)
-        return common.publish(tracker, folder, JOB, run_convergence(sec, scen_a, scen_b, app, bank, progress, tracker.log_metrics), table, plot)
-
-    return common.run_tracked(cfg, JOB, {"convergence": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
+    return common.run_scheduler_job(
+        cfg, JOB, sec, app, lambda bank, progress, log: run_convergence(sec, scen_a, scen_b, app, bank, progress, log), table, plot)
 
 
 __all__ = ["run_job", "run_convergence", "a_then_b", "bin_scores", "settings", "ab_settings"]

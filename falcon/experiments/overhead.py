@@ -239,11 +239,5 @@ def plot(results: dict, path) -> None:
 def run_job(cfg) -> dict:
     """``experiment=overhead``: the tracked job."""
     cfg, sec, scen, app = settings(cfg)
-    progress = bool(cfg.get("progress", True))
-
-    def body(tracker, folder):
-        bank = common.bank_for(cfg, sec["schedulers"], progress)
-        return common.publish(tracker, folder, JOB, run_overhead(sec, scen, app, bank, progress, tracker.log_metrics),
-                              table, plot)
-
-    return common.run_tracked(cfg, JOB, {"overhead": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
+    return common.run_scheduler_job(
+        cfg, JOB, sec, app, lambda bank, progress, log: run_overhead(sec, scen, app, bank, progress, log), table, plot)

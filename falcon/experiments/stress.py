@@ -254,14 +254,8 @@ def plot(results: dict, path) -> None:
 def run_job(cfg) -> dict:
     """``experiment=stress``: the tracked job."""
     cfg, sec, scen, app = settings(cfg)
-    progress = bool(cfg.get("progress", True))
-
-    def body(tracker, folder):
-        bank = common.bank_for(cfg, sec["schedulers"], progress)
-        return common.publish(tracker, folder, JOB, run_stress(sec, scen, app, bank, progress, tracker.log_metrics),
-                              table, plot)
-
-    return common.run_tracked(cfg, JOB, {"stress": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
+    return common.run_scheduler_job(
+        cfg, JOB, sec, app, lambda bank, progress, log: run_stress(sec, scen, app, bank, progress, log), table, plot)
 
 
 __all__ = ["run_job", "run_stress", "session", "shifted", "path_schedules", "reference_scenarios", "settings"]
