@@ -14,7 +14,7 @@ from conftest import mlflow_runs
 
 from baselines.dqn.network import QNetSpec
 from envs.errors import ConfigError
-from falcon.experiments import common, convergence, k_impact, overhead, stress
+from falcon.experiments import common, convergence, k_impact, overhead, real_world, stress
 from metalearning.bank import MetaModelBank
 from metalearning.grid import ConditionGrid, PathCondition
 
@@ -195,7 +195,66 @@ def test_overhead_job(job_cfg, tmp_path, mlflow_uri):
     assert "overhead.png" in {a.path for a in client.list_artifacts(runs[0].info.run_id)}
 
 
+def test_real_world_job(job_cfg, tmp_path):
+    """Fig. 7's protocol on one setting: identical trace stretches for every
+    scheduler, day windows of the held-out traces, FALCON = FALCON-N on day 1,
+    an offline update at the end of each day."""
+    res = real_world.run_job(job_cfg("real_world", "~real_world.settings.static_5g_wlan"))
+    out = tmp_path / "real_world"
+    for name in ("real_world.json", "real_world.txt", "real_world.png", "summary.json"):
+        assert (out / name).is_file(), name
+    data = json.loads((out / "real_world.json").read_text())
+    sec = data["settings"]
+    days, per_day = sec["days"], sec["downloads_per_day"]
+    r = data["results"]["mobile_4g_5g"]
+    assert list(data["results"]) == ["mobile_4g_5g"]
+    assert set(r["summary"]) == {"falcon", "falcon_n", "minrtt", "dqn_off"}
+    recs = r["records"]
+    by = {(x["scheduler"], x["day"], x["download"]): x for x in recs}
+    assert len(by) == len(recs) == 4 * days * per_day
+    for (name, day, i), x in by.items():
+        assert x["trace_starts"] == by[("minrtt", day, i)]["trace_starts"]
+        for p, st in enumerate(x["trace_starts"]):
+            test = sec["settings"]["mobile_4g_5g"]["paths"][p]["test"]
+            assert st["file"] == test[0]
+            period = real_world.trace_windows(test, None)[0][2]
+            assert (day - 1) * period / days <= st["start_s"] < day * period / days
+    # the morning update touched cells; FALCON-N is FALCON without the day-end updates
+    assert r["morning_update"]["cells"]
+    assert [u["day"] for u in r["offline_updates"]["falcon"]] == list(range(1, days + 1))
+    assert "falcon_n" not in r["offline_updates"]
+    t = {n: [by[(n, 1, i)]["download_time_s"] for i in range(per_day)] for n in ("falcon", "falcon_n")}
+    assert t["falcon"] == t["falcon_n"]
+    assert "falcon vs falcon_n" in (out / "real_world.txt").read_text()
+    again = real_world.run_job(job_cfg("real_world", "~real_world.settings.static_5g_wlan"))
+    assert [x["download_time_s"] for x in again["results"]["mobile_4g_5g"]["records"]] == \
+        [x["download_time_s"] for x in recs]
+
+
+def test_real_world_morning_update_touches_only_visited_cells(compose, tiny_bank):
+    cfg = compose("train", ["experiment=real_world", "quick=true"])
+    _, sec, app = real_world.settings(cfg)
+    setting = sec["settings"]["mobile_4g_5g"]
+    base = real_world.base_scenario(setting)
+    before = tiny_bank.params.copy()
+    bank, rec = real_world.morning_bank(tiny_bank, "falcon", None,
+                                        real_world.morning_scenarios(base, setting, 2, 5, 0), app, 5,
+                                        progress=False)
+    assert rec["cells"] and np.array_equal(tiny_bank.params, before)     # the built bank is untouched
+    for c in range(tiny_bank.grid.n_cells):
+        assert np.array_equal(bank.row(c), before[c]) == (c not in rec["cells"])
+    with pytest.raises(ConfigError, match="offline loop"):
+        real_world.morning_bank(tiny_bank, "falcon_n", None, real_world.morning_scenarios(base, setting, 1, 5, 0),
+                                app, 5, progress=False)
+
+
 def test_bad_settings_are_one_line_errors(compose):
+    with pytest.raises(ConfigError, match="test: 2 files for 5 days"):
+        real_world.settings(compose("train", [
+            "experiment=real_world",
+            "real_world.settings.mobile_4g_5g.paths.0.test=[a.csv,b.csv]"]))
+    with pytest.raises(ConfigError, match="persist_across_days"):
+        real_world.settings(compose("train", ["experiment=real_world", "real_world.persist_across_days=3"]))
     with pytest.raises(ConfigError, match="ks"):
         k_impact.settings(compose("train", ["experiment=k_impact", "k_impact.ks=[-1]"]))
     with pytest.raises(ConfigError, match="intervals_s"):

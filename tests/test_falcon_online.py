@@ -115,6 +115,34 @@ def test_estimator_past_the_deadline_takes_the_few_samples_of_an_idle_path():
     assert not ConditionEstimator(2).usable(late=True)     # no sample at all: nothing to estimate
 
 
+def test_estimator_past_the_deadline_assumes_the_prior_for_a_path_sent_nothing():
+    prior = [PathCondition(0.001, 29.2, 4.8), PathCondition(0.02, 80.0, 10.0)]
+    est = ConditionEstimator(2, WindowConfig(min_partial_rtt=4), prior=prior)
+    for x in (0.010, 0.012, 0.011, 0.013):
+        est.add_rtt(0, x)
+        est.add_fate(0, False)
+    assert not est.usable() and est.usable(late=True)
+    c = est.estimate_all()
+    assert c[1] == prior[1] and est.sources[1] == ("prior", "prior")
+    assert c[0].rtt_ms == pytest.approx(11.5) and est.sources[0][0] == "partial"
+    with pytest.raises(ConfigError, match="prior"):
+        ConditionEstimator(2, prior=prior[:1])
+
+
+def test_falcon_selects_even_when_its_policy_leaves_a_path_unused(bank):
+    """The prior model (Table I 4G + 5G: equal RTT ranges) sends everything on
+    path 1 and, greedy, nothing on path 0: past the window's deadline path 0
+    is assumed in the prior's conditions, so FALCON still selects (here the
+    cell whose model moves to the 10 ms path 0)."""
+    s = falcon(bank, detection="never", finetune_steps=0, continual=False, epsilon=0.0, deployed_epsilon=0.0)
+    m = s.run_episode(TWO_PATHS, BULK, seed=3)
+    ev = start_event(s)
+    assert ev.action == "adapt" and ev.sources[0] == ("prior", "prior") and ev.sources[1][0] != "prior"
+    assert s.bank.grid.range_indices(s.bank.grid.path_cells_of(ev.cell)[0])[1] < \
+        s.bank.grid.range_indices(s.bank.grid.path_cells_of(ev.cell)[1])[1]
+    assert m["download_time_s"] < 1.5          # then on the 10 ms path (all on the 300 ms one: 2.0 s)
+
+
 def test_zero_finetune_steps_deploy_the_selected_meta_model_at_once(bank):
     s = falcon(bank, detection="never", finetune_steps=0, continual=False)
     s.run_episode(TWO_PATHS, BULK, seed=3)

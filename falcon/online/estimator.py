@@ -39,10 +39,13 @@ would otherwise hold the window open for long). With partial data the RTT
 statistics come from the window if it holds ``min_partial_rtt`` samples,
 else from the path's previous estimate, else (a path that got only a few
 packets, e.g. its probe, from a greedy policy: ``usable(late=True)``)
-from the few samples there are; the loss from the window if it
+from the few samples there are, else (a path the policy sent nothing,
+past the deadline) from the ``prior`` conditions given to the estimator
+(FALCON's prior cell: an unused path must not keep FALCON on its
+fallback model for the whole connection); the loss from the window if it
 holds ``min_partial_loss`` (20) fates, else from the previous estimate,
 else from the few fates there are. :attr:`ConditionEstimator.sources`
-tells which ("window", "partial", "previous", "few").
+tells which ("window", "partial", "previous", "few", "prior").
 
 Bias
 ----
@@ -60,6 +63,7 @@ RTT), so this shifts a selection only near a cell boundary.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -149,11 +153,17 @@ class ConditionEstimator:
     """Per-path loss / mean RTT / RTT deviation over the estimation window
     (module docstring)."""
 
-    def __init__(self, n_paths: int, config: WindowConfig | None = None):
+    def __init__(self, n_paths: int, config: WindowConfig | None = None,
+                 prior: Sequence[PathCondition] | None = None):
         if int(n_paths) < 1:
             raise ConfigError(f"estimator: n_paths must be positive, got {n_paths!r}")
+        if prior is not None and len(prior) != int(n_paths):
+            raise ConfigError(f"estimator: prior has {len(prior)} paths, expected {n_paths}")
         self.n_paths = int(n_paths)
         self.config = config or WindowConfig()
+        #: per path, the conditions assumed past the deadline for a path that
+        #: carried no packet at all (None: such a path keeps the window open)
+        self.prior = None if prior is None else list(prior)
         self.reset()
 
     def reset(self) -> None:
@@ -164,7 +174,8 @@ class ConditionEstimator:
         self.last: list[PathCondition | None] = [None] * self.n_paths
         #: per path: where the last estimate's (rtt, loss) came from:
         #: "window" | "partial" | "previous" | "few" (RTT: below min_partial_rtt samples,
-        #: past the deadline) ("none": no packet fate yet, loss 0)
+        #: past the deadline) | "prior" (no sample, past the deadline) ("none": no packet
+        #: fate yet, loss 0)
         self.sources: list[tuple[str, str]] = [("", "")] * self.n_paths
 
     # ---------------------------------------------------------- feeds
@@ -202,7 +213,8 @@ class ConditionEstimator:
         RTT sample is enough for a path without a previous estimate (a
         greedy policy may send a path nothing but its probe packet)."""
         m = 1 if late else self.config.min_partial_rtt
-        return all(self._rtt[p].count >= m or self.last[p] is not None for p in range(self.n_paths))
+        return all(self._rtt[p].count >= m or self.last[p] is not None or (late and self.prior is not None)
+                   for p in range(self.n_paths))
 
     def estimate(self, path: int) -> PathCondition:
         """``path``'s conditions now (fallbacks: module docstring). Raises
@@ -223,6 +235,8 @@ class ConditionEstimator:
             rtt_ms = 1000.0 * float(x.mean())
             std_ms = 1000.0 * float(x.std(ddof=1)) if ring.count > 1 else 0.0
             rsrc = "few"
+        elif self.prior is not None:      # past the deadline, a path the policy sent nothing
+            rtt_ms, std_ms, rsrc = self.prior[path].rtt_ms, self.prior[path].rtt_std_ms, "prior"
         else:
             raise ConfigError(f"estimator: path {path} has {ring.count} RTT samples and no previous "
                               f"estimate (at least {c.min_partial_rtt} needed)")
@@ -232,6 +246,8 @@ class ConditionEstimator:
             lsrc = "window" if fr.count >= c.min_loss_packets else "partial"
         elif prev is not None:
             loss, lsrc = prev.loss, "previous"
+        elif rsrc == "prior":
+            loss, lsrc = self.prior[path].loss, "prior"
         else:
             loss, lsrc = 0.0, "none"
         cond = PathCondition(loss=float(min(max(loss, 0.0), 1.0)), rtt_ms=float(rtt_ms),

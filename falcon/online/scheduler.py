@@ -402,7 +402,8 @@ class FalconScheduler(DQNScheduler):
         self.finetuner.attach(view.sim)
         self.trainer.attach(view.sim)
         if self.estimator is None or self.estimator.n_paths != n:
-            self.estimator = ConditionEstimator(n, self.window_config)
+            self.estimator = ConditionEstimator(n, self.window_config,
+                                                prior=self.prior if len(self.prior) == n else None)
         else:
             self.estimator.reset()
         self.detector = PathChangeDetector(**self.detector_kw) if self.detection == "bocpd" else None
