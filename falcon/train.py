@@ -60,7 +60,10 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int, context: Mapping
     app_name, app = plan.apps[0]
     for name, agent_cfg in plan.agents:
         if not is_trainable(agent_cfg):
-            info(f"agent {name!r} has nothing to train (no train: section): it is evaluated only")
+            if isinstance(agent_cfg, Mapping) and "bank" in agent_cfg:
+                info(f"agent {name!r} is deployed from the meta-model bank and adapts online: no training step")
+            else:
+                info(f"agent {name!r} has nothing to train (no train: section): it is evaluated only")
             agents.append((name, agent_cfg))
             continue
         train_kw = dict(agent_cfg["train"])
