@@ -94,9 +94,11 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int, context: Mapping
     return plan
 
 
-@hydra.main(config_path="../configs", config_name="train", version_base="1.3")
-@cli.guard
-def _hydra_main(cfg: DictConfig) -> None:
+def run_train_job(cfg) -> dict | None:
+    """Run the job ``cfg.job`` names (default ``train``: train the trainable
+    agents, then evaluate every agent) with a composed config; returns its
+    results (the summary of the train job, the results dict of an
+    experiment) where the job has one."""
     from falcon.config import check_int, check_runtime, to_plain
     from falcon.experiment import run_pipeline
 
@@ -104,18 +106,15 @@ def _hydra_main(cfg: DictConfig) -> None:
     if job == "build_bank":
         from falcon.bank_job import run_build_job
 
-        run_build_job(cfg)
-        return
+        return run_build_job(cfg)
     if job == "meta_evidence":
         from falcon.evidence_job import run_evidence_job
 
-        run_evidence_job(cfg)
-        return
+        return run_evidence_job(cfg)
     if job in EXPERIMENTS:
         import importlib
 
-        importlib.import_module(f"falcon.experiments.{job}").run_job(cfg)
-        return
+        return importlib.import_module(f"falcon.experiments.{job}").run_job(cfg)
     if job != "train":
         known = ", ".join(["train", "build_bank", "meta_evidence", *EXPERIMENTS])
         raise ConfigError(f"job: unknown job {job!r} (known: {known})")
@@ -128,7 +127,13 @@ def _hydra_main(cfg: DictConfig) -> None:
                                    progress=bool(cfg.get("progress", True)))
         return train_agents(plan, staging, tracker, train_seed, context)
 
-    run_pipeline(cfg, "train", prepare=prepare)
+    return run_pipeline(cfg, "train", prepare=prepare)
+
+
+@hydra.main(config_path="../configs", config_name="train", version_base="1.3")
+@cli.guard
+def _hydra_main(cfg: DictConfig) -> None:
+    run_train_job(cfg)
 
 
 def main() -> None:

@@ -1,0 +1,126 @@
+"""Seeded results stay bit-identical unless a change means to alter them.
+
+The main job (two runs per scheduler) and every experiment's quick variant
+run in-process on a small untrained bank; every number a run measures in
+emulated time (download times, scores, packets, ...; not wall-clock time,
+CPU or memory) is collected from its results and hashed, float by float
+(``float.hex``), and compared with ``tests/golden/results.json``. The bank
+presets' fingerprints are checked the same way.
+
+After a change that is *meant* to alter results (say why in the commit)::
+
+    FALCON_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from baselines.dqn.network import QNetSpec
+from falcon.experiments import common
+from metalearning.bank import MetaModelBank
+from metalearning.grid import ConditionGrid
+
+GOLDEN = Path(__file__).parent / "golden" / "results.json"
+UPDATE = os.environ.get("FALCON_UPDATE_GOLDEN") == "1"
+#: a number whose key (or an enclosing key) contains one of these is a
+#: measurement of the machine, not of the emulation, or an identifier
+MACHINE = ("wall", "cpu", "memory", "rss", "mlflow", "output", "created", "_ms", "elapsed_wall", "seconds_per",
+           "per_s", "rate_hz", "selection_s")
+
+JOBS = {
+    "main": ["experiment=main", "runs=2", "scenario_list=[static_4g_5g,mobile_5g_5g]"],
+    "convergence": ["experiment=convergence", "quick=true"],
+    "stress": ["experiment=stress", "quick=true"],
+    "k_impact": ["experiment=k_impact", "quick=true"],
+    "overhead": ["experiment=overhead", "quick=true"],
+    "real_world": ["experiment=real_world", "quick=true", "~real_world.settings.static_5g_wlan"],
+    "learnability": ["experiment=learnability", "quick=true", "runtime.workers=1"],
+    "meta_evidence": ["experiment=meta_evidence", "bank.reptile.meta_iterations=2", "bank.reptile.decisions_per_task=48",
+                      "evidence.n_cells=2", "evidence.tasks_per_cell=1", "evidence.eval_seeds=1",
+                      "evidence.finetune_decisions=48", "evidence.eval_size_bytes=200000",
+                      "evidence.max_duration_s=30", "+bank.generalist.tasks=2", "+bank.generalist.gradient_steps=20",
+                      "+bank.generalist.models=2", "+bank.generalist.checkpoints=1",
+                      "+bank.generalist.validation_tasks=1", "+bank.generalist.validation_episodes=2"],
+}
+#: a one-path bank (27 cells) with a generalist start: builds in seconds
+TINY_BANK = {"name": "tiny", "seed": 3, "hidden": [8, 8, 8], "grid": {"n_paths": 1, "bandwidth_mbps": [1, 1200]},
+             "generalist": {"tasks": 2, "gradient_steps": 20, "models": 2, "checkpoints": 1, "validation_tasks": 1,
+                            "validation_episodes": 2},
+             "reptile": {"meta_iterations": 3, "decisions_per_task": 24, "inner_steps": 2, "task_size_bytes": 60_000},
+             "chunk_size": 10, "checkpoint_every": 1}
+
+
+def numbers(obj, path: str = "") -> list[tuple[str, str]]:
+    """``(key path, float.hex)`` of every number in ``obj`` outside :data:`MACHINE` keys, in order."""
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() if not any(m in str(k).lower() for m in MACHINE)
+                for x in numbers(v, f"{path}/{k}")]
+    if isinstance(obj, (list, tuple)):
+        return [x for i, v in enumerate(obj) for x in numbers(v, f"{path}[{i}]")]
+    if isinstance(obj, bool) or not isinstance(obj, (int, float)):
+        return []
+    v = float(obj)
+    return [(path, "nan" if math.isnan(v) else v.hex())]
+
+
+def digest(obj) -> dict:
+    nums = numbers(obj)
+    h = hashlib.sha256(json.dumps(nums).encode()).hexdigest()
+    return {"numbers": len(nums), "sha256": h}
+
+
+def check(name: str, obj) -> None:
+    golden = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+    got = digest(obj)
+    if UPDATE:
+        golden[name] = got
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(dict(sorted(golden.items())), indent=1) + "\n")
+        return
+    assert name in golden, f"no golden digest for {name}: run with FALCON_UPDATE_GOLDEN=1"
+    assert got == golden[name], (f"{name}: seeded results changed ({got['numbers']} numbers, golden "
+                                 f"{golden[name]['numbers']}); if meant, FALCON_UPDATE_GOLDEN=1 (module docstring)")
+
+
+@pytest.fixture(scope="module")
+def small_bank():
+    return MetaModelBank.initial(ConditionGrid(), QNetSpec(8, 2, (16, 16, 16)), seed=3)
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_seeded_results_are_unchanged(job, compose, tmp_path, monkeypatch, small_bank):
+    from falcon import bank_job
+    from falcon.train import run_train_job
+
+    bank_file = tmp_path / "bank.h5"
+    small_bank.write(bank_file)
+    monkeypatch.setattr(common, "experiment_bank", lambda cfg, progress=True: small_bank)
+    monkeypatch.setattr(bank_job, "ensure_bank", lambda cfg, runtime=None, progress=True: None)
+    cfg = compose("train", [*JOBS[job], "tracking=none", "progress=false", f"output={tmp_path / 'out'}",
+                            f"bank.path={bank_file}"])
+    res = run_train_job(cfg)
+    if job == "main":          # the summary: per scenario, app and scheduler, the statistics of every metric
+        res = {k: v for k, v in res.items() if k not in ("schedulers_info",)}
+    check(job, res)
+
+
+def test_bank_build_is_unchanged(tmp_path):
+    from metalearning.build import BankBuildSpec, build_bank
+
+    bank = build_bank(BankBuildSpec.from_config(TINY_BANK), tmp_path / "bank.h5", progress=False)
+    check("bank_build", bank.params.astype(float).tolist())
+
+
+def test_bank_fingerprints_are_unchanged():
+    from falcon.bank_job import bank_config
+    from metalearning.build import BankBuildSpec
+
+    check("bank_fingerprints", {name: int(BankBuildSpec.from_config(bank_config(name)).fingerprint()[:12], 16)
+                                for name in ("quick", "paper")})
