@@ -209,6 +209,21 @@ def inner_loop(learner: BatchedDQN, thetas: np.ndarray, batches) -> tuple[np.nda
     return _read_stack(learner), (loss_sum / max(k, 1)).numpy()
 
 
+def reptile_step(learner: BatchedDQN, thetas: np.ndarray, batches, meta_lr: float,
+                 discard: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One Reptile meta-step of ``M`` models side by side (module docstring,
+    steps 3-4): ``W`` = :func:`inner_loop` from ``thetas`` ``[M, P]`` on
+    ``batches`` ``[K, M, B, ...]``, then ``thetas + meta_lr (W - thetas)``.
+    ``discard`` (bool ``[M]``): models whose ``W`` is dropped (their task
+    had no transitions). Returns the new ``[M, P]`` and the mean inner loss
+    per model ``[M]``. The bank build and FALCON's offline loop
+    (:mod:`falcon.online.offline_update`) both step through here."""
+    w, losses = inner_loop(learner, thetas, batches)
+    if discard is not None:
+        w[discard] = thetas[discard]                  # a task without transitions teaches nothing
+    return thetas + np.float32(meta_lr) * (w - thetas), losses
+
+
 # ---------------------------------------------------------------- tasks
 
 def _streams(seed: int, cell: int, iteration: int):
@@ -321,12 +336,10 @@ def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNCon
                 rewards.append(float(exp.rewards.mean()))
         t1 = time.perf_counter()
         ix = idx.transpose(1, 0, 2)                    # [K, M, B]: step-major, contiguous per step
-        w, losses = inner_loop(learner, thetas, (buf_s[rows, ix], buf_a[rows, ix], buf_r[rows, ix],
-                                                 buf_s2[rows, ix], buf_d[rows, ix]))
         empty = sizes == 0
-        w[empty] = thetas[empty]                      # a task without transitions teaches nothing
         lam = np.float32(cfg.meta_lr_at(it))
-        thetas += lam * (w - thetas)
+        thetas[:], losses = reptile_step(learner, thetas, (buf_s[rows, ix], buf_a[rows, ix], buf_r[rows, ix],
+                                                           buf_s2[rows, ix], buf_d[rows, ix]), lam, empty)
         t2 = time.perf_counter()
         if progress is not None:
             losses = losses[~empty]

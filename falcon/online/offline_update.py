@@ -7,7 +7,8 @@ cell of its last selection) and hands it to :meth:`OfflineUpdater.add`.
 Every T_upd the updater runs, for each cell that received at least
 ``min_transitions`` transitions since the previous update, one Reptile step
 on that experience (the paper's procedure, Sec. IV-A, with the logged task
-in place of a sampled one)::
+in place of a sampled one; :func:`metalearning.reptile.reptile_step`, the
+bank build's own step)::
 
     W     = K DQN mini-batch steps from Theta_cell (fresh Adam state, the
             target network starting at Theta_cell) on the cell's experience
@@ -47,6 +48,7 @@ import numpy as np
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
+from metalearning.reptile import reptile_step
 
 #: update records kept in OfflineUpdater.history
 MAX_HISTORY = 1000
@@ -190,19 +192,15 @@ class OfflineUpdater:
             cfg = self.config
             idx = self.updates
             learner = BatchedDQN(bank.spec, len(cells), cfg, seed=self.seed, technique=self.technique)
-            for m, c in enumerate(cells):
-                learner.set_weights(bank.weights(c), model=m)
-                self._store[c].rng = np.random.default_rng([self.seed, idx, c])
-            learner.reset_optimizer()
             mems = [self._store[c] for c in cells]
-            for _ in range(self.inner_steps):
-                parts = [mem.sample(cfg.batch_size) for mem in mems]
-                batch = [np.concatenate([p[i] for p in parts]) for i in range(5)]
-                learner.update(*batch)
+            for mem, c in zip(mems, cells):
+                mem.rng = np.random.default_rng([self.seed, idx, c])
+            steps = [[mem.sample(cfg.batch_size) for mem in mems] for _ in range(self.inner_steps)]
+            batches = [np.stack([np.concatenate([p[i] for p in parts]) for parts in steps]) for i in range(5)]
+            thetas = np.stack([bank.row(c) for c in cells])
+            thetas, _ = reptile_step(learner, thetas, batches, self.meta_lr)
             for m, c in enumerate(cells):
-                theta = bank.row(c)
-                w = learner.flat_weights(m)
-                bank.set_row(c, theta + np.float32(self.meta_lr) * (w - theta))
+                bank.set_row(c, thetas[m])
             if self.write_path is not None:
                 bank.write(self.write_path)
             self.cells_updated += len(cells)
