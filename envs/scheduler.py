@@ -47,6 +47,7 @@ time ``t`` [s] (a wait that only holds until a known date).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 WAIT = None
@@ -95,6 +96,23 @@ class Scheduler:
 
     def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
         """A packet of ``size`` bytes sent at ``sent_time`` [s] on ``path`` was declared lost."""
+
+
+class Trainable:
+    """A scheduler with a training step before it is evaluated.
+
+    ``python -m falcon.train`` calls ``fit(scenario=..., app=..., seed=...,
+    log=..., progress=..., **train)`` on every agent whose config has a ``train:``
+    section (``train`` = that section's keys), then ``save(directory)``
+    when the scheduler has one. ``log(metrics, step=None)`` takes the
+    learning curve (MLflow); ``progress`` whether to print progress;
+    ``fit`` returns summary metrics (or None).
+    Subclasses: DQN-On, DQN-Off, Peekaboo, FALCON.
+    """
+
+    def fit(self, scenario, app, seed: int = 0, log: Callable | None = None, progress: bool = True,
+            **train) -> Mapping[str, float] | None:
+        raise NotImplementedError
 
 
 class FirstWithRoom(Scheduler):

@@ -4,12 +4,13 @@
     python -m falcon.train agent=dqn scenario=mobile_5g_5g seed=3
     python -m falcon.train -m agent=minrtt,blest runs=5
 
-An agent whose config has a ``train:`` section is trainable: its scheduler is
-instantiated and ``scheduler.fit(scenario=..., app=..., seed=train_seed,
-**train)`` is called on the run's first scenario and app (training seeds are
-``train_seed``, apart from the evaluation seeds). ``fit`` may accept a
-``log(metrics, step)`` callback for learning curves and return final training
-metrics; if the scheduler has ``save(directory)`` the model files go to
+An agent whose config has a ``train:`` section is trainable: its scheduler
+(an :class:`envs.scheduler.Trainable`) is instantiated and
+``scheduler.fit(scenario=..., app=..., seed=train_seed, log=..., **train)``
+is called on the run's first scenario and app (training seeds are
+``train_seed``, apart from the evaluation seeds). ``log(metrics, step)``
+takes the learning curve; ``fit`` returns final training metrics; if the
+scheduler has ``save(directory)`` the model files go to
 ``models/<agent>/`` of the output and to MLflow. The trained scheduler is then
 evaluated like every other agent. Rule-based agents have nothing to train:
 the command says so and evaluates them.
@@ -25,13 +26,13 @@ rules, best fixed split and learners trained per condition,
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 
 import hydra
 from omegaconf import DictConfig
 
 from envs.errors import ConfigError
+from envs.scheduler import Trainable
 from falcon import cli
 from falcon.config import Plan
 from falcon.experiment import info
@@ -47,14 +48,10 @@ def is_trainable(agent_cfg) -> bool:
     return isinstance(agent_cfg, Mapping) and agent_cfg.get("train") is not None
 
 
-def train_agents(plan: Plan, staging, tracker, train_seed: int, context: Mapping | None = None) -> Plan:
-    """Train every trainable agent of the plan; the plan with the trained schedulers.
-
-    ``context``: values a ``fit`` may ask for by parameter name (``bank_config``:
-    the run's ``bank`` config, ``runtime``: the run's runtime), passed only to
-    the fits whose signature names them.
-    """
-    context = dict(context or {})
+def train_agents(plan: Plan, staging, tracker, train_seed: int, progress: bool = True) -> Plan:
+    """Train every trainable agent of the plan (a ``train:`` section in its
+    config, a :class:`envs.scheduler.Trainable` scheduler); the plan with
+    the trained schedulers. ``progress`` goes to every ``fit``."""
     agents = []
     scenario_name, scenario = plan.scenarios[0]
     app_name, app = plan.apps[0]
@@ -70,19 +67,15 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int, context: Mapping
         if not isinstance(train_kw, dict):
             raise ConfigError(f"agent {name!r}: train: must be a mapping of fit() arguments")
         scheduler = instantiate_agent(name, agent_cfg)
-        fit = getattr(scheduler, "fit", None)
-        if not callable(fit):
-            raise ConfigError(f"agent {name!r}: has a train: section but {type(scheduler).__name__} has no fit()")
+        if not isinstance(scheduler, Trainable):
+            raise ConfigError(f"agent {name!r}: has a train: section but {type(scheduler).__name__} has no "
+                              f"training step (not an envs.scheduler.Trainable)")
         info(f"training agent {name!r} on scenario {scenario_name!r}, app {app_name!r}, seed {train_seed}")
-        fit_params = inspect.signature(fit).parameters
-        for key, value in context.items():
-            if key in fit_params and key not in train_kw:
-                train_kw[key] = value
-        if "log" in fit_params:
-            train_kw["log"] = lambda metrics, step=None, _n=name: tracker.log_metrics(
-                {f"train/{_n}/{k}": v for k, v in metrics.items()}, step)
+        train_kw["log"] = lambda metrics, step=None, _n=name: tracker.log_metrics(
+            {f"train/{_n}/{k}": v for k, v in metrics.items()}, step)
+        train_kw.setdefault("progress", progress)
         seed_globals(train_seed)
-        final = fit(scenario=scenario, app=app, seed=train_seed, **train_kw)
+        final = scheduler.fit(scenario=scenario, app=app, seed=train_seed, **train_kw)
         if isinstance(final, Mapping):
             tracker.log_metrics({f"train/{name}/{k}": float(v) for k, v in final.items()})
         if callable(getattr(scheduler, "save", None)):
@@ -119,13 +112,12 @@ def run_train_job(cfg) -> dict | None:
         known = ", ".join(["train", "build_bank", "meta_evidence", *EXPERIMENTS])
         raise ConfigError(f"job: unknown job {job!r} (known: {known})")
     train_seed = check_int(cfg, "train_seed", 0)
-    context = {"bank_config": to_plain(cfg.get("bank")), "runtime": check_runtime(cfg.get("runtime"))}
+    bank, runtime = to_plain(cfg.get("bank")), check_runtime(cfg.get("runtime"))
     from falcon.bank_job import resolve_agent_banks
 
     def prepare(plan, staging, tracker):
-        plan = resolve_agent_banks(plan, context["bank_config"], context["runtime"],
-                                   progress=bool(cfg.get("progress", True)))
-        return train_agents(plan, staging, tracker, train_seed, context)
+        plan = resolve_agent_banks(plan, bank, runtime, progress=bool(cfg.get("progress", True)))
+        return train_agents(plan, staging, tracker, train_seed)
 
     return run_pipeline(cfg, "train", prepare=prepare)
 

@@ -1,6 +1,6 @@
 """A minimal trainable agent for the falcon.train end-to-end test.
 
-It follows the training contract of falcon.train (``fit``/``save``): it runs
+It follows the training contract of falcon.train (``envs.scheduler.Trainable``: ``fit``, and ``save``): it runs
 real emulator episodes, learns the mean download time it saw, and schedules
 like minRTT.
 """
@@ -12,16 +12,17 @@ from pathlib import Path
 
 import envs
 from baselines.rule_based.minrtt import MinRTT
+from envs.scheduler import Trainable
 
 
-class StubLearner(MinRTT):
+class StubLearner(MinRTT, Trainable):
     name = "stub"
 
     def __init__(self, tag: str = "stub") -> None:
         self.tag = tag
         self.learned: dict | None = None
 
-    def fit(self, scenario: dict, app: dict, seed: int, episodes: int = 1, log=None) -> dict:
+    def fit(self, scenario: dict, app: dict, seed: int, episodes: int = 1, log=None, progress: bool = True) -> dict:
         times = []
         for i in range(episodes):
             res = envs.run_episode(scenario, app, MinRTT(), seed + i)

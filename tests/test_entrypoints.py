@@ -72,6 +72,14 @@ def test_train_evaluates_rule_based_agents(run_cli, tmp_path, mlflow_uri):
     assert runs[0].data.tags["falcon.job"] == "train"
 
 
+def test_train_section_on_a_scheduler_without_training_is_one_error_line(run_cli, tmp_path):
+    res = run_cli("train", *TINY, "agent=minrtt", "+agent.train={episodes: 1}", f"output={tmp_path / 'out'}",
+                  "tracking=none", timeout=120)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == ("error: agent 'minrtt': has a train: section but MinRTT has no "
+                                                   "training step (not an envs.scheduler.Trainable)")
+
+
 def test_train_trains_a_learning_agent(run_cli, tmp_path, mlflow_uri):
     out = tmp_path / "out"
     res = run_cli("train", *TINY, "agent=minrtt", "agent._target_=learner_stub.StubLearner",

@@ -72,6 +72,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import sys
 from collections import deque
 from pathlib import Path
 
@@ -79,7 +80,7 @@ import numpy as np
 
 from baselines.bandit.linucb import LinUCB, StateFileError, load_state, save_state
 from baselines.rule_based.common import fastest, minrtt_choice
-from envs.scheduler import Scheduler
+from envs.scheduler import Scheduler, Trainable
 
 _log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ def squash(v: float, k: float) -> float:
     return v / (v + k) if v > 0.0 else 0.0
 
 
-class Peekaboo(Scheduler):
+class Peekaboo(Scheduler, Trainable):
     name = "peekaboo"
     wants_packet_feedback = True
 
@@ -268,9 +269,10 @@ class Peekaboo(Scheduler):
                 self._autosave()
 
     # ------------------------------------------------------------ training
-    def fit(self, scenario, app, seed: int = 0, episodes: int = 10, log=None) -> dict:
+    def fit(self, scenario, app, seed: int = 0, episodes: int = 10, log=None, progress: bool = True) -> dict:
         """Learn over ``episodes`` connections (seeds ``seed`` ... ``seed +
-        episodes - 1``) in learn mode, then switch to ``mode_after_fit``."""
+        episodes - 1``) in learn mode, then switch to ``mode_after_fit``
+        (``progress``: a line per 10 connections)."""
         from envs.runner import run_episode
 
         self.mode = "learn"
@@ -280,6 +282,8 @@ class Peekaboo(Scheduler):
             times.append(res.metrics["download_time_s"])
             if log is not None:
                 log({"download_time_s": times[-1], "wait_fraction": self.wait_fraction()}, i)
+            if progress and (i + 1) % 10 == 0:
+                print(f"peekaboo: {i + 1}/{int(episodes)} connections, last {times[-1]:.3f} s", file=sys.stderr)
         self.mode = self.mode_after_fit
         self._autosave()
         return {"episodes": float(len(times)),

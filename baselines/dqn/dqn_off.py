@@ -57,6 +57,7 @@ from baselines.dqn.policy import DQNScheduler, greedy_scheduler
 from baselines.dqn.selection import download_cost, successive_halving
 from envs.errors import ConfigError
 from envs.scenario import normalise_scenario
+from envs.scheduler import Trainable
 
 BEHAVIOURS = ("online", "random", "rules")
 #: how the deployed network is chosen among the trained candidates (:meth:`DQNOff.fit`)
@@ -111,7 +112,7 @@ def training_scenario(scenario, deviation: Mapping | None):
     return deviate_scenario(scenario, inv["rtt_variation"], inv["loss"], name_suffix="@trained")
 
 
-class DQNOff(DQNScheduler):
+class DQNOff(DQNScheduler, Trainable):
     """DQN-Off (module docstring). Beyond :class:`~baselines.dqn.policy.DQNScheduler`:
 
     Args:

@@ -43,6 +43,7 @@ from envs.errors import ConfigError
 from envs.metrics import episode_metrics
 from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
+from envs.scheduler import Trainable
 
 BACKENDS = ("torch", "rllib")
 
@@ -68,7 +69,7 @@ def _buffer_config(buffer) -> dict | None:
     return out
 
 
-class DQNOn(DQNScheduler):
+class DQNOn(DQNScheduler, Trainable):
     """DQN-On (module docstring). Constructor arguments beyond
     :class:`~baselines.dqn.policy.DQNScheduler`'s:
 

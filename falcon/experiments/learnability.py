@@ -387,7 +387,7 @@ def train_learner(unit: Unit):
     plan = Plan([(unit.condition_name, unit.scenario)], [(unit.condition_name, unit.app)],
                 [(unit.scheduler, unit.agent)], list(unit.seeds))
     with tempfile.TemporaryDirectory(prefix="learnability-") as tmp:
-        plan = train_agents(plan, Path(tmp), rec, unit.train_seed, context={"progress": False})
+        plan = train_agents(plan, Path(tmp), rec, unit.train_seed, progress=False)
         model_dir = Path(tmp) / "models" / unit.scheduler
         models = {str(p.relative_to(model_dir)): p.read_bytes() for p in sorted(model_dir.rglob("*"))
                   if p.is_file()} if model_dir.is_dir() else {}

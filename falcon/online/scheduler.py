@@ -106,6 +106,7 @@ from envs.mdp import (
 )
 from envs.metrics import episode_metrics
 from envs.runner import setup_episode
+from envs.scheduler import Trainable
 from falcon.online.estimator import ConditionEstimator, WindowConfig
 from falcon.online.offline_update import OfflineUpdater
 from metalearning.grid import PathCondition
@@ -220,7 +221,7 @@ def cached_bank(bank, private: bool = False):
     return b.private_copy() if private else b
 
 
-class FalconScheduler(DQNScheduler):
+class FalconScheduler(DQNScheduler, Trainable):
     """FALCON (module docstring).
 
     Args:
