@@ -59,7 +59,7 @@ def ensure_bank(bank, runtime: Mapping | None = None, *, rebuild: bool = False, 
         raise ConfigError("bank.path: where the bank file goes is not set")
     spec = BankBuildSpec.from_config(cfg)
     if not rebuild and bank_matches(path, spec):
-        from falcon.online.scheduler import cached_bank  # the copy FALCON's schedulers then share
+        from falcon.online.bank_cache import cached_bank  # the copy FALCON's schedulers then share
 
         info(f"bank: reusing {path} (preset {spec.name!r}, fingerprint {spec.fingerprint()})")
         return cached_bank(str(path)), False

@@ -10,7 +10,7 @@ import pytest
 from baselines.dqn.network import QNetSpec
 from envs import mdp
 from envs.errors import ConfigError
-from falcon.online.scheduler import FalconScheduler, FalconSScheduler
+from falcon.online import FalconScheduler, FalconSScheduler
 from metalearning.bank import MetaModelBank
 from metalearning.build import BankBuildSpec
 from metalearning.collect import TaskCollector

@@ -199,7 +199,7 @@ def test_real_world_job(job_cfg, tmp_path):
     """Fig. 7's protocol on one setting: identical trace stretches for every
     scheduler, day windows of the held-out traces, FALCON = FALCON-N on day 1,
     an offline update at the end of each day."""
-    res = real_world.run_job(job_cfg("real_world", "~real_world.settings.static_5g_wlan"))
+    real_world.run_job(job_cfg("real_world", "~real_world.settings.static_5g_wlan"))
     out = tmp_path / "real_world"
     for name in ("real_world.json", "real_world.txt", "real_world.png", "summary.json"):
         assert (out / name).is_file(), name
@@ -212,7 +212,7 @@ def test_real_world_job(job_cfg, tmp_path):
     recs = r["records"]
     by = {(x["scheduler"], x["day"], x["download"]): x for x in recs}
     assert len(by) == len(recs) == 4 * days * per_day
-    for (name, day, i), x in by.items():
+    for (_, day, i), x in by.items():
         assert x["trace_starts"] == by[("minrtt", day, i)]["trace_starts"]
         for p, st in enumerate(x["trace_starts"]):
             test = sec["settings"]["mobile_4g_5g"]["paths"][p]["test"]

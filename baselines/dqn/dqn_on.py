@@ -40,8 +40,6 @@ from baselines.dqn.async_trainer import AsyncTrainer, calibrate
 from baselines.dqn.conditions import deviate_scenario
 from baselines.dqn.policy import DQNScheduler
 from envs.errors import ConfigError
-from envs.metrics import episode_metrics
-from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
 from envs.scheduler import Trainable
 
@@ -148,16 +146,11 @@ class DQNOn(DQNScheduler, Trainable):
         # the budget counts from the first decision (the app starts sending in setup_episode)
         self.record_budget = None if max_decisions is None else int(max_decisions)
         try:
-            emu, conn, application, s = setup_episode(scenario, app, self, seed)
-            sim = emu.sim
-            until = s["max_duration_s"] if max_duration_s is None else float(max_duration_s)
-            end = sim.run(until)
+            m = self.drive_episode(scenario, app, seed, max_duration_s)
         finally:
             self.record_budget = None
-        self.end_episode(application.done)
         self.trainer.flush()
         self.episodes_run += 1
-        m = episode_metrics(conn, application, end)
         return m
 
     def _collect_buffer(self, scenario, app, seed: int) -> dict[str, float]:

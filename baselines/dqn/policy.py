@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +70,8 @@ from envs.mdp import (
     reward_of_inputs,
     step_reward,
 )
+from envs.metrics import episode_metrics
+from envs.runner import setup_episode
 from envs.scheduler import Scheduler
 
 MODEL_FILE = "model.h5"
@@ -360,6 +362,21 @@ class DQNScheduler(Scheduler):
     def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
         if self._per_packet and self.recording:
             self._resolve(path, view.sim.now, False, sent_time)
+
+    def drive_episode(self, scenario, app, seed: int, max_duration_s: float | None = None,
+                      setup: Callable | None = None) -> dict[str, float]:
+        """One download with this scheduler (learning as it learns): the
+        emulation set up, ``setup(emulation, connection)`` before it starts
+        (e.g. to schedule condition changes), run for ``max_duration_s``
+        emulated seconds (None: the scenario's), the last transition closed
+        (:meth:`end_episode`); the episode metrics. DQN-On and FALCON drive
+        their online episodes through here."""
+        emu, conn, application, s = setup_episode(scenario, app, self, seed)
+        if setup is not None:
+            setup(emu, conn)
+        end = emu.sim.run(s["max_duration_s"] if max_duration_s is None else float(max_duration_s))
+        self.end_episode(application.done)
+        return episode_metrics(conn, application, end)
 
     def end_episode(self, terminated: bool) -> None:
         """Close the episode's last transition (``done = terminated``: the

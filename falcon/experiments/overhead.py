@@ -23,7 +23,7 @@ run ``r`` (seed ``seed + r``, the same for every scheduler), one download of
   held [MB] (FALCON: its learner, replay memories, detector and estimator
   rings and, with the offline loop on, its private copy of the bank's
   parameters). The bank file itself is read once per process (shared by
-  every FALCON of a process, as :func:`falcon.online.scheduler.cached_bank`
+  every FALCON of a process, as :func:`falcon.online.bank_cache.cached_bank`
   does) and reported apart (``bank_mb``).
 
 Per scheduler the table gives medians over runs of the mean and peak CPU per
@@ -138,7 +138,7 @@ def run_overhead(sec: dict, scenario: dict, app: Mapping, bank=None, progress: b
     overrides = dict(sec.get("agent_overrides") or {})
     configs = {n: common.agent_config(n, overrides.get(n)) for n in sec["schedulers"]}
     if bank is not None:
-        from falcon.online.scheduler import cached_bank
+        from falcon.online.bank_cache import cached_bank
 
         bank = cached_bank(bank)                    # read once, before any measurement
     records: dict[str, list[dict]] = {n: [] for n in sec["schedulers"]}

@@ -132,7 +132,7 @@ def scenario_at(base: Mapping, setting: Mapping, windows: Sequence[tuple[str, fl
     file from a start drawn uniformly in its window; also the
     ``(file, start_s)`` per path."""
     paths, starts = [], []
-    for p, (raw, entry, (file, lo, hi)) in enumerate(zip(base["paths"], setting["paths"], windows)):
+    for raw, entry, (file, lo, hi) in zip(base["paths"], setting["paths"], windows):
         start = float(rng.uniform(lo, hi))
         keys = {k: v for k, v in entry.items() if k not in _TRACE_KEYS}
         paths.append({**dict(raw), **keys, "bandwidth_mbps": None, "synthetic": None, "schedule": None,

@@ -42,8 +42,7 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    0.1). A job still running when a newer adaptation starts is discarded
    at its end. ``finetune_steps: 0`` deploys the selected meta-model at
    once (zero-shot; the ablation of the K steps).
-5. **Continual updates** (``continual: true``; off in the constructor, on in
-   ``configs/agent/falcon.yaml``, the paper's eps_s "for fine-tuning and
+5. **Continual updates** (``continual: true``, the default; the paper's eps_s "for fine-tuning and
    continual updates"; without them one bad fine-tuning persisted for the
    rest of a run: 36-52 s downloads in the convergence test): after
    deployment the learner keeps training DQN-On-style (one step per
@@ -62,16 +61,16 @@ or the prior cell's meta-model if none was deployed yet.
 
 Losses of packets sent in slow start count as fates, not losses, in the
 estimate (``loss_in_slow_start: false``; see :mod:`falcon.online.estimator`).
-The bank file is read once per process (:func:`cached_bank`; every
+The bank file is read once per process (:func:`falcon.online.bank_cache.cached_bank`; every
 evaluation job builds its scheduler): FALCON-N shares it, FALCON's offline
 loop updates a private copy of the parameters.
 
 For experiments: :attr:`FalconScheduler.events` (the newest ``max_events``
-:class:`AdaptationEvent`), counters ``changes``, ``selections``,
+:class:`falcon.online.events.AdaptationEvent`), counters ``changes``, ``selections``,
 ``adaptations``, ``deployments``, ``kept`` and ``decisions`` (online
 packets), :meth:`FalconScheduler.stats`.
 
-:class:`FalconSScheduler` (FALCON-S, web pages) only changes the state:
+:class:`falcon.online.falcon_s.FalconSScheduler` (FALCON-S, web pages) only changes the state:
 see its docstring.
 """
 
@@ -83,8 +82,6 @@ import sys
 import time as _time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -96,18 +93,13 @@ from baselines.dqn.policy import DQNScheduler
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
 from envs.mdp import (
-    COMPLETION_HIGH,
-    COMPLETION_PATH_FEATURES,
-    OBS_HIGH,
-    RATE_SCALE_PKTS,
-    RTT_SCALE_S,
-    completion_features_into,
     observe_into,
 )
-from envs.metrics import episode_metrics
-from envs.runner import setup_episode
 from envs.scheduler import Trainable
+from falcon.online.bank_cache import cached_bank
 from falcon.online.estimator import ConditionEstimator, WindowConfig
+from falcon.online.events import COLLECTING, DEPLOYED, FINETUNING, IDLE, AdaptationEvent
+from falcon.online.events import prior_conditions as resolve_prior
 from falcon.online.offline_update import OfflineUpdater
 from metalearning.grid import PathCondition
 
@@ -115,111 +107,6 @@ SELECTIONS = ("bank", "random")
 DETECTIONS = ("bocpd", "never")
 FALLBACKS = ("last", "prior")
 SAME_CELL = ("keep", "reload")
-#: Table I 4G and 5G (SPEC-falcon.md): the default prior conditions of the fallback
-DEFAULT_PRIOR = ({"loss": 0.001, "rtt_ms": 29.2, "rtt_std_ms": 4.8},
-                 {"loss": 0.001, "rtt_ms": 27.4, "rtt_std_ms": 6.4})
-BUILD_HINT = "run python -m falcon.train experiment=build_bank first"
-
-# adaptation phases of the model in use
-IDLE = "idle"                # the fallback acts, no selection yet in this connection
-COLLECTING = "collecting"    # a meta-model was selected, waiting for post-change transitions
-FINETUNING = "finetuning"    # the K-step job is running (the old policy acts)
-DEPLOYED = "deployed"        # the fine-tuned model acts
-
-
-@dataclass
-class AdaptationEvent:
-    """One trigger (connection start or detected change) and what followed.
-
-    Times are emulated seconds within the episode ``episode``. ``action``:
-    ``"adapt"`` (new cell: meta-model loaded and fine-tuned), ``"keep"``
-    (same cell as the model in use), ``"superseded"`` (a newer trigger
-    arrived before the window closed), or None while the window is open.
-    ``decisions_*`` count decisions (online packets) since the trigger.
-    ``old_policy_decisions``: decisions taken by the previous policy while
-    the K steps ran.
-    """
-
-    episode: int
-    time: float
-    path: int | None
-    signal: str                      # "start" | "rtt" | "loss"
-    decisions_at_change: int
-    conditions: tuple[PathCondition, ...] | None = None
-    sources: tuple | None = None     # per path (rtt source, loss source), see the estimator
-    select_time: float | None = None
-    decisions_to_select: int | None = None
-    cell: int | None = None
-    previous_cell: int | None = None
-    action: str | None = None
-    finetune_start: float | None = None
-    finetune_steps: int = 0
-    finetune_cost_s: float = 0.0
-    deploy_time: float | None = None
-    decisions_to_deploy: int | None = None
-    old_policy_decisions: int = 0
-    wall_s: dict = field(default_factory=dict)   # wall time of estimation+selection and of the K steps
-
-
-def _prior(prior, n_paths: int) -> list[PathCondition]:
-    if prior is None:
-        prior = DEFAULT_PRIOR
-    if isinstance(prior, Mapping) or not isinstance(prior, Sequence) or not prior:
-        raise ConfigError(f"prior_conditions: expected a list of {{loss, rtt_ms, rtt_std_ms}} per path, got {prior!r}")
-    out = []
-    for p in prior:
-        if isinstance(p, PathCondition):
-            out.append(p)
-            continue
-        try:
-            out.append(PathCondition(loss=float(p["loss"]), rtt_ms=float(p["rtt_ms"]),
-                                     rtt_std_ms=float(p["rtt_std_ms"])))
-        except (KeyError, TypeError, ValueError):
-            raise ConfigError(f"prior_conditions: expected {{loss, rtt_ms, rtt_std_ms}}, got {p!r}") from None
-    if len(out) == 1:
-        out = out * n_paths
-    if len(out) < n_paths:
-        raise ConfigError(f"prior_conditions: {len(out)} paths given, the scenario has {n_paths}")
-    return out[:n_paths]
-
-
-#: banks read in this process: resolved path -> ((mtime_ns, size), bank); reading
-#: a 729-cell bank takes seconds, and every evaluation job builds its scheduler
-_BANK_CACHE: dict[str, tuple[tuple[int, int], object]] = {}
-
-
-def cached_bank(bank, private: bool = False):
-    """A bank object as is, or read from an HDF5 path (relative paths: the
-    working directory, then the repository root). A file is read once per
-    process (and again when it changes); ``private=True`` returns a copy of
-    its parameters that the caller may update (the offline loop; copy on
-    write: :class:`metalearning.bank.CopyOnWriteBank`), otherwise the cached
-    bank is shared."""
-    if bank is None:
-        raise ConfigError("bank: not set; python -m falcon.train / falcon.evaluate give FALCON the run's "
-                          "bank= preset (built when missing), or set agent.bank=PATH")
-    if not isinstance(bank, (str, Path)):
-        if not all(hasattr(bank, a) for a in ("select", "weights", "grid", "spec", "params")):
-            raise ConfigError(f"bank: expected a path or a MetaModelBank, got {type(bank).__name__}")
-        return bank
-    p = Path(bank).expanduser()
-    if not p.is_absolute() and not p.exists():
-        alt = Path(__file__).resolve().parents[2] / p
-        if alt.exists():
-            p = alt
-    if not p.exists():
-        raise ConfigError(f"bank: {bank} not found; {BUILD_HINT}")
-    from metalearning.bank import MetaModelBank
-
-    key = str(p.resolve())
-    st = p.stat()
-    stamp = (st.st_mtime_ns, st.st_size)
-    hit = _BANK_CACHE.get(key)
-    if hit is None or hit[0] != stamp:
-        hit = _BANK_CACHE[key] = (stamp, MetaModelBank.read(p))
-    b = hit[1]
-    return b.private_copy() if private else b
-
 
 class FalconScheduler(DQNScheduler, Trainable):
     """FALCON (module docstring).
@@ -256,7 +143,7 @@ class FalconScheduler(DQNScheduler, Trainable):
                  detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
                  prior_conditions=None, window: Mapping | None = None,
                  detector: Mapping | None = None, loss_in_slow_start: bool = False,
-                 continual: bool = False,
+                 continual: bool = True,
                  continual_train_interval: int = 4, offline: Mapping | None = None,
                  max_events: int = 10_000, replay_capacity: int = 4096, reward: str | None = None,
                  log_every: int = 5, **kw):
@@ -299,7 +186,7 @@ class FalconScheduler(DQNScheduler, Trainable):
         self.fallback = fallback
         self.same_cell = same_cell
         self.prior_conditions = prior_conditions
-        self.prior = _prior(prior_conditions, self.bank.grid.n_paths)
+        self.prior = resolve_prior(prior_conditions, self.bank.grid.n_paths)
         if isinstance(max_events, bool) or int(max_events) < 1:
             raise ConfigError(f"max_events: must be a positive integer, got {max_events!r}")
         self.window_config = WindowConfig.from_mapping(window)
@@ -678,12 +565,7 @@ class FalconScheduler(DQNScheduler, Trainable):
         """One download with online adaptation; its metrics plus FALCON's
         counters. ``setup(emulation, connection)`` runs before the emulation
         starts (e.g. to schedule condition changes)."""
-        emu, conn, application, s = setup_episode(scenario, app, self, seed)
-        if setup is not None:
-            setup(emu, conn)
-        end = emu.sim.run(s["max_duration_s"] if max_duration_s is None else float(max_duration_s))
-        self.end_episode(application.done)
-        m = episode_metrics(conn, application, end)
+        m = self.drive_episode(scenario, app, seed, max_duration_s, setup)
         m.update(self.stats())
         return m
 
@@ -737,90 +619,4 @@ class FalconScheduler(DQNScheduler, Trainable):
         return new
 
 
-class FalconSScheduler(FalconScheduler):
-    """FALCON-S (paper Sec. VI-C): FALCON with a stream-aware state for web pages.
-
-    The state keeps FALCON's size and units (4 features per path, so the
-    same bank serves both; :func:`envs.gym_env.observe_into`), two features
-    change. Let ``s`` be the stream that the connection's smooth weighted
-    round robin serves next (the active stream maximising ``swrr_current +
-    weight``, first in order on ties, exactly the next pick of
-    ``Connection._wrr_pick``), ``w_s`` its weight and ``W`` the summed weight
-    of the streams with unsent data (the concurrent streams). Per path,
-    with ``c = 1 / (srtt / 0.1 s * 1000)``:
-
-    * ``cwnd`` feature: ``(cwnd / mss) * (w_s / W) * c``: the path's
-      congestion window split by the weights of the concurrent streams, the
-      share stream ``s`` gets;
-    * ``swnd`` feature: ``min(remaining_s, send_window * w_s / W) /
-      payload * c``: stream ``s``'s send window, its share of the
-      connection's flow-control credit capped by its own unsent bytes;
-    * in-flight packets and RTT: as FALCON.
-
-    With no stream pending (retransmissions only) or one stream (bulk),
-    ``w_s / W = 1`` and the swnd feature is capped by that stream's unsent
-    bytes only. Every feature is clipped at ``OBS_HIGH`` like FALCON's.
-
-    On a completion-MDP bank (:meth:`_completion_features`) the same idea:
-    each path's rate feature uses its window share ``w_s / W``, and the
-    unsent bytes and flow-control credit are stream ``s``'s (its unsent
-    bytes, its send credit), so the state keeps its size.
-    """
-
-    name = "falcon_s"
-
-    def _stream_share(self, view) -> tuple[float, float, float | None]:
-        """``(w_s / W, stream s's send credit, its unsent bytes)`` of the
-        stream served next [bytes]; with no stream pending ``(1, the
-        connection's credit, None)``."""
-        streams = view.streams_pending()
-        credit = float(view.send_window)
-        share = 1.0
-        remaining = None
-        if streams:
-            best = None
-            best_v = -math.inf
-            total = 0.0
-            for st in streams:
-                w = st.weight
-                total += w
-                v = getattr(st, "swrr_current", 0.0) + w
-                if v > best_v:
-                    best, best_v = st, v
-            share = best.weight / total if total > 0 else 1.0
-            remaining = float(best.remaining)
-            credit = min(remaining, credit * share)
-        return share, credit, remaining
-
-    def _completion_features(self, view, now: float, finish: float, vals: list) -> list:
-        """Completion MDP: the same state with stream ``s``'s view of it: each
-        path's rate feature from its window share ``w_s / W``, and the
-        connection's unsent bytes and flow-control credit replaced by stream
-        ``s``'s (its unsent bytes, its send credit)."""
-        completion_features_into(view, now, finish, vals)
-        share, credit, remaining = self._stream_share(view)
-        per = len(COMPLETION_PATH_FEATURES)
-        for i, p in enumerate(view.paths):
-            vals[per * i] = min(math.log1p(p.cwnd * share / p.mss / p.srtt / 100.0), COMPLETION_HIGH)
-        k = per * len(view.paths)
-        vals[k + 1] = math.log1p((view.pending_bytes if remaining is None else remaining) / 1e5)
-        vals[k + 2] = min(max(credit / 1e6, 0.0), 10.0)
-        return vals
-
-    def _observe(self, view) -> list:
-        vals = self._vals
-        share, credit, _ = self._stream_share(view)
-        swnd = credit / view.payload
-        k = 0
-        for p in view.paths:
-            rtt = p.srtt / RTT_SCALE_S
-            c = 1.0 / (rtt * RATE_SCALE_PKTS)
-            vals[k] = min(p.cwnd / p.mss * share * c, OBS_HIGH)
-            vals[k + 1] = min(p.packets_in_flight * c, OBS_HIGH)
-            vals[k + 2] = min(swnd * c, OBS_HIGH)
-            vals[k + 3] = min(rtt, OBS_HIGH)
-            k += 4
-        return vals
-
-
-__all__ = ["FalconScheduler", "FalconSScheduler", "AdaptationEvent", "cached_bank"]
+__all__ = ["FalconScheduler", "AdaptationEvent", "cached_bank"]
