@@ -81,7 +81,7 @@ import math
 import sys
 import time as _time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -96,19 +96,37 @@ from envs.mdp import (
     observe_into,
 )
 from envs.scheduler import Trainable
+from falcon.online.adaptation import FewShotAdaptation
 from falcon.online.bank_cache import cached_bank
 from falcon.online.estimator import ConditionEstimator, WindowConfig
 from falcon.online.events import COLLECTING, DEPLOYED, FINETUNING, IDLE, AdaptationEvent
 from falcon.online.events import prior_conditions as resolve_prior
 from falcon.online.offline_update import OfflineUpdater
-from metalearning.grid import PathCondition
+from falcon.online.trigger import ChangeTriggers
 
 SELECTIONS = ("bank", "random")
 DETECTIONS = ("bocpd", "never")
 FALLBACKS = ("last", "prior")
 SAME_CELL = ("keep", "reload")
 
-class FalconScheduler(DQNScheduler, Trainable):
+def _adaptation_settings(deployed_epsilon, finetune_steps, finetune_mix, min_transitions,
+                         batch_size: int) -> tuple[float, int, float, int]:
+    """The checked ``(deployed_epsilon, finetune_steps, finetune_mix, min_transitions)``."""
+    deployed_epsilon, finetune_mix = float(deployed_epsilon), float(finetune_mix)
+    if not 0.0 <= deployed_epsilon <= 1.0:
+        raise ConfigError(f"deployed_epsilon: must be in [0, 1], got {deployed_epsilon}")
+    if isinstance(finetune_steps, bool) or int(finetune_steps) < 0:
+        raise ConfigError(f"finetune_steps: must be a non-negative integer (0: deploy the selected "
+                          f"meta-model as is), got {finetune_steps!r}")
+    if not 0.0 <= finetune_mix <= 1.0:
+        raise ConfigError(f"finetune_mix: must be in [0, 1], got {finetune_mix}")
+    n = batch_size if min_transitions is None else int(min_transitions)
+    if n < 1:
+        raise ConfigError(f"min_transitions: must be positive, got {min_transitions!r}")
+    return deployed_epsilon, int(finetune_steps), finetune_mix, n
+
+
+class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable):
     """FALCON (module docstring).
 
     Args:
@@ -159,28 +177,14 @@ class FalconScheduler(DQNScheduler, Trainable):
                               f"got {reward!r} (null: the bank's)")
         super().__init__(hidden=self.bank.spec.hidden, epsilon=epsilon, reward=self.bank.reward,
                          replay_capacity=replay_capacity, **kw)
-        deployed_epsilon = float(deployed_epsilon)
-        if not 0.0 <= deployed_epsilon <= 1.0:
-            raise ConfigError(f"deployed_epsilon: must be in [0, 1], got {deployed_epsilon}")
-        if isinstance(finetune_steps, bool) or int(finetune_steps) < 0:
-            raise ConfigError(f"finetune_steps: must be a non-negative integer (0: deploy the selected "
-                              f"meta-model as is), got {finetune_steps!r}")
+        self.epsilon_s = self.epsilon
+        self.deployed_epsilon, self.finetune_steps, self.finetune_mix, self.min_transitions = _adaptation_settings(
+            deployed_epsilon, finetune_steps, finetune_mix, min_transitions, self.learner_config.batch_size)
         if train_step_cost_s == "auto":
             train_step_cost_s = calibrate(self.hidden, n_paths=self.bank.spec.n_actions,
                                           technique=self.technique)
         elif isinstance(train_step_cost_s, str):
             raise ConfigError(f"train_step_cost_s: expected seconds or 'auto', got {train_step_cost_s!r}")
-        self.epsilon_s = self.epsilon
-        self.deployed_epsilon = deployed_epsilon
-        self.finetune_steps = int(finetune_steps)
-        finetune_mix = float(finetune_mix)
-        if not 0.0 <= finetune_mix <= 1.0:
-            raise ConfigError(f"finetune_mix: must be in [0, 1], got {finetune_mix}")
-        self.finetune_mix = finetune_mix
-        bs = self.learner_config.batch_size
-        self.min_transitions = bs if min_transitions is None else int(min_transitions)
-        if self.min_transitions < 1:
-            raise ConfigError(f"min_transitions: must be positive, got {min_transitions!r}")
         self.selection = selection
         self.detection = detection
         self.fallback = fallback
@@ -210,6 +214,10 @@ class FalconScheduler(DQNScheduler, Trainable):
                                     train_interval=int(continual_train_interval), steps_per_update=1)
         self.recording = True
         self._select_rng = np.random.default_rng([self.seed, 7])
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """The model, adaptation, connection and record state of a new scheduler."""
         # model and adaptation state (persist across episodes)
         self.cell: int | None = None            # cell of the model in use / being fine-tuned
         self.deployed_cell: int | None = None   # cell of the deployed model (None: a fallback)
@@ -331,197 +339,6 @@ class FalconScheduler(DQNScheduler, Trainable):
         if self._view.sim.pending == 0:
             return                        # nothing else will happen: let the episode end (stall detection)
         self._view.sim.schedule(self._view.sim.now + max(1e-9, off.next_due_s - now), self._offline_due, gen)
-
-    # ---------------------------------------------------------- feedback
-    def _congestion_avoidance(self, view, path: int, sent_time: float, now: float) -> bool:
-        """Whether a packet was sent while ``path`` was in congestion
-        avoidance. A packet lost in slow start counts as a fate but not as a
-        loss (``loss_in_slow_start: false``): slow start ends at the first
-        loss, so its drops are the drop-tail overshoot (congestion), not the
-        path's loss rate, save at most one random loss per slow start."""
-        if view.paths[path].in_slow_start:
-            self._ca_since[path] = math.inf
-            return False
-        if self._ca_since[path] == math.inf:
-            self._ca_since[path] = now
-        return sent_time >= self._ca_since[path]
-
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
-        self._resolve(path, view.sim.now, True, sent_time)
-        now = view.sim.now
-        rtt = now - sent_time
-        est = self.estimator
-        est.add_rtt(path, rtt)
-        est.add_fate(path, False)
-        if not self.loss_in_slow_start:
-            self._congestion_avoidance(view, path, sent_time, now)   # tracks the slow-start exit
-        det = self.detector
-        if det is not None:
-            if det.update_rtt(path, rtt, now):
-                self._on_change(det)
-            if det.update_loss(path, False, now):
-                self._on_change(det)
-        if self._estimating and (est.ready() or (self._overdue and est.usable(late=True))):
-            self._close_window()
-
-    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
-        self._resolve(path, view.sim.now, False, sent_time)
-        now = view.sim.now
-        self.estimator.add_fate(path, self.loss_in_slow_start
-                                or self._congestion_avoidance(view, path, sent_time, now))
-        det = self.detector
-        if det is not None and det.update_loss(path, True, now):
-            self._on_change(det)
-        est = self.estimator
-        if self._estimating and (est.ready() or (self._overdue and est.usable(late=True))):
-            self._close_window()
-
-    def _on_change(self, det: PathChangeDetector) -> None:
-        ev = det.events[-1]
-        det.events.clear()            # constant memory over long connections
-        det.detections.clear()
-        self.changes += 1
-        self.estimator.restart(ev.path, keep=ev.lag)
-        self._open_window(ev.path, ev.signal)
-
-    # ---------------------------------------------------------- window
-    def _open_window(self, path: int | None, signal: str) -> None:
-        """A trigger: a new event, the post-change buffer restarts. A window
-        already open keeps its deadline (slow start alone can report a
-        change every few RTTs; the selection must not wait for them all)."""
-        superseding = self._estimating
-        if superseding and self._event is not None:
-            self._event.action = "superseded"
-        self._event = AdaptationEvent(self.episode, float(self._now()), path, signal, self.decisions)
-        self.events.append(self._event)
-        self._estimating = True
-        self._trigger_time = self._now()
-        self._window.clear()
-        self._set_epsilon()
-        if not superseding:
-            self._overdue = False
-            self._window_gen += 1
-            sim = self._view.sim
-            sim.schedule(sim.now + self.window_config.max_window_s, self._window_timeout, self._window_gen)
-        est = self.estimator
-        if est.ready() or (self._overdue and est.usable(late=True)):
-            self._close_window()
-
-    def _window_timeout(self, gen: int) -> None:
-        if gen == self._window_gen and self._estimating:
-            self._overdue = True          # close as soon as the partial data are usable
-            if self.estimator.usable(late=True):
-                self._close_window()
-
-    def _select(self, conds: Sequence[PathCondition]) -> int:
-        if self.selection == "random":
-            return int(self._select_rng.integers(self.bank.grid.n_cells))
-        return int(self.bank.select(conds))
-
-    def _close_window(self) -> None:
-        t0 = _time.perf_counter()
-        ev = self._event
-        est = self.estimator
-        conds = est.estimate_all()
-        cell = self._select(conds)
-        self._estimating = False
-        self.selections += 1
-        ev.conditions = tuple(conds)
-        ev.sources = tuple(est.sources)
-        ev.select_time = self._now()
-        ev.decisions_to_select = self.decisions - ev.decisions_at_change
-        ev.cell = cell
-        ev.previous_cell = self.cell
-        ev.wall_s["select"] = _time.perf_counter() - t0
-        win = self._window.contents() if len(self._window) else None
-        self._window.clear()
-        if self.same_cell == "keep" and cell == self.cell:
-            ev.action = "keep"
-            self.kept += 1
-            if win is not None and self.offline is not None:
-                self.offline.extend(cell, *win)
-        else:
-            self._adapt(cell, ev, win)
-        self._set_epsilon()
-
-    # ---------------------------------------------------------- adaptation
-    def _adapt(self, cell: int, ev: AdaptationEvent, win) -> None:
-        self._gen += 1
-        self.cell = cell
-        ev.action = "adapt"
-        self.adaptations += 1
-        self._adapt_event = ev
-        self._load(cell)
-        self.replay.clear()
-        if win is not None:
-            self.replay.extend(*win)
-            if self.offline is not None:
-                self.offline.extend(cell, *win)
-        if self.finetune_steps == 0:        # zero-shot: the meta-model acts at once
-            self._ft_mark = self.decisions
-            self._ft_gen = self._gen
-            self._ft_deploy()
-            return
-        self.phase = COLLECTING
-        self.finetuner.notify(len(self.replay))
-
-    def _ft_ready(self) -> bool:
-        return (self.phase == COLLECTING and len(self.replay) >= self.min_transitions
-                and not self.trainer.busy)
-
-    def _ft_train(self, n: int) -> float:
-        t0 = _time.perf_counter()
-        self._ft_gen = self._gen
-        self.phase = FINETUNING
-        self._set_epsilon()
-        ev = self._adapt_event
-        ev.finetune_start = self._now()
-        ev.finetune_steps = n
-        ev.finetune_cost_s = n * self.finetuner.step_cost_s
-        self._ft_mark = self.decisions
-        loss = self._steps(n)
-        self.finetuner.losses.clear()     # AsyncTrainer appends one per job: keep it bounded
-        ev.wall_s["finetune"] = _time.perf_counter() - t0
-        return loss
-
-    def _ft_deploy(self) -> None:
-        if self._ft_gen != self._gen:
-            return                        # a newer adaptation started meanwhile
-        if self.finetune_steps and self.finetune_mix != 1.0:   # deploy theta + mix (W - theta)
-            theta = self.bank.row(self.cell)
-            w = self.learner.flat_weights(0)
-            self.learner.set_weights(self.learner.split_flat(theta + np.float32(self.finetune_mix) * (w - theta)))
-        self.deploy()
-        self.phase = DEPLOYED
-        self.deployed_cell = self.cell
-        self.deployments += 1
-        ev = self._adapt_event
-        ev.deploy_time = self._now()
-        ev.decisions_to_deploy = self.decisions - ev.decisions_at_change
-        ev.old_policy_decisions = self.decisions - self._ft_mark
-        self._set_epsilon()
-
-    def _steps(self, n: int) -> float:
-        replay, learner, bs = self.replay, self.learner, self.learner_config.batch_size
-        loss = math.nan
-        for _ in range(n):
-            loss = float(learner.update(*replay.sample(bs))[0])
-        return loss
-
-    # continual updates after deployment (continual: true)
-    def _ct_ready(self) -> bool:
-        return (self.continual and self.phase == DEPLOYED and not self.finetuner.busy
-                and len(self.replay) >= self.learner_config.batch_size)
-
-    def _ct_train(self, n: int) -> float:
-        self._ct_gen = self._gen
-        loss = self._steps(n)
-        self.trainer.losses.clear()
-        return loss
-
-    def _ct_deploy(self) -> None:
-        if self._ct_gen == self._gen and self.phase == DEPLOYED:
-            self.deploy()
 
     # ---------------------------------------------------------- decisions
     def _observe(self, view) -> list:
