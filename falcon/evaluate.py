@@ -16,9 +16,10 @@ import hydra
 from omegaconf import DictConfig
 
 from falcon import cli
+from falcon.config import CONFIG_DIR
 
 
-@hydra.main(config_path="../configs", config_name="evaluate", version_base="1.3")
+@hydra.main(config_path=str(CONFIG_DIR), config_name="evaluate", version_base="1.3")
 @cli.guard
 def _hydra_main(cfg: DictConfig) -> None:
     from falcon.bank_job import resolve_agent_banks

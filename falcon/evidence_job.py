@@ -1,6 +1,6 @@
 """The meta-learning evidence job: ``python -m falcon.train experiment=meta_evidence``.
 
-Runs :func:`metalearning.evidence.run_evidence` (does few-shot adaptation
+Runs :func:`falcon.experiments.meta_evidence.run_evidence` (does few-shot adaptation
 from a cell's meta-model beat a random start and a jointly trained start on
 held-out tasks of that cell?) with the settings of
 ``configs/experiment/meta_evidence.yaml``: the ``evidence:`` section (the
@@ -31,7 +31,13 @@ import yaml
 from envs.errors import ConfigError
 from falcon.config import check_int, to_plain
 from falcon.experiment import info, output_dir
-from metalearning.evidence import LABELS, START_POINTS, format_table, plan_evidence, run_evidence
+from falcon.experiments.meta_evidence import (
+    LABELS,
+    START_POINTS,
+    format_table,
+    plan_evidence,
+    run_evidence,
+)
 
 PLOT_FILE = "meta_evidence.png"
 RESULTS_FILE = "evidence.json"
@@ -39,7 +45,7 @@ COLORS = {"meta": "tab:blue", "random": "tab:gray", "joint": "tab:orange"}
 
 
 def evidence_config(cfg) -> dict:
-    """The plain mapping :func:`metalearning.evidence.plan_evidence` takes, from the composed config."""
+    """The plain mapping :func:`falcon.experiments.meta_evidence.plan_evidence` takes, from the composed config."""
     from falcon.bank_job import bank_config
 
     ev = to_plain(cfg.get("evidence"))

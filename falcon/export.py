@@ -38,6 +38,7 @@ from omegaconf import DictConfig
 
 from envs.errors import ConfigError
 from falcon import cli
+from falcon.config import CONFIG_DIR
 
 FORMATS = ("hdf5", "onnx")
 
@@ -176,7 +177,7 @@ def run_export(cfg) -> dict:
     return summary
 
 
-@hydra.main(config_path="../configs", config_name="export", version_base="1.3")
+@hydra.main(config_path=str(CONFIG_DIR), config_name="export", version_base="1.3")
 @cli.guard
 def _hydra_main(cfg: DictConfig) -> None:
     run_export(cfg)

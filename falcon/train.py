@@ -34,7 +34,7 @@ from omegaconf import DictConfig
 from envs.errors import ConfigError
 from envs.scheduler import Trainable
 from falcon import cli
-from falcon.config import Plan
+from falcon.config import CONFIG_DIR, Plan
 from falcon.experiment import info
 from falcon.jobs import instantiate_agent, seed_globals
 
@@ -122,7 +122,7 @@ def run_train_job(cfg) -> dict | None:
     return run_pipeline(cfg, "train", prepare=prepare)
 
 
-@hydra.main(config_path="../configs", config_name="train", version_base="1.3")
+@hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")
 @cli.guard
 def _hydra_main(cfg: DictConfig) -> None:
     run_train_job(cfg)

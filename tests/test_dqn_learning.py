@@ -8,7 +8,7 @@ Evaluation protocol (the paper's convergence test, on fixed seeds): median
 download time over the same evaluation seeds for every scheduler; a DQN-On
 evaluation episode starts from a copy of the agent's current state and keeps
 learning online. Longer-budget numbers over several agent seeds:
-``python -m baselines.dqn.evidence``.
+``python -m falcon.experiments.dqn_evidence``.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_dqn_off_star_is_the_same_model_on_conditions_deviated_by_5_percent(dqn_
     """DQN-Off* = the DQN-Off model, unchanged, on conditions with 5 % less RTT
     variation and loss. The paper finds it clearly worse; in this emulator it
     is not, here or on any static two-path scenario tried (``python -m
-    baselines.dqn.evidence --off-star``: 4G + WLAN, equal-capacity pairs with
+    falcon.experiments.dqn_evidence --off-star``: 4G + WLAN, equal-capacity pairs with
     a jittery lossy second path; 2, 8 and 10 MB): 5 % less jitter and loss
     makes the network slightly easier and moves the model's state by far
     less than its decision margins, so the paired DQN-Off* / DQN-Off ratio

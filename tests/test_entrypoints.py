@@ -138,3 +138,24 @@ def test_train_default_is_the_main_job(compose):
     assert [n for n, _ in plan.scenarios] == ["static_4g_5g", "static_4g_wlan", "static_5g_wlan", "mobile_5g_5g"]   # Fig. 2
     assert plan.seeds == list(range(20))
     assert cfg.runtime.name == "local" and cfg.tracking.enabled
+
+
+def test_console_scripts_name_the_entry_points(tmp_path):
+    """falcon-train, falcon-evaluate and falcon-export (pyproject.toml) each
+    point at the main() of its ``python -m`` module, and the installed ones
+    find their configs from any working directory."""
+    import importlib
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    scripts = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert set(scripts) == {"falcon-train", "falcon-evaluate", "falcon-export"}
+    for name, target in scripts.items():
+        module, func = target.split(":")
+        assert module == "falcon." + name.split("-")[1] and callable(getattr(importlib.import_module(module), func))
+        script = Path(sys.executable).parent / name
+        if script.exists():                  # installed by make setup (editable)
+            res = subprocess.run([str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+            assert res.returncode == 0 and "powered by Hydra" in res.stdout, res.stderr

@@ -1,4 +1,4 @@
-"""The meta-learning evidence experiment (metalearning/evidence.py, falcon/evidence_job.py)."""
+"""The meta-learning evidence experiment (falcon/experiments/meta_evidence.py, falcon/evidence_job.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from envs.errors import ConfigError
-from metalearning.evidence import (
+from falcon.experiments.meta_evidence import (
     HELD_OUT_TAG,
     START_POINTS,
     headline,

@@ -8,8 +8,8 @@ import pytest
 import metalearning.reptile as reptile_mod
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import QNetSpec
+from benchmarks.bank_build_speed import extrapolate, spread
 from envs.errors import ConfigError
-from metalearning.benchmark import extrapolate, spread
 from metalearning.collect import TaskCollector, bulk_app, collect_task_experience
 from metalearning.grid import ConditionGrid, PathCondition
 from metalearning.reptile import (

@@ -9,7 +9,7 @@
 * :mod:`~baselines.dqn.experience`, :mod:`~baselines.dqn.export`: file formats
   (``docs/model_formats.md``);
 * :mod:`~baselines.dqn.rllib_backend`: Ray RLlib as a training backend;
-* ``python -m baselines.dqn.benchmark`` / ``python -m baselines.dqn.evidence``.
+* ``python -m benchmarks.dqn_learner_speed`` / ``python -m falcon.experiments.dqn_evidence``.
 
 Names are imported lazily (``baselines.dqn.DQNOn``), so that importing the
 package does not import torch.

@@ -38,7 +38,7 @@ have 5 % less RTT variation and loss than the ones it was trained on. In a
 trains on the scenario with RTT variation and loss scaled by ``1 / 0.95``
 (:func:`training_scenario`). To evaluate one trained model on both (the
 paper's protocol), use :func:`baselines.dqn.conditions.deviate_scenario` on
-the evaluation scenario (``python -m baselines.dqn.evidence`` does).
+the evaluation scenario (``python -m falcon.experiments.dqn_evidence`` does).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ float32 rounding and both covered by the tests:
 * ``"vmap"``: ``torch.func.vmap(torch.func.grad(loss))`` of the single-model
   loss over the stack.
 
-``python -m baselines.dqn.benchmark`` measures both; on the 2-core CPU of the
+``python -m benchmarks.dqn_learner_speed`` measures both; on the 2-core CPU of the
 development machine ``bmm`` is the faster (see the benchmark's report and
 ``docs/model_formats.md``).
 

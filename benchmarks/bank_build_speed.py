@@ -1,6 +1,6 @@
 """Speed of the batched Reptile build: collection, inner loops, meta-iterations.
 
-    python -m metalearning.benchmark [--repeats 3] [--cells 81] [--quick] [--out FILE]
+    python -m benchmarks.bank_build_speed [--repeats 3] [--cells 81] [--quick] [--out FILE]
 
 Reports (one JSON line per figure on stdout, a short table on stderr):
 

@@ -1,6 +1,6 @@
 """Longer-budget evidence for the DQN baselines (the numbers behind the tests).
 
-    python -m baselines.dqn.evidence [--quick] [--out evidence.json]
+    python -m falcon.experiments.dqn_evidence [--quick] [--out evidence.json]
 
 On the static fast/slow scenario of ``configs/experiment/dqn.yaml`` (2 MB
 bulk; the paper's protocol on fixed evaluation seeds, median download time):
@@ -19,7 +19,7 @@ bulk; the paper's protocol on fixed evaluation seeds, median download time):
 
 Prints one line per result and writes everything as JSON (``--out``).
 
-    python -m baselines.dqn.evidence --off-star [--size 2000000] [--model-seeds 3]
+    python -m falcon.experiments.dqn_evidence --off-star [--size 2000000] [--model-seeds 3]
 
 runs only the DQN-Off* study over several static two-path scenarios
 (:data:`OFF_STAR_SCENARIOS`: the one above, Table I 4G + WLAN, pairs of

@@ -1,6 +1,6 @@
 """DQN speed benchmark: gradient steps per second, and scheduling decisions per second.
 
-    python -m baselines.dqn.benchmark [--repeats 5] [--models 729] [--quick]
+    python -m benchmarks.dqn_learner_speed [--repeats 5] [--models 729] [--quick]
 
 * ``update_1``: DQN steps per second of one model (batch 32, the default
   64x3 network, 2 paths), for each batched-gradient technique (``bmm``,
