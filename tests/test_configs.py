@@ -117,3 +117,49 @@ def test_web_pages_experiment_loads_the_three_table2_pages(compose):
 def test_bad_plan_values(compose, overrides, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         _plan(compose, overrides)
+
+
+def test_shared_defaults_agree_with_the_dataclasses_that_use_them():
+    """A default the YAML must also state (a command-line override needs the
+    key) equals the one of the dataclass or constructor that consumes it:
+    the DQN update (configs/base/dqn.yaml, the banks' dqn:), Reptile (the
+    banks' reptile:, FALCON's offline loop and K) and the evidence's K."""
+    import dataclasses
+    import inspect
+    from pathlib import Path
+
+    import yaml
+
+    from baselines.dqn.learner import BatchedDQN, DQNConfig
+    from falcon.experiments.meta_evidence import EvidenceConfig
+    from falcon.online.offline_update import OfflineUpdater
+    from falcon.online.scheduler import FalconScheduler
+    from metalearning.reptile import ReptileConfig
+
+    root = Path(__file__).resolve().parents[1] / "configs"
+
+    def load(name):
+        return yaml.safe_load((root / name).read_text())
+
+    def defaults(cls):
+        return {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                for f in dataclasses.fields(cls)
+                if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+
+    def params(fn):
+        return {k: p.default for k, p in inspect.signature(fn).parameters.items()}
+
+    dqn, reptile = defaults(DQNConfig), defaults(ReptileConfig)
+    base_dqn = load("base/dqn.yaml")
+    assert base_dqn.pop("technique") == params(BatchedDQN.__init__)["technique"]
+    assert base_dqn == {k: dqn[k] for k in base_dqn}
+    bank = load("base/bank.yaml")
+    assert bank["dqn"] == {k: dqn[k] for k in bank["dqn"]}
+    assert bank["reptile"] == {k: reptile[k] for k in bank["reptile"]}
+    falcon = load("agent/falcon.yaml")
+    off = params(OfflineUpdater.__init__)
+    assert falcon["offline"]["meta_lr"] == off["meta_lr"] == reptile["meta_lr"]
+    assert falcon["offline"]["inner_steps"] == off["inner_steps"] == reptile["inner_steps"]
+    assert falcon["finetune_steps"] == params(FalconScheduler.__init__)["finetune_steps"] == reptile["inner_steps"]
+    assert load("experiment/meta_evidence.yaml")["evidence"]["finetune_steps"] == \
+        defaults(EvidenceConfig)["finetune_steps"] == reptile["inner_steps"]

@@ -347,21 +347,17 @@ def test_missing_bank_file_is_a_one_line_config_error(tmp_path):
 
 
 def test_agent_configs_instantiate_with_a_bank_file(tmp_path):
-    import yaml
     from hydra.utils import instantiate
 
     from falcon.config import AGENT_META_KEYS
+    from falcon.experiments.common import agent_config
 
     grid = ConditionGrid(1)           # 27 cells: quick to write and read
     spec = QNetSpec(4, 1, (8, 8, 8))
     params = np.zeros((grid.n_cells, spec.n_parameters), np.float32)
     path = MetaModelBank(grid, spec, params).write(tmp_path / "bank.h5")
     for name in ("falcon", "falcon_n", "falcon_s"):
-        cfg = yaml.safe_load(open(f"configs/agent/{name}.yaml"))
-        if "defaults" in cfg:
-            parent = yaml.safe_load(open("configs/agent/falcon.yaml"))
-            cfg = {**parent, **{k: v for k, v in cfg.items() if k != "defaults"}}
-        cfg = {k: v for k, v in cfg.items() if k not in AGENT_META_KEYS}
+        cfg = {k: v for k, v in agent_config(name).items() if k not in AGENT_META_KEYS}   # composed by Hydra
         cfg["bank"] = str(path)
         sched = instantiate(cfg, _convert_="all")
         assert isinstance(sched, FalconScheduler)
@@ -375,20 +371,18 @@ def test_agent_configs_instantiate_with_a_bank_file(tmp_path):
 
 
 def test_the_agent_config_and_the_constructor_declare_the_same_defaults():
-    """configs/agent/falcon.yaml spells out every constructor argument; the
-    values must be the constructor's, except where the difference is the
-    point (the bank comes from the run; continual updates are on in the
-    agent config, off for the bare constructor that tests build)."""
+    """configs/agent/falcon.yaml (composed: with configs/base/dqn.yaml) spells
+    out every constructor argument; the values must be the constructor's,
+    except the bank (it comes from the run)."""
     import inspect
 
-    import yaml
-
     from baselines.dqn.policy import DQNScheduler
+    from falcon.experiments.common import agent_config
 
-    root = __import__("pathlib").Path(__file__).resolve().parents[1]
-    cfg = yaml.safe_load((root / "configs/agent/falcon.yaml").read_text())
+    cfg = agent_config("falcon")
     defaults = {k: p.default for cls in (DQNScheduler, FalconScheduler)
                 for k, p in inspect.signature(cls.__init__).parameters.items()}
+    assert {"gamma", "lr", "batch_size", "technique"} <= set(cfg)
     differ = {k: (v, defaults[k]) for k, v in cfg.items()
               if k in defaults and not isinstance(v, dict) and v != defaults[k]}
     assert differ.pop("bank") == (None, inspect.Parameter.empty)

@@ -71,7 +71,7 @@ def numbers(obj, path: str = "") -> list[tuple[str, str]]:
 
 
 def digest(obj) -> dict:
-    nums = numbers(obj)
+    nums = sorted(numbers(obj))      # by key path: the order of a mapping's keys is not a result
     h = hashlib.sha256(json.dumps(nums).encode()).hexdigest()
     return {"numbers": len(nums), "sha256": h}
 

@@ -119,11 +119,12 @@ class DQNScheduler(Scheduler):
     name = "dqn"
 
     def __init__(self, hidden=(64, 64, 64), epsilon: float = 0.1, seed: int = 0,
-                 reward: str = COMPLETION, gamma: float = 0.9, lr: float = 1e-3,
-                 batch_size: int = 32, tau: float = 0.01, loss: str = "huber",
-                 huber_delta: float = 1.0, double_q: bool = False, grad_clip: float | None = None,
-                 replay_capacity: int = 50_000, technique: str = "bmm", model: str | None = None,
-                 hindsight_rtts: float = HINDSIGHT_RTTS, cql_alpha: float = 0.0):
+                 reward: str = COMPLETION, gamma: float = DQNConfig.gamma, lr: float = DQNConfig.lr,
+                 batch_size: int = DQNConfig.batch_size, tau: float = DQNConfig.tau, loss: str = DQNConfig.loss,
+                 huber_delta: float = DQNConfig.huber_delta, double_q: bool = DQNConfig.double_q,
+                 grad_clip: float | None = DQNConfig.grad_clip, replay_capacity: int = 50_000,
+                 technique: str = "bmm", model: str | None = None,
+                 hindsight_rtts: float = HINDSIGHT_RTTS, cql_alpha: float = DQNConfig.cql_alpha):
         if reward not in ADAPTER_REWARDS:
             raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ADAPTER_REWARDS)}")
         epsilon = float(epsilon)

@@ -135,7 +135,7 @@ class EvidenceConfig:
     cells: tuple | None = None
     n_cells: int = 12
     tasks_per_cell: int = 5
-    finetune_steps: int = 16
+    finetune_steps: int = ReptileConfig.inner_steps
     finetune_mix: float = 1.0
     batch_size: int | None = None
     finetune_epsilon: float = 0.1

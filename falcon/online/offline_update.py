@@ -48,7 +48,7 @@ import numpy as np
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
-from metalearning.reptile import reptile_step
+from metalearning.reptile import ReptileConfig, reptile_step
 
 #: update records kept in OfflineUpdater.history
 MAX_HISTORY = 1000
@@ -74,7 +74,8 @@ class OfflineUpdater:
     """
 
     def __init__(self, bank, dqn_config: DQNConfig | None = None, *, interval_s: float | None = None,
-                 interval_episodes: int | None = None, meta_lr: float = 0.1, inner_steps: int = 16,
+                 interval_episodes: int | None = None, meta_lr: float = ReptileConfig.meta_lr,
+                 inner_steps: int = ReptileConfig.inner_steps,
                  min_transitions: int | None = None, capacity_per_cell: int = 2000,
                  max_cells: int = 32, write_path: str | None = None, seed: int = 0,
                  technique: str = "bmm"):

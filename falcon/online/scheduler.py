@@ -103,6 +103,7 @@ from falcon.online.events import COLLECTING, DEPLOYED, FINETUNING, IDLE, Adaptat
 from falcon.online.events import prior_conditions as resolve_prior
 from falcon.online.offline_update import OfflineUpdater
 from falcon.online.trigger import ChangeTriggers
+from metalearning.reptile import ReptileConfig
 
 SELECTIONS = ("bank", "random")
 DETECTIONS = ("bocpd", "never")
@@ -156,7 +157,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
     name = "falcon"
 
     def __init__(self, bank, *, epsilon: float = 0.0, deployed_epsilon: float = 0.0,
-                 finetune_steps: int = 16, finetune_mix: float = 1.0, min_transitions: int | None = None,
+                 finetune_steps: int = ReptileConfig.inner_steps, finetune_mix: float = 1.0, min_transitions: int | None = None,
                  train_step_cost_s: float | str = 0.00045, selection: str = "bank",
                  detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
                  prior_conditions=None, window: Mapping | None = None,
