@@ -264,6 +264,16 @@ def _check_common(spec: QNetSpec, grid, seed: int) -> None:
 
 # ---------------------------------------------------------------- Reptile
 
+def _start_params(spec: QNetSpec, seed: int, m: int, init: np.ndarray | None) -> np.ndarray:
+    """``[m, P]`` float32: ``init`` (checked) or :func:`initial_params` of ``seed`` for every cell."""
+    if init is None:
+        return np.tile(initial_params(spec, seed), (m, 1))
+    thetas = np.array(init, dtype=np.float32)
+    if thetas.shape != (m, spec.n_parameters):
+        raise ConfigError(f"init: expected shape [{m}, {spec.n_parameters}], got {list(thetas.shape)}")
+    return thetas
+
+
 def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNConfig | None,
                   reptile_config: ReptileConfig, seed: int, init: np.ndarray | None = None,
                   start_iteration: int = 0, progress: Callable[[int, dict], None] | None = None,
@@ -301,25 +311,16 @@ def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNCon
         raise ConfigError(f"start_iteration: must be in [0, {n_iter}], got {start_iteration!r}")
     if int(checkpoint_every) < 1:
         raise ConfigError(f"checkpoint_every: must be a positive integer, got {checkpoint_every!r}")
-    m, p = len(cells), spec.n_parameters
-    if init is None:
-        thetas = np.tile(initial_params(spec, seed), (m, 1))
-    else:
-        thetas = np.array(init, dtype=np.float32)
-        if thetas.shape != (m, p):
-            raise ConfigError(f"init: expected shape [{m}, {p}], got {list(thetas.shape)}")
+    m = len(cells)
+    thetas = _start_params(spec, seed, m, init)
     if int(start_iteration) == n_iter:
         return thetas
     k, bsz, cap = cfg.inner_steps, cfg.mini_batch(dqn_config), cfg.decisions_per_task
-    n_in = spec.n_inputs
     learner = BatchedDQN(spec, m, dqn_config, seed=seed, technique=cfg.technique, threads=LEARNER_THREADS)
     collector = TaskCollector(spec, cfg.epsilon)
     # every task's transitions padded to the budget; row j = cell j
-    buf_s = np.zeros((m, cap, n_in), np.float32)
-    buf_s2 = np.zeros((m, cap, n_in), np.float32)
-    buf_a = np.zeros((m, cap), np.int64)
-    buf_r = np.zeros((m, cap), np.float32)
-    buf_d = np.zeros((m, cap), np.float32)
+    buf_s, buf_s2 = np.zeros((m, cap, spec.n_inputs), np.float32), np.zeros((m, cap, spec.n_inputs), np.float32)
+    buf_a, buf_r, buf_d = np.zeros((m, cap), np.int64), np.zeros((m, cap), np.float32), np.zeros((m, cap), np.float32)
     rows = np.arange(m)[None, :, None]
     for it in range(int(start_iteration), n_iter):
         t0 = time.perf_counter()

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 
-from baselines.rule_based.common import fastest, minrtt_choice
+from baselines.rule_based.common import slow_candidate
 from envs.errors import ConfigError
 from envs.scheduler import Scheduler
 
@@ -78,11 +78,8 @@ class BLEST(Scheduler):
     # ------------------------------------------------------------------
     def decide(self, view):
         paths = view.paths
-        c = minrtt_choice(paths)
-        if c is None:
-            return None
-        f = fastest(paths)
-        if c == f or not paths[c].has_rtt_sample:
+        c, f = slow_candidate(paths)
+        if f is None:
             return c
         s = paths[c]
         self._update_lambda(view, s)

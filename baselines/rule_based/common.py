@@ -69,6 +69,20 @@ def minrtt_choice(paths) -> int | None:
     return best if best >= 0 else None
 
 
+def slow_candidate(paths) -> tuple[int | None, int | None]:
+    """``(c, f)``: minRTT's choice ``c`` and, when ``c`` is a slower path
+    with an RTT sample (the case BLEST and ECF weigh against waiting), the
+    fastest path ``f``; ``(c, None)`` when ``c`` is None, the fastest path,
+    or not probed yet (send there, or wait for room)."""
+    c = minrtt_choice(paths)
+    if c is None:
+        return None, None
+    f = fastest(paths)
+    if c == f or not paths[c].has_rtt_sample:
+        return c, None
+    return c, f
+
+
 def gap_limit(view) -> int:
     """Largest gap [bytes] that still leaves a full packet of unsent data at
     the target offset, whatever stream the application's stream scheduler

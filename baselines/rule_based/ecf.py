@@ -25,7 +25,7 @@ the check.
 
 from __future__ import annotations
 
-from baselines.rule_based.common import fastest, minrtt_choice
+from baselines.rule_based.common import slow_candidate
 from envs.scheduler import Scheduler
 
 
@@ -41,11 +41,8 @@ class ECF(Scheduler):
 
     def decide(self, view):
         paths = view.paths
-        c = minrtt_choice(paths)
-        if c is None:
-            return None
-        fi = fastest(paths)
-        if c == fi or not paths[c].has_rtt_sample:
+        c, fi = slow_candidate(paths)
+        if fi is None:
             return c
         f = paths[fi]
         s = paths[c]
