@@ -32,7 +32,8 @@ $(STAMP): pyproject.toml
 	fi
 	@touch $(STAMP)
 
-## the project's main job: compare the rule-based schedulers on static 4G+5G
+## the project's main job (configs/experiment/main.yaml): FALCON against minRTT,
+## BLEST, ECF and RR on the four Fig. 2 scenarios; the first run builds the quick bank
 run: setup
 	$(BIN)/python -m falcon.train
 

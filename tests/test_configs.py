@@ -163,3 +163,15 @@ def test_shared_defaults_agree_with_the_dataclasses_that_use_them():
     assert falcon["finetune_steps"] == params(FalconScheduler.__init__)["finetune_steps"] == reptile["inner_steps"]
     assert load("experiment/meta_evidence.yaml")["evidence"]["finetune_steps"] == \
         defaults(EvidenceConfig)["finetune_steps"] == reptile["inner_steps"]
+
+
+def test_the_readme_config_table_lists_every_option():
+    """The README's table of config groups names every option of every group."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)/` \| (.+?) \|", text, re.M))
+    for group in ("scenario", "app", "agent", "experiment", "bank", "tracking", "runtime"):
+        assert group in rows, group
+        assert set(re.findall(r"`(\w+)`", rows[group])) == set(group_options(group)), group
