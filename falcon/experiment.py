@@ -137,6 +137,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
     tags = {"falcon.job": job, "falcon.agents": names, "falcon.scenarios": scen,
             "falcon.apps": ",".join(n for n, _ in plan.apps), "falcon.runtime": runtime["name"],
             "falcon.command": shlex.join([f"python -m falcon.{job}", *sys.argv[1:]])}
+    t_job = time.perf_counter()
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
         tracker.log_params(_params(cfg_plain, plan))
         out = output_dir(cfg, job, tracker.run_id)
@@ -148,7 +149,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
             records = execute(plan, runtime, progress=bool(cfg.get("progress", True)))
             wall = time.perf_counter() - t0
             summary = report.summarize(records, seeds=plan.seeds, job=job,
-                                       extra={"mlflow_run_id": tracker.run_id, "wall_time_s": wall})
+                                       extra={"mlflow_run_id": tracker.run_id, "episodes_wall_s": wall})
             table = report.format_table(summary, table_metrics)
             (tmp / "table.txt").write_text(table + "\n")
             for metric in plot_metrics:
@@ -160,7 +161,9 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
                     "seeds": plan.seeds}
             (tmp / "plan.yaml").write_text(yaml.safe_dump(used, sort_keys=False))
             report.write_json(summary, tmp / "summary.json")  # last: marks a complete output
-        tracker.log_metrics(report.flat_metrics(summary) | {"wall_time_s": wall, "episodes": len(records)})
+        # the whole job (bank, training, episodes, report) and the episodes alone [s]
+        tracker.log_metrics(report.flat_metrics(summary) | {"wall_time_s": time.perf_counter() - t_job,
+                                                            "episodes_wall_s": wall, "episodes": len(records)})
         tracker.log_artifacts(out)
     print(table, flush=True)
     info(f"\n{len(records)} episodes in {wall:.1f} s; summary: {out / 'summary.json'}")

@@ -19,6 +19,7 @@ instance with ``runtime.num_cpus`` CPUs, shut down again afterwards).
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,11 +27,48 @@ from typing import Any
 from envs.errors import ConfigError, FalconInputError
 
 
+#: off a terminal (a log file, CI), a progress line at most this often [s]
+LOG_EVERY_S = 10.0
+
+
+class LineProgress:
+    """Progress for a stderr that is not a terminal: a plain line
+    ``desc: done/total (percent) [elapsed s]`` at most every
+    :data:`LOG_EVERY_S` seconds and at the end (tqdm's bar is only for a
+    terminal). The context-manager and ``update`` interface of tqdm."""
+
+    def __init__(self, total: int, desc: str, every_s: float = LOG_EVERY_S, file=None):
+        self.total, self.desc, self.every_s = int(total), desc, float(every_s)
+        self.file = file or sys.stderr
+        self.n = 0
+        self._t0 = self._last = time.monotonic()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        now = time.monotonic()
+        if now - self._last >= self.every_s:
+            self._last = now
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        pct = 100.0 * self.n / self.total if self.total else 100.0
+        print(f"{self.desc}: {self.n}/{self.total} ({pct:.0f} %) [{now - self._t0:.0f} s]", file=self.file,
+              flush=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is None and self.n and time.monotonic() - self._t0 >= self.every_s:
+            self._line(time.monotonic())
+
+
 def _progress(total: int, enabled: bool, desc: str):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, dynamic_ncols=True,
-                disable=not (enabled and sys.stderr.isatty()))
+    if enabled and not sys.stderr.isatty():
+        return LineProgress(total, desc)
+    return tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, dynamic_ncols=True, disable=not enabled)
 
 
 def run_jobs(jobs: Sequence, worker: Callable[[Any], Any], runtime: dict | None = None, *,

@@ -84,3 +84,24 @@ def test_on_result_is_called_once_per_job_as_it_arrives(workers):
                    on_result=lambda i, r: seen.append((i, r)))
     assert out == [3, 4, 5, 6]
     assert sorted(seen) == [(0, 3), (1, 4), (2, 5), (3, 6)]
+
+
+def test_progress_off_a_terminal_is_a_plain_line_now_and_then():
+    """A log file or CI gets ``desc: done/total (percent) [s]`` lines (every
+    LOG_EVERY_S seconds), not tqdm's carriage returns nor silence."""
+    import io
+
+    from falcon.runtime import LineProgress, _progress
+
+    buf = io.StringIO()
+    with LineProgress(4, "episodes", every_s=0.0, file=buf) as bar:
+        for _ in range(4):
+            bar.update(1)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("episodes: 1/4 (25 %) [") and lines[3].startswith("episodes: 4/4 (100 %)")
+    quiet = io.StringIO()
+    with LineProgress(4, "episodes", every_s=3600.0, file=quiet) as bar:
+        bar.update(4)
+    assert quiet.getvalue() == ""                         # a short job says nothing
+    assert isinstance(_progress(5, True, "x"), LineProgress)   # pytest's stderr is not a terminal
+    assert not isinstance(_progress(5, False, "x"), LineProgress)
