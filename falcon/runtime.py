@@ -26,7 +26,6 @@ from typing import Any
 
 from envs.errors import ConfigError, FalconInputError
 
-
 #: off a terminal (a log file, CI), a progress line at most this often [s]
 LOG_EVERY_S = 10.0
 
