@@ -21,12 +21,12 @@ from falcon.config import CONFIG_DIR
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="evaluate", version_base="1.3")
 @cli.guard
-def _hydra_main(cfg: DictConfig) -> None:
+def _hydra_main(cfg: DictConfig) -> dict:
     from falcon.bank_job import resolve_agent_banks
     from falcon.config import check_runtime, to_plain
     from falcon.experiment import run_pipeline
 
-    run_pipeline(cfg, "evaluate", prepare=lambda plan, staging, tracker: resolve_agent_banks(
+    return run_pipeline(cfg, "evaluate", prepare=lambda plan, staging, tracker: resolve_agent_banks(
         plan, to_plain(cfg.get("bank")), check_runtime(cfg.get("runtime")),
         progress=bool(cfg.get("progress", True))))
 

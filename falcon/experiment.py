@@ -117,7 +117,7 @@ def output_dir(cfg, job: str, run_id: str | None) -> Path:
 
 
 def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
-    """Plan, validate, run, report and track one job; returns the summary dict.
+    """Plan, validate, run, report and track one job; returns the summary dict (plus ``output``: its folder).
 
     ``prepare(plan, staging_dir, tracker) -> plan`` runs inside the tracked
     run before the episodes (falcon.train trains there and saves models into
@@ -169,7 +169,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
     info(f"\n{len(records)} episodes in {wall:.1f} s; summary: {out / 'summary.json'}")
     if tracker.run_id:
         info(f"mlflow run {tracker.run_id} in {tracker.uri}")
-    return summary
+    return {**summary, "output": str(out)}
 
 
 __all__ = ["run_pipeline", "validate_plan", "make_jobs", "execute", "output_dir", "info"]

@@ -124,8 +124,8 @@ def run_train_job(cfg) -> dict | None:
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")
 @cli.guard
-def _hydra_main(cfg: DictConfig) -> None:
-    run_train_job(cfg)
+def _hydra_main(cfg: DictConfig) -> dict | None:
+    return run_train_job(cfg)
 
 
 def main() -> None:

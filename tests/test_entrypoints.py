@@ -159,3 +159,22 @@ def test_console_scripts_name_the_entry_points(tmp_path):
         if script.exists():                  # installed by make setup (editable)
             res = subprocess.run([str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
             assert res.returncode == 0 and "== What the keys mean ==" in res.stdout, res.stderr
+
+
+def test_multirun_writes_one_summary_of_the_sweep(run_cli, tmp_path):
+    out = tmp_path / "sweep"
+    res = run_cli("evaluate", "-m", *TINY, "runs=1", "agent_list=[minrtt,rr]", "scenario=static_4g_5g,single_path",
+                  f"output={out}", "tracking=none")
+    assert res.returncode == 0, res.stderr
+    data = json.loads((out / "multirun_summary.json").read_text())
+    jobs = data["jobs"]
+    assert [j["num"] for j in jobs] == [0, 1]
+    assert ["scenario=static_4g_5g" in jobs[0]["overrides"], "scenario=single_path" in jobs[1]["overrides"]] == \
+        [True, True]
+    for j, scen in zip(jobs, ("static_4g_5g", "single_path")):
+        assert j["output"] == str(out / str(j["num"]))
+        one = json.loads((out / str(j["num"]) / "summary.json").read_text())
+        assert j["medians"][scen]["bulk"]["rr"]["download_time_s"] == \
+            one["results"][scen]["bulk"]["rr"]["download_time_s"]["median"]
+    table = (out / "multirun_table.txt").read_text().splitlines()
+    assert len(table) == 1 + 2 * 2 and "single_path" in table[-1]
