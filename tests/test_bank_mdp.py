@@ -139,12 +139,11 @@ def test_the_bank_presets_and_the_build_spec_agree_on_the_default_mdp():
     """``reward:`` is spelled in the presets (Hydra's struct mode needs the key
     for ``bank.reward=packet_rate``) and as BankBuildSpec's default: one value."""
     from dataclasses import fields
-    from pathlib import Path
 
-    import yaml
+    from falcon.bank_job import bank_config
 
     default = {f.name: f.default for f in fields(BankBuildSpec)}["reward"]
     for preset in ("quick", "paper"):
-        cfg = yaml.safe_load((Path(__file__).parents[1] / f"configs/bank/{preset}.yaml").read_text())
+        cfg = bank_config(preset)               # composed: the preset on configs/base/bank.yaml
         assert cfg["reward"] == default == BankBuildSpec.from_config({**cfg, "path": None}).reward
         assert cfg["generalist"] == {}          # the generalist's settings live in GeneralistConfig only
