@@ -34,7 +34,7 @@ from falcon.experiment import info, output_dir
 from falcon.experiments.meta_evidence import (
     LABELS,
     START_POINTS,
-    format_table,
+    evidence_table,
     plan_evidence,
     run_evidence,
 )
@@ -153,7 +153,7 @@ def run_evidence_job(cfg) -> dict:
         out = output_dir(cfg, "meta_evidence", tracker.run_id)
         with staged_output(out) as tmp:
             results = run_evidence(plan, progress=info if cfg.get("progress", True) else None)
-            table = format_table(results)
+            table = evidence_table(results)
             (tmp / "table.txt").write_text(table + "\n")
             plot_evidence(results, tmp)
             (tmp / RESULTS_FILE).write_text(json.dumps(results, indent=1, allow_nan=True) + "\n")

@@ -23,7 +23,7 @@ from envs.errors import ConfigError, FalconInputError
 from falcon import report
 from falcon.cli import staged_output
 from falcon.config import Plan, check_runtime, make_plan, to_plain
-from falcon.jobs import Job, instantiate_agent, run_job
+from falcon.jobs import Job, instantiate_agent, run_episode_job
 from falcon.runtime import run_jobs
 from falcon.tracking import flatten, tracked_run
 
@@ -77,7 +77,7 @@ def make_jobs(plan: Plan) -> list[Job]:
 def execute(plan: Plan, runtime: dict, progress: bool = True) -> list[dict]:
     """Run every episode of the plan; one record per episode, in job order."""
     jobs = make_jobs(plan)
-    results = run_jobs(jobs, run_job, runtime, progress=progress)
+    results = run_jobs(jobs, run_episode_job, runtime, progress=progress)
     return [{"scenario": j.scenario_name, "app": j.app_name, "agent": j.agent_name, "seed": j.seed, **r}
             for j, r in zip(jobs, results, strict=True)]
 
@@ -150,7 +150,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
             wall = time.perf_counter() - t0
             summary = report.summarize(records, seeds=plan.seeds, job=job,
                                        extra={"mlflow_run_id": tracker.run_id, "episodes_wall_s": wall})
-            table = report.format_table(summary, table_metrics)
+            table = report.summary_table(summary, table_metrics)
             (tmp / "table.txt").write_text(table + "\n")
             for metric in plot_metrics:
                 report.plot_metric(summary, metric, tmp)

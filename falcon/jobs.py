@@ -2,7 +2,7 @@
 
 A :class:`Job` holds plain data only (dicts, a seed, or a picklable prepared
 scheduler), so it runs the same in this process, in a local process pool and
-on a Ray worker. :func:`run_job` builds a fresh scheduler per episode and
+on a Ray worker. :func:`run_episode_job` builds a fresh scheduler per episode and
 seeds every global RNG from the job's seed, so a job's metrics do not depend
 on where or after which other job it ran.
 """
@@ -31,21 +31,23 @@ class Job:
     agent: Any  # an agent config dict (with _target_) or a prepared (e.g. trained) scheduler
 
 
-def instantiate_agent(name: str, agent_cfg: dict):
-    """A new scheduler from an agent config (``_target_`` + constructor arguments)."""
+def instantiate_agent(name: str, agent_cfg: dict, **objects):
+    """A new scheduler from an agent config (``_target_`` + constructor
+    arguments; the ``train:`` section is not one); ``objects``: constructor
+    arguments that are objects, not config (e.g. a loaded bank)."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
     kwargs = {k: v for k, v in agent_cfg.items() if k not in AGENT_META_KEYS}
     try:
-        return instantiate(kwargs, _convert_="all")
+        return instantiate(kwargs, _convert_="all", **objects)
     except InstantiationException as e:
         cause = e.__cause__ or e
         msg = " ".join(str(cause).split()) or type(cause).__name__
         raise ConfigError(f"agent {name!r} ({agent_cfg.get('_target_')}): {msg}") from None
 
 
-def make_scheduler(job: Job):
+def job_scheduler(job: Job):
     if isinstance(job.agent, dict):
         return instantiate_agent(job.agent_name, job.agent)
     return copy.deepcopy(job.agent)
@@ -62,14 +64,14 @@ def seed_globals(seed: int) -> None:
         torch.manual_seed(seed)
 
 
-def run_job(job: Job) -> dict:
+def run_episode_job(job: Job) -> dict:
     """Run one episode; returns ``{"metrics": flat dict of floats}`` plus, for
     apps of several objects (web pages, stream traces), ``"objects":
     {"release": [...], "completion": [...]}`` (per object [s])."""
     import envs
 
     seed_globals(job.seed)
-    scheduler = make_scheduler(job)
+    scheduler = job_scheduler(job)
     result = envs.run_episode(job.scenario, job.app, scheduler, job.seed)
     out = {"metrics": {k: float(v) for k, v in result.metrics.items()}}
     if len(result.object_times) > 1:
@@ -78,4 +80,4 @@ def run_job(job: Job) -> dict:
     return out
 
 
-__all__ = ["Job", "run_job", "instantiate_agent", "make_scheduler", "seed_globals"]
+__all__ = ["Job", "run_episode_job", "instantiate_agent", "job_scheduler", "seed_globals"]

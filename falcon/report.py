@@ -94,7 +94,7 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     return "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
 
 
-def format_table(summary: dict, metrics: Sequence[str]) -> str:
+def summary_table(summary: dict, metrics: Sequence[str]) -> str:
     """The comparison table: per scenario and app, one row per scheduler.
 
     The first metric shows median [p25, p75]; the others their median.
@@ -246,5 +246,5 @@ def flat_metrics(summary: dict) -> dict[str, float]:
     return out
 
 
-__all__ = ["describe", "summarize", "format_table", "plot_metric", "write_json", "flat_metrics",
+__all__ = ["describe", "summarize", "summary_table", "plot_metric", "write_json", "flat_metrics",
            "groups", "SCHEMA_VERSION"]

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from falcon.report import describe, flat_metrics, format_table, plot_metric, summarize, write_json
+from falcon.report import describe, flat_metrics, plot_metric, summarize, summary_table, write_json
 
 
 def _records():
@@ -42,7 +42,7 @@ def test_summarize_structure_and_seed_order():
 
 
 def test_table_lists_schedulers_and_skips_missing_metrics():
-    table = format_table(summarize(_records(), seeds=[0, 1, 2]), ["download_time_s", "oqs_mean_bytes",
+    table = summary_table(summarize(_records(), seeds=[0, 1, 2]), ["download_time_s", "oqs_mean_bytes",
                                                                    "goodput_mbps"])
     lines = table.splitlines()
     assert lines[0].startswith("scenario s1 | app bulk | 3 runs")
@@ -89,7 +89,7 @@ def test_active_objects_counts_requested_and_unfinished():
 
 
 def test_multi_object_apps_get_pooled_stats_and_the_objects_plot(tmp_path):
-    from falcon.jobs import Job, run_job
+    from falcon.jobs import Job, run_episode_job
     from falcon.report import plot_objects, summarize
 
     app = {"kind": "streams", "streams": [{"release_s": 0.0, "size_bytes": 20_000},
@@ -99,7 +99,7 @@ def test_multi_object_apps_get_pooled_stats_and_the_objects_plot(tmp_path):
     for seed in (0, 1):
         job = Job(seed, "s", "a", "minrtt", seed, scenario, app,
                   {"_target_": "baselines.rule_based.minrtt.MinRTT"})
-        records.append({"scenario": "s", "app": "a", "agent": "minrtt", "seed": seed, **run_job(job)})
+        records.append({"scenario": "s", "app": "a", "agent": "minrtt", "seed": seed, **run_episode_job(job)})
     assert records[0]["objects"]["release"] == [0.0, 0.1]
     summary = summarize(records, seeds=[0, 1])
     pooled = summary["results"]["s"]["a"]["minrtt"]["object_completion_s"]

@@ -7,7 +7,7 @@ import pytest
 from envs.errors import ConfigError
 from falcon.config import make_plan
 from falcon.experiment import execute, make_jobs
-from falcon.jobs import run_job
+from falcon.jobs import run_episode_job
 from falcon.runtime import run_jobs
 
 CHOICES = {"scenario": "static_4g_5g", "app": "bulk", "agent": "minrtt"}
@@ -37,16 +37,16 @@ def test_local_runs_are_reproducible(tiny_plan):
 
 def test_process_pool_equals_inline(tiny_plan):
     jobs = make_jobs(tiny_plan)
-    inline = run_jobs(jobs, run_job, {"name": "local", "workers": 1}, progress=False)
-    pooled = run_jobs(jobs, run_job, {"name": "local", "workers": 2}, progress=False)
+    inline = run_jobs(jobs, run_episode_job, {"name": "local", "workers": 1}, progress=False)
+    pooled = run_jobs(jobs, run_episode_job, {"name": "local", "workers": 2}, progress=False)
     assert pooled == inline
 
 
 def test_ray_equals_local(tiny_plan):
     pytest.importorskip("ray")
     jobs = make_jobs(tiny_plan)
-    local = run_jobs(jobs, run_job, {"name": "local"}, progress=False)
-    ray_results = run_jobs(jobs, run_job, {"name": "ray", "address": None, "num_cpus": 2}, progress=False)
+    local = run_jobs(jobs, run_episode_job, {"name": "local"}, progress=False)
+    ray_results = run_jobs(jobs, run_episode_job, {"name": "ray", "address": None, "num_cpus": 2}, progress=False)
     assert ray_results == local  # bit for bit, in job order
 
 
@@ -54,12 +54,12 @@ def test_worker_input_error_propagates(tiny_plan):
     jobs = make_jobs(tiny_plan)
     bad = jobs[1].__class__(**{**jobs[1].__dict__, "scenario": {**jobs[1].scenario, "cc": "nosuch"}})
     with pytest.raises(ConfigError):
-        run_jobs([jobs[0], bad], run_job, {"name": "local"}, progress=False)
+        run_jobs([jobs[0], bad], run_episode_job, {"name": "local"}, progress=False)
 
 
 def test_unknown_runtime_is_a_config_error():
     with pytest.raises(ConfigError, match="unknown runtime 'slurm'"):
-        run_jobs([], run_job, {"name": "slurm"})
+        run_jobs([], run_episode_job, {"name": "slurm"})
 
 
 @pytest.mark.parametrize("tty", [True, False])

@@ -7,7 +7,7 @@
   ``[0, lo)`` then ``per_decade`` logarithmic bins per decade up to ``hi``),
   :func:`bin_of`, :func:`bin_centre`.
 * **Schedulers** from the agent configs (``configs/agent/<name>.yaml`` plus
-  per-experiment overrides): :func:`make_scheduler`, :func:`prepare`,
+  per-experiment overrides): :func:`build_agent`, :func:`prepare`,
   :func:`download` (one download, the learner persisting across calls).
 * **Reference**: :func:`train_reference` (a DQN-Off trained offline on
   experience logged on the examined conditions) and
@@ -38,8 +38,6 @@ from falcon.experiment import info
 
 #: the reference scheduler of the relative score
 REFERENCE = "dqn_off"
-#: keys of an agent config that are not constructor arguments
-_META_KEYS = ("train",)
 
 
 # ---------------------------------------------------------------- score and bins
@@ -131,15 +129,14 @@ def offline_enabled(cfg: Mapping) -> bool:
     return isinstance(off, Mapping) and bool(off.get("enabled", True))
 
 
-def make_scheduler(name: str, cfg: Mapping, seed: int, bank=None):
+def build_agent(name: str, cfg: Mapping, seed: int, bank=None):
     """A new scheduler from agent config ``cfg`` with its ``seed`` key set to
     ``seed`` (when it has one). A FALCON config (a ``bank`` key) gets
     ``bank``; with the offline loop on, a private copy of its parameters (the
     loop updates them; runs must not share them)."""
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
+    from falcon.jobs import instantiate_agent
 
-    kw = {k: v for k, v in cfg.items() if k not in _META_KEYS}
+    kw = dict(cfg)
     if "seed" in kw:
         kw["seed"] = int(seed)
     extra = {}
@@ -150,11 +147,7 @@ def make_scheduler(name: str, cfg: Mapping, seed: int, bank=None):
         if offline_enabled(cfg):
             bank = bank.private_copy()        # copy on write: the offline loop's cells only
         extra["bank"] = bank
-    try:
-        return instantiate(kw, _convert_="all", **extra)
-    except InstantiationException as e:
-        cause = e.__cause__ or e
-        raise ConfigError(f"agent {name!r}: {' '.join(str(cause).split())}") from None
+    return instantiate_agent(name, kw, **extra)
 
 
 def prepare(scheduler, scenario, app, seed: int) -> None:
@@ -193,7 +186,7 @@ def train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mappi
     from envs.scenario import normalise_scenario
 
     cfg = agent_config(ref_cfg.get("agent", REFERENCE), ref_cfg.get("agent_overrides"))
-    off = make_scheduler(REFERENCE, cfg, seed)
+    off = build_agent(REFERENCE, cfg, seed)
     episodes = int(ref_cfg.get("collect_episodes", 8))
     steps = int(ref_cfg.get("gradient_steps", 2000))
     if episodes < 1 or steps < 1 or not scenarios:
@@ -399,6 +392,6 @@ def check_positive_int(cfg: Mapping, key: str, default: int | None = None, lo: i
 
 
 __all__ = ["REFERENCE", "relative_score", "log_bin_edges", "bin_of", "bin_centre", "with_conditions",
-           "agent_config", "make_scheduler", "prepare", "download", "train_reference", "reference_times",
+           "agent_config", "build_agent", "prepare", "download", "train_reference", "reference_times",
            "experiment_bank", "format_table", "write_outputs", "plot_series", "run_tracked",
            "check_positive_int", "offline_enabled", "job_config"]

@@ -177,7 +177,7 @@ def run_convergence(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=No
         acfg = common.agent_config(name, overrides.get(name))
         for run in range(sec["runs"]):
             t1 = time.perf_counter()
-            sched = common.make_scheduler(name, acfg, seed + run, bank)
+            sched = common.build_agent(name, acfg, seed + run, bank)
             base_seed = seed + 10_000 * (run + 1)
             common.prepare(sched, scen_b, app, base_seed + 5_000)
             recs = a_then_b(sched, scen_a, scen_b, app, sec["downloads_a"], sec["downloads_b"], base_seed)

@@ -175,7 +175,7 @@ def run_k_impact(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank_for, 
             acfg = {**base_cfg, "finetune_steps": int(k)}
             times, selections, untrained = [], 0, 0
             for run in range(sec["runs"]):
-                sched = common.make_scheduler(sec["agent"], acfg, seed + run, bank)
+                sched = common.build_agent(sec["agent"], acfg, seed + run, bank)
                 base_seed = seed + 10_000 * (run + 1)
                 recs = a_then_b(sched, scen_a, scen_b, app, sec["downloads_a"], sec["downloads_b"], base_seed)
                 for r in recs:

@@ -404,12 +404,12 @@ def train_learner(unit: Unit):
 
 
 def _times(unit: Unit, agent) -> list[dict]:
-    """``download_time_s`` and ``timed_out`` of one run per seed (falcon.jobs.run_job)."""
-    from falcon.jobs import Job, run_job
+    """``download_time_s`` and ``timed_out`` of one run per seed (falcon.jobs.run_episode_job)."""
+    from falcon.jobs import Job, run_episode_job
 
     out = []
     for k, s in enumerate(unit.seeds):
-        m = run_job(Job(k, unit.condition_name, unit.condition_name, unit.scheduler, s, unit.scenario,
+        m = run_episode_job(Job(k, unit.condition_name, unit.condition_name, unit.scheduler, s, unit.scenario,
                         unit.app, agent))["metrics"]
         out.append({METRIC: m[METRIC], "timed_out": m.get("timed_out", 0.0)})
     return out

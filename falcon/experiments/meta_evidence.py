@@ -88,7 +88,7 @@ from falcon.experiments.meta_evidence_report import (
     START_POINTS,
     _ranges,
     describe_cell,
-    format_table,
+    evidence_table,
     headline,
     summarize_cell,
 )
@@ -478,5 +478,5 @@ def run_evidence(cfg: Mapping | EvidencePlan, progress: Callable[[str], None] | 
 
 
 __all__ = ["EvidenceConfig", "EvidencePlan", "plan_evidence", "run_evidence", "run_task", "train_start_points",
-           "summarize_cell", "headline", "format_table", "describe_cell", "held_out_streams", "held_out_task",
+           "summarize_cell", "headline", "evidence_table", "describe_cell", "held_out_streams", "held_out_task",
            "greedy_scheduler", "evaluate", "FixedPath", "START_POINTS", "LABELS", "HELD_OUT_TAG", "CELLS_TAG"]

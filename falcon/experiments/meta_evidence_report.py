@@ -106,7 +106,7 @@ def describe_cell(row: dict) -> str:
     return " | ".join(parts)
 
 
-def format_table(results: dict) -> str:
+def evidence_table(results: dict) -> str:
     """The per-cell table: medians [s] after K steps (a, b, c), zero-shot, minRTT, winner."""
     k = results["settings"]["evidence"]["finetune_steps"]
     head = ["cell", "(a) meta", "(b) random", "(c) joint", "zs (a)", "zs (b)", "zs (c)", "minRTT",
@@ -137,4 +137,4 @@ def format_table(results: dict) -> str:
     return "\n".join([line(head), "  ".join("-" * w for w in widths), *(line(r) for r in rows), *foot])
 
 
-__all__ = ["START_POINTS", "LABELS", "summarize_cell", "headline", "format_table", "describe_cell"]
+__all__ = ["START_POINTS", "LABELS", "summarize_cell", "headline", "evidence_table", "describe_cell"]

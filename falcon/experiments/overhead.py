@@ -146,7 +146,7 @@ def run_overhead(sec: dict, scenario: dict, app: Mapping, bank=None, progress: b
         seed = sec["seed"] + r
         for name in sec["schedulers"]:
             def make(name=name, seed=seed):
-                return common.make_scheduler(name, configs[name], seed, bank)
+                return common.build_agent(name, configs[name], seed, bank)
 
             cpu = sampled_run(make, scenario, app, seed, sec["duration_s"], sec["sample_s"], False)
             mem = sampled_run(make, scenario, app, seed, sec["duration_s"], sec["sample_s"], True)

@@ -185,7 +185,7 @@ def morning_bank(bank, agent: str, overrides: Mapping | None, scenarios: Sequenc
     cfg = common.agent_config(agent, overrides)
     if "bank" not in cfg or not common.offline_enabled(cfg):
         raise ConfigError(f"{JOB}.morning.agent: {agent!r} is not a FALCON config with an offline loop")
-    sched = common.make_scheduler(agent, day_end_only(cfg, len(scenarios)), seed, bank)
+    sched = common.build_agent(agent, day_end_only(cfg, len(scenarios)), seed, bank)
     t0 = time.perf_counter()
     for j, s in enumerate(scenarios):
         common.download(sched, s, app, seed + j)
@@ -257,7 +257,7 @@ def run_setting(name: str, setting: dict, sec: dict, app: Mapping, tag: int, ban
             if sname == common.REFERENCE:
                 sched = ref
             elif sched is None or not sec["persist_across_days"]:
-                sched = common.make_scheduler(sname, configs[sname], seed, own_bank)
+                sched = common.build_agent(sname, configs[sname], seed, own_bank)
                 common.prepare(sched, day[0][0], app, seed + 500)
             times = []
             for i, (scen, starts, dl_seed) in enumerate(day):

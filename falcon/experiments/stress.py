@@ -175,7 +175,7 @@ def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: boo
             dl_seed = seed + 100_000 * (s + 1) + 1_000 * ii
             for name in [common.REFERENCE, *names]:
                 t1 = time.perf_counter()
-                sched = ref if name == common.REFERENCE else common.make_scheduler(name, configs[name],
+                sched = ref if name == common.REFERENCE else common.build_agent(name, configs[name],
                                                                                    seed + s, bank)
                 if name != common.REFERENCE:
                     common.prepare(sched, scenario, app, dl_seed + 500)
