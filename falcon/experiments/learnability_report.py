@@ -1,0 +1,183 @@
+"""The learnability suite's scores and outputs (:mod:`falcon.experiments.learnability`):
+per condition the ratios to the best rule, the suite score (geometric mean),
+the MLflow metrics, the text table and the plot."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from falcon import report
+from falcon.experiments import common
+from falcon.experiments.learnability_settings import BEST_FIXED, FIXED, METRIC
+
+
+# ---------------------------------------------------------------- scores
+def _stats(runs: list[dict]) -> dict:
+    return {METRIC: report.describe([r[METRIC] for r in runs]),
+            "timed_out": int(sum(r["timed_out"] > 0 for r in runs))}
+
+
+def _ratio(median, best):
+    return median / best if median is not None and best is not None and best > 0 else None
+
+
+def geometric_mean(values: Sequence[float | None]) -> float | None:
+    """exp(mean(log v)); None if any value is missing or not positive (or none is given)."""
+    if not values or any(v is None or not v > 0 for v in values):
+        return None
+    return float(math.exp(sum(math.log(v) for v in values) / len(values)))
+
+
+def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
+    """One condition's results from its jobs' outputs (``{scheduler: run_unit output}``)."""
+    rules, learners = sec["rules"], scored(sec)
+    scheds: dict[str, dict] = {}
+    for name in rules + learners:
+        scheds[name] = {**_stats(out[name]["runs"]), "wall_s": out[name]["wall_s"]}
+        if "train" in out[name]:
+            scheds[name]["train"] = out[name]["train"]
+    shares = {s: _stats(runs) for s, runs in out[FIXED]["shares"].items()}
+    medians = {s: st[METRIC]["median"] for s, st in shares.items()}
+    ranked = [s for s in shares if medians[s] is not None]
+    best_share = min(ranked, key=lambda s: medians[s]) if ranked else None
+    fixed = shares[best_share] if best_share is not None else _stats([])
+    scheds[BEST_FIXED] = {**fixed, "share": best_share, "wall_s": out[FIXED]["wall_s"],
+                          "shares": {str(s): {k: st[METRIC][k] for k in ("median", "p25", "p75", "values")}
+                                     for s, st in shares.items()}}
+    finished = [r for r in rules if scheds[r][METRIC]["median"] is not None]
+    best = min(finished, key=lambda r: scheds[r][METRIC]["median"]) if finished else None
+    best_median = scheds[best][METRIC]["median"] if best is not None else None
+    for st in scheds.values():
+        st["ratio"] = _ratio(st[METRIC]["median"], best_median)
+    minrtt = scheds["minrtt"][METRIC]["median"] if "minrtt" in scheds else None
+    bound = (1.0 - sec["beat_margin"]) * minrtt if minrtt is not None else None
+    rule_beats = None if bound is None or best_median is None else bool(best_median <= bound)
+    learner_beats = None
+    if rule_beats:
+        learner_beats = {n: scheds[n][METRIC]["median"] is not None and bool(scheds[n][METRIC]["median"] <= bound)
+                         for n in learners}
+    order = [*rules, BEST_FIXED, *learners]
+    return {"best_rule": {"name": best, "median_s": best_median},
+            "schedulers": {n: scheds[n] for n in order},
+            "rule_beats_minrtt": rule_beats, "learner_beats_minrtt": learner_beats}
+
+
+def scored(sec: Mapping) -> list[str]:
+    """The schedulers judged against the rules: the learners, then the deployed ones."""
+    return [*sec["learners"], *sec.get("deployed", [])]
+
+
+def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
+    """Suite scores, within-``within`` counts and the beats-minRTT summary."""
+    names = [*sec["rules"], BEST_FIXED, *scored(sec)]
+    conds = list(results)
+    score = {n: geometric_mean([results[c]["schedulers"][n]["ratio"] for c in conds]) for n in names}
+    within = {}
+    for n in scored(sec):
+        ok = [c for c in conds if (r := results[c]["schedulers"][n]["ratio"]) is not None and r <= sec["within"]]
+        within[n] = {"count": len(ok), "of": len(conds), "conditions": ok}
+    rule_conds = [c for c in conds if results[c]["rule_beats_minrtt"]]
+    beats = {}
+    for n in scored(sec):
+        ok = [c for c in rule_conds if results[c]["learner_beats_minrtt"][n]]
+        beats[n] = {"count": len(ok), "of": len(rule_conds), "conditions": ok}
+    return {"suite_score": score, "within_best_rule": within,
+            "beats_minrtt": {"rule_conditions": rule_conds, "learners": beats}}
+
+
+def flat_metrics(results: dict) -> dict[str, float]:
+    """MLflow metrics: suite scores, per-condition medians and ratios, within counts."""
+    out = {f"suite_score/{n}": v for n, v in results["suite_score"].items() if v is not None}
+    for c, res in results["results"].items():
+        for n, st in res["schedulers"].items():
+            if st[METRIC]["median"] is not None:
+                out[f"{c}/{n}/median"] = st[METRIC]["median"]
+            if st["ratio"] is not None:
+                out[f"{c}/{n}/ratio"] = st["ratio"]
+    out.update({f"within/{n}": float(w["count"]) for n, w in results["within_best_rule"].items()})
+    return out
+
+
+# ---------------------------------------------------------------- outputs
+def _val(x) -> float:
+    return math.nan if x is None else float(x)
+
+
+def table(results: dict) -> str:
+    names = results["schedulers"]
+    head = ["condition", "best rule", "best s", *names, "split share"]
+    rows = []
+    for c, res in results["results"].items():
+        st = res["schedulers"]
+        share = st[BEST_FIXED]["share"]
+        rows.append([c, res["best_rule"]["name"] or "-", _val(res["best_rule"]["median_s"]),
+                     *(_val(st[n]["ratio"]) for n in names), "-" if share is None else f"{share:g}"])
+    rows.append(["suite score", "", "", *(_val(results["suite_score"][n]) for n in names), ""])
+    s = results["settings"]
+    text = (f"ratio = median download time / the best rule's median on the condition ({len(s['seeds'])} runs, "
+            f"seeds {s['seeds'][0]}..{s['seeds'][-1]}); best s = that median [s]; suite score = geometric mean "
+            "of the ratios over the conditions; rules: " + ", ".join(s["rules"]) + f"; {BEST_FIXED}: the best of "
+            f"{len(s['fixed_split_shares'])} fixed shares on path 0 (a reference, not a rule)\n")
+    text += common.format_table(head, rows)
+    margin = f"{s['beat_margin'] * 100:g} %"
+    lines = [f"{n}: within {(s['within'] - 1) * 100:g} % of the best rule on {w['count']}/{w['of']} conditions"
+             + (f" ({', '.join(w['conditions'])})" if w["conditions"] else "")
+             for n, w in results["within_best_rule"].items()]
+    rc = results["beats_minrtt"]["rule_conditions"]
+    lines.append(f"a rule beats minRTT by >= {margin} on {len(rc)} conditions" + (f": {', '.join(rc)}" if rc else ""))
+    for n, b in results["beats_minrtt"]["learners"].items():
+        lines.append(f"  {n} beats minRTT by >= {margin} on {b['count']}/{b['of']} of them"
+                     + (f" ({', '.join(b['conditions'])})" if b["conditions"] else ""))
+    return text + "\n" + "\n".join(lines) + "\n"
+
+
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p", "d", "8")
+
+
+def plot(results: dict, path) -> Path:
+    """Ratio to the best rule per condition (log scale), one marker style per scheduler."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    conds = list(results["results"])
+    names = results["schedulers"]
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.75 * len(conds) + 3.0), 4.8))
+    x = np.arange(len(conds), dtype=float)
+    spread = 0.6 / max(1, len(names) - 1)
+    for j, n in enumerate(names):
+        ys = [_val(results["results"][c]["schedulers"][n]["ratio"]) for c in conds]
+        pts = [(xi + (j - (len(names) - 1) / 2) * spread, y) for xi, y in zip(x, ys) if math.isfinite(y)]
+        if pts:
+            score = results["suite_score"][n]
+            label = f"{n} (score {score:.3f})" if score is not None else n
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none", marker=MARKERS[j % len(MARKERS)],
+                    markersize=6, label=label, fillstyle="none" if n in results["settings"]["rules"] else "full")
+    ax.axhline(1.0, color="grey", linestyle="-", linewidth=1)
+    ax.axhline(results["settings"]["within"], color="grey", linestyle="--", linewidth=1)
+    ax.set_yscale("log")
+    lo, hi = ax.get_ylim()
+    grid = (0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0) if hi / lo < 4 else (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+    ticks = [t for t in grid if lo <= t <= hi]
+    ax.set_yticks(ticks)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks(x)
+    ax.set_xticklabels(conds, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("median download time / best rule's median")
+    ax.set_title("Learnability: ratio to the best rule per condition")
+    ax.grid(alpha=0.3, axis="y", which="both")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+__all__ = ["geometric_mean", "score_condition", "scored", "suite_summary", "flat_metrics", "table", "plot"]
