@@ -1,7 +1,8 @@
 """Gymnasium environment of the learned schedulers' MDPs: one step = one scheduling decision.
 
 The emulator calls its scheduler from inside the event loop; this module turns
-that around. An internal scheduler (:class:`envs.gym_agents.PacketAgent` (or :class:`~envs.gym_agents.CompletionAgent`)) answers a
+that around. An internal scheduler (:class:`envs.gym_agents.PacketAgent`, or
+:class:`~envs.gym_agents.CompletionAgent` in the completion MDP) answers a
 decision request with the action the environment was given, or, when there is
 none, records that a decision is needed, stops the simulator and answers
 "wait". :meth:`MultipathSchedulingEnv.step` hands the action over, lets the
