@@ -1,0 +1,118 @@
+"""The receiving end of a connection (:mod:`envs.transport`): per-path ACK
+state, in-order delivery with an observable out-of-order queue, connection
+flow control as quic-go does it, and delayed ACKs (every ``ack_every``
+packets, at once on a gap, else after ``max_ack_delay``). :class:`Receiver`
+is a part of :class:`envs.transport.Connection` (its state lives there).
+Units: seconds and bytes."""
+
+from __future__ import annotations
+
+import math
+from heapq import heappush
+
+INF = math.inf
+
+
+class RecvPathState:
+    __slots__ = ("pending", "count", "largest", "largest_recv_time", "return_delay",
+                 "ack_deadline", "timer_pending_at")
+
+    def __init__(self):
+        self.pending: list[int] = []
+        self.count = 0
+        self.largest = -1
+        self.largest_recv_time = 0.0
+        self.return_delay = 0.0
+        self.ack_deadline = INF       # when the delayed ACK must go [s]
+        self.timer_pending_at = INF   # time of the ACK-timer event in the heap, if any
+
+
+class Receiver:
+    """Data arrival, reassembly, flow-control updates and ACK sending."""
+
+    # ----------------------------------------------------------- receiver
+    def _on_data_arrival(self, arg) -> None:
+        pidx, pn, sid, off, length, return_delay = arg
+        now = self.sim.now
+        rp = self.rx_paths[pidx]
+        rp.pending.append(pn)
+        rp.count += 1
+        rp.return_delay = return_delay
+        immediate = pn != rp.largest + 1          # a gap: ACK at once (RFC 9000 §13.2.1)
+        if pn > rp.largest:
+            rp.largest = pn
+            rp.largest_recv_time = now
+        st = self.recv_streams[sid]
+        nxt = st.next_offset
+        if off == nxt:
+            nxt += length
+            ooo = st.ooo
+            if ooo:
+                while nxt in ooo:
+                    seg = ooo.pop(nxt)
+                    self.oqs -= seg
+                    nxt += seg
+            self.delivered += nxt - st.next_offset
+            st.next_offset = nxt
+            if self._rx_max_data - self.delivered <= 0.75 * self.fc_window:
+                self._consume(now)
+            if nxt >= st.size and st.complete_time < 0:
+                st.complete_time = now
+                if self.app is not None:
+                    self.app.on_stream_complete(sid, now)
+        elif off > nxt and off not in st.ooo:
+            st.ooo[off] = length
+            self.oqs += length
+        if self.record_oqs:
+            self.oqs_t.append(now)
+            self.oqs_v.append(self.oqs)
+        if immediate or rp.count >= self.ack_every:
+            self._send_ack(pidx, now)
+        elif rp.ack_deadline == INF:
+            rp.ack_deadline = now + self.max_ack_delay
+            # one timer event in flight per path at most: an event that finds
+            # a later deadline re-arms itself (see _on_ack_timer)
+            if rp.timer_pending_at == INF:
+                rp.timer_pending_at = rp.ack_deadline
+                self.sim.schedule(rp.ack_deadline, self._on_ack_timer, pidx)
+
+    def _consume(self, now: float) -> None:
+        """Called when a quarter of the flow-control window has been consumed
+        (the client application reads delivered data at once); update the
+        connection flow-control limit as quic-go does (window update when a
+        quarter of the window is consumed; auto-tuning doubles the window when
+        an epoch is consumed in under 4 x fraction x RTT)."""
+        if self.fc_autotune:
+            in_epoch = self.delivered - self._epoch_start_offset
+            if in_epoch > self.fc_window / 2:
+                rtt = min(p.srtt for p in self.paths)
+                fraction = in_epoch / self.fc_window
+                if now - self._epoch_start_time < 4.0 * fraction * rtt:
+                    self.fc_window = min(2 * self.fc_window, self.fc_max_window)
+                self._epoch_start_time = now
+                self._epoch_start_offset = self.delivered
+        self._rx_max_data = self.delivered + self.fc_window
+
+    def _on_ack_timer(self, pidx: int) -> None:
+        rp = self.rx_paths[pidx]
+        now = self.sim.now
+        rp.timer_pending_at = INF
+        if rp.ack_deadline <= now:
+            if rp.pending:
+                self._send_ack(pidx, now)
+        elif rp.ack_deadline < INF:
+            rp.timer_pending_at = rp.ack_deadline
+            self.sim.schedule(rp.ack_deadline, self._on_ack_timer, pidx)
+
+    def _send_ack(self, pidx: int, now: float) -> None:
+        rp = self.rx_paths[pidx]
+        arrival = self.paths[pidx].path.ack_arrival(now, rp.return_delay, self.ack_size)
+        sim = self.sim
+        heappush(sim.heap, (arrival, next(sim.seq), self._on_ack,
+                            (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data)))
+        rp.pending = []
+        rp.count = 0
+        rp.ack_deadline = INF
+
+
+__all__ = ["Receiver", "RecvPathState"]
