@@ -74,7 +74,7 @@ def test_failing_pipeline_marks_run_failed_and_writes_nothing(tmp_path, mlflow_u
             raise ConfigError("paths[1]: synthetic failure in episode 3")
         return {"download_time_s": 1.0}
 
-    monkeypatch.setattr(experiment, "run_job", failing_job)
+    monkeypatch.setattr(experiment, "run_episode_job", failing_job)
     out = tmp_path / "out"
     cfg = compose("evaluate", ["experiment=tiny", f"output={out}", f"tracking.uri={mlflow_uri}"])
     with pytest.raises(ConfigError, match="synthetic failure"):
