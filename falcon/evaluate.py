@@ -19,9 +19,9 @@ from falcon import cli
 from falcon.config import CONFIG_DIR
 
 
-@hydra.main(config_path=str(CONFIG_DIR), config_name="evaluate", version_base="1.3")
-@cli.guard
-def _hydra_main(cfg: DictConfig) -> dict:
+def run_evaluate_job(cfg) -> dict:
+    """Evaluate the configured agents with a composed ``evaluate`` config
+    (FALCON's bank resolved, built when missing); the summary dict."""
     from falcon.bank_job import resolve_agent_banks
     from falcon.config import check_runtime, to_plain
     from falcon.experiment import run_pipeline
@@ -29,6 +29,12 @@ def _hydra_main(cfg: DictConfig) -> dict:
     return run_pipeline(cfg, "evaluate", prepare=lambda plan, staging, tracker: resolve_agent_banks(
         plan, to_plain(cfg.get("bank")), check_runtime(cfg.get("runtime")),
         progress=bool(cfg.get("progress", True))))
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="evaluate", version_base="1.3")
+@cli.guard
+def _hydra_main(cfg: DictConfig) -> dict:
+    return run_evaluate_job(cfg)
 
 
 def main() -> None:

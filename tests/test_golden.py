@@ -1,7 +1,8 @@
 """Seeded results stay bit-identical unless a change means to alter them.
 
-The main job (two runs per scheduler) and every experiment's quick variant
-run in-process on a small untrained bank; every number a run measures in
+The main job (two runs per scheduler), every experiment's quick variant and
+falcon.evaluate's named experiments (stream-aware, web pages) run
+in-process on a small untrained bank; every number a run measures in
 emulated time (download times, scores, packets, ...; not wall-clock time,
 CPU or memory) is collected from its results and hashed, float by float
 (``float.hex``), and compared with ``tests/golden/results.json``. The bank
@@ -48,6 +49,12 @@ JOBS = {
                       "evidence.max_duration_s=30", "+bank.generalist.tasks=2", "+bank.generalist.gradient_steps=20",
                       "+bank.generalist.models=2", "+bank.generalist.checkpoints=1",
                       "+bank.generalist.validation_tasks=1", "+bank.generalist.validation_episodes=2"],
+}
+#: falcon.evaluate's named experiments (the same check)
+EVALUATE_JOBS = {
+    "stream_aware": ["experiment=stream_aware", "runs=2"],
+    "web_pages": ["experiment=web_pages", "runs=1", "scenario_list=[static_4g_wlan,mobile_5g_5g]",
+                  "app_list=[web_github]"],
 }
 #: a one-path bank (27 cells) with a generalist start: builds in seconds
 TINY_BANK = {"name": "tiny", "seed": 3, "hidden": [8, 8, 8], "grid": {"n_paths": 1, "bandwidth_mbps": [1, 1200]},
@@ -109,6 +116,19 @@ def test_seeded_results_are_unchanged(job, compose, tmp_path, monkeypatch, small
     if job == "main":          # the summary: per scenario, app and scheduler, the statistics of every metric
         res = {k: v for k, v in res.items() if k not in ("schedulers_info",)}
     check(job, res)
+
+
+@pytest.mark.parametrize("job", list(EVALUATE_JOBS))
+def test_seeded_evaluations_are_unchanged(job, compose, tmp_path, monkeypatch, small_bank):
+    from falcon import bank_job
+    from falcon.evaluate import run_evaluate_job
+
+    bank_file = tmp_path / "bank.h5"
+    small_bank.write(bank_file)
+    monkeypatch.setattr(bank_job, "ensure_bank", lambda cfg, runtime=None, progress=True: None)
+    cfg = compose("evaluate", [*EVALUATE_JOBS[job], "tracking=none", "progress=false", f"output={tmp_path / 'out'}",
+                               f"bank.path={bank_file}"])
+    check(job, run_evaluate_job(cfg))
 
 
 def test_bank_build_is_unchanged(tmp_path):
