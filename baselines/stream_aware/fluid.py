@@ -70,95 +70,131 @@ from baselines.stream_aware.fluid_model import (  # noqa: F401  (the public name
 # --------------------------------------------------------------------------- SRPT-ECF
 
 
-def _run_ordered(streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[int] | None,
-                 anticipate: bool, max_events: int, ordering: str = "insert") -> FluidResult:
-    n, m = len(streams), len(ps)
-    rem = [s.size for s in streams]
-    rel = [s.release for s in streams]
-    prio = [s.priority for s in streams]
-    last: list[list[Fraction | None]] = [[None] * m for _ in range(n)]  # last send time per (stream, path)
-    finish: list[Fraction | None] = [None] * n
-    segs = _Segments(m)
-    th, rate, delay = ps.th, ps.rate, ps.delay
-    t = min(rel) if n else Fraction(0)
-    prev_seq: list[int] | None = None
-    order_changes = 0
-    events = 0
+class _OrderedRun:
+    """The event loop of :func:`_run_ordered`: between two events the order
+    of the streams and the path allocation are constant; each iteration
+    orders the released streams (:meth:`order`), allocates the paths
+    (:meth:`allocate`), finds the time to the next event (:meth:`next_dt`)
+    and sends at the allocated rates until then (:meth:`advance`)."""
 
-    def tin(k: int):
-        vals = [lk + delay[j] for j, lk in enumerate(last[k]) if lk is not None]
+    def __init__(self, streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[int] | None,
+                 anticipate: bool, ordering: str):
+        n, m = len(streams), len(ps)
+        self.n, self.m, self.ps = n, m, ps
+        self.fixed_order, self.anticipate, self.ordering = fixed_order, anticipate, ordering
+        self.rem = [s.size for s in streams]
+        self.rel = [s.release for s in streams]
+        self.prio = [s.priority for s in streams]
+        self.last: list[list[Fraction | None]] = [[None] * m for _ in range(n)]  # last send time per (stream, path)
+        self.finish: list[Fraction | None] = [None] * n
+        self.segs = _Segments(m)
+        self.t = min(self.rel) if n else Fraction(0)
+        self.prev_seq: list[int] | None = None
+        self.order_changes = 0
+        self.kept: list[int] = []
+        self.in_list: set[int] = set()
+        self.insert_margin: Fraction | None = None
+
+    def tin(self, k: int):
+        """Latest arrival of what stream ``k`` has sent (None: nothing sent)."""
+        delay = self.ps.delay
+        vals = [lk + delay[j] for j, lk in enumerate(self.last[k]) if lk is not None]
         return max(vals) if vals else None
 
-    def _key(k: int) -> Fraction:
+    def key(self, k: int) -> Fraction:
         """Eq. 5 at t: max(t + C*(unsent), latest arrival of what was sent)."""
-        v = t + ps.completion(rem[k])
-        ti = tin(k)
+        v = self.t + self.ps.completion(self.rem[k])
+        ti = self.tin(k)
         return v if ti is None or v >= ti else ti
 
-    kept: list[int] = []
-    in_list: set[int] = set()
-    insert_margin: Fraction | None = None
-
-    while True:
-        live = [k for k in range(n) if rem[k] > 0]
-        if not live:
-            break
-        released = [k for k in live if rel[k] <= t]
-        future = [rel[k] for k in live if rel[k] > t]
-        if not released:
-            t = min(future)
-            continue
-        events += 1
-        if events > max_events:
-            raise RuntimeError(f"fluid model: more than {max_events} events (a bug or a Zeno schedule)")
-
-        # ---- order
-        keys = None
-        if fixed_order is not None:
-            seq = [k for k in fixed_order if rem[k] > 0 and (anticipate or rel[k] <= t)]
-        elif ordering == "insert":
-            # the paper's online rule: existing streams keep their relative
-            # order; a newly released stream is inserted before the first
-            # stream whose (priority, Eq. 5 key) is larger than its own
-            seq = [k for k in kept if rem[k] > 0]
-            new = sorted((k for k in released if k not in in_list), key=lambda k: (rel[k], k))
-            if new:
-                cur = {k: _key(k) for k in seq}
-                for k in new:
-                    kk = (prio[k], t + ps.completion(rem[k]))
-                    for s in seq:
-                        if prio[s] == kk[0]:
-                            gap = abs(cur[s] - kk[1])
-                            if insert_margin is None or gap < insert_margin:
-                                insert_margin = gap
-                    pos = next((i for i, s in enumerate(seq) if (prio[s], cur[s]) > kk), len(seq))
-                    seq.insert(pos, k)
-                    cur[k] = kk[1]
-                    in_list.add(k)
-            kept = seq
-        else:
+    # ---- order
+    def order(self, released: list[int]) -> tuple[list[int], dict | None]:
+        """The service order of this interval, and the Eq. 5 keys when the
+        order is re-sorted continuously (None otherwise)."""
+        rem, rel, prio, t = self.rem, self.rel, self.prio, self.t
+        if self.fixed_order is not None:
+            return [k for k in self.fixed_order if rem[k] > 0 and (self.anticipate or rel[k] <= t)], None
+        if self.ordering != "insert":
             # continuous re-sorting by Eq. 5 (key value at t from past sends
-            # only; ties resolved by the key slopes below)
-            keys = {k: _key(k) for k in released}
-            seq = sorted(released, key=lambda k: (prio[k], keys[k], rel[k], k))
+            # only; ties resolved by the key slopes, see allocate)
+            keys = {k: self.key(k) for k in released}
+            return sorted(released, key=lambda k: (prio[k], keys[k], rel[k], k)), keys
+        # the paper's online rule: existing streams keep their relative
+        # order; a newly released stream is inserted before the first
+        # stream whose (priority, Eq. 5 key) is larger than its own
+        seq = [k for k in self.kept if rem[k] > 0]
+        new = sorted((k for k in released if k not in self.in_list), key=lambda k: (rel[k], k))
+        if new:
+            cur = {k: self.key(k) for k in seq}
+            for k in new:
+                kk = (prio[k], t + self.ps.completion(rem[k]))
+                for s in seq:
+                    if prio[s] == kk[0]:
+                        gap = abs(cur[s] - kk[1])
+                        if self.insert_margin is None or gap < self.insert_margin:
+                            self.insert_margin = gap
+                pos = next((i for i, s in enumerate(seq) if (prio[s], cur[s]) > kk), len(seq))
+                seq.insert(pos, k)
+                cur[k] = kk[1]
+                self.in_list.add(k)
+        self.kept = seq
+        return seq, None
 
-        # ---- allocation (and, online, a fixed point for exact ties of key values)
-        for _ in range(n + 1):
-            cs = []
-            acc = Fraction(0)
-            for k in seq:
-                acc += rem[k]
-                cs.append(acc)
-            serve: list[int | None] = [None] * m
-            first_idx: list[int | None] = [None] * m
-            for j in range(m):
-                for i, k in enumerate(seq):
-                    if cs[i] > th[j]:
-                        if first_idx[j] is None:
-                            first_idx[j] = i
-                        if rel[k] <= t:
-                            serve[j] = k
-                            break
+    # ---- allocation
+    def _serve(self, seq: list[int]):
+        """Cumulative unsent sizes along ``seq``, the stream each path
+        serves, and per path the first position whose cumulative size
+        exceeds its threshold."""
+        th, rel, t = self.ps.th, self.rel, self.t
+        cs = []
+        acc = Fraction(0)
+        for k in seq:
+            acc += self.rem[k]
+            cs.append(acc)
+        serve: list[int | None] = [None] * self.m
+        first_idx: list[int | None] = [None] * self.m
+        for j in range(self.m):
+            for i, k in enumerate(seq):
+                if cs[i] > th[j]:
+                    if first_idx[j] is None:
+                        first_idx[j] = i
+                    if rel[k] <= t:
+                        serve[j] = k
+                        break
+        return cs, serve, first_idx
+
+    def _slopes(self, seq: list[int], srate: dict, sdmax: dict) -> tuple[dict, dict]:
+        """Per stream the slope of its Eq. 5 key under this allocation
+        (key = max(t + C*(rem), T_in)), and T_in now."""
+        ps, t = self.ps, self.t
+        slope, tin_now = {}, {}
+        for k in seq:
+            r_k = srate.get(k, Fraction(0))
+            s1 = 1 - r_k * ps.completion_slope(self.rem[k])
+            ti = self.tin(k)
+            if k in sdmax:
+                cand = t + sdmax[k]
+                ti = cand if ti is None or cand > ti else ti
+                ti_slope = 1 if ti == cand else 0
+            else:
+                ti_slope = 0
+            tin_now[k] = ti
+            v1 = t + ps.completion(self.rem[k])
+            if ti is None or v1 > ti:
+                slope[k] = s1
+            elif ti > v1:
+                slope[k] = ti_slope
+            else:
+                slope[k] = max(s1, ti_slope)
+        return slope, tin_now
+
+    def allocate(self, seq: list[int], keys: dict | None, released: list[int]) -> dict:
+        """The paths' allocation for ``seq`` (and, with continuous re-sorting,
+        a fixed point for exact ties of key values: re-sorted by key slope)."""
+        rate, delay, prio, rel = self.ps.rate, self.ps.delay, self.prio, self.rel
+        slope = tin_now = None
+        for _ in range(self.n + 1):
+            cs, serve, first_idx = self._serve(seq)
             srate: dict[int, Fraction] = {}
             sdmax: dict[int, Fraction] = {}
             for j, k in enumerate(serve):
@@ -168,104 +204,122 @@ def _run_ordered(streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[
             if keys is None:
                 slope = None
                 break
-            # key slopes under this allocation: key = max(t + C*(rem), T_in)
-            slope = {}
-            tin_now = {}
-            for k in seq:
-                r_k = srate.get(k, Fraction(0))
-                s1 = 1 - r_k * ps.completion_slope(rem[k])
-                ti = tin(k)
-                if k in sdmax:
-                    cand = t + sdmax[k]
-                    ti = cand if ti is None or cand > ti else ti
-                    ti_slope = 1 if ti == cand else 0
-                else:
-                    ti_slope = 0
-                tin_now[k] = ti
-                v1 = t + ps.completion(rem[k])
-                if ti is None or v1 > ti:
-                    slope[k] = s1
-                elif ti > v1:
-                    slope[k] = ti_slope
-                else:
-                    slope[k] = max(s1, ti_slope)
+            slope, tin_now = self._slopes(seq, srate, sdmax)
             new_seq = sorted(released, key=lambda k: (prio[k], keys[k], slope[k], rel[k], k))
             if new_seq == seq:
                 break
             seq = new_seq
+        return {"seq": seq, "cs": cs, "serve": serve, "first_idx": first_idx, "srate": srate, "sdmax": sdmax,
+                "slope": slope, "tin_now": tin_now}
 
-        # stability bookkeeping: relative order of streams present before and now
-        if prev_seq is not None:
-            common = set(prev_seq) & set(seq)
-            if [k for k in prev_seq if k in common] != [k for k in seq if k in common]:
-                order_changes += 1
-        prev_seq = seq
+    # ---- next event
+    def _key_events(self, a: dict, keys: dict, cands: list) -> None:
+        """Times until a key changes slope or two neighbours' keys meet."""
+        ps, t, rem, prio, th = self.ps, self.t, self.rem, self.prio, self.ps.th
+        seq, srate, sdmax, slope, tin_now = a["seq"], a["srate"], a["sdmax"], a["slope"], a["tin_now"]
+        v1s, vslope = {}, {}
+        for k in seq:
+            r_k = srate.get(k, Fraction(0))
+            v1s[k] = t + ps.completion(rem[k])
+            vslope[k] = 1 - r_k * ps.completion_slope(rem[k])
+            if r_k > 0:
+                # C* changes slope when rem crosses a threshold
+                for thj in th[1:]:
+                    if rem[k] > thj:
+                        cands.append((rem[k] - thj) / r_k)
+            ti = tin_now[k]
+            if ti is not None:
+                ts = 1 if (k in sdmax and ti == t + sdmax[k]) else 0
+                dv = v1s[k] - ti
+                ds = vslope[k] - ts
+                if dv > 0 and ds < 0:
+                    cands.append(dv / -ds)
+                elif dv < 0 and ds > 0:
+                    cands.append(-dv / ds)
+        for x, y in zip(seq, seq[1:]):
+            if prio[x] != prio[y]:
+                continue
+            diff = keys[x] - keys[y]           # <= 0
+            ds = slope[x] - slope[y]
+            if ds > 0:
+                cands.append(-diff / ds)
 
-        # drain rate of each cumulative sum
-        drain = []
+    def next_dt(self, a: dict, keys: dict | None, future: list) -> Fraction:
+        """Time to the next event: a release, a stream finishing, a
+        cumulative size crossing a threshold, or (continuous re-sorting) a
+        key event."""
+        th, rem = self.ps.th, self.rem
+        seq, srate, serve, first_idx, cs = a["seq"], a["srate"], a["serve"], a["first_idx"], a["cs"]
+        drain = []                             # drain rate of each cumulative sum
         acc = Fraction(0)
         for k in seq:
             acc += srate.get(k, Fraction(0))
             drain.append(acc)
-
-        # ---- next event
-        cands: list[Fraction | None] = [f - t for f in future]
+        cands: list[Fraction | None] = [f - self.t for f in future]
         for k, r_k in srate.items():
             cands.append(rem[k] / r_k)
-        for j in range(m):
+        for j in range(self.m):
             i = first_idx[j]
             if i is not None and serve[j] is not None and drain[i] > 0:
                 cands.append((cs[i] - th[j]) / drain[i])
         if keys is not None:
-            v1s, vslope = {}, {}
-            for k in seq:
-                r_k = srate.get(k, Fraction(0))
-                v1s[k] = t + ps.completion(rem[k])
-                vslope[k] = 1 - r_k * ps.completion_slope(rem[k])
-                if r_k > 0:
-                    # C* changes slope when rem crosses a threshold
-                    for thj in th[1:]:
-                        if rem[k] > thj:
-                            cands.append((rem[k] - thj) / r_k)
-                ti = tin_now[k]
-                if ti is not None:
-                    ts = 1 if (k in sdmax and ti == t + sdmax[k]) else 0
-                    dv = v1s[k] - ti
-                    ds = vslope[k] - ts
-                    if dv > 0 and ds < 0:
-                        cands.append(dv / -ds)
-                    elif dv < 0 and ds > 0:
-                        cands.append(-dv / ds)
-            for a, b in zip(seq, seq[1:]):
-                if prio[a] != prio[b]:
-                    continue
-                diff = keys[a] - keys[b]           # <= 0
-                ds = slope[a] - slope[b]
-                if ds > 0:
-                    cands.append(-diff / ds)
+            self._key_events(a, keys, cands)
         dt = _min_pos(c for c in cands if c is None or c > 0)
         if dt is None:
             # nothing is served and nothing will be released: cannot happen with TH_0 = 0
             raise RuntimeError("fluid model: stalled")
+        return dt
 
-        # ---- advance
-        t1 = t + dt
-        for j, k in enumerate(serve):
+    # ---- advance
+    def advance(self, a: dict, dt: Fraction) -> None:
+        t, t1 = self.t, self.t + dt
+        for j, k in enumerate(a["serve"]):
             if k is not None:
-                segs.send(ps.order[j], k, t, t1)
-                last[k][j] = t1
-        for k, r_k in srate.items():
-            rem[k] -= r_k * dt
-            if rem[k] <= 0:
-                rem[k] = Fraction(0)
-                finish[k] = tin(k)
-        t = t1
+                self.segs.send(self.ps.order[j], k, t, t1)
+                self.last[k][j] = t1
+        for k, r_k in a["srate"].items():
+            self.rem[k] -= r_k * dt
+            if self.rem[k] <= 0:
+                self.rem[k] = Fraction(0)
+                self.finish[k] = self.tin(k)
+        self.t = t1
 
-    fin = [f if f is not None else rel[k] for k, f in enumerate(finish)]
+    def note_order(self, seq: list[int]) -> None:
+        """Stability bookkeeping: did the relative order of the streams
+        present before and now change?"""
+        if self.prev_seq is not None:
+            common = set(self.prev_seq) & set(seq)
+            if [k for k in self.prev_seq if k in common] != [k for k in seq if k in common]:
+                self.order_changes += 1
+        self.prev_seq = seq
+
+
+def _run_ordered(streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[int] | None,
+                 anticipate: bool, max_events: int, ordering: str = "insert") -> FluidResult:
+    run = _OrderedRun(streams, ps, fixed_order, anticipate, ordering)
+    rem, rel = run.rem, run.rel
+    events = 0
+    while True:
+        live = [k for k in range(run.n) if rem[k] > 0]
+        if not live:
+            break
+        released = [k for k in live if rel[k] <= run.t]
+        future = [rel[k] for k in live if rel[k] > run.t]
+        if not released:
+            run.t = min(future)
+            continue
+        events += 1
+        if events > max_events:
+            raise RuntimeError(f"fluid model: more than {max_events} events (a bug or a Zeno schedule)")
+        seq, keys = run.order(released)
+        alloc = run.allocate(seq, keys, released)
+        run.note_order(alloc["seq"])
+        run.advance(alloc, run.next_dt(alloc, keys, future))
+    fin = [f if f is not None else rel[k] for k, f in enumerate(run.finish)]
     return FluidResult(finish=fin, completion=[f - r for f, r in zip(fin, rel)], release=rel,
-                       segments=segs.close(), order_changes=order_changes, events=events,
+                       segments=run.segs.close(), order_changes=run.order_changes, events=events,
                        order=tuple(fixed_order) if fixed_order is not None else None,
-                       insert_margin=insert_margin)
+                       insert_margin=run.insert_margin)
 
 
 def srpt_ecf(streams, paths, *, ordering: str = "insert", order: Sequence[int] | None = None,
