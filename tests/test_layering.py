@@ -41,3 +41,21 @@ def test_the_check_sees_function_level_and_importlib_imports(tmp_path):
     f.write_text("def g():\n    from falcon.x import y\n    import importlib\n"
                  "    importlib.import_module('metalearning.grid')\n")
     assert imported_packages(f) >= {"falcon", "metalearning"}
+
+
+def test_modules_and_functions_stay_small():
+    """Library modules stay under 500 lines and functions under 80 (a
+    newcomer reads one job per module; tests and benchmarks excluded)."""
+    long_modules, long_functions = {}, {}
+    for layer in LAYERS:
+        for p in sorted((ROOT / layer).rglob("*.py")):
+            text = p.read_text()
+            name = str(p.relative_to(ROOT))
+            if text.count("\n") > 500:
+                long_modules[name] = text.count("\n")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    n = node.end_lineno - node.lineno + 1
+                    if n > 80:
+                        long_functions[f"{name}:{node.name}"] = n
+    assert long_modules == {} and long_functions == {}
