@@ -119,8 +119,9 @@ def _number(value, key: str, lo: float = 0.0, hi: float = math.inf, lo_open: boo
 
 
 def normalise_path(pcfg, i: int) -> dict:
-    # None means "not set": the preset's or the default value applies (config
-    # files list every field as null so each can be overridden without "+")
+    # None means "not set": the preset's or the default value applies (the
+    # config tree gives every path every key as null, falcon/schema.py, so each
+    # can be overridden without "+")
     given = {k: v for k, v in _plain(pcfg).items() if v is not None}
     preset = given.get("link")
     base = dict(PATH_DEFAULTS)

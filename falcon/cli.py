@@ -58,7 +58,7 @@ def one_line(exc: BaseException) -> str:
         opts = re.findall(r"^\t(\S+)$", msg.split("Available options", 1)[1], flags=re.M)
         return f"unknown {group} {name!r} (known: {', '.join(opts)})"
     m = re.search(r"Could not override '([^']+)'", msg)
-    if m and "is not in struct" in f"{msg} {exc.__cause__}":   # Hydra's "+key" hint would add a key nothing reads
+    if m and re.search(r"Key '[^']+' (is )?not in", f"{msg} {exc.__cause__}"):   # Hydra's "+key" hint would add a key nothing reads
         key = m.group(1)
         return (f"unknown config key {key!r}: Could not override {key!r} (no such key; the keys and "
                 f"their meaning are in configs/ and envs/SCHEMA.md, --cfg job prints the composed config)")

@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from envs.errors import ConfigError
+from falcon import schema as _schema  # noqa: F401  (registers the config schemas with Hydra)
 
 #: ``configs/`` of the source tree (the package is installed editable).
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"

@@ -163,6 +163,9 @@ def test_shared_defaults_agree_with_the_dataclasses_that_use_them():
     assert falcon["finetune_steps"] == params(FalconScheduler.__init__)["finetune_steps"] == reptile["inner_steps"]
     assert load("experiment/meta_evidence.yaml")["evidence"]["finetune_steps"] == \
         defaults(EvidenceConfig)["finetune_steps"] == reptile["inner_steps"]
+    from envs.scenario import SCENARIO_DEFAULTS         # the emulator's defaults = the config tree's
+    base_scenario = {k: v for k, v in load("base/scenario.yaml").items() if k not in ("defaults", "name")}
+    assert base_scenario == {k: SCENARIO_DEFAULTS[k] for k in base_scenario}
 
 
 def test_the_readme_config_table_lists_every_option():
@@ -175,3 +178,28 @@ def test_the_readme_config_table_lists_every_option():
     for group in ("scenario", "app", "agent", "experiment", "bank", "tracking", "runtime"):
         assert group in rows, group
         assert set(re.findall(r"`(\w+)`", rows[group])) == set(group_options(group)), group
+
+
+def test_every_path_key_exists_without_being_spelled_out(compose):
+    """Scenario files list only the keys a path sets; the schema gives every
+    path every key of envs.scenario.PATH_DEFAULTS (null = not set), so any
+    can be overridden from the command line, on a listed path or on a path
+    list given whole."""
+    from pathlib import Path
+
+    from envs.scenario import PATH_DEFAULTS
+    from falcon.config import to_plain
+
+    text = (Path(__file__).resolve().parents[1] / "configs/scenario/static_4g_wlan.yaml").read_text()
+    assert "loss:" not in text and "buffer_bdp" not in text
+    cfg = compose("evaluate", ["scenario=static_4g_wlan", "scenario.paths.1.loss=0.02",
+                               "scenario.paths.0.buffer_bdp=2.0"])
+    paths = to_plain(cfg.scenario)["paths"]
+    assert all(list(p) == list(PATH_DEFAULTS) for p in paths)
+    assert paths[1]["loss"] == 0.02 and paths[0]["buffer_bdp"] == 2.0 and paths[0]["rtt_ms"] is None
+    s = envs.normalise_scenario(to_plain(cfg.scenario))
+    assert s["paths"][1]["loss"] == 0.02 and s["paths"][0]["rtt_ms"] == 29.2      # the 4g preset's
+    whole = compose("evaluate", ["scenario.paths=[{link: 5g}, {link: wlan}]", "scenario.paths.1.cc=cubic"])
+    assert [p["cc"] for p in to_plain(whole.scenario)["paths"]] == [None, "cubic"]
+    with pytest.raises(Exception, match="nosuch"):
+        compose("evaluate", ["scenario.paths.0.nosuch=1"])
