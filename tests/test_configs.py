@@ -203,3 +203,20 @@ def test_every_path_key_exists_without_being_spelled_out(compose):
     assert [p["cc"] for p in to_plain(whole.scenario)["paths"]] == [None, "cubic"]
     with pytest.raises(Exception, match="nosuch"):
         compose("evaluate", ["scenario.paths.0.nosuch=1"])
+
+
+def test_the_schema_doc_shows_the_emulator_defaults():
+    """envs/SCHEMA.md's scenario block shows SCENARIO_DEFAULTS and, for a
+    path, PATH_DEFAULTS: the documented defaults are the ones in force."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from envs.scenario import PATH_DEFAULTS, SCENARIO_DEFAULTS
+
+    text = (Path(__file__).resolve().parents[1] / "envs/SCHEMA.md").read_text()
+    block = yaml.safe_load(re.search(r"## scenario\n\n```yaml\n(.*?)```", text, re.S).group(1))
+    assert block["paths"][0] == PATH_DEFAULTS
+    assert {k: v for k, v in block.items() if k not in ("name", "paths")} == \
+        {k: v for k, v in SCENARIO_DEFAULTS.items() if k not in ("name", "paths")}
