@@ -220,3 +220,24 @@ def test_the_schema_doc_shows_the_emulator_defaults():
     assert block["paths"][0] == PATH_DEFAULTS
     assert {k: v for k, v in block.items() if k not in ("name", "paths")} == \
         {k: v for k, v in SCENARIO_DEFAULTS.items() if k not in ("name", "paths")}
+
+
+@pytest.mark.parametrize("name", ["dqn_on", "dqn_off"])
+def test_dqn_agent_configs_state_their_constructors_defaults(name):
+    """Every constructor argument an agent config spells out (for the command
+    line) has the constructor's default: one value, checked (FALCON's own
+    check is in test_falcon_online.py)."""
+    import inspect
+
+    from baselines.dqn.dqn_off import DQNOff
+    from baselines.dqn.dqn_on import DQNOn
+    from baselines.dqn.policy import DQNScheduler
+    from falcon.experiments.common import agent_config
+
+    cls = {"dqn_on": DQNOn, "dqn_off": DQNOff}[name]
+    defaults = {k: p.default for c in (DQNScheduler, cls) for k, p in inspect.signature(c.__init__).parameters.items()}
+    cfg = agent_config(name)
+    assert set(cfg) - {"_target_", "train"} <= set(defaults)
+    for k, v in cfg.items():
+        if k in defaults and not isinstance(v, dict):
+            assert (tuple(v) if isinstance(v, list) else v) == defaults[k], k
