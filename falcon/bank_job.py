@@ -112,10 +112,9 @@ def _plot_curve(curve: list[float], out: Path) -> Path | None:
     ax.set_ylabel("mean inner-loop TD loss (all cells)")
     ax.set_title("Meta-model bank: Reptile convergence")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = out / "bank_convergence.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from falcon.report import save_figure
+
+    path = save_figure(fig, out / "bank_convergence.png")
     return path
 
 

@@ -133,6 +133,16 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
+def save_figure(fig, path, dpi: int = 120) -> Path:
+    """Lay out, write (PNG) and close a matplotlib figure; its path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return Path(path)
+
+
 def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
     """One PNG per scenario x app: the metric's empirical CDF and a box plot per scheduler."""
     import matplotlib
@@ -161,10 +171,7 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
         ax_box.set_ylabel(metric)
         ax_box.grid(alpha=0.3, axis="y")
         fig.suptitle(f"{metric}: scenario {sc}, app {app}")
-        fig.tight_layout()
-        path = Path(out_dir) / f"{_slug(metric)}__{_slug(sc)}__{_slug(app)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        path = save_figure(fig, Path(out_dir) / f"{_slug(metric)}__{_slug(sc)}__{_slug(app)}.png", dpi=110)
         written.append(path)
     return written
 
@@ -216,10 +223,7 @@ def plot_objects(records: Sequence[dict], out_dir: Path, points: int = 400) -> l
         for ax in (ax_cdf, ax_act):
             ax.grid(alpha=0.3)
         fig.suptitle(f"objects: scenario {sc}, app {app}")
-        fig.tight_layout()
-        path = Path(out_dir) / f"objects__{_slug(sc)}__{_slug(app)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        path = save_figure(fig, Path(out_dir) / f"objects__{_slug(sc)}__{_slug(app)}.png", dpi=110)
         written.append(path)
     return written
 
@@ -246,5 +250,5 @@ def flat_metrics(summary: dict) -> dict[str, float]:
     return out
 
 
-__all__ = ["describe", "summarize", "summary_table", "plot_metric", "write_json", "flat_metrics",
+__all__ = ["describe", "summarize", "summary_table", "save_figure", "plot_metric", "write_json", "flat_metrics",
            "groups", "SCHEMA_VERSION"]

@@ -163,7 +163,7 @@ def test_shared_defaults_agree_with_the_dataclasses_that_use_them():
     assert falcon["finetune_steps"] == params(FalconScheduler.__init__)["finetune_steps"] == reptile["inner_steps"]
     assert load("experiment/meta_evidence.yaml")["evidence"]["finetune_steps"] == \
         defaults(EvidenceConfig)["finetune_steps"] == reptile["inner_steps"]
-    from envs.scenario import SCENARIO_DEFAULTS         # the emulator's defaults = the config tree's
+    from envs.scenario import SCENARIO_DEFAULTS  # the emulator's defaults = the config tree's
     base_scenario = {k: v for k, v in load("base/scenario.yaml").items() if k not in ("defaults", "name")}
     assert base_scenario == {k: SCENARIO_DEFAULTS[k] for k in base_scenario}
 

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.errors import ConfigError
+from falcon import report
 from falcon.experiment import info
 
 #: the reference scheduler of the relative score
@@ -312,9 +313,7 @@ def plot_series(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path)
     return path
 
 

@@ -174,9 +174,7 @@ def plot(results: dict, path) -> Path:
     ax.set_title("Learnability: ratio to the best rule per condition")
     ax.grid(alpha=0.3, axis="y", which="both")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path)
     return Path(path)
 
 

@@ -52,6 +52,7 @@ import numpy as np
 from envs.errors import ConfigError
 from envs.runner import setup_episode
 from envs.scenario import SCHEDULE_FIELDS, normalise_scenario
+from falcon import report
 from falcon.config import check_int, to_plain
 from falcon.experiment import info
 from falcon.experiments import common
@@ -231,9 +232,7 @@ def plot(results: dict, path) -> None:
     a1.set_title("CPU (emulator + scheduler)")
     a2.set_title("memory since the scheduler was built")
     a1.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path)
 
 
 def run_job(cfg) -> dict:

@@ -60,6 +60,7 @@ import numpy as np
 
 from envs.errors import ConfigError
 from envs.scenario import normalise_scenario
+from falcon import report
 from falcon.config import check_int, load_group, to_plain
 from falcon.experiment import info
 from falcon.experiments import common
@@ -338,9 +339,7 @@ def plot(results: dict, path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("Real-world protocol on held-out traces (Fig. 7)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path)
 
 
 def run_job(cfg) -> dict:

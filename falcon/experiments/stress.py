@@ -56,6 +56,7 @@ import numpy as np
 
 from envs.errors import ConfigError
 from envs.scenario import SCHEDULE_FIELDS, normalise_scenario, random_condition_schedule
+from falcon import report
 from falcon.config import check_int, to_plain
 from falcon.experiment import info
 from falcon.experiments import common
@@ -246,9 +247,7 @@ def plot(results: dict, path) -> None:
     ax.set_title("Stress test: relative score per change interval")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path)
 
 
 def run_job(cfg) -> dict:
