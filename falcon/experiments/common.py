@@ -383,6 +383,14 @@ def job_config(cfg, job: str):
     return cfg, dict(section)
 
 
+def check_schedulers(sec: Mapping, job: str) -> list[str]:
+    """``sec["schedulers"]``: a non-empty list of distinct agent names."""
+    names = sec.get("schedulers")
+    if not isinstance(names, list) or not names or len(set(map(str, names))) != len(names):
+        raise ConfigError(f"{job}.schedulers: expected a non-empty list of distinct agent names, got {names!r}")
+    return [str(n) for n in names]
+
+
 def check_positive_int(cfg: Mapping, key: str, default: int | None = None, lo: int = 1) -> int:
     v = cfg.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
@@ -393,4 +401,4 @@ def check_positive_int(cfg: Mapping, key: str, default: int | None = None, lo: i
 __all__ = ["REFERENCE", "relative_score", "log_bin_edges", "bin_of", "bin_centre", "with_conditions",
            "agent_config", "build_agent", "prepare", "download", "train_reference", "reference_times",
            "experiment_bank", "format_table", "write_outputs", "plot_series", "run_tracked",
-           "check_positive_int", "offline_enabled", "job_config"]
+           "check_positive_int", "check_schedulers", "offline_enabled", "job_config"]

@@ -133,9 +133,7 @@ def settings(cfg):
     """Validated ``(cfg, section, scenario A, scenario B, app)`` of the job."""
     cfg, sec = common.job_config(cfg, JOB)
     sec, scen_a, scen_b, app = ab_settings(cfg, sec)
-    names = sec.get("schedulers")
-    if not isinstance(names, list) or not names:
-        raise ConfigError(f"{JOB}.schedulers: expected a non-empty list of agent names, got {names!r}")
+    sec["schedulers"] = common.check_schedulers(sec, JOB)
     bins = dict(sec.get("bins") or {})
     sec["bin_edges"] = common.log_bin_edges(bins.get("lo", 100), bins.get("hi", 1e5), bins.get("per_decade", 2))
     target = sec.get("target_score")

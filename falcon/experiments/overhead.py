@@ -66,9 +66,7 @@ def settings(cfg):
     check_int(cfg, "seed", 0)
     sec["seed"] = int(cfg.seed)
     sec["runs"] = common.check_positive_int(sec, "runs", 5)
-    names = sec.get("schedulers")
-    if not isinstance(names, list) or not names or len(set(names)) != len(names):
-        raise ConfigError(f"{JOB}.schedulers: expected a non-empty list of distinct agent names, got {names!r}")
+    sec["schedulers"] = common.check_schedulers(sec, JOB)
     for key in ("duration_s", "sample_s"):
         v = sec.get(key)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:

@@ -208,9 +208,7 @@ def settings(cfg):
     if not isinstance(persist, bool):
         raise ConfigError(f"{JOB}.persist_across_days: expected true or false, got {persist!r}")
     sec["persist_across_days"] = persist
-    names = sec.get("schedulers")
-    if not isinstance(names, list) or not names:
-        raise ConfigError(f"{JOB}.schedulers: expected a non-empty list of agent names, got {names!r}")
+    sec["schedulers"] = common.check_schedulers(sec, JOB)
     morning = dict(sec.get("morning") or {})
     morning["agent"] = str(morning.get("agent") or "falcon")
     morning["downloads"] = common.check_positive_int(morning, "downloads", 20, lo=0)

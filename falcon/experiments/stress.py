@@ -140,9 +140,7 @@ def settings(cfg):
         raise ConfigError(f"{JOB}.intervals_s: expected a list of seconds, got {ivs!r}") from None
     if not sec["intervals_s"] or min(sec["intervals_s"]) <= 0:
         raise ConfigError(f"{JOB}.intervals_s: expected positive seconds, got {ivs!r}")
-    names = sec.get("schedulers")
-    if not isinstance(names, list) or not names:
-        raise ConfigError(f"{JOB}.schedulers: expected a non-empty list of agent names, got {names!r}")
+    sec["schedulers"] = common.check_schedulers(sec, JOB)
     ranges = sec.get("ranges")
     if ranges is not None:
         if not isinstance(ranges, Mapping) or set(ranges) - set(SCHEDULE_FIELDS):
