@@ -21,12 +21,14 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envs.errors import ConfigError
 from falcon.config import check_runtime, load_group, to_plain
 from falcon.experiment import info, output_dir
-from metalearning.bank import MetaModelBank
-from metalearning.build import BankBuildSpec, bank_matches, build_bank
+
+if TYPE_CHECKING:
+    from metalearning.bank import MetaModelBank
 
 SUMMARY_FILE = "bank_summary.json"
 
@@ -53,6 +55,12 @@ def ensure_bank(bank, runtime: Mapping | None = None, *, rebuild: bool = False, 
     """The bank of ``bank`` (preset name or config): read it from its path when
     it was built with the same settings, else build it. Returns
     ``(bank, built)``."""
+    from metalearning.build import (  # torch: only when a bank is needed
+        BankBuildSpec,
+        bank_matches,
+        build_bank,
+    )
+
     cfg = bank_config(bank)
     path = cfg.get("path")
     if not path:
@@ -122,6 +130,7 @@ def run_build_job(cfg) -> dict:
     """``experiment=build_bank``: build (or reuse) the configured bank, tracked."""
     from falcon.cli import staged_output
     from falcon.tracking import flatten, tracked_run
+    from metalearning.build import BankBuildSpec
 
     bank_cfg = bank_config(cfg.get("bank") or "quick")
     spec = BankBuildSpec.from_config(bank_cfg)

@@ -178,3 +178,23 @@ def test_multirun_writes_one_summary_of_the_sweep(run_cli, tmp_path):
             one["results"][scen]["bulk"]["rr"]["download_time_s"]["median"]
     table = (out / "multirun_table.txt").read_text().splitlines()
     assert len(table) == 1 + 2 * 2 and "single_path" in table[-1]
+
+
+def test_evaluating_rule_based_schedulers_does_not_import_torch(tmp_path):
+    """Rule-based runs start fast: torch (~1.6 s to import) is loaded only
+    when a learned scheduler or a bank is needed."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from hydra import compose, initialize_config_dir\n"
+            "from falcon.config import CONFIG_DIR\n"
+            "from falcon.evaluate import run_evaluate_job\n"
+            "with initialize_config_dir(str(CONFIG_DIR), version_base='1.3'):\n"
+            "    cfg = compose('evaluate', ['agent_list=[minrtt,ecf]', 'runs=1', 'tracking=none',\n"
+            f"                              'progress=false', 'output={tmp_path / 'out'}'])\n"
+            "run_evaluate_job(cfg)\n"
+            "print('torch' in sys.modules)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "False"
