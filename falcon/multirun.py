@@ -25,6 +25,8 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from baselines.dqn.files import atomic_path
+
 SUMMARY_FILE = "multirun_summary.json"
 TABLE_FILE = "multirun_table.txt"
 
@@ -78,8 +80,10 @@ def write(folder: Path, records: list[dict]) -> Path:
     """``multirun_summary.json`` and ``multirun_table.txt`` in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     records = sorted(records, key=lambda r: r["num"])
-    (folder / SUMMARY_FILE).write_text(json.dumps({"jobs": records}, indent=2, default=str) + "\n")
-    (folder / TABLE_FILE).write_text(table(records))
+    for name, text in ((SUMMARY_FILE, json.dumps({"jobs": records}, indent=2, default=str) + "\n"),
+                       (TABLE_FILE, table(records))):
+        with atomic_path(folder / name) as tmp:
+            tmp.write_text(text)
     return folder / SUMMARY_FILE
 
 
@@ -93,12 +97,12 @@ class MultirunSummary(Callback):
         self.records = []
 
     def on_job_end(self, config, job_return, **kwargs) -> None:
-        from hydra.core.utils import JobStatus
-
         if config.hydra.mode is None or str(config.hydra.mode) != "RunMode.MULTIRUN":
             return
-        err = job_return._return_value if job_return.status == JobStatus.FAILED else None
-        ret = None if err is not None else job_return.return_value
+        try:
+            ret, err = job_return.return_value, None      # re-raises a failed job's exception
+        except Exception as e:  # noqa: BLE001 (any failure of a job is recorded, not raised)
+            ret, err = None, e
         self.records.append(job_record(config.hydra.job.num, job_return.overrides, ret, err))
 
     def on_multirun_end(self, config, **kwargs) -> None:

@@ -44,6 +44,7 @@ import envs
 from baselines.dqn.conditions import deviate_scenario
 from baselines.dqn.dqn_off import DQNOff
 from baselines.dqn.dqn_on import DQNOn
+from baselines.dqn.files import atomic_path
 from baselines.rule_based import MinRTT, RoundRobin
 
 SCENARIO = {"name": "static_fast_slow", "paths": [
@@ -155,11 +156,7 @@ def main(argv=None) -> None:
         rep = {"off_star": off_star_study(args.size, args.model_seeds,
                                           [50_000 + i for i in range(max(args.eval_seeds, 20))])}
         rep["wall_s"] = time.perf_counter() - t0
-        text = json.dumps(rep, indent=2)
-        if args.out:
-            with open(args.out, "w") as f:
-                f.write(text + "\n")
-        print(text)
+        _report(rep, args.out)
         return
     n_eval, n_agents = args.eval_seeds, args.agent_seeds
     checkpoints = [0, 5, 10, 20, 30]
@@ -205,10 +202,15 @@ def main(argv=None) -> None:
     say("DQN-On learning from goodput_rate: " + ", ".join(
         f"{c['episodes']} ep {c['median_s']:.3f} s (slow share {c['slow_path_share']:.2f})" for c in abl))
     rep["wall_s"] = time.perf_counter() - t0
+    _report(rep, args.out)
+
+
+def _report(rep: dict, out: str | None) -> None:
+    """Print the JSON report; also write it to ``out`` (atomically) when given."""
     text = json.dumps(rep, indent=2)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    if out:
+        with atomic_path(out) as tmp:
+            tmp.write_text(text + "\n")
     print(text)
 
 
