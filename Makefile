@@ -8,11 +8,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.falcon-installed
 
-.PHONY: setup run evaluate test test-all lint mlflow-ui clean
+.PHONY: setup core run evaluate test test-all lint mlflow-ui clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# the install compiles the emulator core (setup.py); a changed .pxd reinstalls
+$(STAMP): pyproject.toml setup.py $(wildcard envs/*.pxd envs/*/*.pxd)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (found " + sys.version.split()[0] + "); set PYTHON=/path/to/python3.11")'
 	@if ! command -v uv >/dev/null 2>&1; then \
 	    echo "uv not found: installing it with pip"; \
@@ -32,16 +33,22 @@ $(STAMP): pyproject.toml
 	fi
 	@touch $(STAMP)
 
+## recompile the emulator core after editing one of its modules (those with a
+## .pxd; without it they run as pure Python, with a warning): only what changed
+core: setup
+	@mkdir -p build && $(BIN)/python setup.py -q build_ext --inplace -j 2 > build/core.log 2>&1 \
+	    || { tail -20 build/core.log; exit 1; }
+
 ## the project's main job (configs/experiment/main.yaml): FALCON against minRTT,
 ## BLEST, ECF and RR on the four Fig. 2 scenarios; the first run builds the quick bank
-run: setup
+run: core
 	$(BIN)/python -m falcon.train
 
 ## the default test suite (slow tests excluded; `make test-all` runs them too)
-test: setup
+test: core
 	$(BIN)/python -m pytest -q
 
-test-all: setup
+test-all: core
 	$(BIN)/python -m pytest -q -m ''
 
 lint: setup
@@ -51,4 +58,5 @@ mlflow-ui: setup
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache results multirun outputs
+	rm -rf $(VENV) .pytest_cache .ruff_cache results multirun outputs build
+	find envs -name '*.so' -delete -o -name '*.c' -delete

@@ -1,62 +1,141 @@
-"""Emulator speed benchmark: emulated packets per CPU-second.
+"""Emulator speed benchmark: the compiled core against the pure-Python one.
 
-    python benchmarks/emulator_speed.py [--repeats 7] [--episodes 20] [--size 2000000]
+    python -m benchmarks.emulator_speed [--repeats 5] [--episodes 10] [--size 2000000] [--tasks 30]
 
-Scenario: a 2 MB bulk transfer over the static 4G+5G pair (Table I links,
-jitter and loss on, OLIA). Two schedulers: minRTT (from the registry) and a
-trivial Python callback (:class:`envs.scheduler.FirstWithRoom`), which measures the cost of
-the emulator itself plus one Python call per decision. Each repeat runs
-``--episodes`` seeded episodes, setup included, and times them with
-``time.process_time``; the JSON report gives the median over repeats (the
-figure to quote: this machine is shared and noisy) and every repeat.
+Workloads (each timed with ``time.process_time``, episode setup included,
+after one untimed warm-up run that pays the lazy imports):
+
+* ``minrtt``: 2 MB bulk downloads over the static 4G+5G pair (Table I
+  links, jitter and loss on, OLIA) with minRTT; emulated packets per
+  CPU-second;
+* ``first_with_room``: the same with a trivial Python callback
+  (:class:`envs.scheduler.FirstWithRoom`): the emulator plus one Python call
+  per decision;
+* ``dqn_collect``: bank-build task collection (:class:`metalearning.collect.TaskCollector`,
+  the bank presets' network and MDP, a fresh network, eps 0.3, 512
+  decisions per task) on ``--tasks`` tasks drawn over the condition grid;
+  decisions per CPU-second.
+
+Every repeat runs each workload once on each core, in a fresh interpreter
+(``FALCON_PURE_PYTHON=1`` for the pure-Python one), alternating, so that both
+see the same machine; the report gives per core the median over repeats and
+the median of the per-repeat speed-ups (compiled / pure): the figure to
+quote, since this machine's speed drifts. Each run also checks that both
+cores emulated the same thing (a checksum of the results).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 
-from baselines import make_scheduler
-from envs.runner import run_episode
-from envs.scheduler import FirstWithRoom
-
 SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
+WORKLOADS = ("minrtt", "first_with_room", "dqn_collect")
 
 
-def _scheduler_factory(name: str):
-    if name == FirstWithRoom.name:
-        return FirstWithRoom
-    return lambda: make_scheduler(name)
+def _episodes(name: str, episodes: int, size: int) -> dict:
+    from baselines import make_scheduler
+    from envs.runner import run_episode
+    from envs.scheduler import FirstWithRoom
+
+    def sched():
+        return FirstWithRoom() if name == "first_with_room" else make_scheduler(name)
+
+    run_episode(SCENARIO, {"kind": "bulk", "size_bytes": size}, sched(), 10**6)   # warm-up (lazy imports)
+    packets, check = 0, 0.0
+    t0 = time.process_time()
+    for seed in range(episodes):
+        r = run_episode(SCENARIO, {"kind": "bulk", "size_bytes": size}, sched(), seed)
+        packets += r.metrics["packets_sent"]
+        check += r.metrics["download_time_s"]
+    cpu = time.process_time() - t0
+    return {"per_cpu_s": packets / cpu, "unit": "packets", "count": packets, "checksum": check}
 
 
-def measure(factory, repeats: int, episodes: int, size: int) -> dict:
-    rates = []
-    for _ in range(repeats):
-        packets = 0
-        t0 = time.process_time()
-        for seed in range(episodes):
-            r = run_episode(SCENARIO, {"kind": "bulk", "size_bytes": size}, factory(), seed)
-            packets += r.metrics["packets_sent"]
-        rates.append(packets / (time.process_time() - t0))
-    return {"median_packets_per_cpu_s": round(statistics.median(rates)),
-            "repeats": [round(x) for x in rates],
-            "packets_per_episode": packets / episodes}
+def _collect(tasks: int) -> dict:
+    import numpy as np
+
+    from falcon.config import load_group, to_plain
+    from metalearning.build import BankBuildSpec
+    from metalearning.collect import TaskCollector
+    from metalearning.reptile import initial_params, split_params
+
+    bank = BankBuildSpec.from_config(to_plain(load_group("bank", "quick")))
+    grid, spec = bank.grid, bank.qnet_spec
+    collector = TaskCollector(spec, 0.3)
+    rng = np.random.default_rng(0)
+    base = {"cc": "olia", "max_duration_s": 120.0}
+    drawn = [grid.sample_task(int(c), rng, base) for c in rng.integers(0, grid.n_cells, tasks)]
+    weights = split_params(spec, initial_params(spec, 0))
+    collector.collect(drawn[0], weights, 10**6, 512)   # warm-up (lazy imports)
+    n, check = 0, 0.0
+    t0 = time.process_time()
+    for k, task in enumerate(drawn):
+        exp = collector.collect(task, weights, k, 512)
+        n += exp.n
+        check += float(exp.rewards.sum())
+    cpu = time.process_time() - t0
+    return {"per_cpu_s": n / cpu, "unit": "decisions", "count": n, "checksum": check}
+
+
+def run_single(workload: str, args) -> dict:
+    """One workload on this interpreter's core."""
+    import envs
+
+    out = _collect(args.tasks) if workload == "dqn_collect" else _episodes(workload, args.episodes, args.size)
+    return {**out, "core": envs.core_kind()}
+
+
+def _child(workload: str, pure: bool, args) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "FALCON_PURE_PYTHON"}
+    if pure:
+        env["FALCON_PURE_PYTHON"] = "1"
+    cmd = [sys.executable, "-m", "benchmarks.emulator_speed", "--single", workload, "--episodes",
+           str(args.episodes), "--size", str(args.size), "--tasks", str(args.tasks)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(res.stdout)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--episodes", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--episodes", type=int, default=10, help="episodes per repeat (minrtt, first_with_room)")
     ap.add_argument("--size", type=int, default=2_000_000, help="bulk size [bytes]")
-    ap.add_argument("--schedulers", default="minrtt,first_with_room")
+    ap.add_argument("--tasks", type=int, default=30, help="collected tasks per repeat (dqn_collect)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--single", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.single:
+        print(json.dumps(run_single(args.single, args)))
+        return 0
     report = {"scenario": SCENARIO["name"], "size_bytes": args.size, "episodes": args.episodes,
-              "python": sys.version.split()[0], "results": {}}
-    for name in args.schedulers.split(","):
-        report["results"][name] = measure(_scheduler_factory(name), args.repeats, args.episodes, args.size)
+              "tasks": args.tasks, "python": sys.version.split()[0], "load_average": os.getloadavg(),
+              "results": {}}
+    for name in args.workloads.split(","):
+        runs = {"compiled": [], "python": []}
+        for _ in range(args.repeats):
+            for core in ("compiled", "python"):
+                runs[core].append(_child(name, core == "python", args))
+        if runs["compiled"][0]["core"] != "compiled":
+            print(f"{name}: the compiled core is not built (`make core`); both runs are pure Python",
+                  file=sys.stderr)
+        same = all(a["checksum"] == b["checksum"] for a, b in zip(runs["compiled"], runs["python"]))
+        ratios = [a["per_cpu_s"] / b["per_cpu_s"] for a, b in zip(runs["compiled"], runs["python"])]
+        unit = runs["python"][0]["unit"]
+        entry = {f"median_{unit}_per_cpu_s": {c: round(statistics.median(r["per_cpu_s"] for r in rs))
+                                              for c, rs in runs.items()},
+                 "speedup_median": round(statistics.median(ratios), 3),
+                 "speedups": [round(x, 3) for x in ratios], "identical_results": same,
+                 f"{unit}_per_run": runs["python"][0]["count"]}
+        report["results"][name] = entry
+        print(f"{name:16s} {unit}/CPU-s compiled {entry[f'median_{unit}_per_cpu_s']['compiled']:>9,} "
+              f"pure {entry[f'median_{unit}_per_cpu_s']['python']:>9,}  x{entry['speedup_median']:.2f} "
+              f"identical={same}", file=sys.stderr, flush=True)
     print(json.dumps(report, indent=2))
     return 0
 

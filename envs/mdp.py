@@ -199,8 +199,8 @@ def path_estimates(view) -> tuple[list[float], list[float]]:
     rates = [p.cwnd / p.mss * pay / p.srtt for p in view.paths]
     probed = [i for i, p in enumerate(view.paths) if p.has_rtt_sample]
     if probed and len(probed) < len(srtts):
-        best_srtt = min(srtts[i] for i in probed)
-        best_rate = max(rates[i] for i in probed)
+        best_srtt = min([srtts[i] for i in probed])   # lists, not generators: the compiled core
+        best_rate = max([rates[i] for i in probed])   # (mdp.pxd) has no closures in typed functions
         for i, p in enumerate(view.paths):
             if not p.has_rtt_sample:
                 srtts[i], rates[i] = best_srtt, best_rate
@@ -248,6 +248,12 @@ def completion_features_into(view, now: float, finish: float, vals: list) -> lis
     """Write the completion-MDP state (module docstring) into ``vals``
     (``8 * n_paths + 3`` floats) and return it. ``finish``: the predicted
     completion time [s] (:func:`predicted_finish`)."""
+    return _completion_features(view, now, finish, vals)
+
+
+def _completion_features(view, now: float, finish: float, vals: list) -> list:
+    # the body of completion_features_into, typed in mdp.pxd (a typed function
+    # cannot be passed around as a value there, and features writers are)
     k = 0
     for p in view.paths:
         srtt = p.srtt
@@ -314,7 +320,7 @@ class CompletionCredit:
 
     def _raw(self, view, now: float) -> tuple:
         return (now, view.pending_bytes, tuple(self.last_send),
-                tuple(p.bytes_in_flight > 0 for p in view.paths))
+                tuple([p.bytes_in_flight > 0 for p in view.paths]))
 
     def observe(self, view, now: float, record: bool = True) -> list:
         """The state at a decision [list of floats]; with ``record``, the

@@ -32,6 +32,12 @@ class Receiver:
 
     # ----------------------------------------------------------- receiver
     def _on_data_arrival(self, arg) -> None:
+        """Event: a data packet ``(path index, pn, stream, offset, length,
+        return delay)`` reaches the receiver. (Event callbacks stay plain
+        methods; their bodies are typed methods of the compiled core.)"""
+        self._data_arrival(arg)
+
+    def _data_arrival(self, arg) -> None:
         pidx, pn, sid, off, length, return_delay = arg
         now = self.sim.now
         rp = self.rx_paths[pidx]

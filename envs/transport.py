@@ -367,6 +367,11 @@ class Connection(Receiver):
 
     # ----------------------------------------------------------- ACK processing
     def _on_ack(self, arg) -> None:
+        """Event: an ACK frame ``(path index, pns, largest, ACK delay, max
+        data)`` reaches the sender (body: :meth:`_ack_frame`)."""
+        self._ack_frame(arg)
+
+    def _ack_frame(self, arg) -> None:
         pidx, pns, largest, ack_delay, max_data = arg
         if self.finished:
             return

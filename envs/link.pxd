@@ -1,0 +1,52 @@
+# C types of envs/link.py for the compiled emulator core (setup.py, envs/_core.py).
+cimport cython
+
+cdef class Link:
+    cdef public object capacity, buffer_packets, buffer_bytes, name
+    cdef public object _queue
+    cdef public long long _queued_bytes
+    cdef public double _last_departure, _pos
+    cdef public object _rate
+    cdef public long long drops, packets_served, bytes_served
+    cdef public double offset
+
+    @cython.locals(departure=cython.double, start=cython.double)
+    cpdef double admit(self, double now, long long size)
+
+cdef class DelayModel:
+    cdef public double mean_rtt, cv, offset
+    cdef public object one_way_series, _rng
+    cdef public list _buf
+    cdef public Py_ssize_t _i
+    @cython.locals(i=Py_ssize_t)
+    cpdef double sample_rtt(self, double now)
+
+cdef class LossModel:
+    cdef public double p, offset
+    cdef public object series, ge, _rng
+    cdef public bint _bad
+    cdef public list _buf
+    cdef public Py_ssize_t _i
+    @cython.locals(i=Py_ssize_t)
+    cpdef double _uniform(self)
+    cpdef bint lost(self, double now)
+
+cdef class Path:
+    cdef public object name
+    cdef public Link link, return_link
+    cdef public DelayModel delay
+    cdef public LossModel loss
+    cdef public double _last_arrival, _last_ack_arrival
+    cdef public long long packets_lost_random
+    cdef public bint _loss_on
+    @cython.locals(departure=cython.double, half=cython.double, arrival=cython.double)
+    cpdef transmit(self, double now, long long size)
+    @cython.locals(start=cython.double, dep=cython.double, arrival=cython.double)
+    cpdef double ack_arrival(self, double now, double return_delay, long long size)
+
+cdef class ScheduledPath(Path):
+    cdef public list _times, _states
+    cdef public object _period
+    cdef public Py_ssize_t _k
+    cdef public long long _cycle
+    cdef public double _next

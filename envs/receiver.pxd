@@ -1,0 +1,23 @@
+# C types of envs/receiver.py for the compiled emulator core (setup.py, envs/_core.py).
+cimport cython
+from envs.sim cimport Simulator
+from envs.streams cimport RecvStream
+
+cdef class RecvPathState:
+    cdef public list pending
+    cdef public long long count, largest
+    cdef public double largest_recv_time, return_delay, ack_deadline, timer_pending_at
+
+cdef class Receiver:
+    cdef public Simulator sim
+    cdef public list rx_paths, paths, oqs_t, oqs_v
+    cdef public dict recv_streams, send_streams
+    cdef public long long oqs, delivered, ack_every, ack_size, fc_window, fc_max_window, _rx_max_data, _epoch_start_offset
+    cdef public double max_ack_delay, _epoch_start_time
+    cdef public bint record_oqs, fc_autotune
+    cdef public object app
+
+    @cython.locals(rp=RecvPathState, st=RecvStream, nxt=cython.longlong, pidx=cython.longlong, pn=cython.longlong, off=cython.longlong, length=cython.longlong, now=cython.double, immediate=cython.bint)
+    cpdef _data_arrival(self, tuple arg)
+    @cython.locals(rp=RecvPathState, arrival=cython.double)
+    cpdef _send_ack(self, long long pidx, double now)

@@ -1,0 +1,33 @@
+# C types of envs/transport.py for the compiled emulator core (setup.py, envs/_core.py).
+# Event callbacks (_on_ack, _on_timer, ...) stay Python methods: a bound method
+# goes into the event heap, and a cpdef method taken as a value would not be one.
+cimport cython
+from envs.path_sender cimport PathSender
+from envs.receiver cimport Receiver
+from envs.streams cimport SendStream
+
+cdef class Connection(Receiver):
+    cdef public object name, scheduler, retx, acked_frames, _blocked
+    cdef public long long mss, payload, header_bytes
+    cdef public list active
+    cdef public long long retransmit_bytes, fc_consumed, bytes_acked, _pending_new, max_data
+    cdef public bint _reask_pending, feedback, finished
+    cdef public double start_time
+
+    cpdef bint _has_data(self)
+    cpdef bint _has_holes(self)
+    @cython.locals(ps=PathSender, p=PathSender, st=SendStream, iv=list, credit=cython.longlong,
+                   length=cython.longlong, off=cython.longlong)
+    cpdef try_send(self)
+    @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double)
+    cpdef _transmit(self, PathSender ps, sid, long long off, long long length)
+    cpdef _arm(self, PathSender ps, double deadline)
+    cpdef _set_loss_detection_timer(self, PathSender ps)
+    @cython.locals(ps=PathSender, acked_bytes=cython.longlong, n_acked=cython.longlong,
+                   largest_sent_time=cython.double, last_sent_time=cython.double, t_sent=cython.double,
+                   size=cython.longlong, length=cython.longlong, now=cython.double, pidx=cython.longlong,
+                   largest=cython.longlong, ack_delay=cython.double)
+    cpdef _ack_frame(self, tuple arg)
+    @cython.locals(largest=cython.longlong, rtt=cython.double, loss_delay=cython.double, t_sent=cython.double,
+                   size=cython.longlong)
+    cpdef _detect_lost(self, PathSender ps, double now)

@@ -1,0 +1,57 @@
+"""Build hook of the compiled emulator core (everything else is in pyproject.toml).
+
+The modules of :data:`COMPILED` (those with a ``.pxd``) are plain Python, and stay the reference
+implementation; Cython compiles them a second time into C extension modules
+with the C types of the ``.pxd`` file beside each (cdef classes with typed
+attributes, typed locals in the per-packet methods). Python imports an
+extension module in preference to the ``.py`` of the same name, so an
+installed build runs the compiled core; ``FALCON_PURE_PYTHON=1`` selects the
+``.py`` sources at run time (``envs/_core.py``), and ``tests/test_core.py``
+checks that both give bit-identical episodes.
+
+Compiling is optional: without Cython or a C compiler, or with
+``FALCON_PURE_PYTHON=1`` at install time, the package installs without the
+extensions and ``envs`` warns once, at import, that it runs the pure-Python
+core.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+
+#: the modules compiled into the core: every module of envs/ with a .pxd beside it
+COMPILED = sorted(str(p.with_suffix(".py")) for p in Path("envs").rglob("*.pxd"))
+
+#: Cython directives: annotations are documentation (the .pxd files give the C
+#: types); everything else keeps Python's semantics (division by zero raises,
+#: negative indices wrap), so the results stay bit-identical to the .py core
+DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": False}
+
+#: no fused multiply-add contraction: a*b+c must round twice, as in Python
+CFLAGS = ["-O2", "-ffp-contract=off"]
+
+
+def extensions() -> list:
+    if os.environ.get("FALCON_PURE_PYTHON") == "1":
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        print("falcon-mpsched: Cython is not installed; installing the pure-Python emulator core",
+              file=sys.stderr)
+        return []
+    exts = [Extension(path[:-3].replace("/", "."), [path], extra_compile_args=CFLAGS, optional=True)
+            for path in COMPILED]
+    try:
+        return cythonize(exts, compiler_directives=DIRECTIVES, quiet=True)
+    except Exception as e:  # a Cython error must not block the install: the .py core still works
+        print(f"falcon-mpsched: could not compile the emulator core ({e}); installing the pure-Python core",
+              file=sys.stderr)
+        return []
+
+
+setup(ext_modules=extensions())
