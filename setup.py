@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 #: the modules compiled into the core: every module of envs/ with a .pxd beside it
 COMPILED = sorted(str(p.with_suffix(".py")) for p in Path("envs").rglob("*.pxd"))
@@ -54,4 +55,13 @@ def extensions() -> list:
         return []
 
 
-setup(ext_modules=extensions())
+class ParallelBuildExt(build_ext):
+    """Compiles the modules in parallel (one job per core) unless ``-j`` says otherwise."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": ParallelBuildExt})
