@@ -11,6 +11,11 @@ after one untimed warm-up run that pays the lazy imports):
 * ``first_with_room``: the same with a trivial Python callback
   (:class:`envs.scheduler.FirstWithRoom`): the emulator plus one Python call
   per decision;
+* ``paths_N`` (N = 2, 4, 8): one minRTT connection over N paths (100 Mbit/s
+  each, base RTTs 20 to 55 ms, 2 % jitter, 0.1 % loss), 2 MB x N/2;
+* ``connections_N`` (N = 1, 8, 64): N minRTT connections of two paths each,
+  every first path through one shared 1 Gbit/s bottleneck, the second a
+  private 50 Mbit/s path, 1 MB each, all in one simulator;
 * ``dqn_collect``: bank-build task collection (:class:`metalearning.collect.TaskCollector`,
   the bank presets' network and MDP, a fresh network, eps 0.3, 512
   decisions per task) on ``--tasks`` tasks drawn over the condition grid;
@@ -35,7 +40,11 @@ import sys
 import time
 
 SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
-WORKLOADS = ("minrtt", "first_with_room", "dqn_collect")
+#: the scaling table: number of paths of one connection, and of connections sharing one bottleneck
+PATH_COUNTS = (2, 4, 8)
+CONNECTION_COUNTS = (1, 8, 64)
+SCALING = tuple(f"paths_{n}" for n in PATH_COUNTS) + tuple(f"connections_{n}" for n in CONNECTION_COUNTS)
+WORKLOADS = ("minrtt", "first_with_room", "dqn_collect", *SCALING)
 
 
 def _episodes(name: str, episodes: int, size: int) -> dict:
@@ -53,6 +62,52 @@ def _episodes(name: str, episodes: int, size: int) -> dict:
         r = run_episode(SCENARIO, {"kind": "bulk", "size_bytes": size}, sched(), seed)
         packets += r.metrics["packets_sent"]
         check += r.metrics["download_time_s"]
+    cpu = time.process_time() - t0
+    return {"per_cpu_s": packets / cpu, "unit": "packets", "count": packets, "checksum": check}
+
+
+def _paths(n: int) -> dict:
+    return {"name": f"paths_{n}",
+            "paths": [{"bandwidth_mbps": 100, "rtt_ms": 20 + 5 * i, "rtt_std_ms": 0.4 + 0.1 * i, "loss": 0.001}
+                      for i in range(n)]}
+
+
+def _scaling(name: str, episodes: int) -> dict:
+    """Packets per CPU-second of a scaling workload (module docstring)."""
+    from baselines import make_scheduler
+    from envs.apps import make_app
+    from envs.runner import run_episode
+    from envs.scenario import Emulation
+
+    kind, n = name.rsplit("_", 1)
+    n = int(n)
+
+    def one(seed: int) -> tuple[int, float]:
+        if kind == "paths":
+            r = run_episode(_paths(n), {"kind": "bulk", "size_bytes": 1_000_000 * n}, make_scheduler("minrtt"),
+                            seed)
+            return r.metrics["packets_sent"], r.metrics["download_time_s"]
+        emu = Emulation(seed)
+        conns = []
+        for k in range(n):
+            sc = {"paths": [{"bandwidth_mbps": 1000, "rtt_ms": 20, "shared_link": "bottleneck"},
+                            {"bandwidth_mbps": 50, "rtt_ms": 30 + k % 7, "rtt_std_ms": 1}]}
+            sched = make_scheduler("minrtt")
+            conn = emu.connect(sc, sched)
+            app = make_app({"kind": "bulk", "size_bytes": 1_000_000}, 0.01)
+            sched.reset(conn)
+            app.start(conn)
+            conns.append(conn)
+        end = emu.sim.run(120.0)
+        return sum(c.packets_sent for c in conns), end
+
+    one(10**6)   # warm-up
+    packets, check = 0, 0.0
+    t0 = time.process_time()
+    for seed in range(max(1, episodes // 2)):
+        p, t = one(seed)
+        packets += p
+        check += t
     cpu = time.process_time() - t0
     return {"per_cpu_s": packets / cpu, "unit": "packets", "count": packets, "checksum": check}
 
@@ -87,7 +142,12 @@ def run_single(workload: str, args) -> dict:
     """One workload on this interpreter's core."""
     import envs
 
-    out = _collect(args.tasks) if workload == "dqn_collect" else _episodes(workload, args.episodes, args.size)
+    if workload == "dqn_collect":
+        out = _collect(args.tasks)
+    elif workload in SCALING:
+        out = _scaling(workload, args.episodes)
+    else:
+        out = _episodes(workload, args.episodes, args.size)
     return {**out, "core": envs.core_kind()}
 
 
@@ -136,8 +196,25 @@ def main(argv=None) -> int:
         print(f"{name:16s} {unit}/CPU-s compiled {entry[f'median_{unit}_per_cpu_s']['compiled']:>9,} "
               f"pure {entry[f'median_{unit}_per_cpu_s']['python']:>9,}  x{entry['speedup_median']:.2f} "
               f"identical={same}", file=sys.stderr, flush=True)
+    scaling = _scaling_table(report["results"])
+    if scaling:
+        report["scaling"] = scaling
+        for row in scaling.values():
+            print(f"{row['from']:>15s} -> {row['to']:15s} per-packet cost x{row['cost_growth']['compiled']:.2f} "
+                  f"(pure Python x{row['cost_growth']['python']:.2f})", file=sys.stderr)
     print(json.dumps(report, indent=2))
     return 0
+
+
+def _scaling_table(results: dict) -> dict:
+    """Per-packet CPU cost of the largest scaling workload over the smallest, per core."""
+    out = {}
+    for kind, counts in (("paths", PATH_COUNTS), ("connections", CONNECTION_COUNTS)):
+        lo, hi = f"{kind}_{counts[0]}", f"{kind}_{counts[-1]}"
+        if lo in results and hi in results:
+            a, b = results[lo]["median_packets_per_cpu_s"], results[hi]["median_packets_per_cpu_s"]
+            out[kind] = {"from": lo, "to": hi, "cost_growth": {c: round(a[c] / b[c], 3) for c in a}}
+    return out
 
 
 if __name__ == "__main__":
