@@ -41,6 +41,11 @@ Formats (``TRACE_FORMATS``):
     misses 6 s).
 ``aydin``
     MP-Traces ``timeInSeconds,BytesPerSecond``, no header; one row = 1 s.
+``unit_series``, ``csv``
+    Rates with units: ``value unit`` lines (``5.59,Mbits/sec``) one per
+    ``period_s``, and CSVs with named time and rate columns and a rate unit
+    (``rate_column``, ``unit``, ``time_column``, ``time_unit``); see
+    :mod:`envs.traces.units`.
 ``step``
     ``time_ms,bw_kbps[,delay_ms[,loss]]``, header optional. ``delay_ms`` is
     **one-way** (option ``delay_is_rtt=True`` halves it); ``loss`` is a
@@ -51,7 +56,9 @@ Formats (``TRACE_FORMATS``):
 mahimahi; name contains ``lumos`` -> lumos; name ``<n>_<n>_{wifi,cellular}.csv``
 -> aydin; first line has ``Timestamp`` and ``DL_bitrate`` -> raca; has
 ``throughput_mbps`` -> 5gophers; has ``time_ms`` or ``bw_kbps`` -> step; one
-integer per line -> mahimahi; two numbers (or a two-field header) ->
+integer per line -> mahimahi; a number and a rate unit -> unit_series
+(``csv`` is never guessed: it needs its column names); two numbers (or a
+two-field header) ->
 rate_series; three or four numbers -> step; anything else -> TraceError.
 
 Options common to all formats: ``scale`` (multiply every rate), ``start_s`` /
@@ -66,181 +73,35 @@ import math
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
 from envs.errors import TraceError
+from envs.traces._parse import (
+    _SEP,
+    _check_nonneg,
+    _check_time,
+    _col,
+    _compact,
+    _csv,
+    _ffill,
+    _hold,
+    _is_num,
+    _num,
+    _Parsed,
+    _per_second,
+    _read_text,
+    _Series,
+    _table,
+    _window,
+)
 from envs.traces.base import CapacityTrace, PathTrace, StepSeries
 from envs.traces.catalog import resolve_trace_path
+from envs.traces.units import looks_like_unit_line, named_csv, unit_series
 
 PACKET_BYTES = 1500  # one mahimahi delivery opportunity [bytes]
 TRACE_FORMATS = ("mahimahi", "rate_series", "pensieve", "raca", "lumos",
-                 "5gophers", "aydin", "step")
-
-_SEP = re.compile(r"[\s,]+")
-_MISSING = ("", "-")
-
-
-class _Series(NamedTuple):
-    times: np.ndarray   # segment starts [s], times[0] == 0
-    values: np.ndarray  # value in each segment (unit of the series)
-    period: float       # [s]
-
-
-class _Parsed(NamedTuple):
-    rate: _Series               # bytes/s
-    delay: _Series | None = None  # one-way [s]
-    loss: _Series | None = None   # probability
-
-
-# ---------------------------------------------------------------- helpers --
-
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(path, "no such file") from None
-    except IsADirectoryError:
-        raise TraceError(path, "is a directory, not a trace file") from None
-    except OSError as exc:
-        raise TraceError(path, f"cannot read: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise TraceError(path, "not a text file (invalid UTF-8)", line) from None
-    if not text.strip():
-        raise TraceError(path, "empty file")
-    return text
-
-
-def _is_num(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
-
-
-def _num(path, s: str, line: int, missing_ok: bool = False) -> float:
-    """One numeric cell; NaN for a missing one when ``missing_ok``."""
-    s = s.strip()
-    if missing_ok and s in _MISSING:
-        return math.nan
-    try:
-        v = float(s)
-    except ValueError:
-        raise TraceError(path, f"non-numeric value {s!r}", line) from None
-    if not math.isfinite(v):
-        raise TraceError(path, f"non-finite value {s!r}", line)
-    return v
-
-
-def _table(path, text: str, min_cols: int, max_cols: int):
-    """Numeric rows of a small text table.
-
-    Blank lines and ``#`` comments are skipped; a first line with no numeric
-    field is a header. Returns (line numbers, 2-D float array, header or None).
-    """
-    lines, rows, header = [], [], None
-    for i, raw in enumerate(text.splitlines(), 1):
-        s = raw.strip()
-        if not s or s.startswith("#"):
-            continue
-        fields = _SEP.split(s)
-        if not rows and header is None and not any(map(_is_num, fields)):
-            header = [f.lower() for f in fields]
-            continue
-        want = len(rows[0]) if rows else None
-        if not min_cols <= len(fields) <= max_cols or (want and len(fields) != want):
-            exp = want or (f"{min_cols}" if min_cols == max_cols else f"{min_cols}-{max_cols}")
-            raise TraceError(path, f"expected {exp} columns, found {len(fields)}", i)
-        rows.append([_num(path, f, i) for f in fields])
-        lines.append(i)
-    if not rows:
-        raise TraceError(path, "no data rows")
-    return np.array(lines), np.array(rows, dtype=np.float64), header
-
-
-def _csv(path, text: str):
-    """Header (stripped names), its line, and [(line, fields)] of a plain CSV."""
-    it = ((i, s) for i, s in enumerate(text.splitlines(), 1) if s.strip())
-    head_line, head = next(it)
-    header = [h.strip() for h in head.split(",")]
-    rows = []
-    for i, s in it:
-        fields = s.split(",")
-        if len(fields) < len(header):
-            raise TraceError(path, f"expected {len(header)} fields, found {len(fields)}", i)
-        rows.append((i, fields))
-    if not rows:
-        raise TraceError(path, "no data rows after the header", head_line)
-    return header, head_line, rows
-
-
-def _col(path, header, line: int, name: str) -> int:
-    if name not in header:
-        raise TraceError(path, f"missing column {name!r} (have: {', '.join(header)})", line)
-    return header.index(name)
-
-
-def _check_nonneg(path, values, lines, what: str):
-    bad = np.flatnonzero(values < 0)
-    if bad.size:
-        k = bad[0]
-        raise TraceError(path, f"negative {what} {values[k]:g}", int(lines[k]))
-
-
-def _check_time(path, t, lines, strict: bool = True):
-    d = np.diff(t)
-    bad = np.flatnonzero(d <= 0 if strict else d < 0)
-    if bad.size:
-        k = bad[0] + 1
-        raise TraceError(path, f"time {t[k]:g} is not after the previous {t[k - 1]:g} "
-                               f"(time must {'increase' if strict else 'not decrease'})", int(lines[k]))
-
-
-def _hold(t, v) -> _Series:
-    """Samples at times ``t`` held until the next; period = last + last interval."""
-    t = t - t[0]
-    last = t[-1] - t[-2] if len(t) > 1 else 1.0
-    return _Series(t, v, float(t[-1] + last))
-
-
-def _per_second(v) -> _Series:
-    return _Series(np.arange(len(v), dtype=np.float64), v, float(len(v)))
-
-
-def _ffill(v):
-    """Forward-fill NaNs (leading NaNs take the first value); None if all NaN."""
-    ok = ~np.isnan(v)
-    if not ok.any():
-        return None
-    idx = np.where(ok, np.arange(len(v)), 0)
-    np.maximum.accumulate(idx, out=idx)
-    out = v[idx]
-    out[:np.argmax(ok)] = v[np.argmax(ok)]
-    return out
-
-
-def _compact(t, v):
-    keep = np.concatenate(([True], v[1:] != v[:-1]))
-    return t[keep], v[keep]
-
-
-def _window(s: _Series, start: float, dur: float) -> _Series:
-    """The looped series over [start, start + dur), re-based to 0."""
-    loops = max(1, math.ceil((start + dur) / s.period))
-    tt = (s.times[None, :] + s.period * np.arange(loops)[:, None]).ravel()
-    vv = np.tile(s.values, loops)
-    first = np.searchsorted(tt, start, side="right") - 1
-    sel = (tt > start) & (tt < start + dur)
-    t = np.concatenate(([0.0], tt[sel] - start))
-    v = np.concatenate(([vv[first]], vv[sel]))
-    ok = np.concatenate(([True], np.diff(t) > 0)) & (t < dur)
-    return _Series(t[ok], v[ok], float(dur))
-
+                 "5gophers", "aydin", "step", "unit_series", "csv")
 
 # ---------------------------------------------------------------- formats --
 
@@ -410,9 +271,10 @@ def _5gophers(path, text, carrier: str | None = None) -> _Parsed:
 
 _PARSERS = {"mahimahi": _mahimahi, "rate_series": _rate_series, "pensieve": _rate_series,
             "raca": _raca, "lumos": _lumos, "5gophers": _5gophers, "aydin": _aydin,
-            "step": _step}
+            "step": _step, "unit_series": unit_series, "csv": named_csv}
 _OPTIONS = {"raca": {"column", "duplicates", "ping"}, "5gophers": {"carrier"},
-            "step": {"delay_is_rtt"}}
+            "step": {"delay_is_rtt"}, "unit_series": {"period_s"},
+            "csv": {"rate_column", "unit", "time_column", "time_unit", "period_s"}}
 
 
 def detect_format(path, text: str) -> str:
@@ -435,6 +297,8 @@ def detect_format(path, text: str) -> str:
     if "time_ms" in low or "bw_kbps" in low:
         return "step"
     numeric = all(map(_is_num, fields))
+    if not numeric and looks_like_unit_line(first):
+        return "unit_series"
     if len(fields) == 1 and re.fullmatch(r"\d+", first):
         return "mahimahi"
     if len(fields) == 2 and (numeric or not any(map(_is_num, fields))):
