@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -133,23 +134,31 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-def save_figure(fig, path, dpi: int = 120) -> Path:
-    """Lay out, write (PNG) and close a matplotlib figure; its path."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
+def save_figure(fig, path, dpi: int = 120, tight: bool = True) -> Path:
+    """Lay out (``tight``: matplotlib's tight layout), write (PNG) and close a
+    matplotlib figure; its path. Figures made by :func:`new_figure` need no
+    closing; pyplot ones are closed."""
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, dpi=dpi)
-    plt.close(fig)
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None and plt.fignum_exists(getattr(fig, "number", -1)):
+        plt.close(fig)
     return Path(path)
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
+    """``(figure, axes)`` of a figure outside pyplot's global state (no
+    backend to pick, nothing to close, safe in threads). ``kwargs``: those
+    of :class:`matplotlib.figure.Figure` (``figsize``, ...)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(**kwargs)
+    return fig, fig.subplots(nrows, ncols)
 
 
 def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
     """One PNG per scenario x app: the metric's empirical CDF and a box plot per scheduler."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
     written = []
     for sc, app, by_agent in groups(summary):
         data = {ag: [v for v in st[metric]["values"] if v is not None]
@@ -157,7 +166,7 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
         data = {ag: v for ag, v in data.items() if v}
         if not data:
             continue
-        fig, (ax_cdf, ax_box) = plt.subplots(1, 2, figsize=(11, 4.2))
+        fig, (ax_cdf, ax_box) = new_figure(1, 2, figsize=(11, 4.2))
         for ag, vals in data.items():
             x = np.sort(vals)
             y = np.arange(1, len(x) + 1) / len(x)
@@ -171,7 +180,10 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
         ax_box.set_ylabel(metric)
         ax_box.grid(alpha=0.3, axis="y")
         fig.suptitle(f"{metric}: scenario {sc}, app {app}")
-        path = save_figure(fig, Path(out_dir) / f"{_slug(metric)}__{_slug(sc)}__{_slug(app)}.png", dpi=110)
+        # fixed margins: a tight layout would render every figure's text twice
+        fig.subplots_adjust(left=0.07, right=0.985, bottom=0.12, top=0.88, wspace=0.22)
+        path = save_figure(fig, Path(out_dir) / f"{_slug(metric)}__{_slug(sc)}__{_slug(app)}.png", dpi=100,
+                           tight=False)
         written.append(path)
     return written
 
