@@ -1,4 +1,5 @@
 # C types of envs/path_sender.py for the compiled emulator core (setup.py, envs/_core.py).
+cimport cython
 from envs.cc.base cimport CongestionController
 
 cdef class PathSender:
@@ -14,6 +15,9 @@ cdef class PathSender:
     cdef public long long packets_sent, packets_acked, packets_lost, bytes_sent, payload_bytes_acked, retransmissions
     cdef public double max_ack_delay, pto_base
     cdef public object cc_on_sent
+    cdef public double ack_delay
 
     cpdef update_rtt(self, double latest, double ack_delay)
+    @cython.locals(rtt=cython.double)
+    cpdef double rtt_sample(self, double sent_time, double now)
     cpdef double pto_period(self)

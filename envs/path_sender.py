@@ -23,7 +23,7 @@ class PathSender:
                  "time_of_last_ack_eliciting", "timer_deadline", "timer_pending_at",
                  "packets_sent", "packets_acked", "packets_lost", "bytes_sent",
                  "payload_bytes_acked", "retransmissions", "max_ack_delay", "pto_base",
-                 "cc_on_sent")
+                 "cc_on_sent", "ack_delay")
 
     def __init__(self, index: int, path, cc: CongestionController, mss: int, payload: int,
                  max_ack_delay: float):
@@ -55,6 +55,10 @@ class PathSender:
         self.payload_bytes_acked = 0
         self.retransmissions = 0
         self.max_ack_delay = max_ack_delay
+        #: ACK delay [s] the receiver reported in the latest ACK frame on this
+        #: path, capped at max_ack_delay (RFC 9002 §5.3); set before the
+        #: frame's per-packet feedback, so :meth:`rtt_sample` can use it
+        self.ack_delay = 0.0
         self.pto_base = self.srtt + 4 * self.rttvar + max_ack_delay
         # skip the per-packet call for controllers that do not override it
         overridden = type(cc).on_packet_sent is not CongestionController.on_packet_sent
@@ -109,6 +113,19 @@ class PathSender:
         self.cc.srtt = srtt
         v4 = 4.0 * self.rttvar
         self.pto_base = srtt + (v4 if v4 > K_GRANULARITY else K_GRANULARITY) + self.max_ack_delay
+
+    def rtt_sample(self, sent_time: float, now: float) -> float:
+        """RTT sample [s] of a packet sent at ``sent_time`` and acknowledged at
+        ``now`` by the latest ACK frame, corrected by that frame's ACK delay as
+        RFC 9002 §5.3 corrects the smoothed RTT: the delay is subtracted
+        unless the result would fall below ``min_rtt`` (and not before the
+        first RTT sample). The delay is the receiver's wait before ACKing the
+        frame's largest packet, so a packet acknowledged with it waited at
+        least that long: what is left is path delay and queueing."""
+        rtt = now - sent_time
+        if self.has_rtt_sample and rtt >= self.min_rtt + self.ack_delay:
+            rtt -= self.ack_delay
+        return rtt
 
     def pto_period(self) -> float:
         """RFC 9002 §6.2.1 PTO period without backoff [s]."""

@@ -27,7 +27,10 @@ treat it as read-only. Its documented read-only surface is:
     ``min_srtt``/``max_srtt`` [s] (extremes of srtt seen so far),
     ``has_rtt_sample``, ``has_room`` (bytes_in_flight + mss <= cwnd),
     ``packets_sent``, ``packets_acked``, ``packets_lost``, ``bytes_sent``,
-    ``retransmissions``, ``mss`` [bytes on the wire], ``payload`` [bytes]
+    ``retransmissions``, ``mss`` [bytes on the wire], ``payload`` [bytes],
+    ``ack_delay`` [s] (reported by the latest ACK frame, RFC 9002 §5.3),
+    ``rtt_sample(sent_time, now)`` (a packet's RTT sample [s] corrected by
+    that ACK delay: what per-packet feedback consumers should use)
 ``view.send_window``         connection flow-control credit left [bytes]
 ``view.pending_bytes``       data not yet sent, retransmissions included [bytes]
 ``view.retransmit_bytes``    data waiting for retransmission [bytes]

@@ -377,6 +377,7 @@ class Connection(Receiver):
             return
         now = self.sim.now
         ps = self.paths[pidx]
+        ps.ack_delay = ack_delay if ack_delay < ps.max_ack_delay else ps.max_ack_delay
         sent = ps.sent
         acked_bytes = 0
         n_acked = 0

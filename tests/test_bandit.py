@@ -98,6 +98,9 @@ def test_sherman_morrison_matches_numpy_inverse():
 
 # ---------------------------------------------------------------- fake view
 class FakePath(SimpleNamespace):
+    def rtt_sample(self, sent_time, now):   # the view's ACK-delay-corrected sample; no ACK delay here
+        return now - sent_time
+
     @property
     def has_room(self):
         return self.bytes_in_flight + self.mss <= self.cwnd

@@ -78,6 +78,30 @@ def test_rtt_samples_are_base_rtt_plus_queueing():
     assert checked > 700 and queued_some
 
 
+class RecordingRttSamples(RecordingMinRTT):
+    """Records (raw ACK time - send time, the view's ACK-delay-corrected sample)."""
+
+    def on_packet_acked(self, view, path, size, sent_time):
+        self.acks.append((view.now - sent_time, view.paths[path].rtt_sample(sent_time, view.now)))
+
+
+def test_rtt_samples_are_corrected_by_the_reported_ack_delay():
+    """RFC 9002 §5.3: a packet that waits alone at the receiver is ACKed when
+    the delayed-ACK timer fires (25 ms); its raw RTT sample carries that wait,
+    the corrected one (PathSender.rtt_sample) does not. A first flight of 9
+    packets, ACK every 2: the 9th waits for the timer."""
+    bw, rtt = 100.0, 40.0
+    sched = RecordingRttSamples()
+    run_episode(one_path(bw, rtt, initial_window_packets=9), {"kind": "bulk", "size_bytes": 40 * PAYLOAD},
+                sched, 0)
+    raw, corrected = zip(*sched.acks[:9])            # the first flight
+    wire = WIRE * 8 / (bw * 1e6)                      # serialisation of one packet [s]
+    assert max(raw) == pytest.approx(rtt / 1000 + 0.025, abs=10 * wire)   # the delayed ACK
+    assert max(corrected) == pytest.approx(rtt / 1000, abs=10 * wire)     # corrected back to path delay
+    assert all(c <= r for c, r in zip(corrected, raw))
+    assert min(corrected) >= rtt / 1000
+
+
 def test_buffer_overflow_drops_exactly_the_excess():
     s = one_path(1.0, 100, path={"buffer_packets": 10}, initial_window_packets=50)
     emu, conn, app, _ = setup_episode(s, {"kind": "bulk", "size_bytes": 1_000_000}, make_scheduler("minrtt"), 0)

@@ -18,6 +18,9 @@ MSS = 1000
 
 
 class FakePath(SimpleNamespace):
+    def rtt_sample(self, sent_time, now):   # the view's ACK-delay-corrected sample; no ACK delay here
+        return now - sent_time
+
     @property
     def has_room(self):
         return self.bytes_in_flight + self.mss <= self.cwnd

@@ -427,7 +427,7 @@ class MPeekaboo(Scheduler):
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
         now = view.now
         self._tick(view, now)
-        changed = self.detector.update(path, now - sent_time, now)
+        changed = self.detector.update(path, view.paths[path].rtt_sample(sent_time, now), now)
         if self._loss_feed is not None and self._loss_feed(path, False, now):
             changed = True
         if changed:

@@ -141,7 +141,7 @@ class STMS(Scheduler):
             return
         _, snap = q.popleft()
         now = view.now
-        rtt = now - sent_time
+        rtt = view.paths[path].rtt_sample(sent_time, now)
         if rtt <= 0.0:
             return
         paths = view.paths

@@ -6,9 +6,11 @@ turns the per-packet feedback of the scheduler hook into one
 :class:`metalearning.grid.PathCondition` per path:
 
 * RTT sample [s] = ACK time - send time of an acknowledged packet (the
-  ``on_packet_acked(view, path, size, sent_time)`` callback); it includes
-  queueing and delayed-ACK waiting, which the condition grid's base RTT
-  does not (see "Bias" below);
+  ``on_packet_acked(view, path, size, sent_time)`` callback) minus the ACK
+  delay the receiver reported in that ACK (RFC 9002 §5.3,
+  :meth:`envs.path_sender.PathSender.rtt_sample`; ``ack_delay_corrected:
+  false`` keeps the raw difference); it includes queueing, which the
+  condition grid's base RTT does not (see "Bias" below);
 * ``rtt_ms`` = mean and ``rtt_std_ms`` = sample standard deviation (ddof 1)
   of the RTT samples in the window, in milliseconds;
 * ``loss`` = lost / (acked + lost) over the packet fates in the window (a
@@ -50,10 +52,10 @@ tells which ("window", "partial", "previous", "few", "prior").
 Bias
 ----
 The RTT samples include self-induced queueing (a window-limited flow fills
-the bottleneck buffer, up to one BDP with the default ``buffer_bdp: 1``)
-and the delayed-ACK timer (up to ``ack.max_delay_ms`` for a packet that
-waits alone for its ACK: on a lightly used low-RTT path this inflates the
-deviation ratio); the loss count includes buffer overflows in congestion
+the bottleneck buffer, up to one BDP with the default ``buffer_bdp: 1``);
+without the ACK-delay correction they also include the delayed-ACK timer
+(up to ``ack.max_delay_ms`` for a packet that waits alone for its ACK: on a
+lightly used low-RTT path this inflates the deviation ratio); the loss count includes buffer overflows in congestion
 avoidance (e.g. after the policy moves traffic onto a path whose window grew
 while it carried little). The estimate is thus an upper bound of the path's base conditions,
 as it was for the paper's measurement. The bank's cells are wide (x4 in

@@ -162,7 +162,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
                  detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
                  prior_conditions=None, window: Mapping | None = None,
                  detector: Mapping | None = None, loss_in_slow_start: bool = False,
-                 continual: bool = True,
+                 ack_delay_corrected: bool = True, continual: bool = True,
                  continual_train_interval: int = 4, offline: Mapping | None = None,
                  max_events: int = 10_000, replay_capacity: int = 4096, reward: str | None = None,
                  log_every: int = 5, **kw):
@@ -201,6 +201,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         except (TypeError, ValueError) as e:
             raise ConfigError(f"detector: {e}") from None
         self.loss_in_slow_start = bool(loss_in_slow_start)
+        self.ack_delay_corrected = bool(ack_delay_corrected)
         self.continual = bool(continual)
         self.offline = OfflineUpdater.from_config(offline, self.bank, self.learner_config, self.seed,
                                                   self.technique)

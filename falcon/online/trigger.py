@@ -39,7 +39,7 @@ class ChangeTriggers:
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
         self._resolve(path, view.sim.now, True, sent_time)
         now = view.sim.now
-        rtt = now - sent_time
+        rtt = view.paths[path].rtt_sample(sent_time, now) if self.ack_delay_corrected else now - sent_time
         est = self.estimator
         est.add_rtt(path, rtt)
         est.add_fate(path, False)
