@@ -59,17 +59,18 @@ def _is_num(s: str) -> bool:
     return True
 
 
-def _num(path, s: str, line: int, missing_ok: bool = False) -> float:
-    """One numeric cell; NaN for a missing one when ``missing_ok``."""
+def _num(path, s: str, line: int, missing_ok: bool = False, what: str = "value") -> float:
+    """One numeric cell (``what``: its name in error messages); NaN for a
+    missing one when ``missing_ok``."""
     s = s.strip()
     if missing_ok and s in _MISSING:
         return math.nan
     try:
         v = float(s)
     except ValueError:
-        raise TraceError(path, f"non-numeric value {s!r}", line) from None
+        raise TraceError(path, f"non-numeric {what} {s[:40]!r}", line) from None
     if not math.isfinite(v):
-        raise TraceError(path, f"non-finite value {s!r}", line)
+        raise TraceError(path, f"non-finite {what} {s!r}", line)
     return v
 
 

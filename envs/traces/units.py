@@ -33,7 +33,7 @@ import re
 import numpy as np
 
 from envs.errors import TraceError
-from envs.traces._parse import _check_nonneg, _check_time, _csv, _hold, _Parsed, _Series
+from envs.traces._parse import _check_nonneg, _check_time, _csv, _hold, _num, _Parsed, _Series
 
 _UNIT = re.compile(r"(?P<prefix>[kKmMgG]i?)?(?P<base>bits?|bytes?|Bytes?|b|B)(?:/s(?:ec)?|ps)")
 _VALUE_UNIT = re.compile(r"\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*,?\s*(?P<unit>\S+)\s*")
@@ -122,17 +122,7 @@ def named_csv(path, text: str, rate_column: str | None = None, unit: str | None 
         return low.index(name.lower())
 
     def cells(j: int, what: str) -> np.ndarray:
-        out = []
-        for i, fields in rows:
-            s = fields[j].strip()
-            try:
-                v = float(s)
-            except ValueError:
-                raise TraceError(path, f"non-numeric {what} {s[:40]!r}", i) from None
-            if not math.isfinite(v):
-                raise TraceError(path, f"non-finite {what} {s!r}", i)
-            out.append(v)
-        return np.array(out)
+        return np.array([_num(path, fields[j], i, what=what) for i, fields in rows])
 
     lines = np.array([i for i, _ in rows])
     rate = cells(column(rate_column), rate_column) * factor
