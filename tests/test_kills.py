@@ -91,6 +91,7 @@ def killed_then_finished(args: list[str], cwd: Path, reference_s: float, seed: i
         complete_files(cwd)
     run(args, cwd)
     complete_files(cwd)
+    print(f"{hits} of {KILLS} kills hit the running job", file=sys.stderr)   # shown with pytest -s
     return hits
 
 
