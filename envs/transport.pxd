@@ -13,6 +13,7 @@ cdef class Connection(Receiver):
     cdef public long long retransmit_bytes, fc_consumed, bytes_acked, _pending_new, max_data
     cdef public bint _reask_pending, feedback, finished
     cdef public double start_time
+    cdef public Py_ssize_t _prune_at
 
     cpdef bint _has_data(self)
     cpdef bint _has_holes(self)
@@ -31,3 +32,4 @@ cdef class Connection(Receiver):
     @cython.locals(largest=cython.longlong, rtt=cython.double, loss_delay=cython.double, t_sent=cython.double,
                    size=cython.longlong)
     cpdef _detect_lost(self, PathSender ps, double now)
+    cpdef _prune_acked(self)

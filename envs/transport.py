@@ -26,6 +26,7 @@ from envs.streams import RecvStream, SendStream
 K_PACKET_THRESHOLD = 3          # RFC 9002 kPacketThreshold
 K_TIME_THRESHOLD = 9.0 / 8.0    # RFC 9002 kTimeThreshold
 REASK_DELAY = 0.001             # s; see Connection._maybe_reask
+ACKED_PRUNE_MIN = 65536         # acked frames remembered before the first prune (Connection._prune_acked)
 INF = math.inf
 
 
@@ -65,7 +66,8 @@ class Connection(Receiver):
         self.recv_streams: dict[int, RecvStream] = {}
         self.retx: deque = deque()                # (stream_id, offset, length) to resend
         self.retransmit_bytes = 0
-        self.acked_frames: set = set()
+        self.acked_frames: set = set()            # (stream, offset) of frames acknowledged (pruned)
+        self._prune_at = ACKED_PRUNE_MIN
         self.fc_consumed = 0                      # sum of streams' highest offsets sent (flow control)
         self.bytes_acked = 0
         self._pending_new = 0                     # released, not yet sent
@@ -403,6 +405,8 @@ class Connection(Receiver):
                 largest_sent_time = t_sent
             if feedback:
                 self.scheduler.on_packet_acked(self, pidx, size, t_sent)
+        if len(acked_frames) > self._prune_at:
+            self._prune_acked()
         if max_data > self.max_data:
             self.max_data = max_data
         if largest > ps.largest_acked:
@@ -417,6 +421,24 @@ class Connection(Receiver):
             self._detect_lost(ps, now)
             self._set_loss_detection_timer(ps)
         self.try_send()
+
+    def _prune_acked(self) -> None:
+        """Forget the acknowledged frames that nothing can ask about any more.
+
+        ``acked_frames`` is only looked up for a frame that has a copy in
+        flight (its ACK or loss) or in the retransmission queue, so keeping
+        exactly those keys changes no decision, while a long connection no
+        longer keeps one entry per packet it ever sent. Runs when the set has
+        doubled since the last prune (amortised O(1) per ACK)."""
+        live = set()
+        for ps in self.paths:
+            for sp in ps.sent.values():
+                live.add((sp[SID], sp[OFF]))
+        for sid, off, _length in self.retx:
+            live.add((sid, off))
+        self.acked_frames &= live
+        n = 2 * len(self.acked_frames)
+        self._prune_at = n if n > ACKED_PRUNE_MIN else ACKED_PRUNE_MIN
 
     def _detect_lost(self, ps: PathSender, now: float) -> None:
         """RFC 9002 §6.1: packet and time thresholds. Both conditions are

@@ -314,3 +314,33 @@ def test_waiting_with_nothing_in_flight_is_asked_again():
 
     r = run_episode(one_path(10, 20), {"kind": "bulk", "size_bytes": 100_000}, WaitFirstTen(), 0)
     assert r.metrics["timed_out"] == 0
+
+
+def test_pruning_acknowledged_frames_changes_nothing_and_bounds_memory(monkeypatch):
+    """Connection._prune_acked forgets acked frames that no packet in flight or
+    queued retransmission refers to: a lossy transfer (retransmissions,
+    spurious ones included) gives the same episode with pruning every ~2000
+    frames as with none, and the set stays bounded instead of holding one
+    entry per packet."""
+    import envs.transport as transport
+
+    sc = {"paths": [{"bandwidth_mbps": 80, "rtt_ms": 20, "rtt_std_ms": 8, "loss": 0.02},
+                    {"bandwidth_mbps": 40, "rtt_ms": 60, "rtt_std_ms": 20, "loss": 0.01}]}
+
+    def episode(prune_min: int):
+        monkeypatch.setattr(transport, "ACKED_PRUNE_MIN", prune_min)
+        emu, conn, app, s = setup_episode(sc, {"kind": "bulk", "size_bytes": 12_000_000}, make_scheduler("ecf"), 4)
+        largest = 0
+        t = 0.0
+        while not app.done:
+            t += 0.05
+            emu.sim.run(t)
+            largest = max(largest, len(conn.acked_frames))
+        return (app.done_time, conn.bytes_acked, conn.retransmit_bytes, [p.packets_sent for p in conn.paths],
+                [p.packets_lost for p in conn.paths], [p.retransmissions for p in conn.paths]), largest
+
+    never, largest_never = episode(10**9)
+    pruned, largest_pruned = episode(2000)
+    assert pruned == never
+    assert sum(never[5]) > 100                       # the retransmission path was exercised
+    assert largest_never > 9000 and largest_pruned < 6000
