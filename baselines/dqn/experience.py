@@ -198,28 +198,14 @@ def read_experience(path) -> Experience:
     except OSError as e:
         raise ExperienceFileError(f"experience log {path}: not a readable HDF5 file "
                                   f"({str(e).splitlines()[0]})") from None
-    with f:
-        fmt = f.attrs.get("format")
-        if isinstance(fmt, bytes):
-            fmt = fmt.decode()
-        if fmt != FORMAT:
-            raise ExperienceFileError(f"experience log {path}: not a FALCON experience log "
-                                      f"(format attribute {fmt!r}, expected {FORMAT!r})")
-        version = int(f.attrs.get("format_version", -1))
-        if version > FORMAT_VERSION:
-            raise ExperienceFileError(f"experience log {path}: format version {version} is newer than "
-                                      f"this reader's ({FORMAT_VERSION})")
-        try:
-            n_paths = int(f.attrs["n_paths"])
-            reward = str(f.attrs["reward"])
-            t, e = f["transitions"], f["episodes"]
-            data = {k: t[k][()] for k in ("state", "action", "reward", "next_state", "done", "time_s", "episode")}
-            seeds = e["seed"][()]
-            scen = [s.decode() if isinstance(s, bytes) else str(s) for s in e["scenario"][()]]
-            conds = e["conditions"][()]
-        except (KeyError, OSError, ValueError) as err:
-            raise ExperienceFileError(f"experience log {path}: incomplete or corrupt "
-                                      f"({' '.join(str(err).split())})") from None
+    try:
+        with f:
+            n_paths, reward, data, seeds, scen, conds = _read_log(path, f)
+    except ExperienceFileError:
+        raise
+    except (KeyError, OSError, ValueError, TypeError) as err:   # damaged content past a readable header
+        raise ExperienceFileError(f"experience log {path}: incomplete or corrupt "
+                                  f"({' '.join(str(err).split())[:200]})") from None
     n = len(data["action"])
     n_in = n_inputs(n_paths, reward) if reward in ALL_REWARDS else 4 * n_paths
     problems = []
@@ -244,6 +230,27 @@ def read_experience(path) -> Experience:
                       time_s=data["time_s"].astype(np.float64), episode=data["episode"].astype(np.int64),
                       episode_seed=seeds.astype(np.int64), episode_scenario=scen,
                       conditions=conds.astype(np.float64), attrs={"path": str(path)})
+
+
+def _read_log(path, f):
+    """The header checks and arrays of an open experience log (raises on damage)."""
+    fmt = f.attrs.get("format")
+    if isinstance(fmt, bytes):
+        fmt = fmt.decode()
+    if fmt != FORMAT:
+        raise ExperienceFileError(f"experience log {path}: not a FALCON experience log "
+                                  f"(format attribute {fmt!r}, expected {FORMAT!r})")
+    version = int(f.attrs.get("format_version", -1))
+    if version > FORMAT_VERSION:
+        raise ExperienceFileError(f"experience log {path}: format version {version} is newer than "
+                                  f"this reader's ({FORMAT_VERSION})")
+    n_paths = int(f.attrs["n_paths"])
+    reward = str(f.attrs["reward"])
+    t, e = f["transitions"], f["episodes"]
+    data = {k: t[k][()] for k in ("state", "action", "reward", "next_state", "done", "time_s", "episode")}
+    seeds = e["seed"][()]
+    scen = [s.decode() if isinstance(s, bytes) else str(s) for s in e["scenario"][()]]
+    return n_paths, reward, data, seeds, scen, e["conditions"][()]
 
 
 __all__ = ["Experience", "ExperienceRecorder", "read_experience", "write_experience", "concatenate",

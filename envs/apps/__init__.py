@@ -19,6 +19,8 @@ def normalise_app(cfg) -> dict:
         cfg = {}
     if not isinstance(cfg, Mapping):
         from omegaconf import OmegaConf
+        if not OmegaConf.is_dict(cfg):
+            raise ConfigError(f"app: expected a mapping of app keys, got {cfg!r}")
         cfg = OmegaConf.to_container(cfg, resolve=True)
     unknown = set(cfg) - set(APP_DEFAULTS)
     if unknown:
@@ -30,7 +32,7 @@ def normalise_app(cfg) -> dict:
     if a["kind"] == "bulk":
         try:
             a["size_bytes"] = int(a["size_bytes"])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"app.size_bytes: expected an integer, got {a['size_bytes']!r}") from None
         if a["size_bytes"] <= 0:
             raise ConfigError(f"app.size_bytes: must be positive, got {a['size_bytes']}")
