@@ -32,9 +32,13 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
     }
     if conn.oqs_v:
         v = np.asarray(conn.oqs_v, dtype=np.float64)
-        m["oqs_mean_bytes"] = float(v.mean())
+        if conn.oqs_stride == 1:      # every sample kept
+            m["oqs_mean_bytes"] = float(v.mean())
+            m["oqs_max_bytes"] = float(v.max())
+        else:                         # thinned (a long connection): exact mean and max, p99 of the kept samples
+            m["oqs_mean_bytes"] = conn.oqs_sum / conn.oqs_seen
+            m["oqs_max_bytes"] = float(conn.oqs_peak)
         m["oqs_p99_bytes"] = float(np.percentile(v, 99))
-        m["oqs_max_bytes"] = float(v.max())
     else:
         m["oqs_mean_bytes"] = m["oqs_p99_bytes"] = m["oqs_max_bytes"] = 0.0
     sent_total = sum(p.bytes_sent for p in conn.paths) or 1

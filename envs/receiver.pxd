@@ -12,6 +12,8 @@ cdef class Receiver:
     cdef public Simulator sim
     cdef public list rx_paths, paths, oqs_t, oqs_v
     cdef public dict recv_streams, send_streams
+    cdef public long long oqs_cap, oqs_stride, oqs_seen, oqs_peak
+    cdef public double oqs_sum
     cdef public long long oqs, delivered, ack_every, ack_size, fc_window, fc_max_window, _rx_max_data, _epoch_start_offset
     cdef public double max_ack_delay, _epoch_start_time
     cdef public bint record_oqs, fc_autotune
@@ -19,5 +21,7 @@ cdef class Receiver:
 
     @cython.locals(rp=RecvPathState, st=RecvStream, nxt=cython.longlong, pidx=cython.longlong, pn=cython.longlong, off=cython.longlong, length=cython.longlong, now=cython.double, immediate=cython.bint)
     cpdef _data_arrival(self, tuple arg)
+    @cython.locals(oqs=cython.longlong)
+    cpdef _record_oqs(self, double now)
     @cython.locals(rp=RecvPathState, arrival=cython.double)
     cpdef _send_ack(self, long long pidx, double now)

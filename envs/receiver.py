@@ -70,8 +70,7 @@ class Receiver:
             st.ooo[off] = length
             self.oqs += length
         if self.record_oqs:
-            self.oqs_t.append(now)
-            self.oqs_v.append(self.oqs)
+            self._record_oqs(now)
         if immediate or rp.count >= self.ack_every:
             self._send_ack(pidx, now)
         elif rp.ack_deadline == INF:
@@ -109,6 +108,27 @@ class Receiver:
         elif rp.ack_deadline < INF:
             rp.timer_pending_at = rp.ack_deadline
             self.sim.schedule(rp.ack_deadline, self._on_ack_timer, pidx)
+
+    def _record_oqs(self, now: float) -> None:
+        """One sample of the out-of-order queue [bytes] per data packet.
+        Once ``oqs_cap`` samples are kept, every other one is dropped and
+        only every ``oqs_stride``-th sample is kept from then on (the stride
+        doubles at each thinning): a long connection keeps at most
+        ``oqs_cap`` samples, evenly spread, while the count, sum and maximum
+        of all samples stay exact (:func:`envs.metrics.episode_metrics`)."""
+        oqs = self.oqs
+        self.oqs_seen += 1
+        self.oqs_sum += oqs
+        if oqs > self.oqs_peak:
+            self.oqs_peak = oqs
+        if self.oqs_seen % self.oqs_stride == 0:
+            self.oqs_t.append(now)
+            self.oqs_v.append(oqs)
+            if len(self.oqs_v) >= self.oqs_cap:
+                # kept: samples number stride, 2 stride, ...; keep the even multiples
+                del self.oqs_t[::2]
+                del self.oqs_v[::2]
+                self.oqs_stride *= 2
 
     def _send_ack(self, pidx: int, now: float) -> None:
         rp = self.rx_paths[pidx]

@@ -291,6 +291,10 @@ def normalise_scenario(cfg) -> dict:
     s["initial_window_packets"] = int(_number(s["initial_window_packets"], "scenario.initial_window_packets", 1))
     s["min_window_packets"] = int(_number(s["min_window_packets"], "scenario.min_window_packets", 1))
     s["max_duration_s"] = _number(s["max_duration_s"], "scenario.max_duration_s", 0.0, lo_open=True)
+    for key in ("ack", "flow_control"):
+        if not isinstance(s[key], dict):
+            raise ConfigError(f"scenario.{key}: expected a mapping of {sorted(SCENARIO_DEFAULTS[key])}, "
+                              f"got {s[key]!r}")
     s["ack"]["every"] = int(_number(s["ack"]["every"], "scenario.ack.every", 1))
     s["ack"]["max_delay_ms"] = _number(s["ack"]["max_delay_ms"], "scenario.ack.max_delay_ms", 0.0)
     fc = s["flow_control"]

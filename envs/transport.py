@@ -27,6 +27,8 @@ K_PACKET_THRESHOLD = 3          # RFC 9002 kPacketThreshold
 K_TIME_THRESHOLD = 9.0 / 8.0    # RFC 9002 kTimeThreshold
 REASK_DELAY = 0.001             # s; see Connection._maybe_reask
 ACKED_PRUNE_MIN = 65536         # acked frames remembered before the first prune (Connection._prune_acked)
+OQS_SERIES_CAP = 2**18          # OQS samples kept before thinning (Receiver._record_oqs): ~8 MB of list slots and
+#                                 values, far above an episode's packets (the 20 MB download: ~15 000)
 INF = math.inf
 
 
@@ -46,7 +48,7 @@ class Connection(Receiver):
     def __init__(self, sim, paths, ccs, scheduler: Scheduler, *, packet_size=1350,
                  header_bytes=60, ack_every=2, max_ack_delay=0.025, ack_size=50,
                  fc_initial_window=786432, fc_max_window=15728640, fc_autotune=True,
-                 record_oqs=True, name="conn"):
+                 record_oqs=True, oqs_series_cap=OQS_SERIES_CAP, name="conn"):
         self.sim = sim
         self.name = name
         self.scheduler = scheduler
@@ -85,8 +87,15 @@ class Connection(Receiver):
         self.rx_paths = [RecvPathState() for _ in self.paths]
         self.oqs = 0
         self.record_oqs = record_oqs
-        self.oqs_t: list[float] = []
+        self.oqs_t: list[float] = []              # the kept samples (envs.receiver.Receiver._record_oqs)
         self.oqs_v: list[int] = []
+        if int(oqs_series_cap) < 2:
+            raise ValueError(f"oqs_series_cap must be >= 2, got {oqs_series_cap!r}")
+        self.oqs_cap = int(oqs_series_cap)
+        self.oqs_stride = 1
+        self.oqs_seen = 0
+        self.oqs_sum = 0.0
+        self.oqs_peak = 0
         self.delivered = 0
         self.app = None
         self.feedback = scheduler.wants_packet_feedback

@@ -344,3 +344,32 @@ def test_pruning_acknowledged_frames_changes_nothing_and_bounds_memory(monkeypat
     assert pruned == never
     assert sum(never[5]) > 100                       # the retransmission path was exercised
     assert largest_never > 9000 and largest_pruned < 6000
+
+
+def test_oqs_series_is_thinned_to_its_cap_with_exact_mean_and_max():
+    """A connection keeps at most ``oqs_cap`` OQS samples: past the cap every
+    other one is dropped and the stride doubles. The kept samples are exactly
+    every stride-th sample of the full series, and the mean and maximum
+    reported are those of all samples."""
+    from envs.metrics import episode_metrics
+
+    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 10, "rtt_std_ms": 4, "loss": 0.01},
+                    {"bandwidth_mbps": 20, "rtt_ms": 80, "rtt_std_ms": 30, "loss": 0.01}]}
+
+    def episode(cap: int | None):
+        emu, conn, app, s = setup_episode(sc, {"kind": "bulk", "size_bytes": 3_000_000}, make_scheduler("rr"), 2)
+        if cap is not None:
+            conn.oqs_cap = cap
+        end = emu.sim.run(until=s["max_duration_s"])
+        return conn, episode_metrics(conn, app, end)
+
+    full, m_full = episode(None)
+    thin, m_thin = episode(100)
+    assert full.oqs_stride == 1 and thin.oqs_stride >= 8 and len(thin.oqs_v) < 100
+    k = thin.oqs_stride
+    assert thin.oqs_v == full.oqs_v[k - 1::k][:len(thin.oqs_v)]
+    assert thin.oqs_t == full.oqs_t[k - 1::k][:len(thin.oqs_t)]
+    assert len(full.oqs_v) - k < k * len(thin.oqs_v) <= len(full.oqs_v)
+    assert m_thin["oqs_max_bytes"] == m_full["oqs_max_bytes"] > 0
+    assert m_thin["oqs_mean_bytes"] == pytest.approx(m_full["oqs_mean_bytes"], rel=1e-12)
+    assert m_thin["download_time_s"] == m_full["download_time_s"]

@@ -3,7 +3,9 @@ run, each SIGKILLed at seeded random instants and started again. Between
 kills, every file under a final name is complete (a reader sees the old file
 or nothing, never half of one); after the last restart the outputs equal an
 uninterrupted run's. The default suite kills each job once, at a seeded
-instant; ``FALCON_KILLS=5`` kills it five times before letting it finish.
+instant; the slow run (``make test-all``) kills it five times before letting
+it finish, and requires at least four of the five to hit the running job
+(``FALCON_KILLS=N`` sets the default suite's count).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 KILLS = int(os.environ.get("FALCON_KILLS", "1"))
+#: kills per job: the default suite's, and 5 in the slow run
+KILL_COUNTS = [pytest.param(KILLS, id=f"{KILLS}kill"), pytest.param(5, id="5kills", marks=pytest.mark.slow)]
 
 BANK = ["experiment=build_bank", "bank=quick", "bank.grid.n_paths=1", "bank.hidden=[8,8,8]",
         "bank.reptile.meta_iterations=6", "bank.reptile.decisions_per_task=24", "bank.reptile.inner_steps=2",
@@ -81,21 +85,27 @@ def complete_files(root: Path) -> None:
                 assert len(z.files) > 0, f
 
 
-def killed_then_finished(args: list[str], cwd: Path, reference_s: float, seed: int) -> int:
-    """Kill the job KILLS times at seeded instants, checking the files after each
+def killed_then_finished(args: list[str], cwd: Path, reference_s: float, seed: int, kills: int) -> int:
+    """Kill the job ``kills`` times at seeded instants, checking the files after each
     kill, then let it finish; the number of kills that hit a running job."""
     rng = np.random.default_rng(seed)
     hits = 0
-    for _ in range(KILLS):
+    for _ in range(kills):
         hits += run_and_kill(args, cwd, float(rng.uniform(0.3, 0.9)) * reference_s)
         complete_files(cwd)
     run(args, cwd)
     complete_files(cwd)
-    print(f"{hits} of {KILLS} kills hit the running job", file=sys.stderr)   # shown with pytest -s
+    print(f"{hits} of {kills} kills hit the running job", file=sys.stderr)   # shown with pytest -s
     return hits
 
 
-def test_a_killed_bank_build_resumes_to_the_same_bank(tmp_path):
+def enough_hits(hits: int, kills: int) -> bool:
+    """One kill must hit; of several, all but one (a seeded instant can fall after a fast finish)."""
+    return hits >= max(1, kills - 1)
+
+
+@pytest.mark.parametrize("kills", KILL_COUNTS)
+def test_a_killed_bank_build_resumes_to_the_same_bank(tmp_path, kills):
     from metalearning.bank import MetaModelBank
 
     ref = tmp_path / "ref"
@@ -103,22 +113,23 @@ def test_a_killed_bank_build_resumes_to_the_same_bank(tmp_path):
     t_ref = run([*BANK, f"bank.path={ref / 'bank.h5'}"], ref)
     work = tmp_path / "work"
     work.mkdir()
-    hits = killed_then_finished([*BANK, f"bank.path={work / 'bank.h5'}"], work, t_ref, seed=1)
-    assert hits >= 1
+    hits = killed_then_finished([*BANK, f"bank.path={work / 'bank.h5'}"], work, t_ref, seed=1, kills=kills)
+    assert enough_hits(hits, kills)
     a, b = MetaModelBank.read(ref / "bank.h5"), MetaModelBank.read(work / "bank.h5")
     assert np.array_equal(a.params, b.params)
     assert not (work / "bank.h5.partial").exists()      # checkpoints removed once the bank is written
 
 
+@pytest.mark.parametrize("kills", KILL_COUNTS)
 @pytest.mark.parametrize("job, args", [("train", TRAIN), ("learnability", LEARNABILITY)])
-def test_a_killed_job_restarted_gives_the_same_output(tmp_path, job, args):
+def test_a_killed_job_restarted_gives_the_same_output(tmp_path, job, args, kills):
     ref = tmp_path / "ref"
     ref.mkdir()
     t_ref = run([*args, "output=out"], ref)
     work = tmp_path / "work"
     work.mkdir()
-    hits = killed_then_finished([*args, "output=out"], work, t_ref, seed=2)
-    assert hits >= 1
+    hits = killed_then_finished([*args, "output=out"], work, t_ref, seed=2, kills=kills)
+    assert enough_hits(hits, kills)
     name = "learnability.json" if job == "learnability" else "summary.json"
     a, b = json.loads((ref / "out" / name).read_text()), json.loads((work / "out" / name).read_text())
     assert without_timings(a["results"]) == without_timings(b["results"])

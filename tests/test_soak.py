@@ -5,9 +5,9 @@ with a documented bound keeps to it: DQN-On's replay memory, FALCON's
 replay, event log, offline-update buffers, estimation rings and change
 detectors, and the emulator's event heap and acknowledged-frame set.
 
-The per-packet OQS series (``Connection.oqs_t`` / ``oqs_v``) is the
-episode's output and grows with it by design (16 bytes of list slots per
-data packet); the soak turns it off, as a long-running user would.
+The per-packet OQS series (``Connection.oqs_t`` / ``oqs_v``) stays on: it
+is thinned at ``oqs_cap`` samples (``envs.receiver.Receiver._record_oqs``);
+the soak sets a small cap so that the thinning happens several times.
 
 Default suite: 30 000 decisions per learner; ``slow`` run (``make test-all``): 1 000 000.
 """
@@ -22,6 +22,7 @@ import pytest
 from envs.apps import make_app
 from envs.scenario import Emulation, random_condition_schedule
 
+OQS_CAP = 4096                  # OQS samples kept (the default, 2**18, is reached only by the slow run)
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -44,7 +45,7 @@ def soak(sched, decisions: int, seed: int = 0):
     """Drive one endless bulk download until ``decisions``; (decisions, RSS) samples and the connection."""
     emu = Emulation(seed)
     conn = emu.connect(long_scenario(seed), sched)
-    conn.record_oqs = False
+    conn.oqs_cap = OQS_CAP
     app = make_app({"kind": "bulk", "size_bytes": 10**13}, 0.01)
     sched.reset(conn)
     app.start(conn)
@@ -69,6 +70,7 @@ def check_flat(samples, decisions: int, conn, heap: int) -> None:
     assert peak <= warm * 1.10 + 8.0, f"memory grew from {warm:.1f} to {peak:.1f} MiB"
     assert heap < 1000, heap                        # events in the heap: per packet in flight, not per packet sent
     assert len(conn.acked_frames) < 70_000          # pruned (envs.transport.Connection._prune_acked)
+    assert len(conn.oqs_v) < OQS_CAP and conn.oqs_stride >= 4    # thinned, several times
 
 
 def dqn_on():

@@ -2,22 +2,19 @@
 load or fail with one documented error, :class:`envs.errors.TraceError`, never
 anything else (no IndexError, no numpy warning turned error, no hang).
 
-The default suite runs 3 x 800 = 2 400 generated inputs, seeded;
-``FALCON_FUZZ_EXAMPLES=8000`` runs 24 000.
+The default suite runs 3 x 800 = 2 400 generated inputs, seeded; the slow
+run 10x (``tests/fuzz_scale.py``; ``FALCON_FUZZ_EXAMPLES`` scales both).
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from fuzz_scale import SCALES, examples
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from envs.errors import TraceError
 from envs.traces import TRACE_FORMATS, PathTrace, load_trace
-
-EXAMPLES = int(os.environ.get("FALCON_FUZZ_EXAMPLES", "800"))
 
 #: tokens that look like the real formats, so generated files reach deep into the parsers
 TOKENS = ["0", "1", "12", "-3", "0.5", "1e3", "1e400", "nan", "inf", "-", "", "x", "5.59", "Mbits/sec",
@@ -94,13 +91,14 @@ def check_one(tmp_path, case) -> None:
     assert isinstance(tr, PathTrace) and tr.capacity.mean_rate > 0
 
 
+@pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("part", range(3))
-def test_generated_trace_files_load_or_raise_trace_error(tmp_path_factory, part):
+def test_generated_trace_files_load_or_raise_trace_error(tmp_path_factory, part, scale):
     """3 x 800 generated files in the default suite (2 400 inputs)."""
     tmp_path = tmp_path_factory.mktemp(f"fuzz{part}")
 
-    @seed(20261124 + part)            # reproducible, and a different stream per part
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @seed(20261124 + part + 100 * scale)    # reproducible, and a different stream per part and scale
+    @settings(max_examples=examples(1.0, scale), deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(case=trace_file())
     def run(case):
         check_one(tmp_path, case)

@@ -24,7 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from baselines.dqn.conditions import CONDITION_FIELDS, path_conditions
-from baselines.dqn.files import ExperienceFileError, atomic_path, write_header
+from baselines.dqn.files import (
+    ExperienceFileError,
+    atomic_path,
+    dataset_options,
+    hdf5_error_line,
+    integer_attribute,
+    open_hdf5_for_writing,
+    write_header,
+)
 from envs.mdp import (
     ALL_REWARDS,
     FEATURES,
@@ -157,7 +165,7 @@ def write_experience(path, exp: Experience) -> Path:
 
     path = Path(path)
     with atomic_path(path) as tmp:
-        with h5py.File(tmp, "w") as f:
+        with open_hdf5_for_writing(tmp) as f:
             write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["n_paths"] = exp.n_paths
             f.attrs["reward"] = exp.reward
@@ -168,18 +176,15 @@ def write_experience(path, exp: Experience) -> Path:
             f.attrs["obs_high"] = OBS_HIGH
             t = f.create_group("transitions")
             kw = {"compression": "gzip", "compression_opts": 4} if len(exp) > 1024 else {}
-            t.create_dataset("state", data=exp.state, **kw)
-            t.create_dataset("action", data=exp.action, **kw)
-            t.create_dataset("reward", data=exp.reward_values, **kw)
-            t.create_dataset("next_state", data=exp.next_state, **kw)
-            t.create_dataset("done", data=exp.done.astype(np.uint8), **kw)
-            t.create_dataset("time_s", data=exp.time_s, **kw)
-            t.create_dataset("episode", data=exp.episode, **kw)
+            for name, data in (("state", exp.state), ("action", exp.action), ("reward", exp.reward_values),
+                               ("next_state", exp.next_state), ("done", exp.done.astype(np.uint8)),
+                               ("time_s", exp.time_s), ("episode", exp.episode)):
+                t.create_dataset(name, data=data, **dataset_options(data, **kw))
             e = f.create_group("episodes")
-            e.create_dataset("seed", data=exp.episode_seed)
+            e.create_dataset("seed", data=exp.episode_seed, **dataset_options(exp.episode_seed))
             e.create_dataset("scenario", data=np.array(exp.episode_scenario, dtype=object),
                              dtype=h5py.string_dtype())
-            c = e.create_dataset("conditions", data=exp.conditions)
+            c = e.create_dataset("conditions", data=exp.conditions, **dataset_options(exp.conditions))
             c.attrs["columns"] = list(CONDITION_FIELDS)
             c.attrs["units"] = ["Mbit/s", "ms", "ms", "probability"]
     return path
@@ -203,12 +208,19 @@ def read_experience(path) -> Experience:
             n_paths, reward, data, seeds, scen, conds = _read_log(path, f)
     except ExperienceFileError:
         raise
-    except (KeyError, OSError, ValueError, TypeError) as err:   # damaged content past a readable header
-        raise ExperienceFileError(f"experience log {path}: incomplete or corrupt "
-                                  f"({' '.join(str(err).split())[:200]})") from None
+    except (KeyError, OSError, ValueError, TypeError, RuntimeError, IndexError) as err:
+        # damaged content past a readable header (a failed checksum, a missing dataset)
+        raise ExperienceFileError(f"experience log {path}: incomplete or corrupt ({hdf5_error_line(err)})") from None
     n = len(data["action"])
     n_in = n_inputs(n_paths, reward) if reward in ALL_REWARDS else 4 * n_paths
-    problems = []
+    problems = [f"{k} holds {a.dtype}, expected {'integers' if k in _INTEGER_ARRAYS else 'real numbers'}"
+                for k, a in (*data.items(), ("seed", seeds), ("conditions", conds))
+                if a.dtype.kind not in ("biu" if k in _INTEGER_ARRAYS else "biuf")]
+    if problems:
+        raise ExperienceFileError(f"experience log {path}: {'; '.join(problems)}")
+    for k in ("state", "next_state", "reward", "time_s"):
+        if not np.isfinite(data[k]).all():
+            problems.append(f"{k} holds non-finite values")
     for k in ("state", "next_state"):
         if data[k].shape != (n, n_in):
             problems.append(f"{k} has shape {data[k].shape}, expected ({n}, {n_in})")
@@ -217,9 +229,9 @@ def read_experience(path) -> Experience:
             problems.append(f"{k} has shape {data[k].shape}, expected ({n},)")
     if conds.shape != (len(seeds), n_paths, len(CONDITION_FIELDS)) or len(scen) != len(seeds):
         problems.append("episode table sizes disagree")
-    if n and (data["episode"].min() < 0 or data["episode"].max() >= len(seeds)):
+    if not problems and n and (data["episode"].min() < 0 or data["episode"].max() >= len(seeds)):
         problems.append("episode index out of range")
-    if n and (data["action"].min() < 0 or data["action"].max() >= n_paths):
+    if not problems and n and (data["action"].min() < 0 or data["action"].max() >= n_paths):
         problems.append(f"action out of range for {n_paths} paths")
     if problems:
         raise ExperienceFileError(f"experience log {path}: {'; '.join(problems)}")
@@ -232,6 +244,10 @@ def read_experience(path) -> Experience:
                       conditions=conds.astype(np.float64), attrs={"path": str(path)})
 
 
+#: the arrays of a log that hold integers (the others: real numbers)
+_INTEGER_ARRAYS = ("action", "done", "episode", "seed")
+
+
 def _read_log(path, f):
     """The header checks and arrays of an open experience log (raises on damage)."""
     fmt = f.attrs.get("format")
@@ -240,11 +256,11 @@ def _read_log(path, f):
     if fmt != FORMAT:
         raise ExperienceFileError(f"experience log {path}: not a FALCON experience log "
                                   f"(format attribute {fmt!r}, expected {FORMAT!r})")
-    version = int(f.attrs.get("format_version", -1))
+    version = integer_attribute(f.attrs.get("format_version", -1), "format_version")
     if version > FORMAT_VERSION:
         raise ExperienceFileError(f"experience log {path}: format version {version} is newer than "
                                   f"this reader's ({FORMAT_VERSION})")
-    n_paths = int(f.attrs["n_paths"])
+    n_paths = integer_attribute(f.attrs["n_paths"], "n_paths")
     reward = str(f.attrs["reward"])
     t, e = f["transitions"], f["episodes"]
     data = {k: t[k][()] for k in ("state", "action", "reward", "next_state", "done", "time_s", "episode")}

@@ -39,7 +39,16 @@ from pathlib import Path
 
 import numpy as np
 
-from baselines.dqn.files import ModelFileError, atomic_path, framework_version, write_header
+from baselines.dqn.files import (
+    ModelFileError,
+    atomic_path,
+    dataset_options,
+    framework_version,
+    hdf5_error_line,
+    integer_attribute,
+    open_hdf5_for_writing,
+    write_header,
+)
 from baselines.dqn.network import ACTIVATIONS, QNetSpec
 from envs.mdp import (
     FEATURES,
@@ -109,7 +118,6 @@ def _str(v) -> str:
 # ------------------------------------------------------------------ HDF5
 def write_hdf5(path, records: list[ModelRecord], file_attrs: dict | None = None) -> Path:
     """Write models to one HDF5 file (layout: module docstring), atomically."""
-    import h5py
 
     if not records:
         raise ModelFileError("no model to write")
@@ -118,7 +126,7 @@ def write_hdf5(path, records: list[ModelRecord], file_attrs: dict | None = None)
         raise ModelFileError(f"duplicate model names in {names}")
     path = Path(path)
     with atomic_path(path) as tmp:
-        with h5py.File(tmp, "w") as f:
+        with open_hdf5_for_writing(tmp) as f:
             write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["n_models"] = len(records)
             f.attrs["model_names"] = names
@@ -141,13 +149,16 @@ def write_hdf5(path, records: list[ModelRecord], file_attrs: dict | None = None)
                     g.attrs[k] = _attr_value(v)
                 for i, ln in enumerate(layer_names):
                     lg = g.create_group(ln)
-                    lg.create_dataset("kernel", data=np.asarray(rec.weights[2 * i], np.float32))
-                    lg.create_dataset("bias", data=np.asarray(rec.weights[2 * i + 1], np.float32))
+                    kernel = np.asarray(rec.weights[2 * i], np.float32)
+                    bias = np.asarray(rec.weights[2 * i + 1], np.float32)
+                    lg.create_dataset("kernel", data=kernel, **dataset_options(kernel))
+                    lg.create_dataset("bias", data=bias, **dataset_options(bias))
                     lg.attrs["activation"] = spec.activations[i]
                     lg.attrs["units"] = spec.layer_sizes[i][1]
                 ng = g.create_group("normalisation")
-                ng.create_dataset("offset", data=spec.offset_array())
-                ng.create_dataset("scale", data=spec.scale_array())
+                offset, scale = spec.offset_array(), spec.scale_array()
+                ng.create_dataset("offset", data=offset, **dataset_options(offset))
+                ng.create_dataset("scale", data=scale, **dataset_options(scale))
                 ng.attrs["formula"] = NORMALISATION_FORMULA
                 ng.attrs["rtt_scale_s"] = RTT_SCALE_S
                 ng.attrs["rate_scale_pkts"] = RATE_SCALE_PKTS
@@ -174,7 +185,10 @@ def _check_header(f, path) -> None:
     if fmt != FORMAT:
         raise ModelFileError(f"model file {path}: not a FALCON Q-network file (format attribute "
                              f"{fmt!r}, expected {FORMAT!r})")
-    version = int(f.attrs.get("format_version", -1))
+    try:
+        version = integer_attribute(f.attrs.get("format_version", -1), "format_version")
+    except ValueError as e:
+        raise ModelFileError(f"model file {path}: {e}") from None
     if version < 1 or version > FORMAT_VERSION:
         raise ModelFileError(f"model file {path}: format version {version} is not supported "
                              f"(this reader: {FORMAT_VERSION})")
@@ -186,12 +200,14 @@ def _read_model(g, name: str, path) -> ModelRecord:
     where = f"model file {path}, model {name!r}"
     all_attrs = dict(g.attrs.items())     # one pass over the attributes (h5py: ~0.1 ms per access)
     try:
-        n_in = int(all_attrs["input_size"])
-        n_out = int(all_attrs["output_size"])
+        n_in = integer_attribute(all_attrs["input_size"], "input_size")
+        n_out = integer_attribute(all_attrs["output_size"], "output_size")
         order = [_str(x) for x in all_attrs["layer_order"]]
         acts = [_str(x) for x in all_attrs["activations"]]
     except KeyError as e:
         raise ModelFileError(f"{where}: missing attribute {e}") from None
+    except (ValueError, TypeError) as e:
+        raise ModelFileError(f"{where}: {e}") from None
     if len(order) != len(acts) or not order:
         raise ModelFileError(f"{where}: {len(order)} layers but {len(acts)} activations")
     weights = []
@@ -206,6 +222,8 @@ def _read_model(g, name: str, path) -> ModelRecord:
             b = bd[()]
         except OSError as e:
             raise ModelFileError(f"{where}: layer {ln!r} is unreadable ({str(e).splitlines()[0]})") from None
+        if w.dtype.kind != "f" or b.dtype.kind != "f":
+            raise ModelFileError(f"{where}: layer {ln!r} holds {w.dtype} / {b.dtype}, expected floating point")
         if w.ndim != 2 or b.ndim != 1 or w.shape[0] != prev or w.shape[1] != b.shape[0]:
             raise ModelFileError(f"{where}: layer {ln!r} has kernel {w.shape} and bias {b.shape}, which "
                                  f"do not chain from input size {prev}")
@@ -243,7 +261,19 @@ def _read_model(g, name: str, path) -> ModelRecord:
 
 
 def read_hdf5(path, names: list[str] | None = None) -> list[ModelRecord]:
-    """Read (and validate) the models of an HDF5 model file, in file order."""
+    """Read (and validate) the models of an HDF5 model file, in file order;
+    a damaged file raises a one-line :class:`ModelFileError`."""
+    try:
+        return _read_models(path, names)
+    except ModelFileError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError, IndexError) as e:
+        # h5py's own errors on damaged structure (a failed checksum, a bad
+        # heap pointer, a wrong dtype where a number belongs)
+        raise ModelFileError(f"model file {path}: damaged or incomplete ({hdf5_error_line(e)})") from None
+
+
+def _read_models(path, names: list[str] | None) -> list[ModelRecord]:
     with _open_h5(path) as f:
         _check_header(f, path)
         stored = [_str(x) for x in f.attrs.get("model_names", list(f["models"].keys()))]

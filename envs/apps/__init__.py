@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping
 
 from envs.apps.bulk import BulkApp
@@ -29,6 +30,9 @@ def normalise_app(cfg) -> dict:
     a.update(copy.deepcopy(dict(cfg)))
     if a["kind"] not in APP_KINDS:
         raise ConfigError(f"app.kind: unknown app {a['kind']!r}; choose one of {list(APP_KINDS)}")
+    for key in ("page", "trace"):
+        if a[key] is not None and not isinstance(a[key], str | os.PathLike):
+            raise ConfigError(f"app.{key}: expected a name or a file path, got {a[key]!r}")
     if a["kind"] == "bulk":
         try:
             a["size_bytes"] = int(a["size_bytes"])

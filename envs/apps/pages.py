@@ -287,15 +287,28 @@ def har_objects(har_path: str | os.PathLike, page_index: int | None = 0) -> list
 
     Kept: http(s) URLs with status 200 and a body > 0 bytes, first occurrence
     of each URL. Returns dicts with url, size (bytes), mime, kind, referer.
+    A file that is not such a HAR raises a one-line ConfigError.
     """
+    if page_index is not None and (isinstance(page_index, bool) or not isinstance(page_index, int)
+                                   or page_index < 0):
+        raise ConfigError(f"page {har_path}: page_index must be an integer >= 0 or None, got {page_index!r}")
     try:
-        log = json.loads(Path(har_path).read_text(encoding="utf-8"))["log"]
-        entries = log["entries"]
-        if page_index is not None and log.get("pages"):
-            pid = log["pages"][page_index]["id"]
-            entries = [e for e in entries if e.get("pageref") == pid]
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
-        raise ConfigError(f"page {har_path}: not a usable HAR file ({e!r})") from None
+        return _har_objects(har_path, page_index)
+    except ConfigError:
+        raise
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError, AttributeError,
+            OverflowError) as e:
+        raise ConfigError(f"page {har_path}: not a usable HAR file ({' '.join(repr(e).split())[:200]})") from None
+
+
+def _har_objects(har_path, page_index: int | None) -> list[dict]:
+    log = json.loads(Path(har_path).read_text(encoding="utf-8"))["log"]
+    entries = log["entries"]
+    if not isinstance(entries, list):
+        raise TypeError(f"log.entries is {type(entries).__name__}, not a list")
+    if page_index is not None and log.get("pages"):
+        pid = log["pages"][page_index]["id"]
+        entries = [e for e in entries if isinstance(e, dict) and e.get("pageref") == pid]
     out, seen = [], set()
     for e in entries:
         url = urldefrag(e["request"]["url"])[0]
@@ -353,6 +366,18 @@ def page_from_har(
 
 
 def wprof_tree(json_path: str | os.PathLike) -> list[dict]:
+    """:func:`_wprof_tree`; a file that is not a usable WProf graph raises a one-line ConfigError."""
+    try:
+        return _wprof_tree(json_path)
+    except ConfigError:
+        raise
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError, AttributeError,
+            RecursionError) as e:
+        raise ConfigError(f"page {json_path}: not a usable WProf graph "
+                          f"({' '.join(repr(e).split())[:200]})") from None
+
+
+def _wprof_tree(json_path) -> list[dict]:
     """Dependency tree of a WProf graph, ordered by depth (parent index < child index).
 
     The parent of an object is the object whose activity triggers its
@@ -362,17 +387,14 @@ def wprof_tree(json_path: str | os.PathLike) -> list[dict]:
     cannot be issued before it completes. Returns dicts with wprof id, url,
     mime, kind and parent (index into the list).
     """
-    try:
-        g = json.loads(Path(json_path).read_text(encoding="utf-8"))
-        objs, deps, start = g["objs"], g["deps"], g["start_activity"]
-        owner = {}
-        for k, o in enumerate(objs):
-            owner[o["download"]["id"]] = k
-            for c in o.get("comps", []):
-                owner[c["id"]] = k
-        end = {c["id"]: c.get("e_time", 0.0) for o in objs for c in o.get("comps", [])}
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ConfigError(f"page {json_path}: not a usable WProf graph ({e!r})") from None
+    g = json.loads(Path(json_path).read_text(encoding="utf-8"))
+    objs, deps, start = g["objs"], g["deps"], g["start_activity"]
+    owner = {}
+    for k, o in enumerate(objs):
+        owner[o["download"]["id"]] = k
+        for c in o.get("comps", []):
+            owner[c["id"]] = k
+    end = {c["id"]: c.get("e_time", 0.0) for o in objs for c in o.get("comps", [])}
     root = owner.get(start)
     if root is None:
         raise ConfigError(f"page {json_path}: start_activity {start!r} is not a download")

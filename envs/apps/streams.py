@@ -9,6 +9,8 @@ last byte is delivered in order minus its release time.
 from __future__ import annotations
 
 import csv
+import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from envs.apps.base import App
@@ -23,24 +25,43 @@ def load_stream_trace(path) -> list[dict]:
     path = given if given.is_file() or given.is_absolute() else data_dir() / given
     if not path.is_file():
         raise ConfigError(f"stream trace {given}: file not found (also looked under {data_dir()})")
-    rows = []
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames is None or not {"release_s", "size_bytes"} <= set(reader.fieldnames):
-            raise ConfigError(f"stream trace {path}: header must have release_s,size_bytes[,priority]")
-        for i, row in enumerate(reader, start=2):
-            try:
-                rel = float(row["release_s"])
-                size = int(float(row["size_bytes"]))
-                prio = int(float(row.get("priority") or 0))
-            except (TypeError, ValueError):
-                raise ConfigError(f"stream trace {path}:{i}: non-numeric value") from None
-            if rel < 0 or size <= 0:
-                raise ConfigError(f"stream trace {path}:{i}: release_s must be >= 0 and size_bytes > 0")
-            rows.append({"release_s": rel, "size_bytes": size, "priority": prio})
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = _stream_rows(path, csv.DictReader(fh))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise ConfigError(f"stream trace {path}: not a readable CSV text file ({e})") from None
     if not rows:
         raise ConfigError(f"stream trace {path}: no streams")
     return rows
+
+
+def _stream_rows(path, reader) -> list[dict]:
+    if reader.fieldnames is None or not {"release_s", "size_bytes"} <= set(reader.fieldnames):
+        raise ConfigError(f"stream trace {path}: header must have release_s,size_bytes[,priority]")
+    rows = []
+    for i, row in enumerate(reader, start=2):
+        rows.append(stream_entry({"release_s": row["release_s"], "size_bytes": row["size_bytes"],
+                                  "priority": row.get("priority") or 0}, f"stream trace {path}:{i}"))
+    return rows
+
+
+def stream_entry(s, where: str) -> dict:
+    """One stream ``{release_s, size_bytes, priority}`` checked: release
+    time [s] finite and >= 0, size [bytes] > 0, integer priority (default 0);
+    numbers may be given as strings (CSV cells). One-line ConfigError."""
+    if not isinstance(s, Mapping):
+        raise ConfigError(f"{where}: a stream is a mapping {{release_s, size_bytes[, priority]}}, got {s!r}")
+    try:
+        rel = float(s["release_s"])
+        size = int(float(s["size_bytes"]))
+        prio = int(float(s.get("priority") or 0))
+    except KeyError as e:
+        raise ConfigError(f"{where}: the stream has no {e}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{where}: a value is missing, not a number or not finite") from None
+    if not (math.isfinite(rel) and rel >= 0) or size <= 0:
+        raise ConfigError(f"{where}: release_s must be finite and >= 0, size_bytes > 0")
+    return {"release_s": rel, "size_bytes": size, "priority": prio}
 
 
 class StreamsApp(App):
@@ -48,10 +69,9 @@ class StreamsApp(App):
 
     def __init__(self, streams: list[dict]):
         super().__init__()
-        if not streams:
-            raise ConfigError("streams app: no streams given")
-        self.streams = sorted(({"release_s": float(s["release_s"]), "size_bytes": int(s["size_bytes"]),
-                                "priority": int(s.get("priority", 0))} for s in streams),
+        if not isinstance(streams, list | tuple) or not streams:
+            raise ConfigError(f"streams app: expected a non-empty list of streams, got {streams!r}")
+        self.streams = sorted((stream_entry(s, f"streams app, stream {k}") for k, s in enumerate(streams)),
                               key=lambda s: s["release_s"])
         self.complete = [-1.0] * len(self.streams)
         self._left = len(self.streams)
