@@ -29,6 +29,8 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
         "packets_sent": float(sum(p.packets_sent for p in conn.paths)),
         "packets_lost": float(sum(p.packets_lost for p in conn.paths)),
         "events": float(conn.sim.events_processed),
+        # from the client's connection start (setup included) to the first data byte
+        "time_to_first_byte_s": conn.first_byte_time - start if conn.first_byte_time >= 0 else math.nan,
     }
     if conn.oqs_v:
         v = np.asarray(conn.oqs_v, dtype=np.float64)

@@ -23,7 +23,7 @@ class PathSender:
                  "time_of_last_ack_eliciting", "timer_deadline", "timer_pending_at",
                  "packets_sent", "packets_acked", "packets_lost", "bytes_sent",
                  "payload_bytes_acked", "retransmissions", "max_ack_delay", "pto_base",
-                 "cc_on_sent", "ack_delay")
+                 "cc_on_sent", "ack_delay", "is_open", "open_time")
 
     def __init__(self, index: int, path, cc: CongestionController, mss: int, payload: int,
                  max_ack_delay: float):
@@ -59,6 +59,10 @@ class PathSender:
         #: path, capped at max_ack_delay (RFC 9002 §5.3); set before the
         #: frame's per-packet feedback, so :meth:`rtt_sample` can use it
         self.ack_delay = 0.0
+        #: False until the path is validated after the connection setup
+        #: (envs.setup): a closed path has no window room
+        self.is_open = True
+        self.open_time = 0.0                  # when it may carry data [s] (envs.setup.establish)
         self.pto_base = self.srtt + 4 * self.rttvar + max_ack_delay
         # skip the per-packet call for controllers that do not override it
         overridden = type(cc).on_packet_sent is not CongestionController.on_packet_sent
@@ -79,7 +83,7 @@ class PathSender:
 
     @property
     def has_room(self) -> bool:
-        return self.bytes_in_flight + self.mss <= self.cc.cwnd
+        return self.is_open and self.bytes_in_flight + self.mss <= self.cc.cwnd
 
     @property
     def packets_in_flight(self) -> int:

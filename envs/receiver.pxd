@@ -13,7 +13,7 @@ cdef class Receiver:
     cdef public list rx_paths, paths, oqs_t, oqs_v
     cdef public dict recv_streams, send_streams
     cdef public long long oqs_cap, oqs_stride, oqs_seen, oqs_peak
-    cdef public double oqs_sum
+    cdef public double oqs_sum, first_byte_time
     cdef public long long oqs, delivered, ack_every, ack_size, fc_window, fc_max_window, _rx_max_data, _epoch_start_offset
     cdef public double max_ack_delay, _epoch_start_time
     cdef public bint record_oqs, fc_autotune

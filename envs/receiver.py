@@ -40,6 +40,8 @@ class Receiver:
     def _data_arrival(self, arg) -> None:
         pidx, pn, sid, off, length, return_delay = arg
         now = self.sim.now
+        if self.first_byte_time < 0.0:
+            self.first_byte_time = now
         rp = self.rx_paths[pidx]
         rp.pending.append(pn)
         rp.count += 1

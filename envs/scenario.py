@@ -21,6 +21,7 @@ from envs.cc import make_cc
 from envs.cc.base import CouplingGroup
 from envs.errors import ConfigError, FalconInputError
 from envs.link import DelayModel, Link, LossModel, Path, PathState, ScheduledPath
+from envs.setup import SETUP_DEFAULTS, normalise_setup
 from envs.sim import Simulator
 from envs.traces.base import CapacityTrace, PathTrace
 from envs.transport import Connection
@@ -42,6 +43,7 @@ SCENARIO_DEFAULTS: dict = {
     "ack": {"every": 2, "max_delay_ms": 25.0, "size_bytes": 50},
     "flow_control": {"initial_window_bytes": 786432, "max_window_bytes": 15728640, "autotune": True},
     "cc": "olia",
+    "setup": dict(SETUP_DEFAULTS),
     "paths": [],
 }
 
@@ -295,6 +297,7 @@ def normalise_scenario(cfg) -> dict:
         if not isinstance(s[key], dict):
             raise ConfigError(f"scenario.{key}: expected a mapping of {sorted(SCENARIO_DEFAULTS[key])}, "
                               f"got {s[key]!r}")
+    s["setup"] = normalise_setup(s["setup"])
     s["ack"]["every"] = int(_number(s["ack"]["every"], "scenario.ack.every", 1))
     s["ack"]["max_delay_ms"] = _number(s["ack"]["max_delay_ms"], "scenario.ack.max_delay_ms", 0.0)
     fc = s["flow_control"]
@@ -465,6 +468,7 @@ class Emulation:
             fc_initial_window=s["flow_control"]["initial_window_bytes"],
             fc_max_window=s["flow_control"]["max_window_bytes"],
             fc_autotune=bool(s["flow_control"]["autotune"]),
+            setup=s["setup"],
             name=name or f"conn{len(self.connections)}")
         self.connections.append(conn)
         return conn

@@ -25,7 +25,9 @@ treat it as read-only. Its documented read-only surface is:
     ``srtt``/``rttvar``/``min_rtt``/``latest_rtt`` [s] (``srtt`` is the
     RFC 9002 initial 0.333 s guess until ``has_rtt_sample``),
     ``min_srtt``/``max_srtt`` [s] (extremes of srtt seen so far),
-    ``has_rtt_sample``, ``has_room`` (bytes_in_flight + mss <= cwnd),
+    ``has_rtt_sample``, ``is_open`` (False until the path is validated after
+    the connection setup, ``envs/setup.py``), ``has_room`` (open, and
+    bytes_in_flight + mss <= cwnd),
     ``packets_sent``, ``packets_acked``, ``packets_lost``, ``bytes_sent``,
     ``retransmissions``, ``mss`` [bytes on the wire], ``payload`` [bytes],
     ``ack_delay`` [s] (reported by the latest ACK frame, RFC 9002 §5.3),
@@ -127,6 +129,6 @@ class FirstWithRoom(Scheduler):
 
     def decide(self, view):
         for p in view.paths:
-            if p.bytes_in_flight + p.mss <= p.cc.cwnd:
+            if p.is_open and p.bytes_in_flight + p.mss <= p.cc.cwnd:
                 return p.index
         return None

@@ -13,6 +13,7 @@ cdef class Connection(Receiver):
     cdef public long long retransmit_bytes, fc_consumed, bytes_acked, _pending_new, max_data
     cdef public bint _reask_pending, feedback, finished
     cdef public double start_time
+    cdef public dict setup
     cdef public Py_ssize_t _prune_at
 
     cpdef bint _has_data(self)

@@ -21,14 +21,14 @@ from heapq import heappush
 from envs.path_sender import K_GRANULARITY, PathSender
 from envs.receiver import Receiver, RecvPathState
 from envs.scheduler import Scheduler
+from envs.setup import SETUP_NONE
 from envs.streams import RecvStream, SendStream
 
 K_PACKET_THRESHOLD = 3          # RFC 9002 kPacketThreshold
 K_TIME_THRESHOLD = 9.0 / 8.0    # RFC 9002 kTimeThreshold
 REASK_DELAY = 0.001             # s; see Connection._maybe_reask
 ACKED_PRUNE_MIN = 65536         # acked frames remembered before the first prune (Connection._prune_acked)
-OQS_SERIES_CAP = 2**18          # OQS samples kept before thinning (Receiver._record_oqs): ~8 MB of list slots and
-#                                 values, far above an episode's packets (the 20 MB download: ~15 000)
+OQS_SERIES_CAP = 2**18          # OQS samples kept (Receiver._record_oqs); an episode sends far fewer packets
 INF = math.inf
 
 
@@ -48,7 +48,7 @@ class Connection(Receiver):
     def __init__(self, sim, paths, ccs, scheduler: Scheduler, *, packet_size=1350,
                  header_bytes=60, ack_every=2, max_ack_delay=0.025, ack_size=50,
                  fc_initial_window=786432, fc_max_window=15728640, fc_autotune=True,
-                 record_oqs=True, oqs_series_cap=OQS_SERIES_CAP, name="conn"):
+                 record_oqs=True, oqs_series_cap=OQS_SERIES_CAP, setup=None, name="conn"):
         self.sim = sim
         self.name = name
         self.scheduler = scheduler
@@ -89,9 +89,7 @@ class Connection(Receiver):
         self.record_oqs = record_oqs
         self.oqs_t: list[float] = []              # the kept samples (envs.receiver.Receiver._record_oqs)
         self.oqs_v: list[int] = []
-        if int(oqs_series_cap) < 2:
-            raise ValueError(f"oqs_series_cap must be >= 2, got {oqs_series_cap!r}")
-        self.oqs_cap = int(oqs_series_cap)
+        self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1
         self.oqs_seen = 0
         self.oqs_sum = 0.0
@@ -101,6 +99,9 @@ class Connection(Receiver):
         self.feedback = scheduler.wants_packet_feedback
         self.start_time = sim.now
         self.finished = False
+        #: the connection setup (envs.setup; a normalised ``setup:`` block); None: none
+        self.setup = dict(SETUP_NONE) if setup is None else dict(setup)
+        self.first_byte_time = -1.0               # first data byte at the client [s]; -1: none yet
 
     # ----------------------------------------------------------- views
     @property
@@ -129,6 +130,11 @@ class Connection(Receiver):
     def _reask_at(self, _arg) -> None:
         if not self.finished:
             self.try_send()
+
+    def _on_path_open(self, index) -> None:
+        """Event: path ``index`` is validated and may carry data (envs.setup.establish)."""
+        self.paths[index].is_open = True
+        self.try_send()
 
     def open_stream(self, stream_id: int, size: int, weight: float = 1.0, priority: int = 0,
                     send: bool = True) -> None:
@@ -167,7 +173,7 @@ class Connection(Receiver):
             blocked = self._blocked
             if blocked is not None:
                 ps = paths[blocked[0]]
-                if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
+                if not ps.is_open or ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
                     return
                 self._blocked = None
                 if not self._has_data():
@@ -178,7 +184,7 @@ class Connection(Receiver):
                                   (self.max_data <= self.fc_consumed and not self._has_holes())):
                 return
             for p in paths:   # a packet can be sent only if some path has room
-                if p.bytes_in_flight + p.mss <= p.cc.cwnd:
+                if p.is_open and p.bytes_in_flight + p.mss <= p.cc.cwnd:
                     break
             else:
                 return
@@ -194,7 +200,7 @@ class Connection(Receiver):
                 ps = paths[d.path]
                 sid = d.stream_id
                 gap = d.gap
-            if ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
+            if not ps.is_open or ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
                 self._blocked = (ps.index, sid, gap)
                 return
             active = self.active

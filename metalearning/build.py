@@ -46,7 +46,7 @@ from metalearning.reptile import ReptileConfig, reptile_cells
 
 #: bumped whenever task collection or the inner loop changes what a build
 #: computes (part of the fingerprint, so an older bank is rebuilt, not reused)
-BUILD_VERSION = 4
+BUILD_VERSION = 5              # 5: the emulator's connection setup (envs/setup.py)
 
 #: keys of a bank build config (``configs/bank/*.yaml``)
 BUILD_KEYS = ("name", "path", "seed", "reward", "generalist", "hidden", "grid", "dqn", "reptile", "chunk_size",

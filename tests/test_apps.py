@@ -40,8 +40,8 @@ def test_web_metrics_report_page_and_object_times():
 
 def test_weighted_round_robin_serves_streams_in_proportion_to_weight():
     """Two streams on one slow path, weights 3 and 1: while both are active the
-    heavier one is sent three times as fast."""
-    s = {"paths": [{"bandwidth_mbps": 5, "rtt_ms": 20}]}
+    heavier one is sent three times as fast (no setup: released at t = 0)."""
+    s = {"paths": [{"bandwidth_mbps": 5, "rtt_ms": 20}], "setup": "none"}
     app = {"kind": "streams", "streams": [{"release_s": 0, "size_bytes": 2_000_000}] * 2}
     emu, conn, _, _ = setup_episode(s, app, make_scheduler("minrtt"), 0)
     emu.sim.run(until=0.0)  # both streams released

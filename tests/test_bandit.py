@@ -313,7 +313,7 @@ def _path(mbps, rtt_ms):
     return {"bandwidth_mbps": mbps, "rtt_ms": rtt_ms, "rtt_std_ms": rtt_ms / 10}
 
 
-HET = {"paths": [_path(50, 10), _path(5, 150)]}
+HET = {"paths": [_path(50, 10), _path(5, 150)], "setup": "none"}   # observed figures: both paths open at t = 0
 BULK2 = {"kind": "bulk", "size_bytes": 2_000_000}
 EVAL_SEEDS = (1, 2, 3, 4, 5, 6, 7)
 
@@ -613,7 +613,8 @@ def swap_scenario(tmp_path):
     fast, slow = (50_000, 5), (5_000, 75)       # kbit/s, one-way ms
     return {"paths": [
         {"trace": trace("a.csv", fast, slow), "rtt_ms": 20, "rtt_std_ms": 2, "buffer_packets": 60},
-        {"trace": trace("b.csv", slow, fast), "rtt_ms": 20, "rtt_std_ms": 2, "buffer_packets": 60}]}
+        {"trace": trace("b.csv", slow, fast), "rtt_ms": 20, "rtt_std_ms": 2, "buffer_packets": 60}],
+        "setup": "none"}   # observed figures: both paths open at t = 0
 
 
 def test_mpeekaboo_with_reset_recovers_faster_after_an_abrupt_change(swap_scenario):

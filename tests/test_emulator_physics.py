@@ -22,9 +22,12 @@ WIRE, PAYLOAD = 1350, 1290
 
 
 def one_path(bw, rtt, loss=0.0, cc="newreno", **kw):
+    """One path; ``setup: none`` unless given: the analytic models of the
+    mechanisms tested here start with the data at the server at t = 0 (the
+    connection setup has its own tests, at the end)."""
     path = {"bandwidth_mbps": bw, "rtt_ms": rtt, "loss": loss, "buffer_packets": 100_000}
     path.update(kw.pop("path", {}))
-    s = {"paths": [path], "cc": cc, "flow_control": BIG_FC}
+    s = {"paths": [path], "cc": cc, "flow_control": BIG_FC, "setup": "none"}
     s.update(kw)
     return s
 
@@ -161,8 +164,10 @@ def test_slow_start_doubles_the_window_every_rtt():
 
 @pytest.mark.parametrize("bw,rtt", [(100, 40), (20, 60), (500, 30)])
 def test_2mb_download_matches_analytic_time(bw, rtt):
-    """T = k RTT (slow-start rounds below the BDP) + rest / C + RTT/2."""
-    s = one_path(bw, rtt, ack={"every": 1})
+    """T = setup + k RTT (slow-start rounds below the BDP) + rest / C + RTT/2,
+    with the default setup (IETF QUIC: 1 RTT handshake + the request's RTT/2:
+    the bound moved by exactly that when the setup was added)."""
+    s = one_path(bw, rtt, ack={"every": 1}, setup=None)
     r = run_episode(s, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("minrtt"), 0)
     n = math.ceil(2_000_000 / PAYLOAD)
     c = bw * 1e6 / 8
@@ -173,7 +178,7 @@ def test_2mb_download_matches_analytic_time(bw, rtt):
         sent += cwnd
         cwnd *= 2
         rounds += 1
-    analytic = rounds * rtt_s + (n - sent) * WIRE / c + rtt_s / 2
+    analytic = 1.5 * rtt_s + rounds * rtt_s + (n - sent) * WIRE / c + rtt_s / 2
     assert r.metrics["download_time_s"] == pytest.approx(analytic, rel=0.03)
 
 
@@ -373,3 +378,74 @@ def test_oqs_series_is_thinned_to_its_cap_with_exact_mean_and_max():
     assert m_thin["oqs_max_bytes"] == m_full["oqs_max_bytes"] > 0
     assert m_thin["oqs_mean_bytes"] == pytest.approx(m_full["oqs_mean_bytes"], rel=1e-12)
     assert m_thin["download_time_s"] == m_full["download_time_s"]
+
+
+# ------------------------------------------------------------------ connection setup
+@pytest.mark.parametrize("rtt_ms", [10, 40, 200])
+@pytest.mark.parametrize("handshake, rtts", [("quic", 1), ("gquic", 2), ("tcp_tls", 2), ("zero_rtt", 0)])
+def test_setup_costs_the_handshake_and_request_trips_of_the_initial_path(rtt_ms, handshake, rtts):
+    """A 2 MB download over one 5 Mbit/s path: against ``setup: none`` (the
+    data at the server at t = 0), the setup adds the handshake's round trips
+    plus the request's one-way trip, to within one packet time; the first
+    byte arrives one more one-way trip later."""
+    packet_time = WIRE * 8 / 5e6
+    rtt = rtt_ms / 1000
+
+    def run(setup):
+        return run_episode(one_path(5, rtt_ms, setup=setup), {"kind": "bulk", "size_bytes": 2_000_000},
+                           make_scheduler("minrtt"), 0).metrics
+
+    none, with_setup = run("none"), run(handshake)
+    extra = with_setup["download_time_s"] - none["download_time_s"]
+    assert extra == pytest.approx((rtts + 0.5) * rtt, abs=packet_time)
+    assert with_setup["time_to_first_byte_s"] == pytest.approx((rtts + 1) * rtt + packet_time, abs=packet_time)
+    assert none["time_to_first_byte_s"] == pytest.approx(0.5 * rtt + packet_time, abs=packet_time)
+
+
+def test_secondary_path_carries_data_one_rtt_after_the_request():
+    """Path validation: path 1 (100 ms) stays closed until one of its RTTs
+    after the server has the request (1.5 RTTs of the 20 ms path 0 after the
+    start), then carries data; ``path_validation: false`` opens it with path 0."""
+    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}]}
+    t_up, t_open = 0.030, 0.130
+    emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0)
+    emu.sim.run(t_open - 1e-6)
+    p0, p1 = conn.paths
+    assert p0.packets_sent > 0 and not p1.is_open and p1.packets_sent == 0 and not p1.has_room
+    emu.sim.run(t_open + 1e-6)
+    assert p1.is_open and p1.packets_sent > 0
+    emu, conn, app, _ = setup_episode({**sc, "setup": {"path_validation": False}}, {"kind": "bulk", "size_bytes": 10**6},
+                                      make_scheduler("rr"), 0)
+    emu.sim.run(t_up + 1e-6)
+    assert all(p.is_open and p.packets_sent > 0 for p in conn.paths)
+
+
+def test_streams_requested_during_the_setup_open_when_the_connection_is_up():
+    """A stream trace's streams released before the request reached the
+    server open together then; later ones at their release time."""
+    from envs.apps import StreamsApp
+
+    emu = Emulation(0)
+    conn = emu.connect(one_path(20, 40, setup=None), make_scheduler("minrtt"))
+    app = StreamsApp([{"release_s": 0.0, "size_bytes": 5000}, {"release_s": 0.01, "size_bytes": 5000},
+                      {"release_s": 0.2, "size_bytes": 5000}])
+    app.start(conn)
+    emu.sim.run(0.06 - 1e-6)                     # the request arrives at 1.5 x 40 ms
+    assert not conn.send_streams
+    emu.sim.run(0.06 + 1e-6)
+    assert sorted(conn.send_streams) == [0, 1]
+    emu.sim.run(10.0)
+    assert app.done and app.object_release_times() == [0.0, 0.01, 0.2]
+
+
+def test_setup_block_is_validated():
+    from envs.scenario import normalise_scenario
+
+    base = {"paths": [{"bandwidth_mbps": 10}]}
+    assert normalise_scenario(base)["setup"] == {"handshake": "quic", "path_validation": True}
+    assert normalise_scenario({**base, "setup": "none"})["setup"] == {"handshake": "none", "path_validation": False}
+    assert normalise_scenario({**base, "setup": "gquic"})["setup"] == {"handshake": "gquic", "path_validation": True}
+    for bad, msg in (("tls", "handshake: unknown 'tls'"), ({"handshake": "quic", "x": 1}, "unknown key"),
+                     ({"path_validation": "yes"}, "expected true or false"), (3, "expected none, a handshake")):
+        with pytest.raises(ConfigError, match=msg):
+            normalise_scenario({**base, "setup": bad})

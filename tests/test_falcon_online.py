@@ -134,9 +134,10 @@ def test_falcon_selects_even_when_its_policy_leaves_a_path_unused(bank):
     """The prior model (Table I 4G + 5G: equal RTT ranges) sends everything on
     path 1 and, greedy, nothing on path 0: past the window's deadline path 0
     is assumed in the prior's conditions, so FALCON still selects (here the
-    cell whose model moves to the 10 ms path 0)."""
+    cell whose model moves to the 10 ms path 0). No connection setup: with
+    it, path 1 is closed for its first RTT and path 0 gets the packets."""
     s = falcon(bank, detection="never", finetune_steps=0, continual=False, epsilon=0.0, deployed_epsilon=0.0)
-    m = s.run_episode(TWO_PATHS, BULK, seed=3)
+    m = s.run_episode({**TWO_PATHS, "setup": "none"}, BULK, seed=3)
     ev = start_event(s)
     assert ev.action == "adapt" and ev.sources[0] == ("prior", "prior") and ev.sources[1][0] != "prior"
     assert s.bank.grid.range_indices(s.bank.grid.path_cells_of(ev.cell)[0])[1] < \
@@ -221,7 +222,7 @@ def test_detected_change_reselects_a_new_cell(bank):
 # ------------------------------------------------------------------ fine-tuning cost
 class Recording(FalconScheduler):
     def _choose(self, state):
-        self.trace.append((self._view.sim.now, id(self.qnet)))
+        self.trace.append((self._view.sim.now, self.qnet))   # the object: ids of freed networks get reused
         return super()._choose(state)
 
 
@@ -235,9 +236,9 @@ def test_finetuning_costs_emulated_time_while_the_old_policy_acts(bank):
     assert ev.finetune_cost_s == pytest.approx(16 * cost)
     assert ev.deploy_time - ev.finetune_start == pytest.approx(16 * cost, abs=1e-9)
     assert ev.select_time <= ev.finetune_start
-    during = {q for t, q in s.trace if ev.finetune_start <= t < ev.deploy_time}
-    before = {q for t, q in s.trace if t < ev.finetune_start}
-    after = {q for t, q in s.trace if t >= ev.deploy_time}
+    during = {id(q) for t, q in s.trace if ev.finetune_start <= t < ev.deploy_time}
+    before = {id(q) for t, q in s.trace if t < ev.finetune_start}
+    after = {id(q) for t, q in s.trace if t >= ev.deploy_time}
     assert ev.old_policy_decisions > 0 and during and during <= before
     assert after and not (after & before)
     # synchronous learning: deployed at the decision that started the job

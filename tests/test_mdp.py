@@ -64,14 +64,14 @@ def test_completion_action_on_a_full_path_waits_instead_of_committing():
     paper = _FullSecond(reward="packet_rate", epsilon=0.0)
     assert envs.run_episode(SCENARIO, APP, paper, 0).metrics["path0_bytes"] == 0
 
-    class P:  # a path view: full when bytes_in_flight + mss > cwnd
-        def __init__(self, inflight):
-            self.bytes_in_flight, self.mss, self.cwnd = inflight, 1350, 13500
+    class P:  # a path view: full when closed (not yet validated) or bytes_in_flight + mss > cwnd
+        def __init__(self, inflight, is_open=True):
+            self.bytes_in_flight, self.mss, self.cwnd, self.is_open = inflight, 1350, 13500, is_open
 
     class V:
-        paths = [P(0), P(13500)]
+        paths = [P(0), P(13500), P(0, is_open=False)]
 
-    assert mdp.decode_action(V, 0) == 0 and mdp.decode_action(V, 1) is None
+    assert mdp.decode_action(V, 0) == 0 and mdp.decode_action(V, 1) is None and mdp.decode_action(V, 2) is None
 
 
 def test_completion_credit_closes_every_recorded_decision_once():

@@ -30,8 +30,9 @@ REPO = Path(__file__).resolve().parent.parent
 def fluid_like_scenario(rates_mbps, one_way_ms, packet=100):
     """Fixed-rate paths as the fluid model sees them: no jitter, no loss, no
     header bytes (payload rate = link rate), buffers and windows that never
-    limit, one ACK per packet (the pacing horizon is the next ACK)."""
-    return {"name": "fluid_like", "packet_size": packet, "header_bytes": 0,
+    limit, one ACK per packet (the pacing horizon is the next ACK), and no
+    connection setup (the fluid model's streams start at their release)."""
+    return {"name": "fluid_like", "packet_size": packet, "header_bytes": 0, "setup": "none",
             "initial_window_packets": 100_000, "cc": "newreno", "max_duration_s": 30,
             "ack": {"every": 1, "max_delay_ms": 0, "size_bytes": 50},
             "flow_control": {"initial_window_bytes": 10**9, "max_window_bytes": 10**9, "autotune": False},

@@ -81,7 +81,7 @@ class _OnePath:
 
     def decide(self, view):
         p = view.paths[self.index]
-        return self.index if p.bytes_in_flight + p.mss <= p.cwnd else None
+        return self.index if p.has_room else None
 
 
 def behaviour_schedulers(n_paths: int) -> list:

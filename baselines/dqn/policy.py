@@ -304,7 +304,7 @@ class DQNScheduler(Scheduler):
         d = self.behaviour.decide(view)
         if d is not None:
             return d if type(d) is int else d.path
-        full = [p for p in view.paths if p.bytes_in_flight + p.mss > p.cwnd]
+        full = [p for p in view.paths if not p.has_room]
         return min(full, key=lambda p: p.srtt).index if full else 0
 
     def _decide_per_packet(self, view, state):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from envs.setup import establish
+
 
 class App:
     """Base of the applications. Subclasses open streams in :meth:`_begin`
@@ -15,10 +17,21 @@ class App:
         self.done_time = -1.0
 
     def start(self, conn) -> None:
-        """Attach to ``conn`` at the current emulated time and start."""
+        """Attach to ``conn`` at the current emulated time (the client's
+        connection start: what the app's times are measured from), run the
+        connection setup, and open the first streams when the server has
+        the request (:func:`envs.setup.establish`)."""
         self.conn = conn
         conn.app = self
         self.start_time = conn.sim.now
+        t_up = establish(conn)
+        if t_up > self.start_time:
+            conn.sim.schedule(t_up, self._on_request, None)
+        else:
+            self._begin()
+
+    def _on_request(self, _arg) -> None:
+        """Event: the request reached the server."""
         self._begin()
 
     def _begin(self) -> None:

@@ -82,12 +82,14 @@ class StreamsApp(App):
 
     def _begin(self) -> None:
         # streams released at the same instant open in one event, so that the
-        # scheduler's first decision sees all of them
+        # scheduler's first decision sees all of them; those requested before
+        # the connection was up (envs.setup) open now, together
+        now = self.conn.sim.now
         groups: dict[float, list[int]] = {}
         for i, s in enumerate(self.streams):
-            groups.setdefault(s["release_s"], []).append(i)
-        for release, ids in groups.items():
-            self.conn.sim.schedule(self.start_time + release, self._open, ids)
+            groups.setdefault(max(now, self.start_time + s["release_s"]), []).append(i)
+        for at, ids in groups.items():
+            self.conn.sim.schedule(at, self._open, ids)
 
     def _open(self, ids: list[int]) -> None:
         for i in ids:

@@ -1,0 +1,104 @@
+"""Connection setup: the handshake, the request and the opening of the
+secondary paths, before the first byte of a download can leave the server.
+
+A real client measures a download from its connection start. Before the
+server can send, the client runs the protocol's handshake on the initial path
+(path 0), sends its request, and the server receives it; the other paths
+carry data only once they are validated (MP-QUIC PATH_CHALLENGE /
+PATH_RESPONSE, MPTCP MP_JOIN), about one RTT of that path after the
+connection is up. The scenario's ``setup:`` block chooses the protocol
+(``envs/SCHEMA.md``):
+
+==============  ==================================================  =====================
+``handshake``   what it models                                      round trips on path 0
+==============  ==================================================  =====================
+``quic``        IETF QUIC (RFC 9000/9001): 1-RTT handshake, the     1
+                request leaves with the client's Finished
+``gquic``       Google QUIC without a cached server config          2
+                (inchoate CHLO, REJ, full CHLO)
+``tcp_tls``     TCP + TLS 1.3 (MPTCP): SYN/SYN-ACK, then TLS        2
+``zero_rtt``    0-RTT resumption: the request leaves with the       0
+                first flight
+``none``        no setup: the data is at the server at time 0       (today's model before
+                and every path is open (``setup: none``)             the setup existed)
+==============  ==================================================  =====================
+
+Timeline from the connection start ``t0``: ``k`` round trips of path 0
+(each one RTT drawn from the path's delay model at that time, the data
+packets' model), then the request's one-way trip (half an RTT draw); the
+server opens the app's streams when the request arrives (``t_up``). With
+``path_validation: true`` path ``i >= 1`` carries data from ``t_up`` plus
+one RTT draw of path ``i``; with ``false`` from ``t_up``. Handshake packets
+are small: their serialisation time, queueing and loss are not modelled
+(a lost handshake packet would cost a PTO, about a second, in a real stack).
+Units: seconds.
+"""
+
+from __future__ import annotations
+
+from envs.errors import ConfigError
+
+#: handshake name -> round trips of the initial path before the request leaves
+HANDSHAKE_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 2, "zero_rtt": 0, "none": 0}
+SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": True}
+#: ``setup: none``: today's model (no handshake, every path open at once)
+SETUP_NONE: dict = {"handshake": "none", "path_validation": False}
+
+
+def normalise_setup(value) -> dict:
+    """The ``setup:`` block (:mod:`envs.setup`): null = the default (IETF
+    QUIC, paths validated); a handshake name is short for that handshake
+    with validated paths, ``none`` for no setup at all."""
+    if value is None:
+        return dict(SETUP_DEFAULTS)
+    if isinstance(value, str):
+        value = dict(SETUP_NONE) if value == "none" else {"handshake": value, "path_validation": True}
+    if not isinstance(value, dict):
+        raise ConfigError(f"scenario.setup: expected none, a handshake name or a mapping "
+                          f"{{handshake, path_validation}}, got {value!r}")
+    unknown = set(value) - set(SETUP_DEFAULTS)
+    if unknown:
+        raise ConfigError(f"scenario.setup: unknown key(s) {sorted(unknown)}; known: {sorted(SETUP_DEFAULTS)}")
+    out = {**SETUP_DEFAULTS, **value}
+    if not isinstance(out["handshake"], str) or out["handshake"] not in HANDSHAKE_RTTS:
+        raise ConfigError(f"scenario.setup.handshake: unknown {out['handshake']!r}; "
+                          f"choose one of {list(HANDSHAKE_RTTS)}")
+    if not isinstance(out["path_validation"], bool):
+        raise ConfigError(f"scenario.setup.path_validation: expected true or false, got {out['path_validation']!r}")
+    return out
+
+
+def setup_timeline(paths, setup: dict, t0: float) -> tuple[float, list[float]]:
+    """``(t_up, open_times)``: when the server receives the request [s] and
+    when each path may carry data [s], for a connection started at ``t0``.
+    ``paths`` are the link-level paths (``envs.link.Path``: ``delay.sample_rtt``);
+    ``setup: none`` draws nothing from their delay models."""
+    if setup["handshake"] == "none":
+        return t0, [t0] * len(paths)
+    d0 = paths[0].delay
+    t = t0
+    for _ in range(HANDSHAKE_RTTS[setup["handshake"]]):
+        t += d0.sample_rtt(t)
+    t_up = t + 0.5 * d0.sample_rtt(t)          # the request's trip to the server
+    opens = [t_up]
+    for p in paths[1:]:
+        opens.append(t_up + p.delay.sample_rtt(t_up) if setup["path_validation"] else t_up)
+    return t_up, opens
+
+
+def establish(conn) -> float:
+    """Start ``conn``'s setup at the current time: each secondary path is
+    closed (``is_open``) until its validation completes (``open_time``).
+    Returns when the server receives the request [s] (now for ``setup:
+    none``): the app opens its streams then."""
+    now = conn.sim.now
+    t_up, opens = setup_timeline([ps.path for ps in conn.paths], conn.setup, now)
+    for ps, t in zip(conn.paths, opens):
+        ps.open_time = t
+        if t > now and ps.index > 0:
+            ps.is_open = False
+            conn.sim.schedule(t, conn._on_path_open, ps.index)
+    return t_up
+
+
+__all__ = ["HANDSHAKE_RTTS", "SETUP_DEFAULTS", "SETUP_NONE", "establish", "normalise_setup", "setup_timeline"]
