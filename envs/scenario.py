@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -317,6 +318,8 @@ def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:
         return load_trace(resolve_trace_path(spec))
     spec = _plain(spec)
     if "file" in spec:
+        if not isinstance(spec["file"], str | os.PathLike):
+            raise ConfigError(f"trace.file: expected a file path, got {spec['file']!r}")
         opts = {k: v for k, v in spec.items() if k not in ("file", "format") and v is not None}
         return load_trace(resolve_trace_path(spec["file"]), spec.get("format", "auto"), **opts)
     kind = spec.pop("kind", None)

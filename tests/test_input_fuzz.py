@@ -34,7 +34,7 @@ PATH_KEYS = ["link", "name", "bandwidth_mbps", "trace", "synthetic", "trace_star
              "loss_model", "ge", "buffer_packets", "buffer_bytes", "buffer_bdp", "cc", "return_bandwidth_mbps",
              "shared_link", "schedule", "junk"]
 SCENARIO_KEYS = ["name", "packet_size", "header_bytes", "initial_window_packets", "min_window_packets",
-                 "max_duration_s", "ack", "flow_control", "cc", "junk"]
+                 "max_duration_s", "ack", "flow_control", "cc", "setup", "junk"]
 segment = st.dictionaries(st.sampled_from(["at_s", "rtt_ms", "rtt_std_ms", "loss", "bandwidth_mbps", "x"]),
                           st.one_of(SCALARS, st.floats(0, 5)), max_size=4)
 schedule = st.one_of(st.lists(segment, max_size=4),
@@ -50,8 +50,11 @@ path = st.one_of(
                           optional={"loss": st.floats(0, 0.99), "rtt_std_ms": st.floats(0, 300), "schedule": schedule,
                                     "cc": st.sampled_from(["olia", "cubic", "bbr"])}),
     SCALARS)
+setup = st.one_of(st.sampled_from(["none", "quic", "gquic", "tcp_tls", "zero_rtt", "tls"]),
+                  st.dictionaries(st.sampled_from(["handshake", "path_validation", "x"]),
+                                  st.one_of(SCALARS, st.sampled_from(["quic", "zero_rtt"])), max_size=2), SCALARS)
 scenario = st.fixed_dictionaries({"paths": st.one_of(st.lists(path, max_size=3), SCALARS)},
-                                 optional={k: value for k in SCENARIO_KEYS})
+                                 optional={k: setup if k == "setup" else value for k in SCENARIO_KEYS})
 app = st.one_of(st.dictionaries(st.sampled_from(["kind", "size_bytes", "page", "trace", "streams", "x"]),
                                 st.one_of(SCALARS, st.lists(st.dictionaries(
                                     st.sampled_from(["release_s", "size_bytes", "priority"]), SCALARS), max_size=3))),
