@@ -26,7 +26,8 @@ treat it as read-only. Its documented read-only surface is:
     RFC 9002 initial 0.333 s guess until ``has_rtt_sample``),
     ``min_srtt``/``max_srtt`` [s] (extremes of srtt seen so far),
     ``has_rtt_sample``, ``is_open`` (False until the path is validated after
-    the connection setup, ``envs/setup.py``), ``has_room`` (open, and
+    the connection setup, ``envs/setup.py``), ``open_time`` [s] (when it
+    may carry data), ``has_room`` (open, and
     bytes_in_flight + mss <= cwnd),
     ``packets_sent``, ``packets_acked``, ``packets_lost``, ``bytes_sent``,
     ``retransmissions``, ``mss`` [bytes on the wire], ``payload`` [bytes],

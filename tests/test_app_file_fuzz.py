@@ -165,7 +165,6 @@ def test_generated_har_and_wprof_files_convert_or_raise_one_error(tmp_path, scal
             page = _outcome_ok(lambda: page_from_wprof(path, sizes))
         assert page is None or (isinstance(page, PageModel) and page.total_bytes > 0)
 
-    case = st.tuples(st.sampled_from(["har", "wprof"]), st.nothing(), st.just(0), st.just(None))
     case = st.one_of(st.tuples(st.just("har"), st.one_of(har_doc(), st.binary(max_size=30)),
                                st.integers(-1, 2), st.just(None)),
                      st.tuples(st.just("wprof"), st.one_of(wprof_doc(), st.binary(max_size=30)),

@@ -210,8 +210,9 @@ def _objects(path) -> tuple[list[str], list[tuple[str, str]]]:
     """The datasets and groups, and the (object, attribute) pairs of an HDF5 file."""
     import h5py
 
-    names, attrs = [], [("/", a) for a in h5py.File(path, "r").attrs]
+    names, attrs = [], []
     with h5py.File(path, "r") as f:
+        attrs.extend(("/", a) for a in f.attrs)
         def visit(name, obj):
             names.append(name)
             attrs.extend((name, a) for a in obj.attrs)

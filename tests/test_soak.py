@@ -103,19 +103,10 @@ def bounded_learner_state(name: str, sched) -> None:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+@pytest.mark.parametrize("decisions", [30_000, pytest.param(1_000_000, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["dqn_on", "falcon"])
-def test_memory_stays_flat_over_a_long_connection(name):
+def test_memory_stays_flat_over_a_long_connection(name, decisions):
     sched = {"dqn_on": dqn_on, "falcon": falcon}[name]()
-    samples, conn, heap = soak(sched, 30_000)
-    check_flat(samples, 30_000, conn, heap)
-    bounded_learner_state(name, sched)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
-@pytest.mark.parametrize("name", ["dqn_on", "falcon"])
-def test_memory_stays_flat_over_a_million_decisions(name):
-    sched = {"dqn_on": dqn_on, "falcon": falcon}[name]()
-    samples, conn, heap = soak(sched, 1_000_000)
-    check_flat(samples, 1_000_000, conn, heap)
+    samples, conn, heap = soak(sched, decisions)
+    check_flat(samples, decisions, conn, heap)
     bounded_learner_state(name, sched)

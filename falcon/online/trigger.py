@@ -102,7 +102,7 @@ class ChangeTriggers:
             # a path with no RTT sample yet gets the whole window from when it
             # could first carry data: a secondary path opens after its
             # validation (envs/setup.py), one RTT of it after the request
-            waiting = [getattr(p, "open_time", 0.0) for p in self._view.paths if not p.has_rtt_sample]
+            waiting = [p.open_time for p in self._view.paths if not p.has_rtt_sample]
             later = max(waiting, default=-math.inf) + self.window_config.max_window_s
             if later > self._now():
                 self._view.sim.schedule(later, self._window_timeout, gen)
