@@ -11,6 +11,7 @@ import math
 from collections import deque
 
 from envs.mdp import (
+    COMPLETION_UNIT,
     CompletionCredit,
     ack_credit,
 )
@@ -121,8 +122,9 @@ class CompletionAgent(Scheduler):
     name = "gym-agent"
     reask_when_idle = False     # a wait is on a full path: its ACK asks again
 
-    def __init__(self, hindsight_rtts: float):
+    def __init__(self, hindsight_rtts: float, reward_unit: str = COMPLETION_UNIT):
         self.hindsight_rtts = hindsight_rtts
+        self.reward_unit = reward_unit
         self.action: int | None = None
         self.requested = False
         self.sim = None
@@ -138,7 +140,7 @@ class CompletionAgent(Scheduler):
         self.requested = False
         self.credits = []
         self.step_credit = 0.0
-        self._credit = CompletionCredit(len(view.paths), self.hindsight_rtts)
+        self._credit = CompletionCredit(len(view.paths), self.hindsight_rtts, unit=self.reward_unit)
         self._steps = deque()
 
     def decide(self, view):

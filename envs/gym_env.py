@@ -128,6 +128,7 @@ from envs.mdp import (  # the MDP's one home; re-exported here
     COMPLETION,
     COMPLETION_HIGH,
     COMPLETION_LOW,
+    COMPLETION_UNIT,
     FEATURES,
     GOODPUT_MIN_INTERVAL_S,
     GOODPUT_RATE_SCALE_BPS,
@@ -138,6 +139,7 @@ from envs.mdp import (  # the MDP's one home; re-exported here
     REWARDS,
     RTT_SCALE_S,
     ack_credit,
+    check_reward_unit,
     feature_names,
     n_inputs,
     observe_into,
@@ -176,6 +178,8 @@ class MultipathSchedulingEnv(gym.Env):
             ``"packet_rate"`` (module docstring, "Reward"); it names the MDP.
         hindsight_rtts: ``"completion"`` only: path estimates of a decision's
             credit taken this many smoothed RTTs after it (:mod:`envs.mdp`).
+        reward_unit: ``"completion"`` only: the reward's unit, ``"packet"``
+            (default) or ``"time"`` (:data:`envs.mdp.COMPLETION_UNITS`).
         scenario_sampler: ``callable(np_random) -> scenario dict`` called at
             every reset (e.g. a meta-learner's task sampler); overrides
             ``scenario``. Every sampled scenario must have ``n_paths`` paths.
@@ -191,6 +195,7 @@ class MultipathSchedulingEnv(gym.Env):
     def __init__(self, scenario: Mapping | None = None, app: Mapping | None = None, *,
                  max_steps: int | None = None, max_duration_s: float | None = None,
                  reward: str = COMPLETION, hindsight_rtts: float = HINDSIGHT_RTTS,
+                 reward_unit: str = COMPLETION_UNIT,
                  scenario_sampler: Callable[[np.random.Generator], Any] | None = None,
                  n_paths: int | None = None, render_mode: str | None = None):
         if reward not in ENV_REWARDS:
@@ -219,7 +224,7 @@ class MultipathSchedulingEnv(gym.Env):
             self.observation_space = spaces.Box(0.0, OBS_HIGH, (n_in,), np.float32)
         self.action_space = spaces.Discrete(self.n_paths)
         self._per_decision = reward == PACKET_RATE
-        self._sched = (CompletionAgent(float(hindsight_rtts)) if self._completion else
+        self._sched = (CompletionAgent(float(hindsight_rtts), check_reward_unit(reward_unit)) if self._completion else
                        PacketAgent(ack_feedback=(reward == "ack_rate"), per_decision=self._per_decision))
         self._obs = np.zeros(n_in, dtype=np.float32)
         self._vals = [0.0] * n_in

@@ -23,6 +23,7 @@ cpdef object decode_action(view, long long action)
 cdef class CompletionCredit:
     cdef public object features
     cdef public double hindsight_rtts
+    cdef public bint per_packet
     cdef public Py_ssize_t n_paths
     cdef public list last_send, _vals
     cdef public object _open, _last, _pending_raw
@@ -33,5 +34,7 @@ cdef class CompletionCredit:
     cpdef list observe(self, view, double now, bint record=*)
     cpdef tuple act(self, view, state, long long action, double now, bint record=*)
     cpdef acted(self, state, long long action, bint sent, double now, bint record=*)
-    @cython.locals(r=cython.double)
+    @cython.locals(total=cython.double, r=cython.double)
+    cpdef double _unit_s(self, view, rates)
+    @cython.locals(r=cython.double, unit=cython.double)
     cpdef list ready(self, view, double now, bint final=*)

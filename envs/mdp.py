@@ -26,7 +26,7 @@ its ``reward`` kind:
       path" (one path), minRTT, round robin and ECF/BLEST-style waiting are all
       policies of this action space.
     * **Reward**: the reduction of the *predicted completion time* of the
-      transfer, ``-(F(after) - F(before)) / COMPLETION_SCALE_S``, where ``F``
+      transfer, ``-(F(after) - F(before)) / unit``, where ``F``
       is a fluid prediction (:func:`predicted_finish`): every path delivers
       new data at ``cwnd/srtt`` after ``srtt``, the unsent bytes are
       water-filled over the paths that finish them soonest (ECF's reasoning,
@@ -44,6 +44,16 @@ its ``reward`` kind:
       ``-(download time - F_0)`` (exactly, were the estimates constant):
       potential-based shaping (Ng et al. 1999) of "minimise the download
       time", dense enough for a DQN with per-decision discounting.
+      The ``unit`` (``reward_unit``, :data:`COMPLETION_UNITS`) is by default
+      ``packet``: the time one packet takes at the connection's aggregate
+      estimated rate (``payload / sum(cwnd/srtt)``, the same estimates), so a
+      good decision earns about 1 and a mistake costs the packets the
+      connection could have sent meanwhile, at 1 Mbit/s as at 1 Gbit/s.
+      With a fixed unit (``time``: 10 ms) the same decisions on a 1 Gbit/s
+      path are worth a thousandth of those on a 1 Mbit/s one, and one network
+      trained on tasks of both (the bank's generalist, the meta-models) fits
+      the slow tasks and treats the fast ones as noise (measured: README,
+      "The MDP of the learned schedulers").
     * **State** (:func:`completion_features_into`), per path: ``log(1 +
       cwnd/srtt / 100 pkt/s)``, inflight/cwnd, has room, srtt / 100 ms,
       rttvar/srtt, loss ratio (lost/sent), the *lateness* ``(now + srtt - F) /
@@ -84,8 +94,14 @@ PACKET_RATE = "packet_rate"
 # ------------------------------------------------------------- completion MDP
 #: the completion-time reward (module docstring)
 COMPLETION = "completion"
-#: reward unit [s]: one unit = 10 ms of predicted completion time
+#: ``reward_unit: time``: one unit = 10 ms of predicted completion time [s]
 COMPLETION_SCALE_S = 0.01
+#: units of the completion reward (:class:`CompletionCredit`): ``packet``
+#: (default): the time one packet takes at the connection's aggregate
+#: estimated rate, ``payload / sum(cwnd/srtt)``, so that a good decision earns
+#: about 1 whatever the bandwidth; ``time``: :data:`COMPLETION_SCALE_S`
+COMPLETION_UNITS = ("packet", "time")
+COMPLETION_UNIT = "packet"
 #: per-path features of the completion MDP, in observation order
 COMPLETION_PATH_FEATURES = ("log_rate", "fill", "has_room", "srtt", "rtt_cv", "loss_ratio",
                             "lateness", "has_rtt_sample")
@@ -273,6 +289,13 @@ def _completion_features(view, now: float, finish: float, vals: list) -> list:
     return vals
 
 
+def check_reward_unit(unit) -> str:
+    """``unit`` if it names a unit of the completion reward, else a ConfigError."""
+    if unit not in COMPLETION_UNITS:
+        raise ConfigError(f"reward_unit: expected one of {list(COMPLETION_UNITS)}, got {unit!r}")
+    return unit
+
+
 def probe_path(view) -> int | None:
     """Completion MDP: a path with window room that never sent a packet, or
     None. Such a path gets the next packet whatever the agent prefers: one
@@ -303,13 +326,15 @@ class CompletionCredit:
     passed: ``hindsight_rtts`` times the largest smoothed RTT at the decision.
     """
 
-    def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS, features=None):
+    def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS, features=None,
+                 unit: str = COMPLETION_UNIT):
         #: ``features(view, now, finish, vals) -> vals``: the state writer
         #: (default :func:`completion_features_into`; FALCON-S passes its
         #: stream-aware variant of the same size)
         self.features = features or completion_features_into
         if not hindsight_rtts >= 0.0:
             raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
+        self.per_packet = check_reward_unit(unit) == "packet"
         self.hindsight_rtts = float(hindsight_rtts)
         self.n_paths = n_paths
         self.last_send = [0.0] * n_paths
@@ -364,6 +389,15 @@ class CompletionCredit:
         else:
             self._last = None
 
+    def _unit_s(self, view, rates) -> float:
+        """The reward unit [s] under the path estimates ``rates`` [bytes/s]."""
+        if not self.per_packet:
+            return COMPLETION_SCALE_S
+        total = 0.0
+        for r in rates:
+            total += r
+        return view.payload / total if total > 0.0 else COMPLETION_SCALE_S
+
     def ready(self, view, now: float, final: bool = False) -> list[tuple]:
         """Transitions whose horizon has passed (all closed ones if ``final``),
         rewarded with the path estimates of now."""
@@ -371,11 +405,12 @@ class CompletionCredit:
         if not self._open:
             return out
         srtts, rates = path_estimates(view)
+        unit = self._unit_s(view, rates)
         opened = self._open
         while opened and opened[0][4] is not None and (final or opened[0][3] <= now):
             s, a, raw, due, raw_next, s_next = opened.popleft()
             r = (predicted_finish(*raw, srtts, rates)
-                 - predicted_finish(*raw_next, srtts, rates)) / COMPLETION_SCALE_S
+                 - predicted_finish(*raw_next, srtts, rates)) / unit
             out.append((s, a, r, s_next, False, raw[0]))
         return out
 
@@ -389,7 +424,7 @@ class CompletionCredit:
         if last is not None and last[4] is None:
             srtts, rates = path_estimates(view)
             raw = last[2]
-            r = (predicted_finish(*raw, srtts, rates) - now) / COMPLETION_SCALE_S
+            r = (predicted_finish(*raw, srtts, rates) - now) / self._unit_s(view, rates)
             finish = now
             state = self.features(view, now, finish, self._vals)[:]
             out.append((last[0], last[1], r, state, bool(done), raw[0]))
@@ -400,7 +435,7 @@ class CompletionCredit:
 
 __all__ = ["RTT_SCALE_S", "RATE_SCALE_PKTS", "OBS_HIGH", "GOODPUT_MIN_INTERVAL_S",
            "GOODPUT_RATE_SCALE_BPS", "FEATURES", "REWARDS", "PACKET_RATE", "COMPLETION",
-           "COMPLETION_SCALE_S", "COMPLETION_LOW", "COMPLETION_HIGH", "COMPLETION_PATH_FEATURES", "COMPLETION_GLOBAL_FEATURES",
+           "COMPLETION_SCALE_S", "COMPLETION_UNITS", "COMPLETION_UNIT", "check_reward_unit", "COMPLETION_LOW", "COMPLETION_HIGH", "COMPLETION_PATH_FEATURES", "COMPLETION_GLOBAL_FEATURES",
            "HINDSIGHT_RTTS", "ALL_REWARDS", "mdp_of", "n_inputs", "feature_names",
            "reward_of_inputs", "observe_into", "step_reward", "ack_credit", "path_estimates",
            "predicted_finish", "completion_features_into", "decode_action", "probe_path", "CompletionCredit"]

@@ -41,7 +41,14 @@ from baselines.dqn.export import ModelRecord, read_hdf5, write_hdf5
 from baselines.dqn.files import ModelFileError
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from envs.errors import ConfigError, FalconInputError
-from envs.mdp import COMPLETION, PACKET_RATE, n_inputs, reward_of_inputs
+from envs.mdp import (
+    COMPLETION,
+    COMPLETION_UNIT,
+    COMPLETION_UNITS,
+    PACKET_RATE,
+    n_inputs,
+    reward_of_inputs,
+)
 from metalearning.grid import ConditionGrid, PathCondition
 
 BANK_FORMAT = "falcon-bank"
@@ -167,6 +174,16 @@ class MetaModelBank:
         (``"completion"`` or ``"packet_rate"``, :mod:`envs.mdp`): told by
         their input width, which differs between the two MDPs."""
         return reward_of_inputs(self.spec.n_inputs, self.spec.n_actions)
+
+    @property
+    def reward_unit(self) -> str:
+        """The unit of the completion reward the meta-models learned
+        (:data:`envs.mdp.COMPLETION_UNITS`): the build settings' ``reptile:
+        reward_unit``; ``"time"`` for a bank whose settings predate it."""
+        settings = self.meta.get("settings")
+        reptile = settings.get("reptile") if isinstance(settings, dict) else None
+        unit = reptile.get("reward_unit", "time") if isinstance(reptile, dict) else COMPLETION_UNIT
+        return unit if unit in COMPLETION_UNITS else COMPLETION_UNIT
 
     @property
     def n_cells(self) -> int:

@@ -46,7 +46,7 @@ from metalearning.reptile import ReptileConfig, reptile_cells
 
 #: bumped whenever task collection or the inner loop changes what a build
 #: computes (part of the fingerprint, so an older bank is rebuilt, not reused)
-BUILD_VERSION = 5              # 5: the emulator's connection setup (envs/setup.py)
+BUILD_VERSION = 6              # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit
 
 #: keys of a bank build config (``configs/bank/*.yaml``)
 BUILD_KEYS = ("name", "path", "seed", "reward", "generalist", "hidden", "grid", "dqn", "reptile", "chunk_size",
@@ -266,7 +266,8 @@ def generalist_start(spec: BankBuildSpec, ckpt: Path, progress: bool) -> tuple[n
         pass
     r = spec.reptile
     start, record = train_generalist(spec.grid, spec.qnet_spec, spec.dqn, spec.generalist, spec.seed,
-                                     r.task_base, r.task_size_bytes, progress=progress)
+                                     r.task_base, r.task_size_bytes, progress=progress,
+                                     reward_unit=r.reward_unit)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             np.savez(f, start=start, fingerprint=np.array(fp), record=np.array(json.dumps(record)))

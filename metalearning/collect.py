@@ -48,7 +48,7 @@ import numpy as np
 from baselines.dqn.network import NumpyQNet, QNetSpec, init_params
 from baselines.dqn.policy import DQNScheduler
 from envs.errors import ConfigError
-from envs.mdp import reward_of_inputs
+from envs.mdp import COMPLETION_UNIT, reward_of_inputs
 from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
 
@@ -93,16 +93,18 @@ class TaskCollector(DQNScheduler):
         spec: the Q-network architecture (its ``n_actions`` must match every
             task's number of paths).
         epsilon: exploration probability.
+        reward_unit: unit of the completion reward (:data:`envs.mdp.COMPLETION_UNITS`).
     """
 
     name = "reptile-collector"
 
-    def __init__(self, spec: QNetSpec, epsilon: float = 0.3):
+    def __init__(self, spec: QNetSpec, epsilon: float = 0.3, reward_unit: str = COMPLETION_UNIT):
         reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
         if reward is None:
             raise ConfigError(f"{self.name}: a network of {spec.n_inputs} inputs for {spec.n_actions} paths "
                               "matches no MDP of envs/mdp.py")
-        super().__init__(hidden=spec.hidden, epsilon=epsilon, seed=0, reward=reward, replay_capacity=1)
+        super().__init__(hidden=spec.hidden, epsilon=epsilon, seed=0, reward=reward, replay_capacity=1,
+                         reward_unit=reward_unit)
         self.spec = spec
         self.recording = True
         self._buf: list[list] = [[], [], [], [], []]
@@ -186,11 +188,12 @@ class TaskCollector(DQNScheduler):
 
 def collect_task_experience(scenario: Mapping, weights: Sequence[np.ndarray] | None, spec: QNetSpec,
                             epsilon: float, seed: int, decisions: int, app: Mapping | None = None,
-                            max_duration_s: float | None = DEFAULT_TASK_MAX_DURATION_S) -> Experience:
+                            max_duration_s: float | None = DEFAULT_TASK_MAX_DURATION_S,
+                            reward_unit: str = COMPLETION_UNIT) -> Experience:
     """The experience of one task (module docstring): a one-off
     :meth:`TaskCollector.collect` (``weights`` None: a fresh network seeded
     by ``seed``). Loops over many tasks should reuse one :class:`TaskCollector`."""
-    return TaskCollector(spec, epsilon).collect(scenario, weights, seed, decisions, app, max_duration_s)
+    return TaskCollector(spec, epsilon, reward_unit).collect(scenario, weights, seed, decisions, app, max_duration_s)
 
 
 __all__ = ["Experience", "TaskCollector", "collect_task_experience", "bulk_app", "DEFAULT_TASK_BYTES",

@@ -36,7 +36,7 @@ import numpy as np
 from baselines.dqn.learner import DQNConfig
 from baselines.dqn.network import QNetSpec
 from envs.errors import ConfigError
-from envs.mdp import reward_of_inputs
+from envs.mdp import COMPLETION_UNIT, reward_of_inputs
 from metalearning.checks import numbers_in, positive_ints
 
 
@@ -75,8 +75,10 @@ class GeneralistConfig:
 
 
 def train_generalist(grid, spec: QNetSpec, dqn: DQNConfig, cfg: GeneralistConfig, seed: int,
-                     task_base: Mapping, task_size_bytes: int, progress: bool = True) -> tuple[np.ndarray, dict]:
-    """The generalist's flat parameters ``[P]`` (the layout of a bank row) and a record."""
+                     task_base: Mapping, task_size_bytes: int, progress: bool = True,
+                     reward_unit: str = COMPLETION_UNIT) -> tuple[np.ndarray, dict]:
+    """The generalist's flat parameters ``[P]`` (the layout of a bank row) and a record
+    (``reward_unit``: of the completion reward, :data:`envs.mdp.COMPLETION_UNITS`)."""
     from baselines.dqn.dqn_off import DQNOff
     from baselines.dqn.experience import concatenate
 
@@ -94,7 +96,8 @@ def train_generalist(grid, spec: QNetSpec, dqn: DQNConfig, cfg: GeneralistConfig
     app = {"kind": "bulk", "size_bytes": int(task_size_bytes)}
     learn = {k: v for k, v in dqn.to_dict().items() if k in ("gamma", "lr", "batch_size", "tau", "loss",
                                                             "huber_delta", "double_q", "grad_clip")}
-    off = DQNOff(hidden=spec.hidden, seed=int(seed), reward=reward, log_every=10**9, **learn)
+    off = DQNOff(hidden=spec.hidden, seed=int(seed), reward=reward, log_every=10**9,
+                 reward_unit=reward_unit, **learn)
     exps = [off.collect(t, app, int(seed) * 1000 + k, 1, behaviour="rules",
                         behaviour_epsilon=cfg.behaviour_epsilon, progress=False, first_behaviour=k)
             for k, t in enumerate(tasks)]

@@ -57,7 +57,14 @@ from baselines.dqn.learner import TECHNIQUES, BatchedDQN, DQNConfig
 from baselines.dqn.network import QNetSpec, init_params
 from baselines.dqn.replay import ReplayMemory
 from envs.errors import ConfigError
-from envs.mdp import COMPLETION, PACKET_RATE, n_inputs, reward_of_inputs
+from envs.mdp import (
+    COMPLETION,
+    COMPLETION_UNIT,
+    COMPLETION_UNITS,
+    PACKET_RATE,
+    n_inputs,
+    reward_of_inputs,
+)
 from envs.scenario import SCENARIO_DEFAULTS
 from metalearning.checks import numbers_in, optional_positive_int, plain, positive_ints
 from metalearning.collect import (
@@ -92,6 +99,8 @@ class ReptileConfig:
         task_base: extra scenario keys of every task (e.g. ``cc``; ``paths``:
             path keys the grid does not set, see ``ConditionGrid.sample_task``).
         technique: batched-gradient implementation of the learner.
+        reward_unit: unit of the completion reward (:data:`envs.mdp.COMPLETION_UNITS`):
+            ``packet`` (default) or ``time`` (10 ms, the banks before it).
     """
 
     meta_iterations: int = 100
@@ -105,6 +114,7 @@ class ReptileConfig:
     task_max_duration_s: float = DEFAULT_TASK_MAX_DURATION_S
     task_base: dict = field(default_factory=lambda: {"cc": "olia"})
     technique: str = "bmm"
+    reward_unit: str = COMPLETION_UNIT
 
     def __post_init__(self):
         def bad(key, msg):
@@ -123,6 +133,8 @@ class ReptileConfig:
         object.__setattr__(self, "task_base", base)
         if self.technique not in TECHNIQUES:
             bad("technique", f"must be one of {list(TECHNIQUES)}")
+        if self.reward_unit not in COMPLETION_UNITS:
+            bad("reward_unit", f"must be one of {list(COMPLETION_UNITS)}")
 
     @classmethod
     def from_dict(cls, cfg: Mapping | None) -> ReptileConfig:
@@ -317,7 +329,7 @@ def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNCon
         return thetas
     k, bsz, cap = cfg.inner_steps, cfg.mini_batch(dqn_config), cfg.decisions_per_task
     learner = BatchedDQN(spec, m, dqn_config, seed=seed, technique=cfg.technique, threads=LEARNER_THREADS)
-    collector = TaskCollector(spec, cfg.epsilon)
+    collector = TaskCollector(spec, cfg.epsilon, cfg.reward_unit)
     # every task's transitions padded to the budget; row j = cell j
     buf_s, buf_s2 = np.zeros((m, cap, spec.n_inputs), np.float32), np.zeros((m, cap, spec.n_inputs), np.float32)
     buf_a, buf_r, buf_d = np.zeros((m, cap), np.int64), np.zeros((m, cap), np.float32), np.zeros((m, cap), np.float32)
@@ -387,7 +399,7 @@ def joint_train(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNConfi
     _load_stack(learner, theta[None])
     replay = ReplayMemory(replay_capacity, spec.n_inputs, 1,
                           seed=np.random.SeedSequence((int(seed), 0x6A6F696E)))   # "join"
-    collector = TaskCollector(spec, cfg.epsilon)
+    collector = TaskCollector(spec, cfg.epsilon, cfg.reward_unit)
     bsz, steps = cfg.mini_batch(dqn_config), len(cells) * cfg.inner_steps
     for it in range(n_iter):
         t0 = time.perf_counter()

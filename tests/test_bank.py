@@ -248,3 +248,13 @@ def test_failed_write_leaves_no_partial_file(tmp_path):
     with pytest.raises(ModelFileError, match="cannot write"):
         bad.write(tmp_path / "new.h5")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5"]
+
+
+def test_reward_unit_comes_from_the_build_settings():
+    """A bank says which unit of the completion reward its meta-models
+    learned: the build's ``reptile: reward_unit``; a bank whose settings
+    predate the key learned the 10 ms unit."""
+    assert _bank(meta={"settings": {"reptile": {"reward_unit": "packet"}}}).reward_unit == "packet"
+    assert _bank(meta={"settings": {"reptile": {"reward_unit": "time"}}}).reward_unit == "time"
+    assert _bank(meta={"settings": {"reptile": {"inner_steps": 16}}}).reward_unit == "time"
+    assert _bank().reward_unit == "packet"

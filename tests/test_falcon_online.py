@@ -388,3 +388,12 @@ def test_the_agent_config_and_the_constructor_declare_the_same_defaults():
               if k in defaults and not isinstance(v, dict) and v != defaults[k]}
     assert differ.pop("bank") == (None, inspect.Parameter.empty)
     assert differ == {}
+
+
+def test_falcon_fine_tunes_in_the_reward_unit_of_its_bank():
+    grid = ConditionGrid(2)
+    old = MetaModelBank(grid, SPEC, crafted_bank(grid).params, {"settings": {"reptile": {}}})
+    assert falcon(old).reward_unit == "time"
+    assert falcon(crafted_bank()).reward_unit == "packet"
+    with pytest.raises(ConfigError, match="reward_unit: the bank's meta-models learned rewards in 'time'"):
+        falcon(old, reward_unit="packet")

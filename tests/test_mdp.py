@@ -179,3 +179,64 @@ def test_logged_rewards_follow_the_agents_hindsight():
     assert np.array_equal(logs[1].reward_values, logs[2].reward_values)
     assert len(logs[0]) == len(logs[1])
     assert not np.array_equal(logs[0].reward_values, logs[1].reward_values)
+
+
+def _logged_rewards(bandwidth_mbps: float, unit: str) -> np.ndarray:
+    """The rewards of one minRTT-logged 300 kB download over one path."""
+    one = {"name": "one", "setup": "none", "paths": [{"bandwidth_mbps": bandwidth_mbps, "rtt_ms": 20}]}
+    off = DQNOff(reward="completion", reward_unit=unit)
+    return off.collect(one, APP, 5, 1, "rules", 0.0, progress=False).reward_values
+
+
+def test_the_packet_unit_makes_the_reward_bandwidth_invariant():
+    """A good decision earns about one packet time whatever the rate: the
+    median reward of the same download at 10 and 1 000 Mbit/s is within 2x
+    in packet units, and over 5x apart in 10 ms units (the ``time`` ablation; a
+    300 kB download at 1 Gbit/s ends in slow start, so not 100x)."""
+    pkt = [float(np.median(_logged_rewards(b, "packet"))) for b in (10, 1000)]
+    tim = [float(np.median(_logged_rewards(b, "time"))) for b in (10, 1000)]
+    assert 0.5 < pkt[0] / pkt[1] < 2.0
+    assert tim[0] / tim[1] > 5.0
+    assert 0.2 < pkt[0] < 5.0
+
+
+def test_the_reward_units_differ_by_the_aggregate_packet_time_only():
+    """Same decisions under both units (epsilon 0, the same log): the packet
+    unit's reward is the time unit's times 10 ms over the packet time, a
+    positive factor, so every reward keeps its sign."""
+    a, b = _logged_rewards(50, "packet"), _logged_rewards(50, "time")
+    assert len(a) == len(b)
+    nz = np.abs(b) > 1e-6
+    assert np.array_equal(np.sign(a[nz]), np.sign(b[nz]))
+    assert not np.allclose(a, b)
+
+
+def test_an_unknown_reward_unit_is_a_one_line_error():
+    with pytest.raises(envs.ConfigError, match="reward_unit: expected one of"):
+        DQNScheduler(reward="completion", reward_unit="bytes")
+    with pytest.raises(envs.ConfigError, match="reward_unit: expected one of"):
+        mdp.CompletionCredit(2, unit="seconds")
+
+
+def test_experience_logs_carry_their_reward_unit(tmp_path):
+    """The unit is written with the log and read back; a log without it (written
+    before the unit existed) reads as 10 ms units; DQN-Off refuses a log in
+    another unit than its own, and logs of two units do not join."""
+    import h5py
+
+    from baselines.dqn.experience import ExperienceFileError, concatenate, read_experience, write_experience
+
+    exp = DQNOff(reward="completion", reward_unit="time").collect(SCENARIO, APP, 5, 1, "rules", 0.0, progress=False)
+    assert exp.reward_unit == "time"
+    path = write_experience(tmp_path / "log.h5", exp)
+    assert read_experience(path).reward_unit == "time"
+    with h5py.File(path, "r+") as f:
+        assert f.attrs["reward_unit"] == "time"
+        del f.attrs["reward_unit"]
+    back = read_experience(path)
+    assert back.reward_unit == "time"
+    with pytest.raises(envs.ConfigError, match="rewards are in 'time' units, the agent's reward_unit is 'packet'"):
+        DQNOff(reward="completion").fit(SCENARIO, APP, seed=0, experience=str(path), progress=False)
+    pkt = DQNOff(reward="completion").collect(SCENARIO, APP, 5, 1, "rules", 0.0, progress=False)
+    with pytest.raises(ExperienceFileError, match="rewarded in 'packet' and in 'time' units"):
+        concatenate([pkt, back])

@@ -56,6 +56,7 @@ from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.policy import DQNScheduler, greedy_scheduler
 from baselines.dqn.selection import download_cost, successive_halving
 from envs.errors import ConfigError
+from envs.mdp import COMPLETION
 from envs.scenario import normalise_scenario
 from envs.scheduler import Trainable
 
@@ -156,13 +157,14 @@ class DQNOff(DQNScheduler, Trainable):
         s = normalise_scenario(scenario)
         agent = DQNOn(hidden=self.hidden, epsilon=1.0 if behaviour == "random" else behaviour_epsilon,
                       seed=self.seed + 101, reward=self.reward_kind, hindsight_rtts=self.hindsight_rtts,
+                      reward_unit=self.reward_unit,
                       **{k: v for k, v in self.learner_config.to_dict().items()
                          if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")})
         if behaviour in ("random", "rules"):
             agent.trainer.train_interval = 1 << 62   # no learning: the network is never used
         agent.build(len(s["paths"]))
         behaviours = behaviour_schedulers(len(s["paths"])) if behaviour == "rules" else None
-        rec = agent.recorder = ExperienceRecorder(len(s["paths"]), self.reward_kind)
+        rec = agent.recorder = ExperienceRecorder(len(s["paths"]), self.reward_kind, self.reward_unit)
         t0 = time.perf_counter()
         for ep in range(int(episodes)):
             if behaviours is not None:
@@ -194,6 +196,9 @@ class DQNOff(DQNScheduler, Trainable):
         if experience.reward != self.reward_kind:
             raise ConfigError(f"{self.name}: the experience log's reward is {experience.reward!r}, "
                               f"the agent's is {self.reward_kind!r}")
+        if self.reward_kind == COMPLETION and experience.reward_unit != self.reward_unit:
+            raise ConfigError(f"{self.name}: the experience log's rewards are in {experience.reward_unit!r} "
+                              f"units, the agent's reward_unit is {self.reward_unit!r}")
         models, checkpoints, gradient_steps = int(models), int(checkpoints), int(gradient_steps)
         if not float(min_passes) >= 0.0:
             raise ConfigError(f"{self.name}: min_passes must be >= 0, got {min_passes!r}")
@@ -245,7 +250,7 @@ class DQNOff(DQNScheduler, Trainable):
     def _greedy(self, index: int) -> DQNScheduler:
         """A greedy scheduler acting with candidate ``index``'s network."""
         return greedy_scheduler(self.learner.split_flat(self.candidates[index][2]), self.spec,
-                                self.hindsight_rtts)
+                                self.hindsight_rtts, self.reward_unit)
 
     def select(self, scenario, app, seed: int, episodes: int, progress: bool = True) -> dict[str, float]:
         """Deploy the candidate of :meth:`train_offline` with the lowest

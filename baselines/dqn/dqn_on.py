@@ -208,7 +208,8 @@ class DQNOn(DQNScheduler, Trainable):
         recorder = None
         if experience_log is not None:
             from baselines.dqn.experience import ExperienceRecorder
-            recorder = self.recorder = ExperienceRecorder(self.n_paths, reward=self.reward_kind)
+            recorder = self.recorder = ExperienceRecorder(self.n_paths, reward=self.reward_kind,
+                                                              reward_unit=self.reward_unit)
         times: list[float] = []
         t_start = time.perf_counter()
         steps0 = self.trainer.gradient_steps

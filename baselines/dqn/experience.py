@@ -35,10 +35,14 @@ from baselines.dqn.files import (
 )
 from envs.mdp import (
     ALL_REWARDS,
+    COMPLETION,
+    COMPLETION_UNIT,
+    COMPLETION_UNITS,
     FEATURES,
     OBS_HIGH,
     RATE_SCALE_PKTS,
     RTT_SCALE_S,
+    check_reward_unit,
     feature_names,
     n_inputs,
 )
@@ -65,6 +69,9 @@ class Experience:
     episode_scenario: list[str]   # [E] JSON of the normalised scenario
     conditions: np.ndarray    # [E, n_paths, len(CONDITION_FIELDS)] float64
     attrs: dict = field(default_factory=dict)
+    #: unit of the completion reward (:data:`envs.mdp.COMPLETION_UNITS`; the
+    #: file attribute ``reward_unit``, ``"time"`` in logs written before it)
+    reward_unit: str = COMPLETION_UNIT
 
     def __len__(self) -> int:
         return len(self.action)
@@ -86,9 +93,10 @@ class Experience:
 class ExperienceRecorder:
     """Collects transitions and episodes in memory; :meth:`write` saves them."""
 
-    def __init__(self, n_paths: int, reward: str):
+    def __init__(self, n_paths: int, reward: str, reward_unit: str = COMPLETION_UNIT):
         self.n_paths = int(n_paths)
         self.reward = str(reward)
+        self.reward_unit = check_reward_unit(reward_unit)
         self._rows: list[tuple] = []
         self._episodes: list[tuple[int, str, list]] = []
 
@@ -117,7 +125,7 @@ class ExperienceRecorder:
             st = ns = np.zeros((0, n_in), np.float32)
             ac = rw = dn = ts = ep = ()
         return Experience(
-            n_paths=self.n_paths, reward=self.reward,
+            n_paths=self.n_paths, reward=self.reward, reward_unit=self.reward_unit,
             state=np.asarray(st, np.float32).reshape(-1, n_in),
             action=np.asarray(ac, np.int64), reward_values=np.asarray(rw, np.float32),
             next_state=np.asarray(ns, np.float32).reshape(-1, n_in),
@@ -146,9 +154,12 @@ def concatenate(logs: list[Experience]) -> Experience:
         if e.n_paths != first.n_paths or e.reward != first.reward:
             raise ExperienceFileError(f"cannot join experience logs of {first.n_paths} paths / reward "
                                       f"{first.reward!r} and {e.n_paths} paths / reward {e.reward!r}")
+        if e.reward == COMPLETION and e.reward_unit != first.reward_unit:
+            raise ExperienceFileError(f"cannot join experience logs rewarded in {first.reward_unit!r} "
+                                      f"and in {e.reward_unit!r} units")
     offsets = np.cumsum([0] + [e.n_episodes for e in logs[:-1]])
     return Experience(
-        n_paths=first.n_paths, reward=first.reward,
+        n_paths=first.n_paths, reward=first.reward, reward_unit=first.reward_unit,
         state=np.concatenate([e.state for e in logs]), action=np.concatenate([e.action for e in logs]),
         reward_values=np.concatenate([e.reward_values for e in logs]),
         next_state=np.concatenate([e.next_state for e in logs]),
@@ -169,6 +180,8 @@ def write_experience(path, exp: Experience) -> Path:
             write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["n_paths"] = exp.n_paths
             f.attrs["reward"] = exp.reward
+            if exp.reward == COMPLETION:
+                f.attrs["reward_unit"] = exp.reward_unit
             f.attrs["feature_names"] = feature_names(exp.n_paths, exp.reward)
             f.attrs["features_per_path"] = list(FEATURES)
             f.attrs["rtt_scale_s"] = RTT_SCALE_S
@@ -206,6 +219,11 @@ def read_experience(path) -> Experience:
     try:
         with f:
             n_paths, reward, data, seeds, scen, conds = _read_log(path, f)
+            unit = f.attrs.get("reward_unit", "time")   # logs before the unit existed: 10 ms
+            unit = unit.decode() if isinstance(unit, bytes) else unit
+            if unit not in COMPLETION_UNITS:
+                raise ExperienceFileError(f"experience log {path}: unknown reward_unit {unit!r} "
+                                          f"(known: {list(COMPLETION_UNITS)})")
     except ExperienceFileError:
         raise
     except (KeyError, OSError, ValueError, TypeError, RuntimeError, IndexError) as err:
@@ -241,7 +259,8 @@ def read_experience(path) -> Experience:
                       next_state=data["next_state"].astype(np.float32), done=data["done"].astype(bool),
                       time_s=data["time_s"].astype(np.float64), episode=data["episode"].astype(np.int64),
                       episode_seed=seeds.astype(np.int64), episode_scenario=scen,
-                      conditions=conds.astype(np.float64), attrs={"path": str(path)})
+                      conditions=conds.astype(np.float64), attrs={"path": str(path)},
+                      reward_unit=str(unit))
 
 
 #: the arrays of a log that hold integers (the others: real numbers)

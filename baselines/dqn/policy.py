@@ -58,10 +58,12 @@ from envs.errors import ConfigError
 from envs.mdp import (
     ALL_REWARDS,
     COMPLETION,
+    COMPLETION_UNIT,
     HINDSIGHT_RTTS,
     PACKET_RATE,
     CompletionCredit,
     ack_credit,
+    check_reward_unit,
     completion_features_into,
     feature_names,
     n_inputs,
@@ -108,6 +110,9 @@ class DQNScheduler(Scheduler):
             path-or-wait actions, completion-time reward, its own state).
         hindsight_rtts: completion reward: path estimates taken this many
             smoothed RTTs (of the slowest path) after a decision.
+        reward_unit: completion reward: ``"packet"`` (the default: the time
+            one packet takes at the aggregate estimated rate) or ``"time"``
+            (10 ms), :data:`envs.mdp.COMPLETION_UNITS`.
         gamma, lr, batch_size, tau, loss, huber_delta, double_q, grad_clip, cql_alpha:
             :class:`~baselines.dqn.learner.DQNConfig`.
         replay_capacity: transitions kept in the replay memory.
@@ -124,7 +129,8 @@ class DQNScheduler(Scheduler):
                  huber_delta: float = DQNConfig.huber_delta, double_q: bool = DQNConfig.double_q,
                  grad_clip: float | None = DQNConfig.grad_clip, replay_capacity: int = 50_000,
                  technique: str = "bmm", model: str | None = None,
-                 hindsight_rtts: float = HINDSIGHT_RTTS, cql_alpha: float = DQNConfig.cql_alpha):
+                 hindsight_rtts: float = HINDSIGHT_RTTS, cql_alpha: float = DQNConfig.cql_alpha,
+                 reward_unit: str = COMPLETION_UNIT):
         if reward not in ADAPTER_REWARDS:
             raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ADAPTER_REWARDS)}")
         epsilon = float(epsilon)
@@ -155,6 +161,7 @@ class DQNScheduler(Scheduler):
         if not float(hindsight_rtts) >= 0.0:
             raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
         self.hindsight_rtts = float(hindsight_rtts)
+        self.reward_unit = check_reward_unit(reward_unit)
         self._credit: CompletionCredit | None = None
         self._pending: list[deque] = []   # per path: decisions waiting for their packet's fate
         self._last_rec: list | None = None
@@ -221,7 +228,7 @@ class DQNScheduler(Scheduler):
         if self.behaviour is not None:
             self.behaviour.reset(view)
         self._vals = [0.0] * (4 * n)
-        self._credit = (CompletionCredit(n, self.hindsight_rtts, self._completion_features)
+        self._credit = (CompletionCredit(n, self.hindsight_rtts, self._completion_features, self.reward_unit)
                         if self._completion else None)
         self._prev_state = None
         self._t_prev = view.now
@@ -419,7 +426,7 @@ class DQNScheduler(Scheduler):
         return {"hidden": list(self.hidden), "epsilon": self.epsilon, "seed": self.seed,
                 "reward": self.reward_kind, "replay_capacity": self.replay_capacity,
                 "technique": self.technique, "hindsight_rtts": self.hindsight_rtts,
-                **self.learner_config.to_dict()}
+                "reward_unit": self.reward_unit, **self.learner_config.to_dict()}
 
     def save(self, directory) -> None:
         """Write ``model.h5`` (the documented HDF5 layout, see
@@ -473,14 +480,15 @@ class DQNScheduler(Scheduler):
 
 
 def greedy_scheduler(weights: Sequence[np.ndarray], spec: QNetSpec,
-                     hindsight_rtts: float = HINDSIGHT_RTTS) -> DQNScheduler:
+                     hindsight_rtts: float = HINDSIGHT_RTTS, reward_unit: str = COMPLETION_UNIT) -> DQNScheduler:
     """A scheduler acting greedily (epsilon 0, recording nothing) with the
     network ``weights`` (``[W0, b0, ...]``) of ``spec``, in the MDP its input
     width names (:func:`envs.mdp.reward_of_inputs`). No learner is built."""
     reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
     if reward is None:
         raise ConfigError(f"a network of {spec.n_inputs} inputs for {spec.n_actions} paths matches no MDP")
-    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0, reward=reward, hindsight_rtts=hindsight_rtts)
+    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0, reward=reward, hindsight_rtts=hindsight_rtts,
+                     reward_unit=reward_unit)
     s.spec = spec                     # preset: reset() then builds no learner
     s.qnet = NumpyQNet(weights, spec)
     return s

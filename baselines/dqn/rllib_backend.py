@@ -114,6 +114,7 @@ def build_config(agent, scenario, app, seed: int, options: Mapping):
     env_config = {"scenario": scenario, "app": app, "reward": reward}
     if reward == COMPLETION:
         env_config["hindsight_rtts"] = agent.hindsight_rtts
+        env_config["reward_unit"] = agent.reward_unit
     if opts["max_steps"] is not None:
         env_config["max_steps"] = int(opts["max_steps"])
     eps = float(agent.epsilon)

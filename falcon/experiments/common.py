@@ -196,9 +196,10 @@ def train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mappi
     learn = {k: v for k, v in off.learner_config.to_dict().items()
              if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")}
     behaviour = DQNOn(hidden=off.hidden, epsilon=float(ref_cfg.get("behaviour_epsilon", 0.3)),
-                      seed=seed + 101, reward=off.reward_kind, hindsight_rtts=off.hindsight_rtts, **learn)
+                      seed=seed + 101, reward=off.reward_kind, hindsight_rtts=off.hindsight_rtts,
+                      reward_unit=off.reward_unit, **learn)
     behaviour.build(len(scen[0]["paths"]))
-    rec = behaviour.recorder = ExperienceRecorder(len(scen[0]["paths"]), off.reward_kind)
+    rec = behaviour.recorder = ExperienceRecorder(len(scen[0]["paths"]), off.reward_kind, off.reward_unit)
     t0 = time.perf_counter()
     for ep in range(episodes):
         s = scen[ep % len(scen)]

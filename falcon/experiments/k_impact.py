@@ -56,11 +56,13 @@ class SparseBank:
     """A meta-model bank over a grid too large to hold: the rows of
     ``trained`` cells, every other cell at ``default`` (the initial
     parameters). What :class:`falcon.online.scheduler.FalconScheduler`
-    reads of a bank (``grid``, ``spec``, ``reward``, ``select``, ``weights``);
-    no offline loop (``params`` is None)."""
+    reads of a bank (``grid``, ``spec``, ``reward``, ``reward_unit``, ``select``,
+    ``weights``); no offline loop (``params`` is None)."""
 
-    def __init__(self, grid: ConditionGrid, spec, trained: Mapping[int, np.ndarray], default: np.ndarray):
+    def __init__(self, grid: ConditionGrid, spec, trained: Mapping[int, np.ndarray], default: np.ndarray,
+                 reward_unit: str = "packet"):
         self.grid = grid
+        self.reward_unit = reward_unit
         self.spec = spec
         self.trained = {int(c): np.asarray(r, np.float32) for c, r in trained.items()}
         self.default = np.asarray(default, np.float32)
@@ -119,7 +121,8 @@ def sparse_bank(bank_cfg: Mapping, subranges: int, condition_sets: Sequence[Sequ
     if progress:
         info(f"{JOB}: sparse bank n={subranges}: {len(cells)} of {grid.n_cells} cells meta-trained "
              f"({spec.reptile.meta_iterations} meta-iterations) [{time.perf_counter() - t0:.1f} s]")
-    return SparseBank(grid, qspec, dict(zip(cells, rows)), initial_params(qspec, spec.seed))
+    return SparseBank(grid, qspec, dict(zip(cells, rows)), initial_params(qspec, spec.seed),
+                      spec.reptile.reward_unit)
 
 
 def min_k(ks: Sequence[int], scores: Sequence[float], fraction: float) -> int | None:

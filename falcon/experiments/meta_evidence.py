@@ -323,7 +323,8 @@ def train_start_points(plan: EvidencePlan, progress: Callable[[str], None]) -> t
         progress(f"meta_evidence: the generalist start of the build ({b.generalist.tasks} tasks, "
                  f"{b.generalist.gradient_steps} steps)")
         start, _ = train_generalist(b.grid, spec, b.dqn, b.generalist, b.seed, b.reptile.task_base,
-                                    b.reptile.task_size_bytes, progress=False)
+                                    b.reptile.task_size_bytes, progress=False,
+                                    reward_unit=b.reptile.reward_unit)
     cpu["generalist_cpu_s"] = time.process_time() - t
     t = time.process_time()
     if plan.bank is not None:
@@ -456,7 +457,7 @@ def run_evidence(cfg: Mapping | EvidencePlan, progress: Callable[[str], None] | 
     b, ev = plan.build, plan.config
     learner = BatchedDQN(plan.spec, len(START_POINTS), b.dqn, seed=b.seed, technique=b.reptile.technique,
                          threads=LEARNER_THREADS)
-    collector = TaskCollector(plan.spec, ev.finetune_epsilon)
+    collector = TaskCollector(plan.spec, ev.finetune_epsilon, b.reptile.reward_unit)
     t = time.process_time()
     rows = []
     for i, cell in enumerate(plan.cells):

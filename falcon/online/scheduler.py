@@ -176,8 +176,12 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         if reward is not None and reward != self.bank.reward:
             raise ConfigError(f"reward: the bank's meta-models were built on the {self.bank.reward!r} MDP, "
                               f"got {reward!r} (null: the bank's)")
+        unit = kw.pop("reward_unit", None)
+        if unit is not None and unit != self.bank.reward_unit:
+            raise ConfigError(f"reward_unit: the bank's meta-models learned rewards in {self.bank.reward_unit!r} "
+                              f"units, got {unit!r} (null: the bank's)")
         super().__init__(hidden=self.bank.spec.hidden, epsilon=epsilon, reward=self.bank.reward,
-                         replay_capacity=replay_capacity, **kw)
+                         replay_capacity=replay_capacity, reward_unit=self.bank.reward_unit, **kw)
         self.epsilon_s = self.epsilon
         self.deployed_epsilon, self.finetune_steps, self.finetune_mix, self.min_transitions = _adaptation_settings(
             deployed_epsilon, finetune_steps, finetune_mix, min_transitions, self.learner_config.batch_size)
