@@ -224,7 +224,12 @@ def test_experience_logs_carry_their_reward_unit(tmp_path):
     another unit than its own, and logs of two units do not join."""
     import h5py
 
-    from baselines.dqn.experience import ExperienceFileError, concatenate, read_experience, write_experience
+    from baselines.dqn.experience import (
+        ExperienceFileError,
+        concatenate,
+        read_experience,
+        write_experience,
+    )
 
     exp = DQNOff(reward="completion", reward_unit="time").collect(SCENARIO, APP, 5, 1, "rules", 0.0, progress=False)
     assert exp.reward_unit == "time"
