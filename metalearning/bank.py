@@ -183,7 +183,10 @@ class MetaModelBank:
         settings = self.meta.get("settings")
         reptile = settings.get("reptile") if isinstance(settings, dict) else None
         unit = reptile.get("reward_unit", "time") if isinstance(reptile, dict) else COMPLETION_UNIT
-        return unit if unit in COMPLETION_UNITS else COMPLETION_UNIT
+        if unit not in COMPLETION_UNITS:
+            raise ConfigError(f"bank: its build settings name an unknown reward_unit {unit!r} "
+                              f"(known: {list(COMPLETION_UNITS)})")
+        return unit
 
     @property
     def n_cells(self) -> int:

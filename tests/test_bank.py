@@ -258,3 +258,5 @@ def test_reward_unit_comes_from_the_build_settings():
     assert _bank(meta={"settings": {"reptile": {"reward_unit": "time"}}}).reward_unit == "time"
     assert _bank(meta={"settings": {"reptile": {"inner_steps": 16}}}).reward_unit == "time"
     assert _bank().reward_unit == "packet"
+    with pytest.raises(ConfigError, match="unknown reward_unit 'bytes'"):
+        _ = _bank(meta={"settings": {"reptile": {"reward_unit": "bytes"}}}).reward_unit
