@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from envs.errors import ConfigError
+from envs.mdp import COMPLETION_UNIT
 from falcon.config import to_plain
 from falcon.experiment import info
 from falcon.experiments import common
@@ -60,7 +61,7 @@ class SparseBank:
     ``weights``); no offline loop (``params`` is None)."""
 
     def __init__(self, grid: ConditionGrid, spec, trained: Mapping[int, np.ndarray], default: np.ndarray,
-                 reward_unit: str = "packet"):
+                 reward_unit: str = COMPLETION_UNIT):
         self.grid = grid
         self.reward_unit = reward_unit
         self.spec = spec
