@@ -20,6 +20,7 @@ from baselines.dqn.network import QNetSpec, init_params
 from envs.errors import ConfigError
 from falcon.online import FalconScheduler, FalconSScheduler
 from falcon.online.estimator import ConditionEstimator, WindowConfig
+from falcon.online.guard import bellman_error, split_held_out
 from falcon.online.offline_update import OfflineUpdater
 from metalearning.bank import MetaModelBank, split_row
 from metalearning.grid import ConditionGrid, PathCondition
@@ -160,7 +161,7 @@ def test_finetune_mix_deploys_a_share_of_the_k_step_move(bank):
     deployed = {}
     for mix in (0.0, 1.0):
         s = falcon(bank, detection="never", finetune_steps=16, finetune_mix=mix, continual=False,
-                   train_step_cost_s=0.0)
+                   train_step_cost_s=0.0, deploy_guard=False)
         s.run_episode(TWO_PATHS, BULK, seed=3)
         ev = start_event(s)
         assert ev.action == "adapt" and s.deployments == 1
@@ -169,6 +170,53 @@ def test_finetune_mix_deploys_a_share_of_the_k_step_move(bank):
     assert not np.array_equal(*deployed[1.0])             # mix 1: the fine-tuned network
     with pytest.raises(ConfigError, match="finetune_mix"):
         falcon(bank, finetune_mix=1.5)
+
+
+def test_guard_holds_out_every_nth_transition_and_scores_bellman_error():
+    n = 20
+    trans = (np.arange(n * 8, dtype=np.float32).reshape(n, 8), np.arange(n) % 2, np.ones(n, np.float32),
+             np.zeros((n, 8), np.float32), np.zeros(n, np.float32))
+    training, held = split_held_out(trans, 2)
+    assert list(held[1]) == [1] * 10 and len(training[0]) == 10 and held[0][0, 0] == 8.0
+    assert split_held_out(trans, 4) is None              # 5 held out < MIN_HELD_OUT
+    zero = np.zeros(SPEC.n_parameters, np.float32)       # Q = 0 everywhere: the error is the reward's
+    split = lambda row: split_row(row, SPEC)             # noqa: E731
+    r = np.array([0.5, 3.0], np.float32)
+    batch = (np.zeros((2, 8), np.float32), np.zeros(2, np.int64), r, np.zeros((2, 8), np.float32),
+             np.zeros(2, np.float32))
+    assert bellman_error(zero, SPEC, split, batch, 0.9, "huber", 1.0) == pytest.approx((0.125 + 2.5) / 2)
+    assert bellman_error(zero, SPEC, split, batch, 0.9, "mse") == pytest.approx((0.25 + 9.0) / 2)
+
+
+def test_deploy_guard_keeps_the_meta_model_when_fine_tuning_explains_the_change_worse(bank):
+    runs = {}
+    for name, kw in (("guarded", {"lr": 0.5}), ("unguarded", {"lr": 0.5, "deploy_guard": False}),
+                     ("sane", {})):
+        s = falcon(bank, detection="never", finetune_steps=16, train_step_cost_s=0.0, **kw)
+        s.run_episode(TWO_PATHS, BULK, seed=3)
+        runs[name] = (s, start_event(s))
+    s, ev = runs["guarded"]        # lr 0.5 wrecks the network: the meta-model is deployed instead
+    assert ev.guard == "meta-model" and ev.guard_errors[0] > ev.guard_errors[1] and s.guarded == 1
+    assert np.array_equal(s._deployed_flat, s.bank.row(ev.cell))
+    s, ev = runs["unguarded"]      # the paper's: the wrecked network is deployed
+    assert ev.guard is None and s.guarded == 0 and not np.array_equal(s._deployed_flat, s.bank.row(ev.cell))
+    s, ev = runs["sane"]           # a fine-tuning that lowers the held-out error is deployed
+    assert ev.guard == "fine-tuned" and ev.guard_errors[0] <= ev.guard_errors[1]
+    assert not np.array_equal(s._deployed_flat, s.bank.row(ev.cell))
+    with pytest.raises(ConfigError, match="guard_every"):
+        falcon(bank, guard_every=1)
+
+
+def test_the_selected_meta_model_acts_while_its_fine_tuning_is_prepared(bank):
+    acting = {}
+    for act in (True, False):      # K steps that cost 16 x 10 s never end within the download
+        s = falcon(bank, detection="never", finetune_steps=16, train_step_cost_s=10.0, act_on_selection=act)
+        s.run_episode(TWO_PATHS, BULK, seed=3)
+        ev = start_event(s)
+        assert ev.action == "adapt" and ev.cell != s.prior_cell and ev.deploy_time is None
+        acting[act] = (s._deployed_flat.copy(), s.bank.row(ev.cell), s.bank.row(s.prior_cell))
+    assert np.array_equal(acting[True][0], acting[True][1])     # the selected cell's meta-model
+    assert np.array_equal(acting[False][0], acting[False][2])   # the paper's: the prior's until deployment
 
 
 def test_emulated_estimate_selects_the_covering_cell(bank):
@@ -228,7 +276,8 @@ class Recording(FalconScheduler):
 
 def test_finetuning_costs_emulated_time_while_the_old_policy_acts(bank):
     cost = 0.03     # 16 steps = 0.48 s: the old policy (blocked on the 300 ms path) decides meanwhile
-    s = Recording(bank, detection="never", train_step_cost_s=cost, finetune_steps=16, offline=None, epsilon=0.1)
+    s = Recording(bank, detection="never", train_step_cost_s=cost, finetune_steps=16, offline=None, epsilon=0.1,
+                  act_on_selection=False)     # the paper's reading: the old policy acts until deployment
     s.trace = []
     s.run_episode(TWO_PATHS, BULK, seed=2)
     ev = start_event(s)

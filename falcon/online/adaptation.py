@@ -17,6 +17,7 @@ import time as _time
 import numpy as np
 
 from falcon.online.events import COLLECTING, DEPLOYED, FINETUNING, AdaptationEvent
+from falcon.online.guard import bellman_error, split_held_out
 
 
 class FewShotAdaptation:
@@ -40,6 +41,8 @@ class FewShotAdaptation:
             self._ft_gen = self._gen
             self._ft_deploy()
             return
+        if self.act_on_selection:           # the meta-model acts while its K steps are prepared
+            self.deploy()
         self.phase = COLLECTING
         self.finetuner.notify(len(self.replay))
 
@@ -57,6 +60,13 @@ class FewShotAdaptation:
         ev.finetune_steps = n
         ev.finetune_cost_s = n * self.finetuner.step_cost_s
         self._ft_mark = self.decisions
+        self._held_out = None
+        if self.deploy_guard:
+            split = split_held_out(self.replay.contents(), self.guard_every)
+            if split is not None:
+                training, self._held_out = split
+                self.replay.clear()
+                self.replay.extend(*training)
         loss = self._steps(n)
         self.finetuner.losses.clear()     # AsyncTrainer appends one per job: keep it bounded
         ev.wall_s["finetune"] = _time.perf_counter() - t0
@@ -69,6 +79,7 @@ class FewShotAdaptation:
             theta = self.bank.row(self.cell)
             w = self.learner.flat_weights(0)
             self.learner.set_weights(self.learner.split_flat(theta + np.float32(self.finetune_mix) * (w - theta)))
+        self._guard(self._adapt_event)
         self.deploy()
         self.phase = DEPLOYED
         self.deployed_cell = self.cell
@@ -78,6 +89,27 @@ class FewShotAdaptation:
         ev.decisions_to_deploy = self.decisions - ev.decisions_at_change
         ev.old_policy_decisions = self.decisions - self._ft_mark
         self._set_epsilon()
+
+    def _guard(self, ev: AdaptationEvent) -> None:
+        """The deployment guard (:mod:`falcon.online.guard`): the meta-model
+        replaces the fine-tuned network when it has the lower held-out Bellman
+        error; the held-out transitions rejoin the replay either way."""
+        held, self._held_out = self._held_out, None
+        if held is None or not self.finetune_steps:
+            return
+        cfg, split = self.learner_config, self.learner.split_flat
+        theta = self.bank.row(self.cell)
+        errs = [bellman_error(w, self.spec, split, held, cfg.gamma, cfg.loss, cfg.huber_delta)
+                for w in (self.learner.flat_weights(0), theta)]
+        ev.guard_errors = tuple(errs)
+        if errs[0] > errs[1]:
+            self.learner.set_weights(split(theta))
+            self.learner.reset_optimizer()
+            ev.guard = "meta-model"
+            self.guarded += 1
+        else:
+            ev.guard = "fine-tuned"
+        self.replay.extend(*held)
 
     def _steps(self, n: int) -> float:
         replay, learner, bs = self.replay, self.learner, self.learner_config.batch_size

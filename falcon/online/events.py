@@ -28,7 +28,8 @@ class AdaptationEvent:
     arrived before the window closed), or None while the window is open.
     ``decisions_*`` count decisions (online packets) since the trigger.
     ``old_policy_decisions``: decisions taken by the previous policy while
-    the K steps ran.
+    the K steps ran. ``guard``: what the deployment guard deployed
+    (:mod:`falcon.online.guard`).
     """
 
     episode: int
@@ -49,6 +50,8 @@ class AdaptationEvent:
     deploy_time: float | None = None
     decisions_to_deploy: int | None = None
     old_policy_decisions: int = 0
+    guard: str | None = None         # deployment guard: "fine-tuned" | "meta-model" (deployed instead) | None (not judged)
+    guard_errors: tuple | None = None   # held-out Bellman errors (fine-tuned, meta-model)
     wall_s: dict = field(default_factory=dict)   # wall time of estimation+selection and of the K steps
 
 

@@ -36,8 +36,11 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    the batch size) transitions, one trainer job of ``finetune_steps`` (K =
    16) DQN mini-batch steps runs under the cost model of
    :class:`baselines.dqn.async_trainer.AsyncTrainer`: the job costs ``K x
-   train_step_cost_s`` of emulated time, the *old* policy keeps
-   scheduling until it ends, then the fine-tuned network is deployed and
+   train_step_cost_s`` of emulated time; the *old* policy keeps
+   scheduling through the collection and the K steps (the paper's reading;
+   ``act_on_selection: true`` lets the selected meta-model act from its
+   selection on instead: measured on the stress test it does not help),
+   then the fine-tuned network is deployed and
    acts with ``deployed_epsilon`` (default 0: greedy; the paper: eps_s =
    0.1). A job still running when a newer adaptation starts is discarded
    at its end. ``finetune_steps: 0`` deploys the selected meta-model at
@@ -67,7 +70,7 @@ loop updates a private copy of the parameters.
 
 For experiments: :attr:`FalconScheduler.events` (the newest ``max_events``
 :class:`falcon.online.events.AdaptationEvent`), counters ``changes``, ``selections``,
-``adaptations``, ``deployments``, ``kept`` and ``decisions`` (online
+``adaptations``, ``deployments``, ``kept``, ``guarded`` and ``decisions`` (online
 packets), :meth:`FalconScheduler.stats`.
 
 :class:`falcon.online.falcon_s.FalconSScheduler` (FALCON-S, web pages) only changes the state:
@@ -138,6 +141,15 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         finetune_steps: K (0: the selected meta-model is deployed as is, zero-shot).
         finetune_mix: the share of the K-step move deployed, ``theta + mix
             (W - theta)`` (1: the fine-tuned W, the paper; 0: theta).
+        deploy_guard: judge the fine-tuned network against the meta-model on
+            held-out post-change transitions before deploying it (False: the
+            paper's, always the fine-tuned one).
+        guard_every: every ``guard_every``-th post-change transition is held
+            out for the guard (at least 2).
+        act_on_selection: the selected meta-model acts from its selection on,
+            while the fine-tuning data is collected and the K steps run
+            (False, default: the previous policy acts until the fine-tuned
+            network is deployed, the paper's).
         min_transitions: post-change transitions before fine-tuning (None: batch size).
         train_step_cost_s: emulated time of one gradient step [s] (``"auto"``: measured).
         selection, detection, fallback, same_cell: module docstring.
@@ -158,6 +170,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
 
     def __init__(self, bank, *, epsilon: float = 0.0, deployed_epsilon: float = 0.0,
                  finetune_steps: int = ReptileConfig.inner_steps, finetune_mix: float = 1.0, min_transitions: int | None = None,
+                 deploy_guard: bool = True, guard_every: int = 4, act_on_selection: bool = False,
                  train_step_cost_s: float | str = 0.00045, selection: str = "bank",
                  detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
                  prior_conditions=None, window: Mapping | None = None,
@@ -185,6 +198,11 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self.epsilon_s = self.epsilon
         self.deployed_epsilon, self.finetune_steps, self.finetune_mix, self.min_transitions = _adaptation_settings(
             deployed_epsilon, finetune_steps, finetune_mix, min_transitions, self.learner_config.batch_size)
+        if isinstance(guard_every, bool) or not isinstance(guard_every, int) or guard_every < 2:
+            raise ConfigError(f"guard_every: expected an integer >= 2 (every n-th post-change transition "
+                              f"held out), got {guard_every!r}")
+        self.deploy_guard, self.guard_every = bool(deploy_guard), guard_every
+        self.act_on_selection = bool(act_on_selection)
         if train_step_cost_s == "auto":
             train_step_cost_s = calibrate(self.hidden, n_paths=self.bank.spec.n_actions,
                                           technique=self.technique)
@@ -233,6 +251,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self._ct_gen = -1
         self._adapt_event: AdaptationEvent | None = None
         self._ft_mark = 0
+        self._held_out = None                   # transitions held out of the K steps (the guard's)
         # per connection
         self.estimator: ConditionEstimator | None = None
         self.detector: PathChangeDetector | None = None
@@ -252,6 +271,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self.adaptations = 0
         self.deployments = 0
         self.kept = 0
+        self.guarded = 0                        # K-step adaptations where the guard deployed the meta-model
 
     # ---------------------------------------------------------- model
     @property
@@ -416,7 +436,8 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
     def stats(self) -> dict[str, float]:
         out = {"changes": float(self.changes), "selections": float(self.selections),
                "adaptations": float(self.adaptations), "deployments": float(self.deployments),
-               "kept": float(self.kept), "online_packets": float(self.decisions)}
+               "kept": float(self.kept), "guarded": float(self.guarded),
+               "online_packets": float(self.decisions)}
         if self.offline is not None:
             out.update(self.offline.stats())
         return out
@@ -424,6 +445,8 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
     def hyperparameters(self) -> dict:
         return {**super().hyperparameters(), "deployed_epsilon": self.deployed_epsilon,
                 "finetune_steps": self.finetune_steps, "finetune_mix": self.finetune_mix,
+                "deploy_guard": self.deploy_guard, "guard_every": self.guard_every,
+                "act_on_selection": self.act_on_selection,
                 "min_transitions": self.min_transitions,
                 "train_step_cost_s": self.finetuner.step_cost_s, "selection": self.selection,
                 "detection": self.detection, "fallback": self.fallback, "same_cell": self.same_cell,
