@@ -179,13 +179,12 @@ def test_guard_holds_out_every_nth_transition_and_scores_bellman_error():
     training, held = split_held_out(trans, 2)
     assert list(held[1]) == [1] * 10 and len(training[0]) == 10 and held[0][0, 0] == 8.0
     assert split_held_out(trans, 4) is None              # 5 held out < MIN_HELD_OUT
-    zero = np.zeros(SPEC.n_parameters, np.float32)       # Q = 0 everywhere: the error is the reward's
-    split = lambda row: split_row(row, SPEC)             # noqa: E731
+    zero = split_row(np.zeros(SPEC.n_parameters, np.float32), SPEC)   # Q = 0 everywhere: the error is the reward's
     r = np.array([0.5, 3.0], np.float32)
     batch = (np.zeros((2, 8), np.float32), np.zeros(2, np.int64), r, np.zeros((2, 8), np.float32),
              np.zeros(2, np.float32))
-    assert bellman_error(zero, SPEC, split, batch, 0.9, "huber", 1.0) == pytest.approx((0.125 + 2.5) / 2)
-    assert bellman_error(zero, SPEC, split, batch, 0.9, "mse") == pytest.approx((0.25 + 9.0) / 2)
+    assert bellman_error(zero, SPEC, batch, 0.9, "huber", 1.0) == pytest.approx((0.125 + 2.5) / 2)
+    assert bellman_error(zero, SPEC, batch, 0.9, "mse") == pytest.approx((0.125 + 4.5) / 2)   # half the square
 
 
 def test_deploy_guard_keeps_the_meta_model_when_fine_tuning_explains_the_change_worse(bank):

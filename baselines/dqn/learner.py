@@ -127,7 +127,8 @@ class DQNConfig:
         return asdict(self)
 
 
-def _td_loss(err: torch.Tensor, kind: str, delta: float) -> torch.Tensor:
+def td_loss(err: torch.Tensor, kind: str, delta: float) -> torch.Tensor:
+    """Per-element loss of TD errors ``err``: ``"mse"`` (half the square) or ``"huber"`` (``delta``)."""
     if kind == "mse":
         return 0.5 * err * err
     a = err.abs()
@@ -341,7 +342,7 @@ class BatchedDQN:
         cfg = self.config
         q_all = q_values(self.params, s, self.spec)
         q = q_all.gather(-1, a.unsqueeze(-1)).squeeze(-1)
-        per_model = _td_loss(q - y, cfg.loss, cfg.huber_delta).mean(-1)      # [M]
+        per_model = td_loss(q - y, cfg.loss, cfg.huber_delta).mean(-1)      # [M]
         if cfg.cql_alpha > 0.0:
             per_model = per_model + cfg.cql_alpha * (torch.logsumexp(q_all, -1) - q).mean(-1)
         grads = torch.autograd.grad(per_model.sum(), self.params)
@@ -356,7 +357,7 @@ class BatchedDQN:
             def loss_one(params, s1, a1, y1):
                 q_all = q_values_single(params, s1, spec)
                 q = q_all.gather(-1, a1.unsqueeze(-1)).squeeze(-1)
-                loss = _td_loss(q - y1, cfg.loss, cfg.huber_delta).mean()
+                loss = td_loss(q - y1, cfg.loss, cfg.huber_delta).mean()
                 if cfg.cql_alpha > 0.0:
                     loss = loss + cfg.cql_alpha * (torch.logsumexp(q_all, -1) - q).mean()
                 return loss

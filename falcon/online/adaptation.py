@@ -95,15 +95,15 @@ class FewShotAdaptation:
         replaces the fine-tuned network when it has the lower held-out Bellman
         error; the held-out transitions rejoin the replay either way."""
         held, self._held_out = self._held_out, None
-        if held is None or not self.finetune_steps:
+        if held is None:
             return
-        cfg, split = self.learner_config, self.learner.split_flat
-        theta = self.bank.row(self.cell)
-        errs = [bellman_error(w, self.spec, split, held, cfg.gamma, cfg.loss, cfg.huber_delta)
-                for w in (self.learner.flat_weights(0), theta)]
+        cfg = self.learner_config
+        theta = self.bank.weights(self.cell)
+        errs = [bellman_error(w, self.spec, held, cfg.gamma, cfg.loss, cfg.huber_delta)
+                for w in (self.learner.get_weights(0), theta)]
         ev.guard_errors = tuple(errs)
         if errs[0] > errs[1]:
-            self.learner.set_weights(split(theta))
+            self.learner.set_weights(theta)
             self.learner.reset_optimizer()
             ev.guard = "meta-model"
             self.guarded += 1

@@ -22,7 +22,9 @@ and 0.916 to 1.003 and 0.974 (8 s: 1.007 -> 0.959, 4 s: 1.063 -> 1.073).
 from __future__ import annotations
 
 import numpy as np
+import torch
 
+from baselines.dqn.learner import td_loss
 from baselines.dqn.network import NumpyQNet, QNetSpec
 
 #: fewest held-out transitions for the guard to judge (fewer: the fine-tuned network is deployed)
@@ -41,19 +43,16 @@ def split_held_out(transitions: tuple, every: int) -> tuple[tuple, tuple] | None
     return tuple(x[~held] for x in transitions), tuple(x[held] for x in transitions)
 
 
-def bellman_error(flat: np.ndarray, spec: QNetSpec, split_flat, transitions: tuple, gamma: float,
-                  loss: str = "huber", delta: float = 1.0) -> float:
-    """Mean TD loss of the network with flat parameters ``flat`` on ``transitions``
-    (``split_flat``: the learner's row -> layer arrays)."""
+def bellman_error(weights, spec: QNetSpec, transitions: tuple, gamma: float, loss: str = "huber",
+                  delta: float = 1.0) -> float:
+    """Mean TD loss (:func:`baselines.dqn.learner.td_loss`) of the network with
+    layer arrays ``weights`` on ``transitions``, bootstrapping from itself."""
     s, a, r, s2, d = transitions
-    net = NumpyQNet(split_flat(flat), spec)
+    net = NumpyQNet(weights, spec)
     q = net(np.asarray(s, np.float32))[np.arange(len(a)), np.asarray(a, np.int64)]
     y = np.asarray(r, np.float64) + gamma * (1.0 - np.asarray(d, np.float64)) * net(
         np.asarray(s2, np.float32)).max(-1)
-    err = np.abs(q - y)
-    if loss == "huber":
-        return float(np.mean(np.where(err <= delta, 0.5 * err ** 2, delta * (err - 0.5 * delta))))
-    return float(np.mean(err ** 2))
+    return float(td_loss(torch.as_tensor(q - y), loss, delta).mean())
 
 
 __all__ = ["MIN_HELD_OUT", "split_held_out", "bellman_error"]
