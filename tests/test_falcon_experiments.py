@@ -36,6 +36,16 @@ def job_cfg(compose, tmp_path, monkeypatch, tiny_bank):
 
 
 # ---------------------------------------------------------------- helpers
+def test_paired_score_is_the_geometric_mean_of_ratios_over_common_downloads():
+    ref = {"a": 1.0, "b": 4.0, "c": 2.0, "d": 1.0}
+    mine = {"a": 2.0, "b": 1.0, "c": math.nan, "e": 9.0}     # c unfinished, d / e unpaired
+    score, n = common.paired_score(ref, mine)
+    assert n == 2 and score == pytest.approx(math.sqrt(0.5 * 4.0))
+    # a ratio of medians would see 1.5 / 1.5 here; pairing sees the per-download gain
+    assert common.paired_score({"x": 1.0, "y": 2.0}, {"x": 0.5, "y": 1.0}) == (pytest.approx(2.0), 2)
+    assert math.isnan(common.paired_score({"a": 1.0}, {"b": 1.0})[0])
+
+
 def test_relative_score_and_bins():
     assert common.relative_score([1.0, 2.0, 3.0], [4.0, 4.0, math.nan]) == pytest.approx(0.5)
     assert math.isnan(common.relative_score([1.0], [math.nan]))
@@ -141,6 +151,16 @@ def test_stress_job(job_cfg, tmp_path):
     for rows in data["scores"].values():
         assert [r["interval_s"] for r in rows] == ivs and all(r["n"] >= 1 for r in rows)
     assert all(r["score"] == pytest.approx(1.0) for r in data["scores"]["dqn_off"])
+    assert all(r["paired_score"] == pytest.approx(1.0) for r in data["scores"]["dqn_off"])
+    for iv, row in zip(ivs, data["scores"]["minrtt"]):
+        ref = {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in data["records"]
+               if r["scheduler"] == "dqn_off" and r["interval_s"] == iv}
+        own = {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in data["records"]
+               if r["scheduler"] == "minrtt" and r["interval_s"] == iv}
+        assert (row["paired_score"], row["pairs"]) == (pytest.approx(common.paired_score(ref, own)[0]),
+                                                       common.paired_score(ref, own)[1])
+        assert row["pairs"] >= 1
+    assert "paired score per change interval" in (out / "stress.txt").read_text()
     # every download starts within its condition; sessions are reproducible
     for r in data["records"]:
         assert r["start_s"] < (r["condition"] + 1) * r["interval_s"]

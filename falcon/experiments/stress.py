@@ -34,16 +34,21 @@ Protocol (keys of ``configs/experiment/stress.yaml``):
    the same ``ranges`` (independent draws), then run through the same
    sessions. Score of an interval = median DQN-Off download time over the
    interval's downloads (all seeds) / the scheduler's median (so DQN-Off
-   scores 1 by construction).
+   scores 1 by construction): the paper's relative score. Beside it the
+   *paired score*: every scheduler runs the very same downloads (seed,
+   condition, download), so the geometric mean of the per-download ratios
+   DQN-Off time / scheduler time (:func:`falcon.experiments.common.paired_score`)
+   compares like with like, where a ratio of medians pools 24 conditions
+   of different speeds and moves with whichever download sits at the median.
 
 The default runs ``seeds: 1`` (24 conditions per interval, as the paper)
 and D = 1 to stay within ~10 min on a loaded 2-core machine. M-Peekaboo
 learns across downloads (``fresh_per_connection: false``, as in the
 convergence job). Outputs: ``stress.json`` (settings, conditions, every
 download, scores), ``stress.txt``, ``stress.png`` (score per interval);
-MLflow metrics ``score/<scheduler>`` and ``median_time_s/<scheduler>``
-with step = interval index (0 = the first of ``intervals_s``) and
-``score/<scheduler>/interval_<I>`` per interval.
+MLflow metrics ``score/<scheduler>``, ``paired_score/<scheduler>`` and
+``median_time_s/<scheduler>`` with step = interval index (0 = the first of
+``intervals_s``) and ``score/<scheduler>/interval_<I>`` per interval.
 """
 
 from __future__ import annotations
@@ -189,20 +194,26 @@ def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: boo
                          f"{np.nanmedian(t) if np.isfinite(t).any() else math.nan:.3f} s "
                          f"[{time.perf_counter() - t1:.1f} s]")
     scores: dict[str, list[dict]] = {}
+
+    def by_download(recs: list[dict]) -> dict:
+        return {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in recs}
+
     for name in [common.REFERENCE, *names]:
         rows = []
         for ii, iv in enumerate(sec["intervals_s"]):
-            ref_t = [r["download_time_s"] for r in records
-                     if r["scheduler"] == common.REFERENCE and r["interval_s"] == iv]
+            theirs = [r for r in records if r["scheduler"] == common.REFERENCE and r["interval_s"] == iv]
             mine = [r for r in records if r["scheduler"] == name and r["interval_s"] == iv]
             t = [r["download_time_s"] for r in mine]
             fin = [x for x in t if math.isfinite(x)]
+            paired, n_pairs = common.paired_score(by_download(theirs), by_download(mine))
             row = {"interval_s": iv, "n": len(mine), "median_time_s": float(np.median(fin)) if fin else math.nan,
-                   "score": common.relative_score(ref_t, t),
+                   "score": common.relative_score([r["download_time_s"] for r in theirs], t),
+                   "paired_score": paired, "pairs": n_pairs,
                    "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0)}
             rows.append(row)
             if log is not None:
-                log({f"score/{name}": row["score"], f"median_time_s/{name}": row["median_time_s"],
+                log({f"score/{name}": row["score"], f"paired_score/{name}": paired,
+                     f"median_time_s/{name}": row["median_time_s"],
                      f"score/{name}/interval_{iv:g}": row["score"]}, step=ii)
         scores[name] = rows
     return {"job": JOB, "settings": sec, "scenario": scenario, "app": dict(app),
@@ -215,12 +226,16 @@ def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: boo
 def table(results: dict) -> str:
     ivs = results["settings"]["intervals_s"]
     rows = [[name, *[r["score"] for r in rows]] for name, rows in results["scores"].items()]
+    paired = [[name, *[r["paired_score"] for r in rows]] for name, rows in results["scores"].items()]
     times = [[name, *[r["median_time_s"] for r in rows]] for name, rows in results["scores"].items()]
     counts = [[name, *[f"{r['n']} ({r['downloads_with_change']})" for r in rows]]
               for name, rows in results["scores"].items()]
     head = [f"{iv:g} s" for iv in ivs]
     return ("relative score per change interval (DQN-Off median / scheduler median)\n"
             + common.format_table(["scheduler", *head], rows)
+            + "\npaired score per change interval (geometric mean over the same downloads of "
+              "DQN-Off time / scheduler time)\n"
+            + common.format_table(["scheduler", *head], paired)
             + "\nmedian download time [s]\n" + common.format_table(["scheduler", *head], times)
             + "\ndownloads (of which spanning a change)\n" + common.format_table(["scheduler", *head], counts))
 
