@@ -160,7 +160,8 @@ def test_shared_defaults_agree_with_the_dataclasses_that_use_them():
     off = params(OfflineUpdater.__init__)
     assert falcon["offline"]["meta_lr"] == off["meta_lr"] == reptile["meta_lr"]
     assert falcon["offline"]["inner_steps"] == off["inner_steps"] == reptile["inner_steps"]
-    assert falcon["finetune_steps"] == params(FalconScheduler.__init__)["finetune_steps"] == reptile["inner_steps"]
+    assert falcon["finetune_steps"] == params(FalconScheduler.__init__)["finetune_steps"] == 0
+    assert load("agent/falcon_paper.yaml")["finetune_steps"] == reptile["inner_steps"]   # the paper's K
     assert load("experiment/meta_evidence.yaml")["evidence"]["finetune_steps"] == \
         defaults(EvidenceConfig)["finetune_steps"] == reptile["inner_steps"]
     from envs.scenario import SCENARIO_DEFAULTS  # the emulator's defaults = the config tree's

@@ -290,7 +290,7 @@ def test_finetuning_costs_emulated_time_while_the_old_policy_acts(bank):
     assert ev.old_policy_decisions > 0 and during and during <= before
     assert after and not (after & before)
     # synchronous learning: deployed at the decision that started the job
-    s0 = falcon(bank, detection="never", train_step_cost_s=0.0)
+    s0 = falcon(bank, detection="never", train_step_cost_s=0.0, finetune_steps=16)
     s0.run_episode(TWO_PATHS, BULK, seed=2)
     ev0 = start_event(s0)
     assert ev0.deploy_time == ev0.finetune_start and ev0.old_policy_decisions == 0
@@ -341,7 +341,7 @@ def test_falcon_folds_its_experience_into_the_selected_cells():
 def test_memory_stays_flat_over_a_long_run():
     """Everything the scheduler holds (its pickled state: bank, learner,
     replay, detector, estimator, events, offline store) stops growing."""
-    s = falcon(crafted_bank(), seed=5, max_events=4, continual=True, deployed_epsilon=0.1,
+    s = falcon(crafted_bank(), seed=5, max_events=4, continual=True, deployed_epsilon=0.1, finetune_steps=16,
                offline={"interval_s": 0.5, "capacity_per_cell": 200, "max_cells": 2, "inner_steps": 2},
                window={"max_window_s": 0.05})
     sc = {**CHANGING, "paths": [{**CHANGING["paths"][0], "schedule": {
