@@ -44,15 +44,10 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    acts with ``deployed_epsilon`` (default 0: greedy; the paper: eps_s =
    0.1). A job still running when a newer adaptation starts is discarded
    at its end. ``finetune_steps: 0`` (the default) deploys the selected
-   meta-model at once, and continual updates take it from there. Measured
-   (README, FALCON): the K = 16 steps on the first post-change transitions
-   of one connection did not pay on any of FALCON's jobs. Stress, paired
-   score at 8 / 4 / 2 / 0.5 / 0.3 s on the same downloads: 0.998 / 1.008 /
-   1.011 / 0.991 / 0.976 with K = 16 and the guard, 1.009 / 1.007 / 1.013 /
-   0.985 / 0.973 with K = 0. Learnability: 1.055 with K = 16, 1.045 with
-   K = 0. The likely reason: every meta-model of the bank stays close to the
-   generalist it started from (``experiment=meta_evidence``), and 16 steps
-   on 32 fresh transitions have little to add to that start.
+   meta-model at once, and continual updates take it from there: the K =
+   16 steps on the first post-change transitions did no better on any of
+   FALCON's jobs (README, "K = 0 by default"), every meta-model of the bank
+   staying close to the generalist it started from (``experiment=meta_evidence``).
 5. **Continual updates** (``continual: true``, the default; the paper's eps_s "for fine-tuning and
    continual updates"; without them one bad fine-tuning persisted for the
    rest of a run: 36-52 s downloads in the convergence test): after
