@@ -19,7 +19,13 @@ after one untimed warm-up run that pays the lazy imports):
 * ``dqn_collect``: bank-build task collection (:class:`metalearning.collect.TaskCollector`,
   the bank presets' network and MDP, a fresh network, eps 0.3, 512
   decisions per task) on ``--tasks`` tasks drawn over the condition grid;
-  decisions per CPU-second.
+  decisions per CPU-second;
+* ``qnet_forward``: the per-decision Q-network forward pass and argmax of
+  one state (:meth:`baselines.dqn.network.NumpyQNet.argmax`, the bank
+  presets' 3 x 64 network and MDP, i.e. :class:`envs.dense.DenseForward`)
+  on 20 000 states; forward passes per CPU-second, and in
+  ``baseline_per_cpu_s`` the same with NumPy's matrix products (the
+  scheduler's pass before ``envs/dense.py``).
 
 Every repeat runs each workload once on each core, in a fresh interpreter
 (``FALCON_PURE_PYTHON=1`` for the pure-Python one), alternating, so that both
@@ -44,7 +50,7 @@ SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
 PATH_COUNTS = (2, 4, 8)
 CONNECTION_COUNTS = (1, 8, 64)
 SCALING = tuple(f"paths_{n}" for n in PATH_COUNTS) + tuple(f"connections_{n}" for n in CONNECTION_COUNTS)
-WORKLOADS = ("minrtt", "first_with_room", "dqn_collect", *SCALING)
+WORKLOADS = ("minrtt", "first_with_room", "dqn_collect", "qnet_forward", *SCALING)
 
 
 def _episodes(name: str, episodes: int, size: int) -> dict:
@@ -138,12 +144,47 @@ def _collect(tasks: int) -> dict:
     return {"per_cpu_s": n / cpu, "unit": "decisions", "count": n, "checksum": check}
 
 
+def _forward(states: int = 20_000) -> dict:
+    import numpy as np
+
+    from baselines.dqn.network import NumpyQNet
+    from falcon.config import load_group, to_plain
+    from metalearning.build import BankBuildSpec
+    from metalearning.reptile import initial_params, split_params
+
+    spec = BankBuildSpec.from_config(to_plain(load_group("bank", "quick"))).qnet_spec
+    net = NumpyQNet(split_params(spec, initial_params(spec, 0)), spec)
+    xs = list(np.random.default_rng(0).uniform(0, 2, (states, spec.n_inputs)).astype(np.float32))
+    pairs = net._pairs
+
+    def matmul_argmax(x):
+        for i, (w, b) in enumerate(pairs):
+            x = x @ w
+            x += b
+            if i < len(pairs) - 1:
+                np.maximum(x, 0.0, out=x)
+        return int(x.argmax())
+
+    net.argmax(xs[0])
+    t0 = time.process_time()
+    check = sum(net.argmax(x) for x in xs)
+    cpu = time.process_time() - t0
+    t0 = time.process_time()
+    for x in xs:
+        matmul_argmax(x)
+    base = time.process_time() - t0
+    return {"per_cpu_s": states / cpu, "unit": "forwards", "count": states, "checksum": float(check),
+            "baseline_per_cpu_s": states / base}
+
+
 def run_single(workload: str, args) -> dict:
     """One workload on this interpreter's core."""
     import envs
 
     if workload == "dqn_collect":
         out = _collect(args.tasks)
+    elif workload == "qnet_forward":
+        out = _forward()
     elif workload in SCALING:
         out = _scaling(workload, args.episodes)
     else:
@@ -192,10 +233,18 @@ def main(argv=None) -> int:
                  "speedup_median": round(statistics.median(ratios), 3),
                  "speedups": [round(x, 3) for x in ratios], "identical_results": same,
                  f"{unit}_per_run": runs["python"][0]["count"]}
+        if "baseline_per_cpu_s" in runs["compiled"][0]:
+            base = [r["baseline_per_cpu_s"] for r in runs["compiled"]]
+            entry["median_numpy_matmul_per_cpu_s"] = round(statistics.median(base))
+            entry["speedup_over_numpy_matmul"] = round(statistics.median(
+                r["per_cpu_s"] / r["baseline_per_cpu_s"] for r in runs["compiled"]), 3)
         report["results"][name] = entry
         print(f"{name:16s} {unit}/CPU-s compiled {entry[f'median_{unit}_per_cpu_s']['compiled']:>9,} "
               f"pure {entry[f'median_{unit}_per_cpu_s']['python']:>9,}  x{entry['speedup_median']:.2f} "
               f"identical={same}", file=sys.stderr, flush=True)
+        if "speedup_over_numpy_matmul" in entry:
+            print(f"{'':16s} NumPy matmul {entry['median_numpy_matmul_per_cpu_s']:>9,}  compiled "
+                  f"x{entry['speedup_over_numpy_matmul']:.2f}", file=sys.stderr, flush=True)
     scaling = _scaling_table(report["results"])
     if scaling:
         report["scaling"] = scaling

@@ -21,6 +21,7 @@ PURE = os.environ.get(_core.PURE_ENV) == "1"
 def test_the_compiled_core_is_built_and_loaded():
     """`make setup` compiles the core (setup.py); a missing or stale extension
     would silently cost the speed, so the suite says so."""
+    import envs.dense  # noqa: F401
     import envs.mdp  # noqa: F401
     import envs.transport  # noqa: F401  (loads the rest of the core)
 
@@ -33,7 +34,7 @@ def test_the_compiled_core_is_built_and_loaded():
 def test_the_core_modules_are_the_ones_with_a_pxd():
     mods = _core.core_modules()
     assert {"envs.sim", "envs.link", "envs.path_sender", "envs.transport", "envs.receiver",
-            "envs.streams", "envs.cc.base", "envs.cc.newreno"} <= set(mods)
+            "envs.streams", "envs.cc.base", "envs.cc.newreno", "envs.dense"} <= set(mods)
     assert all(p.suffix == ".py" and p.exists() for p in mods.values())
 
 

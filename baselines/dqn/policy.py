@@ -302,7 +302,7 @@ class DQNScheduler(Scheduler):
             return int(rng.integers(self.spec.n_actions))
         if self.behaviour is not None:
             return self._behaviour_action()
-        return int(self.qnet(state).argmax())
+        return self.qnet.argmax(state)
 
     def _behaviour_action(self) -> int:
         """The behaviour scheduler's choice as an action: its path, or for a

@@ -1,0 +1,23 @@
+# C types of envs/dense.py for the compiled core (setup.py, envs/_core.py):
+# the layers run as float32 C loops over the flat parameter buffer.
+cimport cython
+
+cdef class DenseForward:
+    cdef public Py_ssize_t n_layers, n_in, n_out
+    cdef public list pairs, _ref_pairs
+    cdef public bint normalises
+    cdef public object offset, inv_scale, _scratch
+    cdef float[::1] _params, _buf
+    cdef int[::1] _sizes
+    cdef Py_ssize_t _width
+
+    cpdef q_values(self, x)
+    cpdef long long argmax(self, x)
+    cpdef _input(self, x)
+    @cython.locals(p=cython.float[::1], sizes=cython.int[::1], buf=cython.float[::1], off=cython.float[::1], inv=cython.float[::1],
+                   width=Py_ssize_t, n=Py_ssize_t, m=Py_ssize_t, i=Py_ssize_t,
+                   j=Py_ssize_t, k=Py_ssize_t, row=Py_ssize_t, src=Py_ssize_t, dst=Py_ssize_t,
+                   layer=Py_ssize_t, last=Py_ssize_t, xi=cython.float, v=cython.float)
+    cpdef Py_ssize_t _forward(self, const float[::1] x)
+    @cython.locals(buf=cython.float[::1], best=Py_ssize_t, j=Py_ssize_t, v=cython.float)
+    cpdef long long _argmax_at(self, Py_ssize_t start)
