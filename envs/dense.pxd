@@ -4,7 +4,7 @@ cimport cython
 
 cdef class DenseForward:
     cdef public Py_ssize_t n_layers, n_in, n_out
-    cdef public list pairs, _ref_pairs
+    cdef public list _ref_pairs
     cdef public bint normalises
     cdef public object offset, inv_scale, _scratch
     cdef float[::1] _params, _buf
