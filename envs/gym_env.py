@@ -286,6 +286,9 @@ class MultipathSchedulingEnv(gym.Env):
         if sched.requested:
             sched.requested = False
             sched.action = a
+            # a request inside try_send stops the simulator again; until then
+            # a wait is a wait (Connection.try_send arms the pacer's wake-up)
+            sim.stopped = False
             conn.try_send()       # consumes the action; may ask for the next one
             # defensive: if the state changed so that no packet was sent, the
             # action is dropped rather than applied to a later state

@@ -276,7 +276,7 @@ def _completion_features(view, now: float, finish: float, vals: list) -> list:
         cwnd = p.cwnd
         vals[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), COMPLETION_HIGH)
         vals[k + 1] = _clip(p.bytes_in_flight / cwnd, 0.0, 2.0)
-        vals[k + 2] = 1.0 if p.is_open and p.bytes_in_flight + p.mss <= cwnd else 0.0
+        vals[k + 2] = 1.0 if p.may_send(now) else 0.0
         vals[k + 3] = _clip(srtt / 0.1, 0.0, 10.0)
         vals[k + 4] = _clip(p.rttvar / srtt, 0.0, 3.0)
         vals[k + 5] = p.packets_lost / (p.packets_sent + 1.0)
@@ -303,16 +303,16 @@ def probe_path(view) -> int | None:
     prediction nor the agent can judge it (every rule-based scheduler
     probes unused paths first, too)."""
     for p in view.paths:
-        if p.packets_sent == 0 and p.is_open and p.bytes_in_flight + p.mss <= p.cwnd:
+        if p.packets_sent == 0 and p.has_room:
             return p.index
     return None
 
 
 def decode_action(view, action: int):
-    """Completion MDP: the path ``action`` if it has window room, else None
-    (wait; the connection asks again at the next ACK, loss or app event)."""
-    p = view.paths[action]
-    return action if p.is_open and p.bytes_in_flight + p.mss <= p.cwnd else None
+    """Completion MDP: the path ``action`` if it has room (window and pacing
+    budget), else None (wait; the connection asks again at the next ACK,
+    loss, pacer or app event)."""
+    return action if view.paths[action].has_room else None
 
 
 class CompletionCredit:

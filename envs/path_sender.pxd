@@ -1,6 +1,7 @@
 # C types of envs/path_sender.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
 from envs.cc.base cimport CongestionController
+from envs.sim cimport Simulator
 
 cdef class PathSender:
     cdef public long long index
@@ -16,8 +17,21 @@ cdef class PathSender:
     cdef public double max_ack_delay, pto_base
     cdef public object cc_on_sent
     cdef public double ack_delay, open_time
+    cdef public Simulator clock
+    cdef public double pace_gain, pace_burst_bytes, pace_min_delay, pace_budget, pace_last
 
     cpdef update_rtt(self, double latest, double ack_delay)
     @cython.locals(rtt=cython.double)
     cpdef double rtt_sample(self, double sent_time, double now)
     cpdef double pto_period(self)
+    cpdef bint may_send(self, double now)
+    cpdef double pace_rate(self)
+    @cython.locals(b=cython.double)
+    cpdef bint pace_ok(self, double now)
+    @cython.locals(d=cython.double)
+    cpdef double pace_release(self)
+    @cython.locals(rate=cython.double, burst=cython.double, b=cython.double)
+    cpdef pace_sent(self, double now, long long size)
+
+@cython.locals(p=PathSender, t=cython.double, r=cython.double)
+cpdef double pace_wake_time(list paths, double now)

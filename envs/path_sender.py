@@ -1,7 +1,19 @@
 """The sender's state of one path of a connection (:mod:`envs.transport`):
 its congestion controller, RFC 9002 RTT estimate, packet-number space,
-sent-but-unacknowledged packets and loss-detection timer. Units: seconds
-and bytes."""
+sent-but-unacknowledged packets, loss-detection timer and pacer. Units:
+seconds and bytes.
+
+The pacer is quic-go's (``congestion/pacer.go``), one per path: a token
+budget [bytes] that refills at the pacing rate ``gain x cwnd / srtt``
+(gain 1.25) up to a burst of ``max(burst_packets x mss, rate x (min_delay
++ kGranularity))``, starts full, and loses each packet's size when it is
+sent. A packet may leave when the budget holds one ``mss``; when it does
+not, the connection wakes up ``max(min_delay, time to refill)`` after the
+last send (quic-go's ``TimeUntilSend``). Until a path's first RTT sample its
+bandwidth estimate is unbounded (quic-go), so it is not paced. Probe packets
+(PTO) are sent regardless of the budget, as the congestion window is
+ignored for them, and still spend it.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +24,9 @@ from envs.cc.base import CongestionController
 K_GRANULARITY = 0.001           # s, RFC 9002 kGranularity
 K_INITIAL_RTT = 0.333           # s, RFC 9002 kInitialRtt
 INF = math.inf
+#: pacing settings of a path (``scenario.pacing``, envs/SCHEMA.md): quic-go's pacer
+PACING_DEFAULTS: dict = {"enabled": True, "gain": 1.25, "burst_packets": 10, "min_delay_ms": 1.0}
+PACING_OFF: dict = {**PACING_DEFAULTS, "enabled": False}
 
 
 class PathSender:
@@ -23,10 +38,11 @@ class PathSender:
                  "time_of_last_ack_eliciting", "timer_deadline", "timer_pending_at",
                  "packets_sent", "packets_acked", "packets_lost", "bytes_sent",
                  "payload_bytes_acked", "retransmissions", "max_ack_delay", "pto_base",
-                 "cc_on_sent", "ack_delay", "is_open", "open_time")
+                 "cc_on_sent", "ack_delay", "is_open", "open_time", "clock", "pace_gain",
+                 "pace_burst_bytes", "pace_min_delay", "pace_budget", "pace_last")
 
     def __init__(self, index: int, path, cc: CongestionController, mss: int, payload: int,
-                 max_ack_delay: float):
+                 max_ack_delay: float, clock=None, pacing: dict | None = None):
         self.index = index
         self.path = path
         self.cc = cc
@@ -64,6 +80,15 @@ class PathSender:
         self.is_open = True
         self.open_time = 0.0                  # when it may carry data [s] (envs.setup.establish)
         self.pto_base = self.srtt + 4 * self.rttvar + max_ack_delay
+        #: the simulator whose ``now`` :attr:`has_room` reads (the pacer needs the time)
+        self.clock = clock
+        #: pacing (module docstring): gain 0 = off; budget [bytes] and time [s] at the last send
+        pacing = pacing or PACING_OFF
+        self.pace_gain = float(pacing["gain"]) if pacing["enabled"] else 0.0
+        self.pace_burst_bytes = float(pacing["burst_packets"] * mss)
+        self.pace_min_delay = pacing["min_delay_ms"] / 1000.0
+        self.pace_budget = INF
+        self.pace_last = -1.0
         # skip the per-packet call for controllers that do not override it
         overridden = type(cc).on_packet_sent is not CongestionController.on_packet_sent
         self.cc_on_sent = cc.on_packet_sent if overridden else None
@@ -83,7 +108,14 @@ class PathSender:
 
     @property
     def has_room(self) -> bool:
-        return self.is_open and self.bytes_in_flight + self.mss <= self.cc.cwnd
+        """The path may take a packet now: open, window room and pacing budget."""
+        return self.may_send(self.clock.now)
+
+    def may_send(self, now: float) -> bool:
+        """:attr:`has_room` at time ``now`` [s]."""
+        if not self.is_open or self.bytes_in_flight + self.mss > self.cc.cwnd:
+            return False
+        return self.pace_gain == 0.0 or self.pace_ok(now)
 
     @property
     def packets_in_flight(self) -> int:
@@ -135,5 +167,52 @@ class PathSender:
         """RFC 9002 §6.2.1 PTO period without backoff [s]."""
         return self.pto_base
 
+    # -- pacing (module docstring) ----------------------------------------
+    def pace_rate(self) -> float:
+        """Pacing rate [bytes/s]: gain x cwnd / srtt; infinite before the first RTT sample."""
+        if not self.has_rtt_sample:
+            return INF
+        return self.pace_gain * self.cc.cwnd / self.srtt
 
-__all__ = ["PathSender", "K_GRANULARITY", "K_INITIAL_RTT"]
+    def pace_ok(self, now: float) -> bool:
+        """The budget holds one ``mss`` at ``now`` [s] (the refill counted at today's rate)."""
+        b = self.pace_budget
+        if b >= self.mss or not self.has_rtt_sample:
+            return True
+        # the same expression as pace_release, so a wake-up at that time finds the budget
+        return now >= self.pace_last + (self.mss - b) / self.pace_rate()
+
+    def pace_release(self) -> float:
+        """When the connection should ask again for a path :meth:`pace_ok` refuses [s]."""
+        d = (self.mss - self.pace_budget) / self.pace_rate()
+        return self.pace_last + (d if d > self.pace_min_delay else self.pace_min_delay)
+
+    def pace_sent(self, now: float, size: int) -> None:
+        """Spend ``size`` [bytes] of the budget for a packet sent at ``now`` [s]."""
+        rate = self.pace_rate()
+        burst = rate * (self.pace_min_delay + K_GRANULARITY)
+        if burst < self.pace_burst_bytes:
+            burst = self.pace_burst_bytes
+        b = self.pace_budget
+        if self.pace_last >= 0.0 and b < burst:
+            b += rate * (now - self.pace_last)
+        if b > burst:
+            b = burst
+        self.pace_budget = b - size if b > size else 0.0
+        self.pace_last = now
+
+
+def pace_wake_time(paths, now: float) -> float:
+    """The earliest :meth:`PathSender.pace_release` of the paths that have
+    window room but no pacing budget at ``now`` [s]; infinity if none."""
+    t = INF
+    for p in paths:
+        if p.pace_gain > 0.0 and p.is_open and p.bytes_in_flight + p.mss <= p.cc.cwnd \
+                and not p.pace_ok(now):
+            r = p.pace_release()
+            if r < t:
+                t = r
+    return t
+
+
+__all__ = ["PathSender", "K_GRANULARITY", "K_INITIAL_RTT", "PACING_DEFAULTS", "PACING_OFF", "pace_wake_time"]

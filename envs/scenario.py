@@ -22,6 +22,7 @@ from envs.cc import make_cc
 from envs.cc.base import CouplingGroup
 from envs.errors import ConfigError, FalconInputError
 from envs.link import DelayModel, Link, LossModel, Path, PathState, ScheduledPath
+from envs.path_sender import PACING_DEFAULTS
 from envs.setup import SETUP_DEFAULTS, normalise_setup
 from envs.sim import Simulator
 from envs.traces.base import CapacityTrace, PathTrace
@@ -45,6 +46,7 @@ SCENARIO_DEFAULTS: dict = {
     "flow_control": {"initial_window_bytes": 786432, "max_window_bytes": 15728640, "autotune": True},
     "cc": "olia",
     "setup": dict(SETUP_DEFAULTS),
+    "pacing": dict(PACING_DEFAULTS),
     "paths": [],
 }
 
@@ -119,6 +121,22 @@ def _number(value, key: str, lo: float = 0.0, hi: float = math.inf, lo_open: boo
         rng = f"({lo}, {hi}]" if lo_open else f"[{lo}, {hi}]"
         raise ConfigError(f"{key}: {value!r} is outside {rng}")
     return x
+
+
+def normalise_pacing(value) -> dict:
+    """The ``pacing:`` block (``envs/SCHEMA.md``, :mod:`envs.path_sender`); true/false: the defaults on/off."""
+    if isinstance(value, bool):
+        return {**PACING_DEFAULTS, "enabled": value}
+    if not isinstance(value, dict):
+        raise ConfigError(f"scenario.pacing: expected true, false or a mapping of {sorted(PACING_DEFAULTS)}, "
+                          f"got {value!r}")
+    out = _merge(PACING_DEFAULTS, value, "scenario.pacing")
+    if not isinstance(out["enabled"], bool):
+        raise ConfigError(f"scenario.pacing.enabled: expected true or false, got {out['enabled']!r}")
+    out["gain"] = _number(out["gain"], "scenario.pacing.gain", 0.0, lo_open=True)
+    out["burst_packets"] = int(_number(out["burst_packets"], "scenario.pacing.burst_packets", 1))
+    out["min_delay_ms"] = _number(out["min_delay_ms"], "scenario.pacing.min_delay_ms", 0.0)
+    return out
 
 
 def normalise_path(pcfg, i: int) -> dict:
@@ -299,6 +317,7 @@ def normalise_scenario(cfg) -> dict:
             raise ConfigError(f"scenario.{key}: expected a mapping of {sorted(SCENARIO_DEFAULTS[key])}, "
                               f"got {s[key]!r}")
     s["setup"] = normalise_setup(s["setup"])
+    s["pacing"] = normalise_pacing(s["pacing"])
     s["ack"]["every"] = int(_number(s["ack"]["every"], "scenario.ack.every", 1))
     s["ack"]["max_delay_ms"] = _number(s["ack"]["max_delay_ms"], "scenario.ack.max_delay_ms", 0.0)
     fc = s["flow_control"]
@@ -471,7 +490,7 @@ class Emulation:
             fc_initial_window=s["flow_control"]["initial_window_bytes"],
             fc_max_window=s["flow_control"]["max_window_bytes"],
             fc_autotune=bool(s["flow_control"]["autotune"]),
-            setup=s["setup"],
+            setup=s["setup"], pacing=s["pacing"],
             name=name or f"conn{len(self.connections)}")
         self.connections.append(conn)
         return conn

@@ -27,8 +27,8 @@ treat it as read-only. Its documented read-only surface is:
     ``min_srtt``/``max_srtt`` [s] (extremes of srtt seen so far),
     ``has_rtt_sample``, ``is_open`` (False until the path is validated after
     the connection setup, ``envs/setup.py``), ``open_time`` [s] (when it
-    may carry data), ``has_room`` (open, and
-    bytes_in_flight + mss <= cwnd),
+    may carry data), ``has_room`` (open, bytes_in_flight + mss <= cwnd,
+    and the pacer's budget holds a packet: ``envs/path_sender.py``),
     ``packets_sent``, ``packets_acked``, ``packets_lost``, ``bytes_sent``,
     ``retransmissions``, ``mss`` [bytes on the wire], ``payload`` [bytes],
     ``ack_delay`` [s] (reported by the latest ACK frame, RFC 9002 §5.3),
@@ -130,6 +130,6 @@ class FirstWithRoom(Scheduler):
 
     def decide(self, view):
         for p in view.paths:
-            if p.is_open and p.bytes_in_flight + p.mss <= p.cc.cwnd:
+            if p.has_room:
                 return p.index
         return None

@@ -31,7 +31,15 @@ server opens the app's streams when the request arrives (``t_up``). With
 one RTT draw of path ``i``; with ``false`` from ``t_up``. Handshake packets
 are small: their serialisation time, queueing and loss are not modelled
 (a lost handshake packet would cost a PTO, about a second, in a real stack).
-Units: seconds.
+
+The server measures round trips during the setup, as a real stack does (RFC
+9002 §5: the handshake's acknowledgements are RTT samples; MP-QUIC path
+validation's PATH_RESPONSE answers an ack-eliciting PATH_CHALLENGE): with
+``rtt_samples: true`` (the default) path 0 starts with the handshake's last
+round trip as its first RTT sample (none for ``zero_rtt``), and path ``i >=
+1`` gets its validation round trip when it opens. So the first data flight
+is paced (``envs/path_sender.py``) and every scheduler knows a validated
+path's RTT before its first data packet. Units: seconds.
 """
 
 from __future__ import annotations
@@ -40,9 +48,9 @@ from envs.errors import ConfigError
 
 #: handshake name -> round trips of the initial path before the request leaves
 HANDSHAKE_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 2, "zero_rtt": 0, "none": 0}
-SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": True}
+SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": True, "rtt_samples": True}
 #: ``setup: none``: today's model (no handshake, every path open at once)
-SETUP_NONE: dict = {"handshake": "none", "path_validation": False}
+SETUP_NONE: dict = {"handshake": "none", "path_validation": False, "rtt_samples": False}
 
 
 def normalise_setup(value) -> dict:
@@ -52,10 +60,10 @@ def normalise_setup(value) -> dict:
     if value is None:
         return dict(SETUP_DEFAULTS)
     if isinstance(value, str):
-        value = dict(SETUP_NONE) if value == "none" else {"handshake": value, "path_validation": True}
+        value = dict(SETUP_NONE) if value == "none" else {"handshake": value}
     if not isinstance(value, dict):
         raise ConfigError(f"scenario.setup: expected none, a handshake name or a mapping "
-                          f"{{handshake, path_validation}}, got {value!r}")
+                          f"{{handshake, path_validation, rtt_samples}}, got {value!r}")
     unknown = set(value) - set(SETUP_DEFAULTS)
     if unknown:
         raise ConfigError(f"scenario.setup: unknown key(s) {sorted(unknown)}; known: {sorted(SETUP_DEFAULTS)}")
@@ -63,27 +71,35 @@ def normalise_setup(value) -> dict:
     if not isinstance(out["handshake"], str) or out["handshake"] not in HANDSHAKE_RTTS:
         raise ConfigError(f"scenario.setup.handshake: unknown {out['handshake']!r}; "
                           f"choose one of {list(HANDSHAKE_RTTS)}")
-    if not isinstance(out["path_validation"], bool):
-        raise ConfigError(f"scenario.setup.path_validation: expected true or false, got {out['path_validation']!r}")
+    for key in ("path_validation", "rtt_samples"):
+        if not isinstance(out[key], bool):
+            raise ConfigError(f"scenario.setup.{key}: expected true or false, got {out[key]!r}")
     return out
 
 
-def setup_timeline(paths, setup: dict, t0: float) -> tuple[float, list[float]]:
-    """``(t_up, open_times)``: when the server receives the request [s] and
-    when each path may carry data [s], for a connection started at ``t0``.
-    ``paths`` are the link-level paths (``envs.link.Path``: ``delay.sample_rtt``);
-    ``setup: none`` draws nothing from their delay models."""
+def setup_timeline(paths, setup: dict, t0: float) -> tuple[float, list[float], list]:
+    """``(t_up, open_times, rtts)``: when the server receives the request [s],
+    when each path may carry data [s], and the round trip [s] the server
+    measured on each path during the setup (None where it measured none:
+    ``zero_rtt`` on path 0, paths opened without validation), for a
+    connection started at ``t0``. ``paths`` are the link-level paths
+    (``envs.link.Path``: ``delay.sample_rtt``); ``setup: none`` draws nothing
+    from their delay models."""
     if setup["handshake"] == "none":
-        return t0, [t0] * len(paths)
+        return t0, [t0] * len(paths), [None] * len(paths)
     d0 = paths[0].delay
     t = t0
+    rtt0 = None
     for _ in range(HANDSHAKE_RTTS[setup["handshake"]]):
-        t += d0.sample_rtt(t)
+        rtt0 = d0.sample_rtt(t)
+        t += rtt0
     t_up = t + 0.5 * d0.sample_rtt(t)          # the request's trip to the server
-    opens = [t_up]
+    opens, rtts = [t_up], [rtt0]
     for p in paths[1:]:
-        opens.append(t_up + p.delay.sample_rtt(t_up) if setup["path_validation"] else t_up)
-    return t_up, opens
+        rtt = p.delay.sample_rtt(t_up) if setup["path_validation"] else None
+        opens.append(t_up if rtt is None else t_up + rtt)
+        rtts.append(rtt)
+    return t_up, opens, rtts
 
 
 def establish(conn) -> float:
@@ -92,13 +108,25 @@ def establish(conn) -> float:
     Returns when the server receives the request [s] (now for ``setup:
     none``): the app opens its streams then."""
     now = conn.sim.now
-    t_up, opens = setup_timeline([ps.path for ps in conn.paths], conn.setup, now)
-    for ps, t in zip(conn.paths, opens):
+    t_up, opens, rtts = setup_timeline([ps.path for ps in conn.paths], conn.setup, now)
+    sample = conn.setup.get("rtt_samples", False)
+    for ps, t, rtt in zip(conn.paths, opens, rtts):
         ps.open_time = t
+        rtt = rtt if sample else None
         if t > now and ps.index > 0:
             ps.is_open = False
-            conn.sim.schedule(t, conn._on_path_open, ps.index)
+            conn.sim.schedule(t, _open_path, (conn, ps.index, rtt))
+        elif rtt is not None:
+            ps.update_rtt(rtt, 0.0)    # path 0: known when the request arrives, before any data
     return t_up
+
+
+def _open_path(arg) -> None:
+    """Event: a secondary path's validation completes; its round trip is its first RTT sample."""
+    conn, index, rtt = arg
+    if rtt is not None:
+        conn.paths[index].update_rtt(rtt, 0.0)
+    conn._on_path_open(index)
 
 
 __all__ = ["HANDSHAKE_RTTS", "SETUP_DEFAULTS", "SETUP_NONE", "establish", "normalise_setup", "setup_timeline"]

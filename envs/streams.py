@@ -79,6 +79,29 @@ class SendStream:
         return start, length, used
 
 
+def wrr_pick(active: list) -> SendStream:
+    """The next stream of smooth weighted round robin over ``active`` (the
+    streams with unsent data); updates their ``swrr_current``."""
+    best = None
+    total = 0.0
+    for st in active:
+        st.swrr_current += st.weight
+        total += st.weight
+        if best is None or st.swrr_current > best.swrr_current:
+            best = st
+    best.swrr_current -= total
+    return best
+
+
+def any_holes(active: list) -> bool:
+    """Some stream of ``active`` has unsent bytes below its highest offset
+    sent (free to send without flow-control credit)."""
+    for st in active:
+        if st.hole_bytes > 0:
+            return True
+    return False
+
+
 class RecvStream:
     __slots__ = ("size", "next_offset", "ooo", "complete_time")
 
@@ -89,4 +112,4 @@ class RecvStream:
         self.complete_time = -1.0
 
 
-__all__ = ["SendStream", "RecvStream"]
+__all__ = ["SendStream", "RecvStream", "any_holes", "wrr_pick"]

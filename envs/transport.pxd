@@ -11,16 +11,17 @@ cdef class Connection(Receiver):
     cdef public long long mss, payload, header_bytes
     cdef public list active
     cdef public long long retransmit_bytes, fc_consumed, bytes_acked, _pending_new, max_data
-    cdef public bint _reask_pending, feedback, finished
-    cdef public double start_time
+    cdef public bint _reask_pending, feedback, finished, paced
+    cdef public double start_time, _pace_wake_at
     cdef public dict setup
     cdef public Py_ssize_t _prune_at
 
     cpdef bint _has_data(self)
-    cpdef bint _has_holes(self)
     @cython.locals(ps=PathSender, p=PathSender, st=SendStream, iv=list, credit=cython.longlong,
-                   length=cython.longlong, off=cython.longlong)
+                   length=cython.longlong, off=cython.longlong, now=cython.double)
     cpdef try_send(self)
+    @cython.locals(t=cython.double)
+    cpdef _arm_pace_wake(self, double now)
     @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double)
     cpdef _transmit(self, PathSender ps, sid, long long off, long long length)
     cpdef _arm(self, PathSender ps, double deadline)

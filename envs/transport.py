@@ -8,8 +8,9 @@ Units: seconds and bytes. One data packet carries one STREAM frame of at most
 came on and are never lost (ACK loss is not modelled).
 
 Simplifications against a real QUIC stack, each documented where it lives:
-no pacing, no persistent-congestion collapse, one frame per packet, the
-receiver's flow-control auto-tuning uses the sender's smallest smoothed RTT.
+no persistent-congestion collapse, one frame per packet, the receiver's
+flow-control auto-tuning uses the sender's smallest smoothed RTT. Each path
+paces its packets (:mod:`envs.path_sender`) unless ``pacing`` is off.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import math
 from collections import deque
 from heapq import heappush
 
-from envs.path_sender import K_GRANULARITY, PathSender
+from envs.path_sender import K_GRANULARITY, PathSender, pace_wake_time
 from envs.receiver import Receiver, RecvPathState
 from envs.scheduler import Scheduler
 from envs.setup import SETUP_NONE
-from envs.streams import RecvStream, SendStream
+from envs.streams import RecvStream, SendStream, any_holes, wrr_pick
 
 K_PACKET_THRESHOLD = 3          # RFC 9002 kPacketThreshold
 K_TIME_THRESHOLD = 9.0 / 8.0    # RFC 9002 kTimeThreshold
@@ -48,7 +49,7 @@ class Connection(Receiver):
     def __init__(self, sim, paths, ccs, scheduler: Scheduler, *, packet_size=1350,
                  header_bytes=60, ack_every=2, max_ack_delay=0.025, ack_size=50,
                  fc_initial_window=786432, fc_max_window=15728640, fc_autotune=True,
-                 record_oqs=True, oqs_series_cap=OQS_SERIES_CAP, setup=None, name="conn"):
+                 record_oqs=True, oqs_series_cap=OQS_SERIES_CAP, setup=None, pacing=None, name="conn"):
         self.sim = sim
         self.name = name
         self.scheduler = scheduler
@@ -57,8 +58,9 @@ class Connection(Receiver):
         if self.payload <= 0:
             raise ValueError("packet_size must exceed header_bytes")
         self.header_bytes = header_bytes
-        self.paths = [PathSender(i, p, cc, packet_size, self.payload, max_ack_delay)
+        self.paths = [PathSender(i, p, cc, packet_size, self.payload, max_ack_delay, sim, pacing)
                       for i, (p, cc) in enumerate(zip(paths, ccs))]
+        self.paced, self._pace_wake_at = self.paths[0].pace_gain > 0.0, INF   # pacer on; its next wake-up [s]
         self.ack_every = max(1, int(ack_every))
         self.max_ack_delay = max_ack_delay
         self.ack_size = ack_size
@@ -155,25 +157,19 @@ class Connection(Receiver):
     def _has_data(self) -> bool:
         if self.retx:
             return True
-        return self._pending_new > 0 and (self.max_data > self.fc_consumed or self._has_holes())
-
-    def _has_holes(self) -> bool:
-        """Some stream has unsent bytes below its highest offset sent (free to
-        send without flow-control credit). Only asked when credit is exhausted."""
-        for st in self.active:
-            if st.hole_bytes > 0:
-                return True
-        return False
+        return self._pending_new > 0 and (self.max_data > self.fc_consumed or any_holes(self.active))
 
     def try_send(self) -> None:
         """Ask the scheduler for decisions while there is data and a path to take it."""
         paths = self.paths
         decide = self.scheduler.decide
+        now = self.sim.now
         while True:
             blocked = self._blocked
             if blocked is not None:
                 ps = paths[blocked[0]]
-                if not ps.is_open or ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
+                if not ps.may_send(now):
+                    self._arm_pace_wake(now)
                     return
                 self._blocked = None
                 if not self._has_data():
@@ -181,16 +177,19 @@ class Connection(Receiver):
                 self._send_on(ps, blocked[1], blocked[2])
                 continue
             if not self.retx and (self._pending_new <= 0 or
-                                  (self.max_data <= self.fc_consumed and not self._has_holes())):
+                                  (self.max_data <= self.fc_consumed and not any_holes(self.active))):
                 return
             for p in paths:   # a packet can be sent only if some path has room
-                if p.is_open and p.bytes_in_flight + p.mss <= p.cc.cwnd:
+                if p.may_send(now):
                     break
             else:
+                self._arm_pace_wake(now)
                 return
             d = decide(self)
             if d is None:
                 self._maybe_reask()
+                if not self.sim.stopped:   # else an outside agent decides and calls again (envs.gym_env)
+                    self._arm_pace_wake(now)
                 return
             if type(d) is int:
                 ps = paths[d]
@@ -200,8 +199,9 @@ class Connection(Receiver):
                 ps = paths[d.path]
                 sid = d.stream_id
                 gap = d.gap
-            if not ps.is_open or ps.bytes_in_flight + ps.mss > ps.cc.cwnd:
+            if not ps.may_send(now):
                 self._blocked = (ps.index, sid, gap)
+                self._arm_pace_wake(now)
                 return
             active = self.active
             if sid is None and not gap and not self.retx and len(active) == 1 \
@@ -246,11 +246,11 @@ class Connection(Receiver):
         if stream_id is not None:
             st = self.send_streams.get(stream_id)
             if st is None or st.unsent_bytes <= 0:
-                st = self._wrr_pick()
+                st = wrr_pick(self.active)
         elif len(active) == 1:
             st = active[0]
         else:
-            st = self._wrr_pick()
+            st = wrr_pick(self.active)
         if credit <= 0 and st.hole_bytes <= 0:
             # no credit: only holes below a stream's highest offset can go
             st = next((x for x in active if x.hole_bytes > 0), None)
@@ -267,9 +267,8 @@ class Connection(Receiver):
         return st.stream_id, off, length, False
 
     def _maybe_reask(self) -> None:
-        """A scheduler that waits while nothing is in flight would never be
-        asked again (no ACK or loss will come): ask again after a short
-        pause [``REASK_DELAY`` s]. Off the common path: only when idle."""
+        """A scheduler that waits while nothing is in flight would never be asked
+        again (no ACK or loss will come): ask again after ``REASK_DELAY`` [s]."""
         if self._reask_pending or self.finished or not self.scheduler.reask_when_idle:
             return
         for p in self.paths:
@@ -283,17 +282,19 @@ class Connection(Receiver):
         if not self.finished:
             self.try_send()
 
-    def _wrr_pick(self) -> SendStream:
-        """Smooth weighted round robin over streams with unsent data."""
-        best = None
-        total = 0.0
-        for st in self.active:
-            st.swrr_current += st.weight
-            total += st.weight
-            if best is None or st.swrr_current > best.swrr_current:
-                best = st
-        best.swrr_current -= total
-        return best
+    def _arm_pace_wake(self, now: float) -> None:
+        """Ask again when the first path held back only by its pacer may send."""
+        if not self.paced:
+            return
+        t = pace_wake_time(self.paths, now)
+        if t < self._pace_wake_at:
+            self._pace_wake_at = t
+            self.sim.schedule(t, self._on_pace_wake, None)
+
+    def _on_pace_wake(self, _arg) -> None:
+        if self.sim.now == self._pace_wake_at:   # else superseded by an earlier one
+            self._pace_wake_at = INF
+            self._reask_at(None)
 
     def _send_on(self, ps: PathSender, stream_id, gap) -> None:
         frame = self._next_frame(stream_id, gap)
@@ -314,6 +315,8 @@ class Connection(Receiver):
         ps.packets_sent += 1
         ps.bytes_sent += size
         ps.time_of_last_ack_eliciting = now
+        if self.paced:
+            ps.pace_sent(now, size)
         if ps.cc_on_sent is not None:
             ps.cc_on_sent(now, size)
         r = ps.path.transmit(now, size)
@@ -384,11 +387,11 @@ class Connection(Receiver):
 
     # ----------------------------------------------------------- ACK processing
     def _on_ack(self, arg) -> None:
-        """Event: an ACK frame ``(path index, pns, largest, ACK delay, max
-        data)`` reaches the sender (body: :meth:`_ack_frame`)."""
+        """Event: an ACK frame reaches the sender (:meth:`_ack_frame`)."""
         self._ack_frame(arg)
 
     def _ack_frame(self, arg) -> None:
+        """``arg``: (path index, packet numbers, largest, ACK delay [s], max data [bytes])."""
         pidx, pns, largest, ack_delay, max_data = arg
         if self.finished:
             return
@@ -438,13 +441,10 @@ class Connection(Receiver):
         self.try_send()
 
     def _prune_acked(self) -> None:
-        """Forget the acknowledged frames that nothing can ask about any more.
-
-        ``acked_frames`` is only looked up for a frame that has a copy in
-        flight (its ACK or loss) or in the retransmission queue, so keeping
-        exactly those keys changes no decision, while a long connection no
-        longer keeps one entry per packet it ever sent. Runs when the set has
-        doubled since the last prune (amortised O(1) per ACK)."""
+        """Forget the acknowledged frames nothing can ask about: only a frame
+        with a copy in flight or queued for retransmission is ever looked up,
+        so no decision changes. Runs when the set has doubled since the last
+        prune (amortised O(1) per ACK)."""
         live = set()
         for ps in self.paths:
             for sp in ps.sent.values():

@@ -46,7 +46,8 @@ from metalearning.reptile import ReptileConfig, reptile_cells
 
 #: bumped whenever task collection or the inner loop changes what a build
 #: computes (part of the fingerprint, so an older bank is rebuilt, not reused)
-BUILD_VERSION = 6              # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit
+BUILD_VERSION = 7              # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit;
+#                                7: pacing and the setup's RTT samples (envs/path_sender.py, envs/setup.py)
 
 #: keys of a bank build config (``configs/bank/*.yaml``)
 BUILD_KEYS = ("name", "path", "seed", "reward", "generalist", "hidden", "grid", "dqn", "reptile", "chunk_size",

@@ -71,6 +71,12 @@ def cases() -> list[tuple[str, dict, dict, str]]:
                                          {"release_s": 0.01, "size_bytes": 30000, "priority": 0},
                                          {"release_s": 0.03, "size_bytes": 90000, "priority": 2}]}, "sa_ecf"),
         ("dqn_completion", {"paths": [{"link": "4g"}, {"link": "wlan", "loss": 0.02}]}, _bulk(), "dqn"),
+        ("unpaced_no_setup_samples", {"pacing": False, "setup": {"rtt_samples": False},
+                                      "paths": [{"link": "4g", "buffer_packets": 20}, {"link": "wlan"}]},
+         _bulk(), "blest"),
+        ("paced_gain_2_small_buffer", {"pacing": {"gain": 2.0, "burst_packets": 4, "min_delay_ms": 0.5},
+                                       "paths": [{"bandwidth_mbps": 60, "rtt_ms": 50, "buffer_packets": 12},
+                                                 {"bandwidth_mbps": 15, "rtt_ms": 20}]}, _bulk(), "ecf"),
     ]
     return out
 

@@ -58,10 +58,13 @@ def test_spaces_and_initial_observation():
     assert feature_names(2)[:4] == [f"path0_{f}" for f in FEATURES]
     obs, info = env.reset(seed=0)
     assert obs.dtype == np.float32 and obs.shape == (8,)
-    # before any RTT sample: srtt = 0.333 s, cwnd = 32 packets (initial window)
-    rtt = 0.333 / RTT_SCALE_S
+    # path 0: srtt = the handshake's round trip (envs.setup); path 1, not yet
+    # validated: no RTT sample, srtt = 0.333 s; cwnd = 32 packets (initial window)
+    rtt = env.connection.paths[0].srtt / RTT_SCALE_S
+    assert env.connection.paths[0].has_rtt_sample and rtt < 1.0
     np.testing.assert_allclose(obs[3], rtt, rtol=1e-6)
     np.testing.assert_allclose(obs[0], 32 / rtt / RATE_SCALE_PKTS, rtol=1e-6)
+    np.testing.assert_allclose(obs[7], 0.333 / RTT_SCALE_S, rtol=1e-6)
     assert obs[1] == 0.0      # nothing in flight yet
     assert "emulator_seed" in info
     # the returned observation is a copy, not the internal buffer

@@ -68,6 +68,10 @@ def test_completion_action_on_a_full_path_waits_instead_of_committing():
         def __init__(self, inflight, is_open=True):
             self.bytes_in_flight, self.mss, self.cwnd, self.is_open = inflight, 1350, 13500, is_open
 
+        @property
+        def has_room(self):
+            return self.is_open and self.bytes_in_flight + self.mss <= self.cwnd
+
     class V:
         paths = [P(0), P(13500), P(0, is_open=False)]
 

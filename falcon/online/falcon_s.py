@@ -23,7 +23,7 @@ class FalconSScheduler(FalconScheduler):
     change. Let ``s`` be the stream that the connection's smooth weighted
     round robin serves next (the active stream maximising ``swrr_current +
     weight``, first in order on ties, exactly the next pick of
-    ``Connection._wrr_pick``), ``w_s`` its weight and ``W`` the summed weight
+    ``envs.streams.wrr_pick``), ``w_s`` its weight and ``W`` the summed weight
     of the streams with unsent data (the concurrent streams). Per path,
     with ``c = 1 / (srtt / 0.1 s * 1000)``:
 

@@ -99,10 +99,13 @@ class ChangeTriggers:
 
     def _window_timeout(self, gen: int) -> None:
         if gen == self._window_gen and self._estimating:
-            # a path with no RTT sample yet gets the whole window from when it
-            # could first carry data: a secondary path opens after its
-            # validation (envs/setup.py), one RTT of it after the request
-            waiting = [p.open_time for p in self._view.paths if not p.has_rtt_sample]
+            # a path the estimator has no RTT sample of yet gets the whole
+            # window from when it could first carry data: a secondary path
+            # opens after its validation (envs/setup.py), one RTT of it after
+            # the request (its validation round trip is the sender's first
+            # RTT sample, not a packet's: the estimator never sees it)
+            est = self.estimator
+            waiting = [p.open_time for p in self._view.paths if est.counts(p.index)[0] == 0]
             later = max(waiting, default=-math.inf) + self.window_config.max_window_s
             if later > self._now():
                 self._view.sim.schedule(later, self._window_timeout, gen)
