@@ -109,7 +109,7 @@ def establish(conn) -> float:
     none``): the app opens its streams then."""
     now = conn.sim.now
     t_up, opens, rtts = setup_timeline([ps.path for ps in conn.paths], conn.setup, now)
-    sample = conn.setup.get("rtt_samples", False)
+    sample = conn.setup["rtt_samples"]
     for ps, t, rtt in zip(conn.paths, opens, rtts):
         ps.open_time = t
         rtt = rtt if sample else None
