@@ -48,12 +48,18 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    16 steps on the first post-change transitions did no better on any of
    FALCON's jobs (README, "K = 0 by default"), every meta-model of the bank
    staying close to the generalist it started from (``experiment=meta_evidence``).
-5. **Continual updates** (``continual: true``, the default; the paper's eps_s "for fine-tuning and
-   continual updates"; without them one bad fine-tuning persisted for the
-   rest of a run: 36-52 s downloads in the convergence test): after
-   deployment the learner keeps training DQN-On-style (one step per
+5. **Continual updates** (``continual: true``; the paper's eps_s "for
+   fine-tuning and continual updates", ``configs/agent/falcon_paper.yaml``):
+   after deployment the learner keeps training DQN-On-style (one step per
    ``continual_train_interval`` transitions, each costing emulated time) on
-   the post-change replay, deploying after each step.
+   the post-change replay, deploying after each step. Off by default: with
+   pacing, on the trace-driven mobile 5G + 5G scenario they taught the
+   deployed meta-model to wait for the slower path while the faster one had
+   room (1 384 such decisions in 20 downloads, 45 without them) and cost
+   8.5 % of download time (paired geometric mean, 60 runs); on the static
+   scenarios they gained 0-2 % (README, "Continual updates off by default").
+   With K > 0 and no deployment guard they are what repairs a bad
+   fine-tuning (36-52 s downloads in the convergence test without them).
 6. **Offline loop** (``offline:``; :mod:`falcon.online.offline_update`):
    each transition is tagged with the cell the scheduler believed it was in
    and every T_upd the touched cells' meta-models take a Reptile step
@@ -177,7 +183,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
                  detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
                  prior_conditions=None, window: Mapping | None = None,
                  detector: Mapping | None = None, loss_in_slow_start: bool = False,
-                 ack_delay_corrected: bool = True, continual: bool = True,
+                 ack_delay_corrected: bool = True, continual: bool = False,
                  continual_train_interval: int = 4, offline: Mapping | None = None,
                  max_events: int = 10_000, replay_capacity: int = 4096, reward: str | None = None,
                  log_every: int = 5, **kw):
