@@ -57,6 +57,7 @@ def falcon(bank, **kw) -> FalconScheduler:
     kw.setdefault("offline", None)
     kw.setdefault("epsilon", 0.1)     # the crafted models send on one path: exploration feeds the other
     kw.setdefault("continual", False)  # the crafted models are rules, not learned: keep them as built
+    kw.setdefault("continual_between", False)
     return FalconScheduler(bank, **kw)
 
 
@@ -155,6 +156,29 @@ def test_zero_finetune_steps_deploy_the_selected_meta_model_at_once(bank):
     assert np.array_equal(s._deployed_flat, s.bank.params[ev.cell])    # the meta-model as built
     with pytest.raises(ConfigError, match="finetune_steps"):
         falcon(bank, finetune_steps=-1)
+
+
+def test_between_connections_the_deployed_model_learns_and_not_within_one(bank):
+    """continual_between (continual off): within a connection the deployed
+    meta-model stays as built; when the next connection starts it takes one
+    DQN step per continual_train_interval of its transitions and acts with
+    the result. Without it the meta-model stays."""
+    for between in (True, False):
+        s = falcon(bank, detection="never", finetune_steps=0, continual_between=between,
+                   continual_train_interval=4)
+        s.run_episode(TWO_PATHS, BULK, seed=3)
+        cell = s.deployed_cell
+        assert np.array_equal(s._deployed_flat, s.bank.params[cell])    # no change within the connection
+        collected = s._between_new
+        assert collected > 100
+        s.run_episode(TWO_PATHS, BULK, seed=4)
+        assert s.deployed_cell == cell and s.kept == 1          # the second start keeps the model in use
+        if between:
+            assert s.between_steps == collected // 4
+            assert not np.array_equal(s._deployed_flat, s.bank.params[cell])
+            assert np.array_equal(s._deployed_flat, s.learner.flat_weights(0))
+        else:
+            assert s.between_steps == 0 and np.array_equal(s._deployed_flat, s.bank.params[cell])
 
 
 def test_finetune_mix_deploys_a_share_of_the_k_step_move(bank):
@@ -341,7 +365,8 @@ def test_falcon_folds_its_experience_into_the_selected_cells():
 def test_memory_stays_flat_over_a_long_run():
     """Everything the scheduler holds (its pickled state: bank, learner,
     replay, detector, estimator, events, offline store) stops growing."""
-    s = falcon(crafted_bank(), seed=5, max_events=4, continual=True, deployed_epsilon=0.1, finetune_steps=16,
+    s = falcon(crafted_bank(), seed=5, max_events=4, continual=True, continual_train_interval=4,
+               deployed_epsilon=0.1, finetune_steps=16,
                offline={"interval_s": 0.5, "capacity_per_cell": 200, "max_cells": 2, "inner_steps": 2},
                window={"max_window_s": 0.05})
     sc = {**CHANGING, "paths": [{**CHANGING["paths"][0], "schedule": {

@@ -1,8 +1,8 @@
 """FALCON's few-shot adaptation (Algorithm 1, step 4, and continual
 updates): load the selected cell's meta-model, fine-tune it K steps on the
 post-change replay while the old policy acts, deploy it (``theta + mix (W -
-theta)``), and keep training it after deployment (:mod:`falcon.online.scheduler`'s
-docstring, items 4-5).
+theta)``), and keep training it after deployment, within a connection or
+between connections (:mod:`falcon.online.scheduler`'s docstring, items 4-5).
 
 :class:`FewShotAdaptation` is a part of :class:`falcon.online.FalconScheduler`
 (its state lives there); its two trainer jobs run under
@@ -32,6 +32,7 @@ class FewShotAdaptation:
         self._adapt_event = ev
         self._load(cell)
         self.replay.clear()
+        self._between_new = 0
         if win is not None:
             self.replay.extend(*win)
             if self.offline is not None:
@@ -132,6 +133,20 @@ class FewShotAdaptation:
     def _ct_deploy(self) -> None:
         if self._ct_gen == self._gen and self.phase == DEPLOYED:
             self.deploy()
+
+    def _train_between(self) -> None:
+        """Between connections (``continual_between``): one DQN step per
+        ``continual_train_interval`` transitions the deployed model collected
+        in the connections since the last such update, then deploy. It runs
+        when the next connection starts, so no emulated time passes and a
+        last connection costs nothing."""
+        n, self._between_new = self._between_new // self.trainer.train_interval, 0
+        if (n == 0 or not self.continual_between or self.continual or self.phase != DEPLOYED
+                or len(self.replay) < self.learner_config.batch_size):
+            return
+        self._steps(n)
+        self.between_steps += n
+        self.deploy()
 
 
 __all__ = ["FewShotAdaptation"]
