@@ -57,7 +57,7 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    deployed meta-model to wait for the slower path while the faster one had
    room (1 384 such decisions in 20 downloads, 45 without them) and cost
    8.5 % of download time (paired geometric mean, 60 runs); on the static
-   scenarios they gained 0-2 % (README, "Continual updates off by default").
+   scenarios they gained 0-2 % (README, "Continual updates between connections").
    With K > 0 and no deployment guard they are what repairs a bad
    fine-tuning (36-52 s downloads in the convergence test without them).
    **Between connections** (``continual_between: true``, the default, with
