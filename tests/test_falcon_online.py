@@ -179,6 +179,10 @@ def test_between_connections_the_deployed_model_learns_and_not_within_one(bank):
             assert np.array_equal(s._deployed_flat, s.learner.flat_weights(0))
         else:
             assert s.between_steps == 0 and np.array_equal(s._deployed_flat, s.bank.params[cell])
+    s = falcon(bank, detection="never", finetune_steps=0, continual_between=True, fallback="prior")
+    for seed in (3, 4):
+        s.run_episode(TWO_PATHS, BULK, seed=seed)
+    assert s.between_steps == 0               # every connection starts from the prior cell: no steps wasted
 
 
 def test_finetune_mix_deploys_a_share_of_the_k_step_move(bank):

@@ -142,6 +142,7 @@ class FewShotAdaptation:
         last connection costs nothing."""
         n, self._between_new = self._between_new // self.trainer.train_interval, 0
         if (n == 0 or not self.continual_between or self.continual or self.phase != DEPLOYED
+                or self.fallback == "prior"          # the connection starts from the prior cell anyway
                 or len(self.replay) < self.learner_config.batch_size):
             return
         self._steps(n)
