@@ -66,7 +66,7 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    updates on the transitions it collected, then acts with them. FALCON
    thus still learns across downloads (convergence test, new physics:
    relative score 1.085-1.227 after 1 000 packets on the new condition,
-   0.892-0.976 without), at a cost of 0-2 % in the stress test.
+   0.892-0.976 without), at a cost of 0.2-0.7 % in the stress test (6 seeds, paired).
 6. **Offline loop** (``offline:``; :mod:`falcon.online.offline_update`):
    each transition is tagged with the cell the scheduler believed it was in
    and every T_upd the touched cells' meta-models take a Reptile step
