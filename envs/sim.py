@@ -3,10 +3,20 @@
 Events are ``(time [s], sequence, callback, argument)`` tuples; the sequence
 number breaks ties in scheduling order, which makes every run deterministic.
 Callbacks take one argument so the hot loop needs no closures.
+
+:meth:`Simulator.run` pauses Python's cyclic garbage collector while it
+processes events. An episode allocates a few tuples and floats per packet,
+which trigger the collector's passes, and each pass walks the emulation's
+live containers (the in-flight records, the acknowledged frames): about a
+fifth of an episode's CPU time, for no garbage, since the event loop makes
+no reference cycles (reference counting frees everything it drops;
+``tests/test_sim.py`` checks that a run leaves no cyclic garbage behind).
+The collector's state is restored when ``run`` returns or raises.
 """
 
 from __future__ import annotations
 
+import gc
 from heapq import heappop, heappush
 from itertools import count
 
@@ -36,17 +46,24 @@ class Simulator:
         heap = self.heap
         n = 0
         self.stopped = False
-        while heap:
-            if heap[0][0] > until:
-                self.now = until
-                break
-            t, _, callback, arg = heappop(heap)
-            self.now = t
-            callback(arg)
-            n += 1
-            if self.stopped:
-                break
-        self.events_processed += n
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()              # see the module docstring
+        try:
+            while heap:
+                if heap[0][0] > until:
+                    self.now = until
+                    break
+                t, _, callback, arg = heappop(heap)
+                self.now = t
+                callback(arg)
+                n += 1
+                if self.stopped:
+                    break
+        finally:
+            self.events_processed += n
+            if collecting:
+                gc.enable()
         return self.now
 
     @property

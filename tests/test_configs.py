@@ -242,3 +242,30 @@ def test_dqn_agent_configs_state_their_constructors_defaults(name):
     for k, v in cfg.items():
         if k in defaults and not isinstance(v, dict):
             assert (tuple(v) if isinstance(v, list) else v) == defaults[k], k
+
+
+def test_normalising_a_scenario_never_shares_its_data_with_the_input():
+    """normalise_scenario copies with envs.scenario.copy_plain (a fast deep
+    copy of plain data): an episode that changes its scenario must not change
+    the caller's, nor the link presets'."""
+    import numpy as np
+
+    from envs.scenario import LINKS, copy_plain, normalise_scenario
+
+    given = {"name": "x", "paths": [{"link": "4g", "schedule": [{"at_s": 0.0, "rtt_ms": 30.0},
+                                                               {"at_s": 1.0, "rtt_ms": 60.0}]},
+                                    {"link": "5g"}]}
+    preset = dict(LINKS["4g"])
+    s = normalise_scenario(given)
+    s["paths"][0]["schedule"]["segments"][1]["rtt_ms"] = 999.0
+    s["paths"][0]["bandwidth_mbps"] = 1.0
+    assert given["paths"][0]["schedule"][1]["rtt_ms"] == 60.0
+    assert LINKS["4g"] == preset
+    assert normalise_scenario(given) == normalise_scenario(given)
+
+    arr = np.arange(3.0)
+    data = {"a": [1, (2.5, "s", None, True)], "b": {"c": arr}}
+    out = copy_plain(data)
+    assert out["a"] == [1, (2.5, "s", None, True)]
+    assert out["a"] is not data["a"] and out["b"] is not data["b"]
+    assert out["b"]["c"] is not arr and np.array_equal(out["b"]["c"], arr)   # other types: deepcopy
