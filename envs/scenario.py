@@ -11,7 +11,6 @@ changes its conditions over emulated time (:func:`normalise_schedule`,
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from envs.cc.base import CouplingGroup
 from envs.errors import ConfigError, FalconInputError
 from envs.link import DelayModel, Link, LossModel, Path, PathState, ScheduledPath
 from envs.path_sender import PACING_DEFAULTS
+from envs.plain import copy_plain
 from envs.setup import SETUP_DEFAULTS, normalise_setup
 from envs.sim import Simulator
 from envs.traces.base import CapacityTrace, PathTrace
@@ -85,26 +85,6 @@ TABLE1_RANGES: dict[str, tuple[float, float]] = {
 # An unlooped schedule's last capacity must hold "forever", but capacity
 # curves loop: give them a period no episode reaches [s] (about 32 years).
 _HOLD_S = 1e9
-
-
-_ATOMS = (str, int, float, bool, type(None))
-
-
-def copy_plain(value):
-    """A deep copy of plain config data (dicts, lists, tuples, scalars);
-    anything else goes through :func:`copy.deepcopy`. About 10x faster than
-    ``deepcopy`` on a scenario, which every episode's setup normalises (it
-    was a tenth of a 2 MB minRTT episode's CPU time)."""
-    t = type(value)
-    if t in _ATOMS:
-        return value
-    if t is dict:
-        return {k: copy_plain(v) for k, v in value.items()}
-    if t is list:
-        return [copy_plain(v) for v in value]
-    if t is tuple:
-        return tuple(copy_plain(v) for v in value)
-    return copy.deepcopy(value)
 
 
 def _plain(cfg) -> dict:

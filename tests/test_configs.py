@@ -250,7 +250,8 @@ def test_normalising_a_scenario_never_shares_its_data_with_the_input():
     the caller's, nor the link presets'."""
     import numpy as np
 
-    from envs.scenario import LINKS, copy_plain, normalise_scenario
+    from envs.plain import copy_plain
+    from envs.scenario import LINKS, normalise_scenario
 
     given = {"name": "x", "paths": [{"link": "4g", "schedule": [{"at_s": 0.0, "rtt_ms": 30.0},
                                                                {"at_s": 1.0, "rtt_ms": 60.0}]},
