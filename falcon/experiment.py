@@ -148,7 +148,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
             t0 = time.perf_counter()
             records = execute(plan, runtime, progress=bool(cfg.get("progress", True)))
             wall = time.perf_counter() - t0
-            summary = report.summarize(records, seeds=plan.seeds, job=job,
+            summary = report.summarize(records, seeds=plan.seeds, job=job, compare=table_metrics[0],
                                        extra={"mlflow_run_id": tracker.run_id, "episodes_wall_s": wall})
             table = report.summary_table(summary, table_metrics)
             (tmp / "table.txt").write_text(table + "\n")

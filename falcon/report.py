@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from falcon.compare import comparisons, format_comparison
+
 SCHEMA_VERSION = 1
 STATS = ("median", "p25", "p75", "mean")
 
@@ -42,8 +44,10 @@ def _ordered(items: Iterable[str]) -> list[str]:
 
 
 def summarize(records: Sequence[dict], *, seeds: Sequence[int], job: str = "evaluate",
-              extra: dict | None = None) -> dict:
-    """The summary dict (JSON-serialisable) of a set of episode records."""
+              extra: dict | None = None, compare: str | None = "download_time_s") -> dict:
+    """The summary dict (JSON-serialisable) of a set of episode records;
+    with ``compare``, that (lower-is-better) metric's comparison of every
+    scheduler with the best other one (:mod:`falcon.compare`)."""
     scenarios = _ordered(r["scenario"] for r in records)
     apps = _ordered(r["app"] for r in records)
     agents = _ordered(r["agent"] for r in records)
@@ -71,6 +75,11 @@ def summarize(records: Sequence[dict], *, seeds: Sequence[int], job: str = "eval
         "schedulers": agents,
         "results": results,
     }
+    if compare is not None:
+        cmp = comparisons(summary, compare)
+        if cmp:
+            summary["comparison_metric"] = compare
+            summary["comparison"] = cmp
     summary.update(extra or {})
     return summary
 
@@ -109,6 +118,9 @@ def summary_table(summary: dict, metrics: Sequence[str]) -> str:
         head = ["scheduler"]
         for i, m in enumerate(present):
             head.append(f"{m} median [p25, p75]" if i == 0 else f"{m} (median)")
+        cmp = summary.get("comparison", {}).get(sc, {}).get(app, {})
+        if cmp:
+            head.append(f"median / best other's [95 % CI] ({summary.get('comparison_metric', present[0])})")
         rows = []
         for ag, st in by_agent.items():
             row = [ag]
@@ -120,6 +132,8 @@ def summary_table(summary: dict, metrics: Sequence[str]) -> str:
                     row.append(f"{_fmt(s['median'])} [{_fmt(s['p25'])}, {_fmt(s['p75'])}]")
                 else:
                     row.append(_fmt(s["median"]))
+            if cmp:
+                row.append(format_comparison(cmp[ag]) if ag in cmp else "-")
             rows.append(row)
         widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
 
@@ -259,6 +273,9 @@ def flat_metrics(summary: dict) -> dict[str, float]:
                 for stat in STATS:
                     if s[stat] is not None:
                         out[f"{pre}{_slug(ag)}/{_slug(m)}_{stat}"] = s[stat]
+        for ag, c in summary.get("comparison", {}).get(sc, {}).get(app, {}).items():
+            out[f"{pre}{_slug(ag)}/vs_best_other_ratio"] = c["ratio"]
+            out[f"{pre}{_slug(ag)}/vs_best_other_paired"] = c["paired"]
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from falcon.report import describe, flat_metrics, plot_metric, summarize, summary_table, write_json
@@ -106,3 +107,25 @@ def test_multi_object_apps_get_pooled_stats_and_the_objects_plot(tmp_path):
     assert pooled["n"] == 4 and all(v > 0 for v in pooled["values"])
     [png] = plot_objects(records, tmp_path)
     assert png.stat().st_size > 10_000
+
+
+def test_every_scheduler_is_set_against_the_best_other_with_a_bootstrap_interval():
+    from falcon.compare import compare_to_best
+
+    rng = np.random.default_rng(4)
+    base = rng.gamma(20.0, 0.015, 40)
+    vals = {"a": list(base), "slower": list(base * 1.10), "noisy": list(base * rng.lognormal(0.0, 0.3, 40))}
+    cmp = compare_to_best(vals)
+    assert cmp["slower"]["best_other"] == "a"
+    assert cmp["slower"]["paired"] == pytest.approx(1.10)
+    lo, hi = cmp["slower"]["paired_ci"]
+    assert 1.0 < lo <= 1.10 <= hi          # a fixed 10 % is told apart from 1 by the paired interval
+    lo, hi = cmp["noisy"]["ratio_ci"]
+    assert lo < cmp["noisy"]["ratio"] < hi and hi - lo > 0.05
+    assert compare_to_best(vals) == cmp                           # seeded
+    assert compare_to_best({"a": [1.0, 2.0]}) == {}                # one scheduler: nothing to compare
+    assert compare_to_best({"a": [1.0, None, 2.0], "b": [1.0, 1.0, None]}) == {}   # < 3 common seeds
+    summary = summarize(_records(), seeds=[0, 1, 2])
+    assert set(summary["comparison"]["s1"]["bulk"]) == {"minrtt", "blest"}
+    table = summary_table(summary, ["download_time_s"])
+    assert "median / best other's [95 % CI]" in table and " vs blest" in table
