@@ -160,6 +160,12 @@ def test_stress_job(job_cfg, tmp_path):
         score, pairs = common.paired_score(ref, own)
         assert row["paired_score"] == pytest.approx(score) and row["pairs"] == pairs >= 1
     assert "paired score per change interval" in (out / "stress.txt").read_text()
+    # each scheduler against the best other at each interval, where there are >= 3 paired downloads
+    first = data["scores"]["minrtt"][0]
+    assert first["pairs"] >= 3
+    v = first["vs_best_other"]
+    assert v["best_other"] in {"dqn_off", "falcon"} and v["ratio_ci"][0] <= v["ratio"] <= v["ratio_ci"][1]
+    assert "best other scheduler's, 95 % bootstrap interval" in (out / "stress.txt").read_text()
     # every download starts within its condition; sessions are reproducible
     for r in data["records"]:
         assert r["start_s"] < (r["condition"] + 1) * r["interval_s"]

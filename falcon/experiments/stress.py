@@ -198,6 +198,7 @@ def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: boo
     def by_download(recs: list[dict]) -> dict:
         return {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in recs}
 
+    versus = {iv: _versus_best(records, [common.REFERENCE, *names], iv, by_download) for iv in sec["intervals_s"]}
     for name in [common.REFERENCE, *names]:
         rows = []
         for ii, iv in enumerate(sec["intervals_s"]):
@@ -209,7 +210,8 @@ def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: boo
             row = {"interval_s": iv, "n": len(mine), "median_time_s": float(np.median(fin)) if fin else math.nan,
                    "score": common.relative_score([r["download_time_s"] for r in theirs], t),
                    "paired_score": paired, "pairs": n_pairs,
-                   "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0)}
+                   "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0),
+                   "vs_best_other": versus[iv].get(name)}
             rows.append(row)
             if log is not None:
                 log({f"score/{name}": row["score"], f"paired_score/{name}": paired,
@@ -223,12 +225,24 @@ def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: boo
             "scores": scores, "records": records, "wall_s": time.perf_counter() - t0}
 
 
+def _versus_best(records: list[dict], names: list[str], iv: float, by_download) -> dict:
+    """:func:`falcon.compare.compare_to_best` of the download times at
+    interval ``iv``, paired by download (seed, condition, download)."""
+    from falcon.compare import compare_to_best
+
+    per = {n: by_download([r for r in records if r["scheduler"] == n and r["interval_s"] == iv]) for n in names}
+    keys = sorted(set.intersection(*(set(d) for d in per.values()))) if per else []
+    return compare_to_best({n: [per[n][k] for k in keys] for n in names})
+
+
 def table(results: dict) -> str:
     ivs = results["settings"]["intervals_s"]
     rows = [[name, *[r["score"] for r in rows]] for name, rows in results["scores"].items()]
     paired = [[name, *[r["paired_score"] for r in rows]] for name, rows in results["scores"].items()]
     times = [[name, *[r["median_time_s"] for r in rows]] for name, rows in results["scores"].items()]
     counts = [[name, *[f"{r['n']} ({r['downloads_with_change']})" for r in rows]]
+              for name, rows in results["scores"].items()]
+    versus = [[name, *[_fmt_versus(r.get("vs_best_other")) for r in rows]]
               for name, rows in results["scores"].items()]
     head = [f"{iv:g} s" for iv in ivs]
     return ("relative score per change interval (DQN-Off median / scheduler median)\n"
@@ -237,7 +251,17 @@ def table(results: dict) -> str:
               "DQN-Off time / scheduler time)\n"
             + common.format_table(["scheduler", *head], paired)
             + "\nmedian download time [s]\n" + common.format_table(["scheduler", *head], times)
-            + "\ndownloads (of which spanning a change)\n" + common.format_table(["scheduler", *head], counts))
+            + "\ndownloads (of which spanning a change)\n" + common.format_table(["scheduler", *head], counts)
+            + "\nmedian time / the best other scheduler's, 95 % bootstrap interval over the paired downloads "
+              "(an interval holding 1: the runs cannot tell them apart)\n"
+            + common.format_table(["scheduler", *head], versus))
+
+
+def _fmt_versus(c) -> str:
+    if not c:
+        return "-"
+    lo, hi = c["ratio_ci"]
+    return f"{c['ratio']:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def plot(results: dict, path) -> None:
