@@ -58,13 +58,15 @@ def load_scenario(name: str | None, sets: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m falcon.relay", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m falcon.relay",
+                                 description="Run the link relay between a real client and server, or "
+                                             "measure it (--self-test).")
     ap.add_argument("--scenario", help="a config of configs/scenario/ (default: the self-test pair)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change a scenario key")
     ap.add_argument("--listen", default="127.0.0.1:4433", help="address the client sends to (host:port)")
     ap.add_argument("--server", default="127.0.0.1:4434", help="address of the real server (host:port)")
     ap.add_argument("--clients", help="the client's address per path, comma-separated (default 127.0.0.2, ...)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seeds the delay and loss draws")
     ap.add_argument("--lead-ms", type=float, default=None,
                     help="release datagrams this much before their computed time (default 0.2: the relay's own "
                          "forwarding latency)")
