@@ -135,3 +135,19 @@ def test_bad_input_is_one_line():
         busy.close()
     assert res.returncode == 2
     assert res.stderr.strip().count("\n") == 0 and "cannot bind" in res.stderr
+
+
+def test_a_trace_driven_and_a_jittery_path_are_judged_against_their_own_model():
+    """The self-test compares with what the model released (a trace's own
+    rate over the blast, the jitter draws of the very pings), not with the
+    configured means."""
+    scen = {"name": "tr", "paths": [
+        {"synthetic": {"kind": "gaussian_rate", "mean_mbps": 8.0, "std_mbps": 4.0, "step_s": 0.1,
+                       "duration_s": 30.0}, "rtt_ms": 30.0, "rtt_std_ms": 0.0, "loss": 0.0},
+        {"bandwidth_mbps": 5.0, "rtt_ms": 50.0, "rtt_std_ms": 10.0, "loss": 0.0}]}
+    rep = self_test(scen, pings=10, ping_interval_s=0.02, blast_s=0.6, tolerance=0.15)
+    assert rep["passed"], format_report(rep)
+    trace, jittery = rep["paths"]
+    assert trace["measured_rate_mbps"] == pytest.approx(trace["rate_mbps"], rel=0.15)
+    assert jittery["rtt_ms"] != pytest.approx(50.0, abs=0.01)   # the pings' own draws
+    assert jittery["measured_rtt_ms"] == pytest.approx(jittery["rtt_ms"], rel=0.15)
