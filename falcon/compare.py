@@ -35,43 +35,68 @@ BOOT_SEED = 0
 MIN_SEEDS = 3
 
 
+def _paired_matrix(values: Mapping[str, Sequence[float | None]]) -> tuple[list[str], np.ndarray] | None:
+    """``(names, x[scheduler, seed])`` over the seeds finite and positive for
+    everyone; None with fewer than :data:`MIN_SEEDS` of them."""
+    names = list(values)
+    n = min(len(v) for v in values.values())
+    x = np.array([[math.nan if v is None else float(v) for v in values[k][:n]] for k in names], dtype=float)
+    ok = np.isfinite(x).all(axis=0) & (x > 0).all(axis=0)
+    x = x[:, ok]
+    return None if x.shape[1] < MIN_SEEDS else (names, x)
+
+
+def _against(x: np.ndarray, i: int, refs: list[int], idx: np.ndarray) -> dict:
+    """Row ``i`` of ``x`` against the best of rows ``refs`` (lowest median),
+    with the bootstrap intervals of the module docstring (resamples ``idx``)."""
+    med = np.median(x, axis=1)
+    best = refs[int(np.argmin(med[refs]))]
+    boot_med = np.median(x[:, idx], axis=2)            # [row, resample]
+    b_best = np.array(refs)[np.argmin(boot_med[refs], axis=0)]
+    cols = np.arange(idx.shape[0])
+    logs = np.log(x)
+    boot_logs = logs[:, idx]                           # [row, resample, seed]
+    ratios = boot_med[i] / boot_med[b_best, cols]
+    paired = np.exp((boot_logs[i] - boot_logs[b_best, cols]).mean(axis=1))
+    return {"best": best, "n": int(x.shape[1]), "ratio": float(med[i] / med[best]),
+            "ratio_ci": [float(v) for v in np.percentile(ratios, [2.5, 97.5])],
+            "paired": float(np.exp((logs[i] - logs[best]).mean())),
+            "paired_ci": [float(v) for v in np.percentile(paired, [2.5, 97.5])]}
+
+
 def compare_to_best(values: Mapping[str, Sequence[float | None]], n_boot: int = N_BOOT,
                     seed: int = BOOT_SEED) -> dict[str, dict]:
     """``{scheduler: {best_other, ratio, ratio_ci, paired, paired_ci, n}}``
     for per-seed values of a lower-is-better metric (``None`` or non-finite:
     that seed is left out for everyone). Empty with fewer than two
     schedulers or :data:`MIN_SEEDS` common finite seeds."""
-    names = list(values)
-    if len(names) < 2:
+    if len(values) < 2 or (m := _paired_matrix(values)) is None:
         return {}
-    n = min(len(v) for v in values.values())
-    x = np.array([[math.nan if v is None else float(v) for v in values[k][:n]] for k in names], dtype=float)
-    ok = np.isfinite(x).all(axis=0) & (x > 0).all(axis=0)
-    x = x[:, ok]
-    if x.shape[1] < MIN_SEEDS:
-        return {}
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.shape[1], size=(n_boot, x.shape[1]))
-    boot = x[:, idx]                                   # [scheduler, resample, seed]
-    med = np.median(x, axis=1)
-    boot_med = np.median(boot, axis=2)                 # [scheduler, resample]
-    logs = np.log(x)
-    boot_logs = logs[:, idx]                           # [scheduler, resample, seed]
+    names, x = m
+    idx = np.random.default_rng(seed).integers(0, x.shape[1], size=(n_boot, x.shape[1]))
     out = {}
     for i, name in enumerate(names):
-        others = [j for j in range(len(names)) if j != i]
-        best = others[int(np.argmin(med[others]))]
-        # in every resample the best other is the one with the lowest median there
-        b_best = np.array(others)[np.argmin(boot_med[others], axis=0)]
-        cols = np.arange(n_boot)
-        ratios = boot_med[i] / boot_med[b_best, cols]
-        paired = np.exp((boot_logs[i] - boot_logs[b_best, cols]).mean(axis=1))
-        out[name] = {"best_other": names[best], "n": int(x.shape[1]),
-                     "ratio": float(med[i] / med[best]),
-                     "ratio_ci": [float(v) for v in np.percentile(ratios, [2.5, 97.5])],
-                     "paired": float(np.exp((logs[i] - logs[best]).mean())),
-                     "paired_ci": [float(v) for v in np.percentile(paired, [2.5, 97.5])]}
+        r = _against(x, i, [j for j in range(len(names)) if j != i], idx)
+        out[name] = {"best_other": names[r.pop("best")], **r}
     return out
+
+
+def compare_to_references(values: Sequence[float | None], references: Mapping[str, Sequence[float | None]],
+                          n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> dict:
+    """One scheduler's per-seed ``values`` against the best of
+    ``references`` (e.g. the rules of the learnability suite; the best one
+    chosen anew in every resample): ``{best, ratio, ratio_ci, paired,
+    paired_ci, n}``, or ``{}`` with fewer than :data:`MIN_SEEDS` common seeds."""
+    if not references:
+        return {}
+    m = _paired_matrix({"\0test": values, **references})
+    if m is None:
+        return {}
+    names, x = m
+    idx = np.random.default_rng(seed).integers(0, x.shape[1], size=(n_boot, x.shape[1]))
+    r = _against(x, 0, list(range(1, len(names))), idx)
+    r["best"] = names[r["best"]]
+    return r
 
 
 def comparisons(summary: Mapping, metric: str) -> dict:
@@ -93,4 +118,4 @@ def format_comparison(c: Mapping) -> str:
     return f"{c['ratio']:.3f} [{lo:.3f}, {hi:.3f}] vs {c['best_other']}"
 
 
-__all__ = ["compare_to_best", "comparisons", "format_comparison", "N_BOOT", "BOOT_SEED"]
+__all__ = ["compare_to_best", "compare_to_references", "comparisons", "format_comparison", "N_BOOT", "BOOT_SEED"]

@@ -171,3 +171,26 @@ def test_a_deployed_scheduler_is_evaluated_from_its_config_and_scored_like_a_lea
     assert res["within_best_rule"]["falcon"]["of"] == 1 and res["settings"]["deployed"] == ["falcon"]
     assert res["suite_score"]["falcon"] == pytest.approx(st["ratio"])
     assert "falcon" in lb.table(res)
+
+
+def test_each_learner_ratio_gets_a_bootstrap_interval_and_resolvably_behind_is_counted():
+    from falcon.experiments.learnability_report import score_condition, suite_summary
+    from falcon.experiments.learnability_settings import FIXED, METRIC
+
+    def runs(times):
+        return {"runs": [{METRIC: t, "timed_out": 0.0} for t in times], "wall_s": 0.0}
+
+    base = [1.0, 1.1, 0.9, 1.2, 1.05, 0.95, 1.15, 0.85, 1.0, 1.1]
+    out = {"minrtt": runs(base), "rr": runs([t * 1.02 for t in base]),
+           "slow": runs([t * 1.20 for t in base]), "close": runs([t * 1.01 for t in base]),
+           FIXED: {"shares": {0.5: [{METRIC: t * 1.3, "timed_out": 0.0} for t in base]}, "wall_s": 0.0}}
+    sec = {"rules": ["minrtt", "rr"], "learners": ["slow", "close"], "deployed": [], "within": 1.05,
+           "beat_margin": 0.1}
+    res = score_condition(out, sec)
+    slow, close = res["schedulers"]["slow"]["vs_best_rule"], res["schedulers"]["close"]["vs_best_rule"]
+    assert slow["best"] == "minrtt" and slow["paired"] == pytest.approx(1.20)
+    assert slow["ratio_ci"][0] > 1.05                      # 20 % behind on every seed: resolved
+    assert close["ratio_ci"][0] <= 1.05
+    summary = suite_summary({"c": res}, sec)
+    assert summary["resolvably_behind"]["slow"]["conditions"] == ["c"]
+    assert summary["resolvably_behind"]["close"]["count"] == 0

@@ -83,6 +83,9 @@ scale, lines at 1 and ``within``), ``models/<condition>/<learner>/``
              "timed_out": int, "ratio": float, "wall_s": float,
              # best_fixed_split only:
              "share": float, "shares": {"<share>": {"median", "p25", "p75", "values"}},
+             # learners and deployed ones: the ratio against the best rule with 95 %
+             # bootstrap intervals over the seeds (falcon.compare.compare_to_references)
+             "vs_best_rule": {"best", "n", "ratio", "ratio_ci", "paired", "paired_ci"} | null,
              # learners only:
              "train": {"seed": int, "metrics": {fit metrics}, "wall_s": float,
                        "experience": {"kind": "online" | "offline", "episodes", "packets"}}}},
@@ -90,6 +93,7 @@ scale, lines at 1 and ``within``), ``models/<condition>/<learner>/``
          "learner_beats_minrtt": {<learner>: bool} | null}},
      "suite_score": {<scheduler>: float | null},
      "within_best_rule": {<learner or deployed>: {"count": int, "of": int, "conditions": [str]}},
+     "resolvably_behind": {<learner or deployed>: {"count", "of", "conditions"}},   # interval above `within`
      "beats_minrtt": {"rule_conditions": [str], "learners": {<learner>: {"count", "of", "conditions"}}}}
 
 ``experience`` is what a learner saw of the condition before the

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from falcon import report
+from falcon.compare import compare_to_references
 from falcon.experiments import common
 from falcon.experiments.learnability_settings import BEST_FIXED, FIXED, METRIC
 
@@ -53,6 +54,9 @@ def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
     best_median = scheds[best][METRIC]["median"] if best is not None else None
     for st in scheds.values():
         st["ratio"] = _ratio(st[METRIC]["median"], best_median)
+    rule_values = {r: scheds[r][METRIC]["values"] for r in rules}
+    for n in learners:     # the ratio's 95 % bootstrap interval over the seeds (falcon.compare)
+        scheds[n]["vs_best_rule"] = compare_to_references(scheds[n][METRIC]["values"], rule_values) or None
     minrtt = scheds["minrtt"][METRIC]["median"] if "minrtt" in scheds else None
     bound = (1.0 - sec["beat_margin"]) * minrtt if minrtt is not None else None
     rule_beats = None if bound is None or best_median is None else bool(best_median <= bound)
@@ -76,16 +80,20 @@ def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
     names = [*sec["rules"], BEST_FIXED, *scored(sec)]
     conds = list(results)
     score = {n: geometric_mean([results[c]["schedulers"][n]["ratio"] for c in conds]) for n in names}
-    within = {}
+    within, behind = {}, {}
     for n in scored(sec):
         ok = [c for c in conds if (r := results[c]["schedulers"][n]["ratio"]) is not None and r <= sec["within"]]
         within[n] = {"count": len(ok), "of": len(conds), "conditions": ok}
+        # resolvably more than `within` behind: the interval's lower end is above it
+        out = [c for c in conds if (v := results[c]["schedulers"][n].get("vs_best_rule"))
+               and v["ratio_ci"][0] > sec["within"]]
+        behind[n] = {"count": len(out), "of": len(conds), "conditions": out}
     rule_conds = [c for c in conds if results[c]["rule_beats_minrtt"]]
     beats = {}
     for n in scored(sec):
         ok = [c for c in rule_conds if results[c]["learner_beats_minrtt"][n]]
         beats[n] = {"count": len(ok), "of": len(rule_conds), "conditions": ok}
-    return {"suite_score": score, "within_best_rule": within,
+    return {"suite_score": score, "within_best_rule": within, "resolvably_behind": behind,
             "beats_minrtt": {"rule_conditions": rule_conds, "learners": beats}}
 
 
@@ -99,6 +107,8 @@ def flat_metrics(results: dict) -> dict[str, float]:
             if st["ratio"] is not None:
                 out[f"{c}/{n}/ratio"] = st["ratio"]
     out.update({f"within/{n}": float(w["count"]) for n, w in results["within_best_rule"].items()})
+    out.update({f"resolvably_behind/{n}": float(b["count"])
+                for n, b in results.get("resolvably_behind", {}).items()})
     return out
 
 
@@ -127,6 +137,9 @@ def table(results: dict) -> str:
     lines = [f"{n}: within {(s['within'] - 1) * 100:g} % of the best rule on {w['count']}/{w['of']} conditions"
              + (f" ({', '.join(w['conditions'])})" if w["conditions"] else "")
              for n, w in results["within_best_rule"].items()]
+    for n, b in results.get("resolvably_behind", {}).items():
+        lines.append(f"{n}: the 95 % interval of its ratio lies above {s['within']:g} on {b['count']}/{b['of']} "
+                     "conditions" + (f" ({', '.join(b['conditions'])})" if b["conditions"] else ""))
     rc = results["beats_minrtt"]["rule_conditions"]
     lines.append(f"a rule beats minRTT by >= {margin} on {len(rc)} conditions" + (f": {', '.join(rc)}" if rc else ""))
     for n, b in results["beats_minrtt"]["learners"].items():
