@@ -179,6 +179,10 @@ class Relay:
         """Emulated time [s]: wall-clock time since :meth:`start`."""
         return time.monotonic() - self._t0
 
+    def emulated(self, monotonic_s: float) -> float:
+        """The emulated time [s] of a ``time.monotonic()`` reading."""
+        return monotonic_s - self._t0
+
     # ---------------------------------------------------------------- threads
     def _client_loop(self) -> None:
         """Client -> server: the return direction of the packet's path."""

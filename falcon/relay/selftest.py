@@ -219,7 +219,7 @@ def _judge(i: int, path, relay: Relay, res: dict, tolerance: float, pings: int) 
         rtt_err = math.inf if model else math.nan
     arrivals = res.get("arrivals") or []
     # the blast as the model delivered it, up to when the client stopped listening
-    stop = res.get("stopped", math.inf) - relay._t0
+    stop = relay.emulated(res.get("stopped", math.inf))
     released = [d[1] for d in down[pings:] if d is not None and d[1] < stop]
     n = min(len(arrivals), len(released))
     measured_bps = expected_bps = math.nan
