@@ -10,6 +10,7 @@ from envs.apps import make_app
 from envs.metrics import episode_metrics
 from envs.scenario import Emulation, normalise_scenario
 from envs.scheduler import Scheduler
+from envs.sim import collector_paused
 
 
 @dataclass
@@ -39,7 +40,14 @@ def setup_episode(scenario, app, scheduler: Scheduler, seed: int = 0):
 
 
 def run_episode(scenario, app, scheduler: Scheduler, seed: int = 0) -> EpisodeResult:
-    """Emulate until the app completes or ``scenario.max_duration_s`` passes."""
+    """Emulate until the app completes or ``scenario.max_duration_s`` passes.
+    The garbage collector is paused for the episode (:func:`envs.sim.collector_paused`)."""
+    with collector_paused():
+        # the emulation must be unreachable when the pause ends, hence the inner function
+        return _run_episode(scenario, app, scheduler, seed)
+
+
+def _run_episode(scenario, app, scheduler: Scheduler, seed: int) -> EpisodeResult:
     emu, conn, application, s = setup_episode(scenario, app, scheduler, seed)
     end = emu.sim.run(until=s["max_duration_s"])
     return EpisodeResult(

@@ -51,6 +51,7 @@ from envs.errors import ConfigError
 from envs.mdp import COMPLETION_UNIT, reward_of_inputs
 from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
+from envs.sim import collector_paused
 
 #: bulk download of a task [bytes] (the paper's 2 MB file)
 DEFAULT_TASK_BYTES = 2_000_000
@@ -167,13 +168,16 @@ class TaskCollector(DQNScheduler):
         d0 = self.decisions
         cpu0 = time.process_time()
         self.record_budget = int(decisions)
-        try:
-            emu, _conn, application, s = setup_episode(s, app or bulk_app(DEFAULT_TASK_BYTES), self, int(seed))
-            end = emu.sim.run(s["max_duration_s"])
-        finally:
-            self.record_budget = None
-        self.end_episode(application.done)
-        self._view = None
+        with collector_paused():        # the whole episode: envs/sim.py's docstring says why
+            try:
+                emu, _conn, application, s = setup_episode(s, app or bulk_app(DEFAULT_TASK_BYTES), self, int(seed))
+                end = emu.sim.run(s["max_duration_s"])
+            finally:
+                self.record_budget = None
+            self.end_episode(application.done)
+            self._view = None
+            completed = float(bool(application.done))
+            del emu, _conn, application      # unreachable before the pause ends
         b = self._buf
         self._buf = [[], [], [], [], []]
         n, k = len(b[1]), self.spec.n_inputs
@@ -181,7 +185,7 @@ class TaskCollector(DQNScheduler):
                          np.asarray(b[2], np.float32), np.asarray(b[3], np.float32).reshape(n, k),
                          np.asarray(b[4], np.float32))
         self.last_info = {"transitions": float(n), "decisions": float(self.decisions - d0),
-                          "emulated_s": float(end), "completed": float(bool(application.done)),
+                          "emulated_s": float(end), "completed": completed,
                           "cpu_s": time.process_time() - cpu0}
         return exp
 

@@ -1,4 +1,5 @@
-"""The event loop pauses the cyclic garbage collector, and may: it makes no cycles."""
+"""The event loop pauses the cyclic garbage collector, and may: it makes no cycles.
+The episode drivers pause it over the whole episode, and drop the emulation before it resumes."""
 
 from __future__ import annotations
 
@@ -6,10 +7,18 @@ import gc
 import json
 import subprocess
 import sys
+import weakref
+from contextlib import contextmanager
 
 import pytest
 
-from envs.sim import Simulator
+import baselines.dqn.policy as dqn_policy
+import envs.runner as runner
+import metalearning.collect as collect
+from baselines import make_scheduler
+from baselines.dqn.network import QNetSpec
+from baselines.dqn.policy import DQNScheduler
+from envs.sim import Simulator, collector_paused
 
 
 @pytest.fixture
@@ -84,3 +93,50 @@ def test_an_episode_makes_no_reference_cycles_while_it_runs():
         packets, garbage = out[name]
         assert packets > 2_000, name
         assert garbage < 300, (name, garbage)        # made during the run (the emulation is alive)
+
+
+SMALL = {"name": "small", "paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}, {"bandwidth_mbps": 10, "rtt_ms": 40}]}
+BULK = {"kind": "bulk", "size_bytes": 200_000}
+
+
+def _drive_dqn():
+    DQNScheduler(reward="packet_rate", seed=0, epsilon=0.0).drive_episode(SMALL, BULK, seed=1)
+
+
+def _collect_task():
+    collect.TaskCollector(QNetSpec(19, 2, (8, 8, 8)), epsilon=0.3).collect(SMALL, None, 1, 64)
+
+
+@pytest.mark.parametrize("module, drive, dropped", [
+    (runner, lambda: runner.run_episode(SMALL, BULK, make_scheduler("minrtt"), 1), True),
+    (collect, _collect_task, True),
+    # a DQN scheduler keeps its last view (FALCON reads it between connections)
+    (dqn_policy, _drive_dqn, False),
+], ids=["run_episode", "task_collector", "drive_episode"])
+def test_episode_drivers_pause_the_collector_and_drop_the_emulation_first(monkeypatch, collector_on,
+                                                                          module, drive, dropped):
+    """Set-up, run and metrics see the collector paused, and when the pause
+    ends nothing of the driver's holds the emulation: the collector's next
+    pass finds it garbage (envs/sim.py says why that matters)."""
+    seen = {}
+    real_setup = module.setup_episode
+
+    def setup(*args, **kwargs):
+        seen["collecting"] = gc.isenabled()
+        emu, conn, app, s = real_setup(*args, **kwargs)
+        seen["app"] = weakref.ref(app)
+        return emu, conn, app, s
+
+    @contextmanager
+    def paused():
+        with collector_paused():
+            yield
+            gc.collect()                 # what a pass at this point would find
+            seen["dropped"] = seen["app"]() is None
+
+    monkeypatch.setattr(module, "setup_episode", setup)
+    monkeypatch.setattr(module, "collector_paused", paused)
+    drive()
+    assert seen["collecting"] is False
+    assert seen["dropped"] is dropped
+    assert gc.isenabled()

@@ -75,6 +75,7 @@ from envs.mdp import (
 from envs.metrics import episode_metrics
 from envs.runner import setup_episode
 from envs.scheduler import Scheduler
+from envs.sim import collector_paused
 
 MODEL_FILE = "model.h5"
 CONFIG_FILE = "agent.json"
@@ -379,12 +380,15 @@ class DQNScheduler(Scheduler):
         emulated seconds (None: the scenario's), the last transition closed
         (:meth:`end_episode`); the episode metrics. DQN-On and FALCON drive
         their online episodes through here."""
-        emu, conn, application, s = setup_episode(scenario, app, self, seed)
-        if setup is not None:
-            setup(emu, conn)
-        end = emu.sim.run(s["max_duration_s"] if max_duration_s is None else float(max_duration_s))
-        self.end_episode(application.done)
-        return episode_metrics(conn, application, end)
+        with collector_paused():        # the whole episode: envs/sim.py's docstring says why
+            emu, conn, application, s = setup_episode(scenario, app, self, seed)
+            if setup is not None:
+                setup(emu, conn)
+            end = emu.sim.run(s["max_duration_s"] if max_duration_s is None else float(max_duration_s))
+            self.end_episode(application.done)
+            metrics = episode_metrics(conn, application, end)
+            del emu, conn, application      # unreachable before the pause ends
+        return metrics
 
     def end_episode(self, terminated: bool) -> None:
         """Close the episode's last transition (``done = terminated``: the
