@@ -137,7 +137,8 @@ class Receiver:
         arrival = self.paths[pidx].path.ack_arrival(now, rp.return_delay, self.ack_size)
         sim = self.sim
         heappush(sim.heap, (arrival, next(sim.seq), self._on_ack,
-                            (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data)))
+                            (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data,
+                             self.oqs)))
         rp.pending = []
         rp.count = 0
         rp.ack_deadline = INF

@@ -38,6 +38,8 @@ treat it as read-only. Its documented read-only surface is:
 ``view.pending_bytes``       data not yet sent, retransmissions included [bytes]
 ``view.retransmit_bytes``    data waiting for retransmission [bytes]
 ``view.bytes_acked``         application data acknowledged so far [bytes]
+``view.peer_oqs``            the receiver's out-of-order queue [bytes] as the
+                             latest ACK frame reported it (0 before the first)
 ``view.streams_pending()``   list of streams with unsent data (``stream_id``,
                              ``remaining`` [bytes], ``size``, ``weight``,
                              ``priority``, ``release_time``, ``sent_offset``,

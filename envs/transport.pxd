@@ -10,7 +10,7 @@ cdef class Connection(Receiver):
     cdef public object name, scheduler, retx, acked_frames, _blocked
     cdef public long long mss, payload, header_bytes
     cdef public list active
-    cdef public long long retransmit_bytes, fc_consumed, bytes_acked, _pending_new, max_data
+    cdef public long long retransmit_bytes, fc_consumed, bytes_acked, _pending_new, max_data, peer_oqs
     cdef public bint _reask_pending, feedback, finished, paced
     cdef public double start_time, _pace_wake_at
     cdef public dict setup

@@ -5,7 +5,8 @@ control, receiver reassembly with an observable out-of-order queue, ACKs.
 Units: seconds and bytes. One data packet carries one STREAM frame of at most
 ``payload`` bytes; its size on the wire is the frame length plus
 ``header_bytes``. ACKs travel on the return direction of the path the data
-came on and are never lost (ACK loss is not modelled).
+came on, are never lost (ACK loss is not modelled) and report the receiver's
+out-of-order queue (``peer_oqs``: GAPS's feedback).
 
 Simplifications against a real QUIC stack, each documented where it lives:
 no persistent-congestion collapse, one frame per packet, the receiver's
@@ -88,6 +89,7 @@ class Connection(Receiver):
         # receiver
         self.rx_paths = [RecvPathState() for _ in self.paths]
         self.oqs = 0
+        self.peer_oqs = 0                         # the receiver's OQS as the latest ACK reported it [bytes]
         self.record_oqs = record_oqs
         self.oqs_t: list[float] = []              # the kept samples (envs.receiver.Receiver._record_oqs)
         self.oqs_v: list[int] = []
@@ -391,10 +393,11 @@ class Connection(Receiver):
         self._ack_frame(arg)
 
     def _ack_frame(self, arg) -> None:
-        """``arg``: (path index, packet numbers, largest, ACK delay [s], max data [bytes])."""
-        pidx, pns, largest, ack_delay, max_data = arg
+        """``arg``: (path index, packet numbers, largest, ACK delay [s], max data, receiver's OQS [bytes])."""
+        pidx, pns, largest, ack_delay, max_data, oqs = arg
         if self.finished:
             return
+        self.peer_oqs = oqs
         now = self.sim.now
         ps = self.paths[pidx]
         ps.ack_delay = ack_delay if ack_delay < ps.max_ack_delay else ps.max_ack_delay
@@ -441,10 +444,8 @@ class Connection(Receiver):
         self.try_send()
 
     def _prune_acked(self) -> None:
-        """Forget the acknowledged frames nothing can ask about: only a frame
-        with a copy in flight or queued for retransmission is ever looked up,
-        so no decision changes. Runs when the set has doubled since the last
-        prune (amortised O(1) per ACK)."""
+        """Forget the acknowledged frames nothing can ask about (only a frame with a copy in flight or
+        queued for retransmission is ever looked up); runs when the set has doubled since the last prune."""
         live = set()
         for ps in self.paths:
             for sp in ps.sent.values():
@@ -456,9 +457,8 @@ class Connection(Receiver):
         self._prune_at = n if n > ACKED_PRUNE_MIN else ACKED_PRUNE_MIN
 
     def _detect_lost(self, ps: PathSender, now: float) -> None:
-        """RFC 9002 §6.1: packet and time thresholds. Both conditions are
-        monotone in the packet number, so lost packets form a prefix of the
-        (pn-ordered) sent map and the scan stops at the first survivor."""
+        """RFC 9002 §6.1: packet and time thresholds. Both are monotone in the packet number, so lost
+        packets form a prefix of the (pn-ordered) sent map and the scan stops at the first survivor."""
         ps.loss_time = INF
         largest = ps.largest_acked
         if largest < 0:

@@ -386,9 +386,7 @@ class DQNScheduler(Scheduler):
                 setup(emu, conn)
             end = emu.sim.run(s["max_duration_s"] if max_duration_s is None else float(max_duration_s))
             self.end_episode(application.done)
-            metrics = episode_metrics(conn, application, end)
-            del emu, conn, application      # unreachable before the pause ends
-        return metrics
+            return episode_metrics(conn, application, end)
 
     def end_episode(self, terminated: bool) -> None:
         """Close the episode's last transition (``done = terminated``: the
