@@ -7,7 +7,9 @@
 ``model=`` is a model HDF5 file (:mod:`baselines.dqn.export` layout; a
 single model or a bank of them), a folder holding ``model.h5`` (what
 ``falcon.train`` saves under ``models/<agent>/``), or a ``falcon.train``
-output folder (every ``models/*/model.h5`` in it). For every input file the
+output folder (every ``models/*/model.h5`` in it). A GAPS model file
+(:mod:`baselines.gaps.export`) is exported as its HDF5 file and the ONNX
+graph of its actor (input ``state`` and ``mask``, output ``gap_change``). For every input file the
 command writes, into ``output=`` (default ``results/export/<time>``):
 
 * ``<name>.h5``: the models in the documented HDF5 layout;
@@ -104,10 +106,63 @@ def real_states(rec, check: dict) -> np.ndarray | None:
     return np.asarray(states, np.float32) if states else None
 
 
+def export_gaps_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: dict, check: dict) -> dict:
+    """Export a GAPS model file (:mod:`baselines.gaps.export`): HDF5 with every
+    weight, ONNX of the actor; parity on random states and on states met
+    while the model schedules a download in the emulator."""
+    import shutil
+
+    import envs
+    from baselines.gaps.agent import GAPS
+    from baselines.gaps.export import check_parity, read_weights, write_onnx
+
+    cfg, _ = read_weights(path)
+    agent = GAPS(network={k: v for k, v in cfg.as_dict().items() if k not in ("n_features", "max_subflows")},
+                 model=str(path))
+    entry: dict = {"source": str(path), "models": ["actor", "critic"], "files": [], "parity": {}}
+    h5_out = out_dir / f"{name}.h5"
+    if "hdf5" in formats:
+        shutil.copyfile(path, h5_out)           # the native layout already
+        entry["files"].append(h5_out.name)
+    onnx_out = None
+    if "onnx" in formats:
+        onnx_out = write_onnx(out_dir / f"{name}.onnx", path, opset=int(onnx_cfg["opset"]),
+                              ir_version=int(onnx_cfg["ir_version"]))
+        entry["files"].append(onnx_out.name)
+    if check.get("enabled", True):
+        tol = float(check.get("tolerance", 1e-5))
+        h5 = h5_out if "hdf5" in formats else None
+        res = {"random": check_parity(agent, h5 if h5 else path, onnx_out, tolerance=tol)}
+        states, masks = [], []
+        real_act = agent.ddpg.act
+
+        def act(x, m):
+            states.append(x.copy())
+            masks.append(m.copy())
+            return real_act(x, m)
+
+        agent.ddpg.act = act
+        rs = check.get("real_states") or {}
+        scenario = rs.get("scenario") or {"name": "export_check", "paths": [
+            {"bandwidth_mbps": 50, "rtt_ms": 30, "loss": 1e-4}, {"bandwidth_mbps": 50, "rtt_ms": 80, "loss": 1e-4}]}
+        # one decision per sRTT needs a longer download than the DQN's check
+        envs.run_episode(scenario, {"kind": "bulk", "size_bytes": int(rs.get("gaps_app_bytes", 4_000_000))}, agent,
+                         int(rs.get("seed", 0)))
+        agent.ddpg.act = real_act
+        if states:
+            res["real"] = check_parity(agent, h5 if h5 else path, onnx_out,
+                                       (np.stack(states), np.stack(masks)), tol)
+        entry["parity"]["actor"] = res
+    return entry
+
+
 def export_file(name: str, path: Path, out_dir: Path, formats, names, onnx_cfg: dict, check: dict) -> dict:
     """Export one model file into ``out_dir``; returns its summary entry."""
     from baselines.dqn.export import check_parity, random_states, read_hdf5, write_hdf5, write_onnx
+    from baselines.gaps.export import is_gaps_file
 
+    if is_gaps_file(path):
+        return export_gaps_file(name, path, out_dir, formats, onnx_cfg, check)
     records = read_hdf5(path, names=list(names) if names else None)
     entry: dict = {"source": str(path), "models": [r.name for r in records], "files": [], "parity": {}}
     h5_out = out_dir / f"{name}.h5"
@@ -158,9 +213,13 @@ def run_export(cfg) -> dict:
     summary = {"job": "export", "formats": formats, "onnx_opset": int(onnx_cfg["opset"]),
                "onnx_ir_version": int(onnx_cfg["ir_version"]), "exports": {}}
     from baselines.dqn.export import read_hdf5
+    from baselines.gaps.export import is_gaps_file, read_weights
 
     for _, path in files:       # validate every input before anything is written
-        read_hdf5(path, names=list(names) if names else None)
+        if is_gaps_file(path):
+            read_weights(path)
+        else:
+            read_hdf5(path, names=list(names) if names else None)
     with cli.staged_output(out) as tmp:
         for name, path in files:
             info(f"export: {path} -> {out}/{name}.* ({', '.join(formats)})")
@@ -171,7 +230,7 @@ def run_export(cfg) -> dict:
             worst = max((v for r in res.values() for k, v in r.items() if k.endswith("_max_abs_diff")),
                         default=0.0)
             counts = ", ".join(f"{int(r['states'])} {k}" for k, r in res.items())
-            info(f"  {name}/{model}: exports match the torch model (max |dQ| {worst:.2g} on "
+            info(f"  {name}/{model}: exports match the torch model (max |difference| {worst:.2g} on "
                  f"{counts} states)")
     print(json.dumps({"output": str(out), "files": [f for e in summary["exports"].values() for f in e["files"]]}))
     return summary
