@@ -31,6 +31,10 @@ SCHEDULERS: dict = {
     "srpt_minrtt": "baselines.stream_aware.srpt_minrtt:SRPTMinRTT",
     "dqn_on": "baselines.dqn.dqn_on:DQNOn",
     "dqn_off": "baselines.dqn.dqn_off:DQNOff",
+    "gaps": "baselines.gaps.agent:GAPS",
+    "blest_gap": "baselines.gaps.gap_rules:BlestGap",
+    "ecf_gap": "baselines.gaps.gap_rules:EcfGap",
+    "fixed_gap": "baselines.gaps.gap_rules:FixedGap",
 }
 
 

@@ -21,7 +21,9 @@ the command says so and evaluates them.
 :mod:`falcon.evidence_job`), FALCON's online experiments (``convergence``,
 ``stress``, ``k_impact``, ``overhead``) or the learnability suite (``learnability``:
 rules, best fixed split and learners trained per condition,
-:mod:`falcon.experiments.learnability`), each ``falcon/experiments/<job>.py``.
+:mod:`falcon.experiments.learnability`) or the GAPS out-of-order queue
+experiment (``gaps``, :mod:`falcon.experiments.gaps`), each
+``falcon/experiments/<job>.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from falcon.jobs import instantiate_agent, seed_globals
 #: jobs of falcon/experiments/<job>.py (each has run_job(cfg)): FALCON's online experiments
 ONLINE_EXPERIMENTS = ("convergence", "stress", "k_impact", "overhead", "real_world")
 #: every job of falcon/experiments/<job>.py: the online experiments and the learnability suite
-EXPERIMENTS = (*ONLINE_EXPERIMENTS, "learnability")
+EXPERIMENTS = (*ONLINE_EXPERIMENTS, "learnability", "gaps")
 
 
 def is_trainable(agent_cfg) -> bool:
