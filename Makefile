@@ -8,7 +8,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.falcon-installed
 
-.PHONY: setup core run evaluate test test-all lint mlflow-ui clean
+.PHONY: setup core run evaluate test test-all lint mlflow-ui clean transport transport-test
 
 setup: $(STAMP)
 
@@ -46,10 +46,22 @@ run: core
 
 ## the default test suite (slow tests excluded; `make test-all` runs them too)
 test: core
+	@$(BIN)/python -c 'from falcon.deploy.transport import BUILD_HINT, built; built() or print("tests/test_transport.py skipped:", BUILD_HINT)'
 	$(BIN)/python -m pytest -q
 
 test-all: core
 	$(BIN)/python -m pytest -q -m ''
+
+## the multipath QUIC transport (transports/): tquic 1.6.0 from crates.io with
+## transports/patches applied, release binaries in
+## $${XDG_CACHE_HOME:-~/.cache}/falcon-transport/target/release (a rebuild: seconds)
+transport:
+	transports/build.sh
+
+## its Rust unit tests and tests/test_transport.py (which `make test` runs too)
+transport-test: transport core
+	transports/build.sh --test
+	$(BIN)/python -m pytest -q tests/test_transport.py
 
 lint: setup
 	$(BIN)/ruff check .
