@@ -23,20 +23,29 @@ the variants below change three of its choices, and ours are the defaults):
   critic's targets near 1 (SPEC-gaps' O(1..100) rewards at gamma 0.99 sum
   to thousands).
 
-The three choices (``configs/agent/gaps_paper.yaml`` is the paper's:
-``epoch: ack``, ``reward: oqs``, ``gap_base: zero``, with 8-packet steps, a
-step every 4 epochs and 1 000 warm-up transitions; ``gaps.yaml`` and the
-constructor's defaults are ours):
+Four of the paper's choices are selectable (``configs/agent/gaps_paper.yaml``
+is the paper's: ``epoch: ack``, ``reward: oqs``, ``gap_base: zero``,
+``action: delta`` with 8-packet steps, a step every 4 epochs and 1 000
+warm-up transitions; ``gaps.yaml`` and the constructor's defaults are ours:
+``srtt``, ``oqs_mean``, ``model``, ``scale``):
 
 * ``epoch: srtt``: at most one decision per sRTT of the fastest subflow,
   instead of every ACK. A GAP acts on the OQS a slow-path RTT later, about
   500 ACK epochs at 50 Mbit/s: beyond a gamma of 0.99's horizon (~100).
 * ``reward: oqs_mean``: the OQS averaged over the epoch (time-weighted, from
   every ACK's report) instead of its value at one ACK.
-* ``gap_base: model``: the actions move an offset from the model GAP
+* ``gap_base: model``: the GAP is built on the model GAP
   (:func:`baselines.gaps.features.model_gaps`: what the faster subflows
-  deliver during the slower one's extra one-way delay) instead of the GAP
-  itself, so that an untrained actor starts at the model's GAP.
+  deliver during the slower one's extra one-way delay), so that an untrained
+  actor starts at the model's GAP.
+* ``action``: ``delta`` (the paper's) changes the GAP (or its offset from the
+  model) by up to ``max_step_packets``; ``absolute`` sets it, a in [-1, 1]
+  spanning the whole range; ``scale`` (ours, with ``gap_base: model``) sets
+  GAP = model x 4^a. Measured on the default setting of ``experiment=gaps``:
+  an integrated ``delta`` drifts to a bound (a small bias of the actor adds
+  up over hundreds of epochs: the GAPs went to 0 after the first second, and
+  further with more training), ``absolute`` overshoots (a 0.1 bias is 26
+  packets), while ``scale`` keeps a bias harmless (0.1 is x1.15).
 
 Training (:meth:`fit`, through ``python -m falcon.train agent=gaps``): online
 DDPG over ``episodes`` downloads, each on the scenario with its paths' RTTs
@@ -70,6 +79,10 @@ EPOCHS = ("ack", "srtt")
 REWARDS = ("oqs", "oqs_mean")
 #: what the actions move: the GAP itself (the paper's) | an offset from the model GAP
 GAP_BASES = ("zero", "model")
+#: what an action is: a change of the GAP (or offset) by up to max_step packets (the paper's) |
+#: the GAP (or offset) itself, a in [-1, 1] spanning [0, max_gap] (or [-max_gap, max_gap]) |
+#: a factor on the model GAP, 4^a (gap_base: model only)
+ACTIONS = ("delta", "absolute", "scale")
 CONFIG_FILE = "agent.json"
 
 
@@ -79,7 +92,7 @@ class GAPS(Scheduler, Trainable):
 
     def __init__(self, *, size: str = "cpu", network: Mapping | None = None, max_gap_packets: int = 256,
                  max_step_packets: int = 16, reward_scale: float = 0.01, train_every: int = 1,
-                 epoch: str = "srtt", reward: str = "oqs_mean", gap_base: str = "model",
+                 epoch: str = "srtt", reward: str = "oqs_mean", gap_base: str = "model", action: str = "scale",
                  actor_lr: float = 1e-4, critic_lr: float = 1e-3, tau: float = 0.001, gamma: float = 0.99,
                  batch_size: int = 64, replay_capacity: int = 100_000, warmup: int = 200,
                  ou_theta: float = 0.15, ou_sigma: float = 0.2, ou_decay: float = 0.9999,
@@ -96,12 +109,15 @@ class GAPS(Scheduler, Trainable):
         if not isinstance(train_every, int) or train_every < 1:
             raise ConfigError(f"gaps.train_every: must be a positive integer, got {train_every!r}")
         for key, value, known in (("epoch", epoch, EPOCHS), ("reward", reward, REWARDS),
-                                  ("gap_base", gap_base, GAP_BASES)):
+                                  ("gap_base", gap_base, GAP_BASES), ("action", action, ACTIONS)):
             if value not in known:
                 raise ConfigError(f"gaps.{key}: unknown value {value!r}; known: {', '.join(known)}")
         self.epoch = epoch
         self.reward = reward
         self.gap_base = gap_base
+        self.action = action
+        if action == "scale" and gap_base != "model":
+            raise ConfigError("gaps.action: 'scale' multiplies the model GAP; it needs gap_base: model")
         if not isinstance(threads, int) or threads < 1:
             raise ConfigError(f"gaps.threads: must be a positive integer, got {threads!r}")
         self.threads = threads
@@ -202,7 +218,12 @@ class GAPS(Scheduler, Trainable):
             if r == 0:
                 self.gaps[i] = self.offsets[i] = 0.0
                 continue
-            o = self.offsets[i] + round(float(a[r]) * step)
+            if self.action == "delta":
+                o = self.offsets[i] + round(float(a[r]) * step)
+            elif self.action == "scale":        # GAP = model x 4^a: a in [-1, 1] spans x0.25 .. x4
+                o = model[i] * (4.0 ** float(a[r]) - 1.0) if base else float(a[r])
+            else:                               # absolute: a in [-1, 1] spans the whole range
+                o = round(float(a[r]) * top) if base else round((float(a[r]) + 1.0) * 0.5 * top)
             lo = -top if base else 0.0
             o = lo if o < lo else (top if o > top else o)
             self.offsets[i] = o
@@ -315,7 +336,7 @@ class GAPS(Scheduler, Trainable):
         return {"agent": "gaps", "size": self.size, "network": self.net_config.as_dict(),
                 "max_gap_packets": self.max_gap_packets, "max_step_packets": self.max_step_packets,
                 "reward_scale": self.reward_scale, "train_every": self.train_every, "threads": self.threads,
-                "epoch": self.epoch, "reward": self.reward, "gap_base": self.gap_base,
+                "epoch": self.epoch, "reward": self.reward, "gap_base": self.gap_base, "action": self.action,
                 "seed": self.seed,
                 "ddpg": dict(vars(self.ddpg_config)), "noise": self.noise_config}
 
