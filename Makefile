@@ -46,7 +46,7 @@ run: core
 
 ## the default test suite (slow tests excluded; `make test-all` runs them too)
 test: core
-	@$(BIN)/python -c 'from falcon.deploy.transport import BUILD_HINT, built; built() or print("tests/test_transport.py skipped:", BUILD_HINT)'
+	@$(BIN)/python -c 'from falcon.deploy.transport import BUILD_HINT, built; built() or print("tests/test_transport.py and tests/test_deploy.py skipped:", BUILD_HINT)'
 	$(BIN)/python -m pytest -q
 
 test-all: core
@@ -58,10 +58,10 @@ test-all: core
 transport:
 	transports/build.sh
 
-## its Rust unit tests and tests/test_transport.py (which `make test` runs too)
+## its Rust unit tests, tests/test_transport.py and tests/test_deploy.py (which `make test` runs too)
 transport-test: transport core
 	transports/build.sh --test
-	$(BIN)/python -m pytest -q tests/test_transport.py
+	$(BIN)/python -m pytest -q tests/test_transport.py tests/test_deploy.py
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,6 +1,7 @@
 """The deploy job: real downloads through the relay beside the emulator.
 
-``python -m falcon.deploy`` (:mod:`falcon.deploy.__main__`, ``configs/deploy.yaml``)
+``python -m falcon.deploy`` (:mod:`falcon.deploy.__main__`, ``configs/deploy.yaml``; inputs checked by
+:mod:`falcon.deploy.inputs`, the downloads and episodes in :mod:`falcon.deploy.worlds`)
 runs :func:`run_deploy_job`: for every scheduler of ``agent_list`` (the
 transport's ``minrtt``, ``rr`` and ``model``) ``runs`` downloads of
 ``app.size_bytes`` with the multipath QUIC transport of ``transports/``
@@ -37,381 +38,37 @@ running: the entry point prints one line and exits 2.
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from types import SimpleNamespace
 
 from envs.errors import ConfigError
+from falcon.deploy.inputs import (
+    EMULATOR_AGENTS,
+    RELAY_RATE_MBPS,
+    TRANSPORT_SCHEDULERS,
+    agent_names,
+    check_listen,
+    ensure_transport,
+    hostport,
+    resolve_model,
+    scenario_differences,
+    transport_cc,
+    write_model_onnx,
+)
+from falcon.deploy.worlds import _median, _values, run_emulated, run_real
 from falcon.experiment import info
 
-#: the deploy scheduler names -> the transport's ``--scheduler``
-TRANSPORT_SCHEDULERS = {"minrtt": "minrtt", "rr": "roundrobin", "model": "falcon"}
-#: the deploy scheduler names -> the emulator's agent config (configs/agent/)
-EMULATOR_AGENTS = {"minrtt": "minrtt", "rr": "rr", "model": "dqn_off"}
-#: congestion controls tquic 1.6.0 has (``--cc``)
-TQUIC_CC = ("cubic", "bbr", "bbr3", "copa")
-#: the relay holds rate and delay up to about this much in all [Mbit/s] (README, relay self-test)
-RELAY_RATE_MBPS = 100.0
 #: the job's name (results/deploy/, MLflow tag)
 JOB = "deploy"
 
 
-# ---------------------------------------------------------------- inputs
-def agent_names(agent_list, model) -> list[str]:
-    """The schedulers to run: ``agent_list`` checked, or minrtt and rr
-    (plus model when a ``model`` is given)."""
-    if agent_list is None:
-        return ["minrtt", "rr"] + (["model"] if model else [])
-    names = [agent_list] if isinstance(agent_list, str) else agent_list
-    if not isinstance(names, (list, tuple)) or not names:
-        raise ConfigError(f"agent_list: expected a non-empty list of {', '.join(TRANSPORT_SCHEDULERS)}, "
-                          f"got {agent_list!r}")
-    names = [str(n) for n in names]
-    unknown = [n for n in names if n not in TRANSPORT_SCHEDULERS]
-    if unknown:
-        raise ConfigError(f"agent {unknown[0]!r}: the transport runs {', '.join(TRANSPORT_SCHEDULERS)} "
-                          "(model: the ONNX model of model=)")
-    if len(set(names)) != len(names):
-        raise ConfigError(f"agent_list: {names} names a scheduler twice")
-    if "model" in names and not model:
-        raise ConfigError("agent model: needs model= (an exported ONNX file or a falcon.train / "
-                          "falcon.export output folder)")
-    return names
-
-
-@dataclass
-class ModelSource:
-    """The model of ``model=``: an ONNX file for the transport (None: to be
-    written from ``h5`` into the output) and the HDF5 file for the emulator
-    (None: only an ONNX file was given)."""
-
-    given: Path
-    name: str
-    onnx: Path | None
-    h5: Path | None
-    n_inputs: int
-    n_actions: int
-    reward: str
-    hidden: tuple[int, ...] = ()
-
-
-def _model_files(p: Path) -> tuple[Path | None, Path | None]:
-    """``(onnx, h5)`` named by ``model=`` (module docstring of the job)."""
-    from baselines.dqn.policy import MODEL_FILE
-
-    if p.is_file():
-        return (p, None) if p.suffix.lower() == ".onnx" else (None, p)
-    if not p.exists():
-        raise FileNotFoundError(f"model: no such file or folder: {p}")
-    if (p / MODEL_FILE).is_file():                      # models/<agent>/ of a train output
-        return None, p / MODEL_FILE
-    trained = sorted(p.glob(f"models/*/{MODEL_FILE}"))  # a falcon.train output
-    if len(trained) == 1:
-        return None, trained[0]
-    if len(trained) > 1:
-        raise ConfigError(f"model: {p} holds {len(trained)} models ({', '.join(t.parent.name for t in trained)}); "
-                          f"name one: model={p}/models/<agent>")
-    onnx = sorted(p.glob("*.onnx"))                    # a falcon.export output
-    if len(onnx) == 1:
-        h5 = onnx[0].with_suffix(".h5")
-        return onnx[0], (h5 if h5.is_file() else None)
-    if len(onnx) > 1:
-        raise ConfigError(f"model: {p} holds {len(onnx)} ONNX files; name one: model={p}/<name>.onnx")
-    raise ConfigError(f"model: {p} holds no ONNX file, {MODEL_FILE} or models/*/{MODEL_FILE}")
-
-
-def _check_width(path: Path, n_in: int, n_out: int, n_paths: int) -> str:
-    """The model's MDP for ``n_paths`` paths; ConfigError when it fits neither."""
-    from baselines.dqn.files import ModelFileError
-    from envs.mdp import n_inputs, reward_of_inputs
-
-    if n_out != n_paths:
-        raise ModelFileError(f"model {path}: {n_out} outputs (one Q-value per path), the scenario has "
-                             f"{n_paths} paths")
-    reward = reward_of_inputs(n_in, n_paths)
-    if reward is None:
-        raise ModelFileError(f"model {path}: {n_in} inputs fit neither MDP for {n_paths} paths "
-                             f"(paper: {n_inputs(n_paths, 'packet_rate')}, completion: {n_inputs(n_paths, 'completion')})")
-    return reward
-
-
-def resolve_model(model, n_paths: int) -> ModelSource:
-    """Find and check the model of ``model=`` for a scenario of ``n_paths``
-    paths: readable (HDF5 by its reader, ONNX by onnxruntime), one model,
-    as many outputs as paths and an input width of one of the MDPs."""
-    from baselines.dqn.export import _ort_session, read_hdf5
-    from baselines.dqn.files import ModelFileError
-
-    given = Path(str(model)).expanduser()
-    onnx, h5 = _model_files(given)
-    if h5 is not None:
-        records = read_hdf5(h5)
-        if len(records) != 1:
-            raise ModelFileError(f"model {h5}: holds {len(records)} models (a bank?); export one "
-                                 "(python -m falcon.export model=... names=[...])")
-        rec = records[0]
-        n_in, n_out = rec.spec.n_inputs, rec.spec.n_actions
-        hidden = tuple(rec.spec.hidden)
-        name = rec.name
-    if onnx is not None:
-        sess = _ort_session(onnx)
-        i_shape, o_shape = sess.get_inputs()[0].shape, sess.get_outputs()[0].shape
-        if len(i_shape) != 2 or len(o_shape) != 2 or not all(isinstance(x, int) for x in (i_shape[1], o_shape[1])):
-            raise ModelFileError(f"model {onnx}: expected state [batch, n] -> q_values [batch, paths], got "
-                                 f"{i_shape} -> {o_shape}")
-        if h5 is not None and (i_shape[1], o_shape[1]) != (n_in, n_out):
-            raise ModelFileError(f"model {onnx}: {i_shape[1]} inputs and {o_shape[1]} outputs, its HDF5 {h5} "
-                                 f"{n_in} and {n_out}")
-        n_in, n_out = int(i_shape[1]), int(o_shape[1])
-        if h5 is None:
-            hidden, name = (), onnx.stem
-    reward = _check_width(onnx or h5, n_in, n_out, n_paths)
-    return ModelSource(given, name, onnx, h5, n_in, n_out, reward, hidden)
-
-
-def write_model_onnx(src: ModelSource, folder: Path) -> Path:
-    """The transport's ONNX file: the given one, or the HDF5 model written
-    as ONNX into ``folder`` and checked against the HDF5 reader."""
-    if src.onnx is not None:
-        return src.onnx
-    from baselines.dqn.export import (
-        hdf5_forward,
-        onnx_q_values,
-        random_states,
-        read_hdf5,
-        write_onnx,
-    )
-
-    rec = read_hdf5(src.h5)[0]
-    folder.mkdir(parents=True, exist_ok=True)
-    out = write_onnx(folder / f"{src.name}.onnx", rec)
-    x = random_states(rec.spec.n_inputs, 64)
-    ref, q = hdf5_forward(src.h5, x), onnx_q_values(out, x)
-    err = float(np.max(np.abs(q - ref) / np.maximum(1.0, np.abs(ref))))
-    if not err <= 1e-5:
-        raise ConfigError(f"model {src.h5}: its ONNX export differs from the HDF5 model by {err:.3g} (relative)")
-    return out
-
-
-def transport_cc(choice, scenario: Mapping) -> tuple[str | None, str]:
-    """tquic's congestion control for ``transport.cc`` and a note on how it
-    relates to the scenario's (None: tquic's default, BBR)."""
-    choice = str(choice or "scenario")
-    scen_cc = str(scenario.get("cc") or "olia")
-    path_ccs = {str(p.get("cc")) for p in scenario.get("paths", []) if p.get("cc")}
-    if choice == "default":
-        return None, f"tquic's default (BBR with pacing); the emulator runs {scen_cc}"
-    if choice in TQUIC_CC:
-        same = "the same as" if choice == scen_cc and not path_ccs - {choice} else "the emulator runs"
-        return choice, f"{choice}; {same} {scen_cc if same != 'the same as' else 'the emulator'}"
-    if choice != "scenario":
-        raise ConfigError(f"transport.cc: {choice!r}: choose scenario, default or one of {', '.join(TQUIC_CC)}")
-    if path_ccs - {scen_cc}:
-        raise ConfigError(f"transport.cc=scenario: the scenario's paths have their own cc ({sorted(path_ccs)}); "
-                          "tquic runs one for all paths: set transport.cc")
-    if scen_cc in TQUIC_CC:
-        return scen_cc, f"{scen_cc} in both worlds"
-    return "cubic", (f"the scenario's cc {scen_cc} has no tquic counterpart: tquic runs cubic "
-                     f"(set scenario.cc=cubic for the same CC in both worlds)")
-
-
-def hostport(text) -> tuple[str, int]:
-    host, sep, port = str(text).rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ConfigError(f"relay.listen: expected host:port, got {text!r}")
-    return host, int(port)
-
-
-def check_listen(addr: tuple[str, int]) -> None:
-    """Fail early when the relay's port cannot be bound (it is bound again per download)."""
-    if addr[1] == 0:
-        return
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.bind(addr)
-        except OSError as e:
-            raise ConfigError(f"relay: cannot bind {addr[0]}:{addr[1]} ({e.strerror})") from None
-
-
-def ensure_transport(build: bool) -> str | None:
-    """Build the transport when its binaries are missing (one line saying so)
-    or, with ``build``, let ``transports/build.sh`` check them (seconds when
-    nothing changed); a note when it rebuilt them, None otherwise.
-    No cargo and no binaries: ConfigError."""
-    from falcon.deploy.transport import BINARIES, binary, built
-
-    script = Path(__file__).resolve().parents[2] / "transports" / "build.sh"
-    have = built()
-    if not have and shutil.which("cargo") is None:
-        raise ConfigError("the transport binaries are not built and cargo is missing (install Rust's cargo, "
-                          "then `make transport`)")
-    if have and (not build or shutil.which("cargo") is None):
-        return None
-    if not script.is_file():
-        if have:
-            return None
-        raise ConfigError(f"the transport binaries are not built and {script} is missing")
-    before = {b: binary(b).stat().st_mtime_ns for b in BINARIES} if have else None
-    if not have:
-        info("deploy: the transport binaries are missing: building them (transports/build.sh; minutes)")
-    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True)
-    if proc.returncode != 0 or not built():
-        last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-        raise ConfigError(f"building the transport failed (transports/build.sh, exit {proc.returncode}): {last}")
-    after = {b: binary(b).stat().st_mtime_ns for b in BINARIES}
-    if before is not None and after != before:
-        info("deploy: transports/build.sh rebuilt the transport (its sources changed)")
-        return "rebuilt"
-    return None if have else "built"
-
-
-# ---------------------------------------------------------------- the two worlds
-def _decision_cost(log: Path) -> float:
-    """The median decision cost [us] of a decision log's connection (its end record)."""
-    costs = []
-    if log.is_file():
-        with log.open() as f:
-            for line in f:
-                if '"kind":"end"' in line:
-                    costs.append(float(json.loads(line)["cost_us_median"]))
-    return float(np.median(costs)) if costs else math.nan
-
-
-def real_metrics(rep: Mapping, size: int, client_ips: Sequence[str], log: Path | None) -> dict[str, float]:
-    """One real download's metrics (NaN times for a failed or unverified one)."""
-    ok = bool(rep.get("verified")) and int(rep.get("bytes", -1)) == size and rep.get("client_rc") == 0
-    secs = float(rep["seconds"]) if ok and rep.get("seconds") else math.nan
-    by_ip = {a.rpartition(":")[0]: float(b) for a, b in (rep.get("path_recv_bytes") or {}).items()}
-    total = sum(by_ip.values()) or math.nan
-    m = {"download_time_s": secs,
-         "goodput_mbps": size * 8 / secs / 1e6 if secs > 0 else math.nan,
-         "bytes_verified": 1.0 if ok else 0.0,
-         "bytes_received": float(rep.get("bytes", 0) or 0)}
-    for i, ip in enumerate(client_ips):
-        m[f"path{i}_share"] = by_ip.get(ip, 0.0) / total
-    relay = rep.get("relay") or []
-    if relay:
-        m["relay_dropped"] = float(sum(r["down_dropped"] for r in relay))
-        m["relay_lost"] = float(sum(r["down_lost"] for r in relay))
-        m["relay_late_p99_ms"] = float(max(r["late_p99_ms"] for r in relay))
-    if log is not None:
-        m["decision_cost_us"] = _decision_cost(log)
-    return m
-
-
-def run_real(scenario: Mapping, size: int, agents: Sequence[str], seeds: Sequence[int], *, onnx: Path | None,
-             cc: str | None, listen: tuple[str, int], lead_s: float | None, timeout_s: float, warmup: int,
-             log_dir: Path, progress: bool) -> list[dict]:
-    """Every real download, seeds outermost (the schedulers take turns, so a
-    drift of the machine's load spreads over all of them); one record each."""
-    from falcon.deploy.transport import download
-
-    n = len(scenario["paths"])
-    ips = [f"127.0.0.{2 + i}" for i in range(n)]
-    kw = dict(cc=cc, listen=listen, lead_s=lead_s, timeout_s=timeout_s)
-    for k in range(warmup):
-        rep = download(scenario, size, "minrtt", seed=seeds[0] + 10_000 + k, **kw)
-        if progress:
-            info(f"deploy: warm-up download {k + 1}/{warmup}: "
-                 + (f"{rep['seconds']:.3f} s" if rep.get("verified") else f"failed ({_why(rep)})"))
-    records = []
-    for j, seed in enumerate(seeds):
-        for agent in agents:
-            log = log_dir / f"{agent}_{seed}.jsonl" if agent == "model" else None
-            rep = download(scenario, size, TRANSPORT_SCHEDULERS[agent], model=onnx if agent == "model" else None,
-                           decision_log=log, seed=seed, **kw)
-            m = real_metrics(rep, size, ips, log)
-            if progress or not m["bytes_verified"]:
-                state = (f"{m['download_time_s']:.3f} s, bytes verified" if m["bytes_verified"]
-                         else f"FAILED ({_why(rep)})")
-                info(f"deploy: {agent} run {j + 1}/{len(seeds)} (seed {seed}): {state}")
-            records.append({"agent": agent, "seed": seed, "metrics": m})
-    return records
-
-
-def _why(rep: Mapping) -> str:
-    err = (rep.get("stderr") or "").strip().splitlines()
-    return err[-1] if err else f"server exit {rep.get('server_rc')}, client exit {rep.get('client_rc')}"
-
-
-def emulator_agent(agent: str, src: ModelSource | None):
-    """The emulator's scheduler for a deploy scheduler (None: unavailable)."""
-    from falcon.experiments.common import agent_config, build_agent
-
-    if agent != "model":
-        return build_agent(agent, agent_config(EMULATOR_AGENTS[agent]), 0)
-    if src is None or src.h5 is None:
-        return None
-    cfg = agent_config("dqn_off", {"model": str(src.h5), "reward": src.reward, "hidden": list(src.hidden)})
-    return build_agent("dqn_off", cfg, 0)
-
-
-def emulated_episode(scenario: Mapping, app: Mapping, scheduler, seed: int) -> dict[str, float]:
-    """One emulated episode; ``download_time_s`` from the request (the
-    handshake taken off, module docstring), ``connection_time_s`` the emulator's own."""
-    from envs.metrics import episode_metrics
-    from envs.runner import setup_episode
-    from envs.setup import HANDSHAKE_RTTS, normalise_setup
-    from envs.sim import collector_paused
-    from falcon.jobs import seed_globals
-
-    seed_globals(seed)
-    with collector_paused():
-        emu, conn, application, s = setup_episode(scenario, app, scheduler, seed)
-        setup = normalise_setup(s.get("setup"))
-        k = HANDSHAKE_RTTS[setup["handshake"]]
-        # path 0's first RTT sample is the handshake's (last) round trip; without samples its mean
-        rtt0 = conn.paths[0].srtt if setup["rtt_samples"] else float(s["paths"][0]["rtt_ms"]) / 1000
-        handshake = k * rtt0 if k else 0.0
-        end = emu.sim.run(until=s["max_duration_s"])
-        m = episode_metrics(conn, application, end)
-    t = m["download_time_s"] - handshake
-    size = float(m["app_bytes"])
-    out = {"download_time_s": t, "goodput_mbps": size * 8 / t / 1e6 if t > 0 else math.nan,
-           "connection_time_s": m["download_time_s"], "handshake_s": handshake,
-           "retransmissions": m["retransmissions"]}
-    for i in range(len(s["paths"])):
-        out[f"path{i}_share"] = m.get(f"path{i}_share", math.nan)
-    return out
-
-
-def run_emulated(scenario: Mapping, app: Mapping, agents: Sequence[str], seeds: Sequence[int],
-                 src: ModelSource | None) -> tuple[list[dict], dict[str, str]]:
-    """The emulated episodes (records) and, per scheduler without an
-    emulated counterpart, why."""
-    records, unavailable = [], {}
-    for agent in agents:
-        if emulator_agent(agent, src) is None:
-            unavailable[agent] = ("only an ONNX file was given: the emulator needs the model's HDF5 "
-                                  "(model= a falcon.train or falcon.export output)")
-            continue
-        for seed in seeds:
-            sched = emulator_agent(agent, src)
-            records.append({"agent": agent, "seed": seed, "metrics": emulated_episode(scenario, app, sched, seed)})
-    return records, unavailable
-
-
 # ---------------------------------------------------------------- report
-def _values(records, agent, metric="download_time_s") -> list[float]:
-    return [r["metrics"].get(metric, math.nan) for r in sorted(records, key=lambda r: r["seed"]) if r["agent"] == agent]
-
-
-def _median(vals) -> float:
-    v = [x for x in vals if x is not None and math.isfinite(x)]
-    return float(np.median(v)) if v else math.nan
-
-
 def real_vs_emulated(real: list[dict], emu: list[dict], agents: Sequence[str]) -> dict:
     """Per scheduler: medians in both worlds, real / emulated, and the
     median relative to minRTT in each world (with 95 % bootstrap intervals
@@ -470,154 +127,186 @@ def plot_worlds(real_sum: Mapping, emu_sum: Mapping | None, scenario: str, app: 
     from falcon import report
 
     merged = {}
-    for label, summary in (("real", real_sum), ("emulated", emu_sum)):
-        for ag, st in ((summary or {}).get("results", {}).get(scenario, {}).get(app, {})).items():
-            if "download_time_s" in st:
-                merged[f"{ag} ({label})"] = {"download_time_s": st["download_time_s"]}
+    worlds = [(label, (summary or {}).get("results", {}).get(scenario, {}).get(app, {}))
+              for label, summary in (("real", real_sum), ("emulated", emu_sum))]
+    for ag in worlds[0][1]:                 # each scheduler's real and emulated side by side
+        for label, by_agent in worlds:
+            if "download_time_s" in by_agent.get(ag, {}):
+                merged[f"{ag}\n{label}"] = {"download_time_s": by_agent[ag]["download_time_s"]}
     return report.plot_metric({"results": {scenario: {app: merged}}}, "download_time_s", folder)
 
 
 # ---------------------------------------------------------------- the job
+def settings(cfg) -> SimpleNamespace:
+    """Everything the job needs from the composed config, checked before
+    anything starts (the model, the relay's port, the transport's binaries:
+    built here when missing)."""
+    from envs.apps import normalise_app
+    from envs.scenario import normalise_scenario
+    from falcon.config import check_int, to_plain
+    from falcon.relay import Relay
+
+    c = to_plain(cfg)
+    runs, seed0 = check_int(cfg, "runs", 1), check_int(cfg, "seed", 0)
+    scenario = normalise_scenario(c["scenario"])
+    app = normalise_app(c["app"])
+    if app.get("kind") != "bulk":
+        raise ConfigError(f"app: the transport downloads one file (app=bulk), got kind {app.get('kind')!r}")
+    agents = agent_names(c.get("agent_list"), c.get("model"))
+    src = resolve_model(c["model"], len(scenario["paths"])) if c.get("model") else None
+    t, r = dict(c.get("transport") or {}), dict(c.get("relay") or {})
+    cc, cc_note = transport_cc(t.get("cc", "scenario"), c["scenario"])
+    listen = hostport(r.get("listen", "127.0.0.1:0"))
+    lead_s = None if r.get("lead_ms") is None else float(r["lead_ms"]) / 1000
+    Relay(scenario, listen=listen, lead_s=0.0 if lead_s is None else lead_s)   # the relay takes the scenario
+    check_listen(listen)
+    build_note = ensure_transport(bool(t.get("build", True)))
+    rate = sum(float(p.get("bandwidth_mbps") or 0) for p in scenario["paths"])
+    if rate > RELAY_RATE_MBPS:
+        info(f"deploy: the paths add up to {rate:g} Mbit/s; the relay holds rate and delay up to about "
+             f"{RELAY_RATE_MBPS:g} Mbit/s on this machine (python -m falcon.relay --self-test)")
+    return SimpleNamespace(
+        plain={k: v for k, v in c.items() if k != "hydra"}, seeds=list(range(seed0, seed0 + runs)),
+        scenario_cfg=c["scenario"], scenario=scenario, app=app, size=int(app["size_bytes"]),
+        sname=str(c["scenario"].get("name") or "scenario"), aname="bulk", agents=agents, src=src, cc=cc,
+        cc_note=cc_note, diffs=scenario_differences(scenario, cc), listen=listen, lead_s=lead_s,
+        timeout_s=float(t.get("timeout_s", 60)), warmup=int(t.get("warmup", 1)),
+        decision_log=str(t.get("decision_log", "extra")), keep_logs=bool(t.get("keep_decision_logs", False)),
+        emulate=bool((c.get("emulator") or {}).get("enabled", True)), progress=bool(c.get("progress", True)),
+        build_note=build_note, metrics=list((c.get("report") or {}).get("table_metrics") or ["download_time_s"]))
+
+
+def run_worlds(st: SimpleNamespace, folder: Path) -> dict:
+    """The emulated episodes, then the real downloads (the model's ONNX file
+    written into ``folder`` when it came as HDF5); records and wall times."""
+    onnx = write_model_onnx(st.src, folder / "models") if st.src is not None and "model" in st.agents else None
+    out = {"onnx": onnx, "emu": [], "unavailable": {}, "emu_wall_s": 0.0}
+    if st.emulate:
+        info(f"deploy: emulating {', '.join(st.agents)} on {st.sname}, {len(st.seeds)} seeds")
+        t0 = time.perf_counter()
+        out["emu"], out["unavailable"] = run_emulated(st.scenario_cfg, st.app, st.agents, st.seeds, st.src)
+        for ag, why in out["unavailable"].items():
+            info(f"deploy: {ag}: emulator column unavailable: {why}")
+        out["emu_wall_s"] = time.perf_counter() - t0
+    info(f"deploy: {len(st.agents)} schedulers x {len(st.seeds)} real downloads of {st.size} bytes on {st.sname} "
+         f"through the relay (tquic cc: {st.cc or 'default'})")
+    with tempfile.TemporaryDirectory(prefix="falcon-deploy-") as logs_tmp:
+        log_dir = folder / "logs" if st.keep_logs else Path(logs_tmp)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        out["real"], out["cost"] = run_real(
+            st.scenario, st.size, st.agents, st.seeds, onnx=onnx, cc=st.cc, listen=st.listen, lead_s=st.lead_s,
+            timeout_s=st.timeout_s, warmup=st.warmup, log_dir=log_dir, progress=st.progress,
+            decision_log=st.decision_log)
+        out["real_wall_s"] = time.perf_counter() - t0
+    return out
+
+
+def build_summary(st: SimpleNamespace, w: dict, run_id: str | None, t_job: float) -> tuple[dict, dict | None]:
+    """The summary (module docstring) and the emulated runs' own summary."""
+    from falcon import report
+
+    tag = {"scenario": st.sname, "app": st.aname}
+    real_sum = report.summarize([{**tag, **r} for r in w["real"]], seeds=st.seeds, job=JOB)
+    emu_sum = report.summarize([{**tag, **r} for r in w["emu"]], seeds=st.seeds, job=JOB) if w["emu"] else None
+    runs = len(st.seeds)
+    verified = {ag: int(sum(r["metrics"]["bytes_verified"] for r in w["real"] if r["agent"] == ag))
+                for ag in st.agents}
+    src, onnx = st.src, w["onnx"]
+    summary = {
+        **real_sum,
+        "world": "real: multipath QUIC (tquic 1.6.0) through the link relay; download_time_s from the request "
+                 "to the last byte",
+        "size_bytes": st.size, "bytes_verified": verified,
+        "all_bytes_verified": all(v == runs for v in verified.values()),
+        "decision_cost_us_median": {"model": w["cost"]} if "model" in st.agents else {},
+        "transport": {"cc": st.cc or "default (bbr)", "cc_note": st.cc_note, "build": st.build_note,
+                      "scenario_differences": st.diffs, "decision_log": st.decision_log,
+                      "schedulers": {ag: TRANSPORT_SCHEDULERS[ag] for ag in st.agents},
+                      "relay_listen": f"{st.listen[0]}:{st.listen[1]}", "warmup_downloads": st.warmup,
+                      "wall_s": w["real_wall_s"]},
+        "model": None if src is None else {
+            "given": str(src.given), "onnx": str(onnx) if onnx else None,
+            "onnx_written_here": src.onnx is None and onnx is not None, "h5": str(src.h5) if src.h5 else None,
+            "mdp": src.reward, "inputs": src.n_inputs, "paths": src.n_actions},
+        "emulator": None if not st.emulate else {
+            "schedulers": {ag: EMULATOR_AGENTS[ag] for ag in st.agents if ag not in w["unavailable"]},
+            "unavailable": w["unavailable"],
+            "download_time_s": "emulated download time less the handshake (from the request, as the real client "
+                               "measures); connection_time_s: the emulator's own",
+            "results": (emu_sum or {}).get("results", {}), "comparison": (emu_sum or {}).get("comparison", {}),
+            "wall_s": w["emu_wall_s"]},
+        "real_vs_emulated": real_vs_emulated(w["real"], w["emu"], st.agents),
+        "mlflow_run_id": run_id, "wall_s": time.perf_counter() - t_job}
+    return summary, emu_sum
+
+
+def table_text(st: SimpleNamespace, summary: dict, real_sum: dict, emu_sum: dict | None) -> str:
+    """table.txt: the real downloads, the emulated ones, and the two side by side."""
+    from falcon import report
+
+    text = ["real transport (request to last byte)", report.summary_table(real_sum, st.metrics)]
+    if emu_sum is not None:
+        text += ["", "emulator (same scenario, app and seeds; handshake taken off)",
+                 report.summary_table(emu_sum, ["download_time_s", "goodput_mbps", "path0_share",
+                                                "connection_time_s"])]
+    unavailable = (summary["emulator"] or {}).get("unavailable", {})
+    text += ["", f"real against emulated: {st.sname}, {st.size} bytes, {len(st.seeds)} runs, tquic cc "
+                 f"{st.cc or 'default'} ({st.cc_note})",
+             comparison_table(summary["real_vs_emulated"], real_sum, emu_sum, st.sname, st.aname, unavailable).rstrip()]
+    if st.diffs:
+        text.append("the emulated scenario differs from what tquic runs in: " + "; ".join(st.diffs))
+    cost = summary["decision_cost_us_median"]
+    if cost:
+        text.append(f"model decision cost (median over decisions, from the transport's decision log): "
+                    f"{_f(cost.get('model'), '{:.1f}')} us")
+    for ag, why in unavailable.items():
+        text.append(f"{ag}: emulator column unavailable: {why}")
+    if not summary["all_bytes_verified"]:
+        text.append("NOT every download was verified: " + ", ".join(
+            f"{a} {v}/{len(st.seeds)}" for a, v in summary["bytes_verified"].items()))
+    return "\n".join(text) + "\n"
+
+
 def run_deploy_job(cfg) -> dict:
     """The whole job (module docstring); returns the summary plus ``output``."""
     import yaml
 
-    from envs.apps import normalise_app
-    from envs.scenario import normalise_scenario
     from falcon import report
     from falcon.cli import staged_output
-    from falcon.config import check_int, to_plain
     from falcon.experiment import output_dir
     from falcon.tracking import flatten, tracked_run
 
     t_job = time.perf_counter()
-    cfg_plain = to_plain(cfg)
-    runs, seed0 = check_int(cfg, "runs", 1), check_int(cfg, "seed", 0)
-    seeds = list(range(seed0, seed0 + runs))
-    scen_cfg, app_cfg = cfg_plain["scenario"], cfg_plain["app"]
-    scenario = normalise_scenario(scen_cfg)
-    app = normalise_app(app_cfg)
-    if app.get("kind") != "bulk":
-        raise ConfigError(f"app: the transport downloads one file (app=bulk), got kind {app.get('kind')!r}")
-    size = int(app["size_bytes"])
-    sname, aname = str(scen_cfg.get("name") or "scenario"), "bulk"
-    n_paths = len(scenario["paths"])
-    agents = agent_names(cfg_plain.get("agent_list"), cfg_plain.get("model"))
-    src = resolve_model(cfg_plain["model"], n_paths) if cfg_plain.get("model") else None
-    tcfg = dict(cfg_plain.get("transport") or {})
-    rcfg = dict(cfg_plain.get("relay") or {})
-    cc, cc_note = transport_cc(tcfg.get("cc", "scenario"), scen_cfg)
-    listen = hostport(rcfg.get("listen", "127.0.0.1:0"))
-    lead_ms = rcfg.get("lead_ms")
-    lead_s = None if lead_ms is None else float(lead_ms) / 1000
-    timeout_s = float(tcfg.get("timeout_s", 60))
-    warmup = int(tcfg.get("warmup", 1))
-    emulate = bool((cfg_plain.get("emulator") or {}).get("enabled", True))
-    progress = bool(cfg_plain.get("progress", True))
-    from falcon.relay import Relay
-
-    Relay(scenario, listen=listen)             # checks the scenario for the relay (client addresses, lead)
-    check_listen(listen)
-    build_note = ensure_transport(bool(tcfg.get("build", True)))
-    mean_rate = sum(float(p.get("bandwidth_mbps") or 0) for p in scenario["paths"])
-    if mean_rate > RELAY_RATE_MBPS:
-        info(f"deploy: the paths add up to {mean_rate:g} Mbit/s; the relay holds rate and delay up to about "
-             f"{RELAY_RATE_MBPS:g} Mbit/s on this machine (python -m falcon.relay --self-test)")
-
-    tracking = cfg_plain.get("tracking") or {"enabled": False}
-    tags = {"falcon.job": JOB, "falcon.agents": ",".join(agents), "falcon.scenarios": sname, "falcon.apps": aname,
-            "falcon.command": shlex.join(["python -m falcon.deploy", *sys.argv[1:]])}
-    run_name = tracking.get("run_name") or f"{JOB}:{','.join(agents)}@{sname}"
+    st = settings(cfg)
+    tracking = st.plain.get("tracking") or {"enabled": False}
+    tags = {"falcon.job": JOB, "falcon.agents": ",".join(st.agents), "falcon.scenarios": st.sname,
+            "falcon.apps": st.aname, "falcon.command": shlex.join(["python -m falcon.deploy", *sys.argv[1:]])}
+    run_name = tracking.get("run_name") or f"{JOB}:{','.join(st.agents)}@{st.sname}"
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
-        tracker.log_params(flatten({k: v for k, v in cfg_plain.items() if k != "hydra"}))
+        tracker.log_params(flatten(st.plain))
         out = output_dir(cfg, JOB, tracker.run_id)
         with staged_output(out) as tmp:
-            onnx = write_model_onnx(src, tmp / "models") if src is not None and "model" in agents else None
-            emu_records, unavailable = ([], {})
-            if emulate:
-                info(f"deploy: emulating {', '.join(agents)} on {sname}, {runs} seeds")
-                t0 = time.perf_counter()
-                emu_records, unavailable = run_emulated(scen_cfg, app, agents, seeds, src)
-                for ag, why in unavailable.items():
-                    info(f"deploy: {ag}: emulator column unavailable: {why}")
-                emu_wall = time.perf_counter() - t0
-            else:
-                emu_wall = 0.0
-            info(f"deploy: {len(agents)} schedulers x {runs} real downloads of {size} bytes on {sname} "
-                 f"through the relay (tquic cc: {cc or 'default'})")
-            keep = bool(tcfg.get("keep_decision_logs", False))
-            with tempfile.TemporaryDirectory(prefix="falcon-deploy-") as logs_tmp:
-                log_dir = tmp / "logs" if keep else Path(logs_tmp)
-                log_dir.mkdir(parents=True, exist_ok=True)
-                t0 = time.perf_counter()
-                real_records = run_real(scenario, size, agents, seeds, onnx=onnx, cc=cc, listen=listen,
-                                        lead_s=lead_s, timeout_s=timeout_s, warmup=warmup, log_dir=log_dir,
-                                        progress=progress)
-                real_wall = time.perf_counter() - t0
-            tag = {"scenario": sname, "app": aname}
-            real_sum = report.summarize([{**tag, **r} for r in real_records], seeds=seeds, job=JOB,
-                                        compare="download_time_s")
-            emu_sum = (report.summarize([{**tag, **r} for r in emu_records], seeds=seeds, job=JOB,
-                                        compare="download_time_s") if emu_records else None)
-            cmp = real_vs_emulated(real_records, emu_records, agents)
-            verified = {ag: int(sum(r["metrics"]["bytes_verified"] for r in real_records if r["agent"] == ag))
-                        for ag in agents}
-            cost = {ag: _median(_values(real_records, ag, "decision_cost_us")) for ag in agents if ag == "model"}
-            summary = {**real_sum,
-                       "world": "real: multipath QUIC (tquic 1.6.0) through the link relay; download_time_s from "
-                                "the request to the last byte",
-                       "size_bytes": size, "bytes_verified": verified,
-                       "all_bytes_verified": all(v == runs for v in verified.values()),
-                       "decision_cost_us_median": cost,
-                       "transport": {"cc": cc or "default (bbr)", "cc_note": cc_note, "build": build_note,
-                                     "schedulers": {ag: TRANSPORT_SCHEDULERS[ag] for ag in agents},
-                                     "relay_listen": f"{listen[0]}:{listen[1]}", "warmup_downloads": warmup,
-                                     "wall_s": real_wall},
-                       "model": None if src is None else {
-                           "given": str(src.given), "onnx": str(onnx) if onnx else None,
-                           "onnx_written_here": src.onnx is None and onnx is not None,
-                           "h5": str(src.h5) if src.h5 else None, "mdp": src.reward, "inputs": src.n_inputs,
-                           "paths": src.n_actions},
-                       "emulator": None if not emulate else {
-                           "schedulers": {ag: EMULATOR_AGENTS[ag] for ag in agents if ag not in unavailable},
-                           "unavailable": unavailable,
-                           "download_time_s": "emulated download time less the handshake (from the request, as "
-                                              "the real client measures); connection_time_s: the emulator's own",
-                           "results": (emu_sum or {}).get("results", {}),
-                           "comparison": (emu_sum or {}).get("comparison", {}), "wall_s": emu_wall},
-                       "real_vs_emulated": cmp,
-                       "mlflow_run_id": tracker.run_id, "wall_s": time.perf_counter() - t_job}
-            metrics = list(to_plain((cfg.get("report") or {}).get("table_metrics")) or ["download_time_s"])
-            text = ["real transport (request to last byte)", report.summary_table(real_sum, metrics)]
-            if emu_sum is not None:
-                text += ["", "emulator (same scenario, app and seeds; handshake taken off)",
-                         report.summary_table(emu_sum, ["download_time_s", "goodput_mbps", "path0_share",
-                                                        "connection_time_s"])]
-            text += ["", f"real against emulated: {sname}, {size} bytes, {runs} runs, tquic cc {cc or 'default'}"
-                     f" ({cc_note})", comparison_table(cmp, real_sum, emu_sum, sname, aname, unavailable).rstrip()]
-            if cost:
-                text.append(f"model decision cost (median of the runs' medians): {_f(cost.get('model'), '{:.1f}')} us")
-            for ag, why in unavailable.items():
-                text.append(f"{ag}: emulator column unavailable: {why}")
-            if not summary["all_bytes_verified"]:
-                text.append("NOT every download was verified: " + ", ".join(f"{a} {v}/{runs}"
-                                                                            for a, v in verified.items()))
-            table = "\n".join(text) + "\n"
+            w = run_worlds(st, tmp)
+            summary, emu_sum = build_summary(st, w, tracker.run_id, t_job)
+            real_sum = {k: summary[k] for k in ("results", "comparison") if k in summary}
+            table = table_text(st, summary, real_sum, emu_sum)
             (tmp / "table.txt").write_text(table)
-            plot_worlds(real_sum, emu_sum, sname, aname, tmp)
-            (tmp / "config.yaml").write_text(yaml.safe_dump({k: v for k, v in cfg_plain.items() if k != "hydra"},
-                                                            sort_keys=False))
+            plot_worlds(real_sum, emu_sum, st.sname, st.aname, tmp)
+            (tmp / "config.yaml").write_text(yaml.safe_dump(st.plain, sort_keys=False))
             report.write_json(_finite(summary), tmp / "summary.json")    # last: marks a complete output
         flat = report.flat_metrics(real_sum)
-        for ag, r in cmp.items():
-            for k, v in r.items():
-                if isinstance(v, (int, float)) and v is not None and math.isfinite(v):
-                    flat[f"{ag}/{k}"] = float(v)
+        for ag, r in summary["real_vs_emulated"].items():
+            flat |= {f"{ag}/{k}": float(v) for k, v in r.items()
+                     if isinstance(v, (int, float)) and math.isfinite(v)}
         if emu_sum is not None:
             flat |= {f"emulated/{k}": v for k, v in report.flat_metrics(emu_sum).items()}
         tracker.log_metrics(flat | {"wall_time_s": time.perf_counter() - t_job})
         tracker.log_artifacts(out)
     print(table, end="", flush=True)
+    if not summary["all_bytes_verified"]:
+        info("deploy: NOT every download completed with its bytes verified (summary.json: bytes_verified); "
+             "their times are left out of the statistics")
     info(f"deploy: summary: {out / 'summary.json'}")
     if tracker.run_id:
         info(f"mlflow run {tracker.run_id} in {tracker.uri}")
@@ -635,5 +324,4 @@ def _finite(x):
     return x
 
 
-__all__ = ["run_deploy_job", "resolve_model", "agent_names", "transport_cc", "ensure_transport",
-           "emulated_episode", "real_vs_emulated", "TRANSPORT_SCHEDULERS", "EMULATOR_AGENTS"]
+__all__ = ["run_deploy_job", "settings", "run_worlds", "build_summary", "real_vs_emulated", "JOB"]
