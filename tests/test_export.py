@@ -80,6 +80,22 @@ def test_roundtrip_parity_on_random_and_real_states(tmp_path, hidden):
         assert res["q_abs_max"] > 0.1         # non-trivial Q-values were compared
 
 
+def test_parity_tolerance_scales_with_large_q_values(tmp_path):
+    """Q-values of thousands (a completion-reward network late in training)
+    differ by float32 rounding alone more than 1e-5; a wrong export still fails."""
+    rec = trained_record((32, 32, 32))
+    rec.weights[-2] = rec.weights[-2] * 5000.0
+    rec.weights[-1] = rec.weights[-1] + 7000.0
+    h5, onx = write_hdf5(tmp_path / "m.h5", [rec]), write_onnx(tmp_path / "m.onnx", rec)
+    res = check_parity(rec, h5, onx, random_states(rec.spec.n_inputs, 64), tol=1e-5)
+    assert res["q_abs_max"] > 5000
+    bad = trained_record((32, 32, 32))
+    bad.weights[-1] = bad.weights[-1] + 1e-3          # an export that is wrong by 1e-3 at Q ~ 1
+    h5_bad = write_hdf5(tmp_path / "bad.h5", [bad])
+    with pytest.raises(ModelFileError, match="differ from the torch model"):
+        check_parity(trained_record((32, 32, 32)), h5_bad, None, random_states(rec.spec.n_inputs, 64), tol=1e-5)
+
+
 def test_onnx_io_names_dynamic_batch_and_versions(tmp_path):
     import onnx
 

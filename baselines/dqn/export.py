@@ -454,7 +454,10 @@ def check_parity(rec: ModelRecord, h5_path=None, onnx_path=None, states=None,
                  tol: float = PARITY_TOL) -> dict[str, float]:
     """Compare the torch model's Q-values with the HDF5 (NumPy) and ONNX
     (onnxruntime) readers' on ``states`` (random states when None). Returns
-    the max abs differences; raises :class:`ModelFileError` above ``tol``."""
+    the max abs differences; raises :class:`ModelFileError` above ``tol``
+    times the Q-values' scale, ``max(1, max |Q|)``: float32 Q-values of a
+    few thousand differ by ~1e-3 between summation orders (their spacing is
+    ~5e-4), so a purely absolute bound would reject exact exports."""
     x = random_states(rec.spec.n_inputs) if states is None else np.asarray(states, np.float32)
     ref = torch_q_values(rec, x).astype(np.float64)
     out = {"states": float(len(x)), "q_abs_max": float(np.abs(ref).max()) if len(ref) else 0.0}
@@ -467,7 +470,8 @@ def check_parity(rec: ModelRecord, h5_path=None, onnx_path=None, states=None,
             raise ModelFileError(f"{key} model {path}: Q-values of shape {q.shape}, expected {ref.shape}")
         diff = float(np.abs(q - ref).max()) if len(ref) else 0.0
         out[f"{key}_max_abs_diff"] = diff
-        if not diff <= tol or math.isnan(diff):
+        bound = tol * max(1.0, out["q_abs_max"])
+        if not diff <= bound or math.isnan(diff):
             raise ModelFileError(f"{key} model {path}: Q-values differ from the torch model by {diff:.3g} "
-                                 f"(tolerance {tol:g})")
+                                 f"(tolerance {tol:g} x max(1, max |Q| = {out['q_abs_max']:.3g}))")
     return out
