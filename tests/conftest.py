@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,27 @@ def compose():
             return hydra_compose(config_name=config_name, overrides=list(overrides or []))
 
     return make
+
+
+#: why the relay's tests skip where loopback has no aliases
+LOOPBACK_REASON = "the relay's clients need 127.0.0.2 and 127.0.0.3 on loopback"
+
+
+def loopback_aliases() -> bool:
+    """Whether 127.0.0.3 can be bound: Linux routes all of 127.0.0.0/8 to loopback; other systems may not."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.3", 0))
+        return True
+    except OSError:
+        return False
+
+
+def skip_unless_transport() -> None:
+    """Skip the calling test module unless the transport is built and the relay can run."""
+    from falcon.deploy.transport import BUILD_HINT, built
+
+    if not built():
+        pytest.skip(BUILD_HINT, allow_module_level=True)
+    if not loopback_aliases():
+        pytest.skip(LOOPBACK_REASON, allow_module_level=True)

@@ -13,27 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import skip_unless_transport
 
 from baselines.dqn.export import ModelRecord, write_hdf5, write_onnx
 from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.network import QNetSpec
 from envs.mdp import COMPLETION, n_inputs
-from falcon.deploy.transport import BUILD_HINT, built
 
-
-def _loopback_aliases() -> bool:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.bind(("127.0.0.3", 0))
-        return True
-    except OSError:
-        return False
-
-
-if not built():
-    pytest.skip(BUILD_HINT, allow_module_level=True)
-if not _loopback_aliases():
-    pytest.skip("the relay's clients need 127.0.0.2 and 127.0.0.3 on loopback", allow_module_level=True)
+skip_unless_transport()
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ["scenario=custom", "scenario.paths.0.bandwidth_mbps=20", "scenario.paths.0.rtt_ms=20",

@@ -8,24 +8,14 @@ import sys
 import time
 
 import pytest
+from conftest import LOOPBACK_REASON, loopback_aliases
 
 from envs.errors import ConfigError
 from falcon.relay import Relay, format_report, self_test
 from falcon.relay.__main__ import load_scenario
 
-
-def _loopback_aliases() -> bool:
-    """Linux routes all of 127.0.0.0/8 to loopback; other systems may not."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.bind(("127.0.0.3", 0))
-        return True
-    except OSError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _loopback_aliases(),
-                                reason="the relay's clients need 127.0.0.2 and 127.0.0.3 on loopback")
+pytestmark = pytest.mark.skipif(not loopback_aliases(),
+                                reason=LOOPBACK_REASON)
 
 
 def _pair(**path1) -> dict:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import skip_unless_transport
 
 from baselines.dqn.experience import read_experience
 from baselines.dqn.export import ModelRecord, onnx_q_values, write_onnx
@@ -23,22 +23,9 @@ from baselines.dqn.network import QNetSpec
 from envs.mdp import COMPLETION, PACKET_RATE, n_inputs
 from falcon.deploy.experience import convert, read_decision_log
 from falcon.deploy.reference import reference_mdp
-from falcon.deploy.transport import BUILD_HINT, binary, built, download, pattern, server_command
+from falcon.deploy.transport import binary, download, pattern, server_command
 
-
-def _loopback_aliases() -> bool:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.bind(("127.0.0.3", 0))
-        return True
-    except OSError:
-        return False
-
-
-if not built():
-    pytest.skip(BUILD_HINT, allow_module_level=True)
-if not _loopback_aliases():
-    pytest.skip("the relay's clients need 127.0.0.2 and 127.0.0.3 on loopback", allow_module_level=True)
+skip_unless_transport()
 
 SIZE = 2_000_000
 SCENARIO = {"name": "transport_test",
