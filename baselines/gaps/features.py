@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from baselines.rule_based.common import model_gap_bytes
+
 FEATURES = ("rtt", "cwnd", "fill", "delivery_rate", "loss_rate", "rwnd", "data_acked", "gap", "model_gap", "oqs")
 N_FEATURES = len(FEATURES)
 #: delivery-rate unit [bytes/s]: 100 Mbit/s
@@ -35,19 +37,10 @@ RATE_UNIT = 12.5e6
 
 
 def model_gaps(paths) -> list[float]:
-    """Per path, the data [payload packets] the faster probed paths deliver
-    during its extra one-way delay: sum over j with srtt_j < srtt_i of
-    cwnd_j / srtt_j x (srtt_i - srtt_j) / 2 (symmetric delays assumed; the
-    model STMS starts from, :mod:`baselines.rule_based.stms`)."""
-    out = []
-    for p in paths:
-        g = 0.0
-        if p.has_rtt_sample:
-            for q in paths:
-                if q is not p and q.has_rtt_sample and 0.0 < q.srtt < p.srtt:
-                    g += q.cwnd / q.srtt * (p.srtt - q.srtt) * 0.5 / q.mss
-        out.append(g)
-    return out
+    """Per path, its model GAP [payload packets]
+    (:func:`baselines.rule_based.common.model_gap_bytes`: what the faster
+    probed paths deliver during its extra one-way delay); 0 for an unprobed path."""
+    return [model_gap_bytes(paths, i) / p.payload if p.has_rtt_sample else 0.0 for i, p in enumerate(paths)]
 
 
 def rtt_order(paths) -> list[int]:

@@ -83,6 +83,19 @@ def slow_candidate(paths) -> tuple[int | None, int | None]:
     return c, f
 
 
+def model_gap_bytes(paths, i: int) -> float:
+    """The model GAP of path ``i`` [payload bytes]: the data the probed paths
+    faster than ``i`` deliver during its extra one-way delay, sum over j with
+    0 < srtt_j < srtt_i of cwnd_j / srtt_j x (srtt_i - srtt_j) / 2, in payload
+    bytes (symmetric delays assumed). STMS starts from it; GAPS builds on it."""
+    r_i = paths[i].srtt
+    g = 0.0
+    for j, p in enumerate(paths):
+        if j != i and p.has_rtt_sample and p.srtt < r_i and p.srtt > 0.0:
+            g += p.cwnd / p.srtt * (r_i - p.srtt) * 0.5 * p.payload / p.mss
+    return g
+
+
 def gap_limit(view) -> int:
     """Largest gap [bytes] that still leaves a full packet of unsent data at
     the target offset, whatever stream the application's stream scheduler

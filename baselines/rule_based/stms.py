@@ -54,7 +54,14 @@ from __future__ import annotations
 
 from collections import deque
 
-from baselines.rule_based.common import INF, fastest, gap_limit, minrtt_choice, round_to_packets
+from baselines.rule_based.common import (
+    INF,
+    fastest,
+    gap_limit,
+    minrtt_choice,
+    model_gap_bytes,
+    round_to_packets,
+)
 from envs.errors import ConfigError
 from envs.scheduler import Decision, Scheduler
 
@@ -96,14 +103,8 @@ class STMS(Scheduler):
     # ------------------------------------------------------------------
     def model_gap(self, paths, i: int) -> float:
         """Data [payload bytes] the paths faster than ``i`` deliver during
-        path ``i``'s extra one-way delay."""
-        pi = paths[i]
-        r_i = pi.srtt
-        g = 0.0
-        for j, p in enumerate(paths):
-            if j != i and p.has_rtt_sample and p.srtt < r_i and p.srtt > 0.0:
-                g += p.cwnd / p.srtt * (r_i - p.srtt) * 0.5 * p.payload / p.mss
-        return g
+        path ``i``'s extra one-way delay (:func:`common.model_gap_bytes`)."""
+        return model_gap_bytes(paths, i)
 
     def gap_estimate(self, paths, i: int) -> float:
         """Current (unrounded, not data-limited) gap of path ``i`` [bytes]."""
