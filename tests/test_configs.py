@@ -223,8 +223,8 @@ def test_the_schema_doc_shows_the_emulator_defaults():
         {k: v for k, v in SCENARIO_DEFAULTS.items() if k not in ("name", "paths")}
 
 
-@pytest.mark.parametrize("name", ["dqn_on", "dqn_off"])
-def test_dqn_agent_configs_state_their_constructors_defaults(name):
+@pytest.mark.parametrize("name", ["dqn_on", "dqn_off", "gaps"])
+def test_learning_agent_configs_state_their_constructors_defaults(name):
     """Every constructor argument an agent config spells out (for the command
     line) has the constructor's default: one value, checked (FALCON's own
     check is in test_falcon_online.py)."""
@@ -233,10 +233,11 @@ def test_dqn_agent_configs_state_their_constructors_defaults(name):
     from baselines.dqn.dqn_off import DQNOff
     from baselines.dqn.dqn_on import DQNOn
     from baselines.dqn.policy import DQNScheduler
+    from baselines.gaps.agent import GAPS
     from falcon.experiments.common import agent_config
 
-    cls = {"dqn_on": DQNOn, "dqn_off": DQNOff}[name]
-    defaults = {k: p.default for c in (DQNScheduler, cls) for k, p in inspect.signature(c.__init__).parameters.items()}
+    classes = {"dqn_on": (DQNScheduler, DQNOn), "dqn_off": (DQNScheduler, DQNOff), "gaps": (GAPS,)}[name]
+    defaults = {k: p.default for c in classes for k, p in inspect.signature(c.__init__).parameters.items()}
     cfg = agent_config(name)
     assert set(cfg) - {"_target_", "train"} <= set(defaults)
     for k, v in cfg.items():

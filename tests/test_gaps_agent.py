@@ -148,6 +148,15 @@ def test_bad_model_files_and_settings_are_one_line_errors(tmp_path):
         f.attrs["format"] = "falcon-qnet"
     with pytest.raises(ModelFileError, match="not a GAPS model file"):
         GAPS(model=str(other))
+    from baselines.dqn.export import ModelRecord
+    from baselines.dqn.export import write_onnx as write_qnet_onnx
+    from baselines.dqn.learner import BatchedDQN
+    from baselines.dqn.network import QNetSpec
+
+    spec = QNetSpec(8, 2, (4,))
+    qnet = write_qnet_onnx(tmp_path / "q.onnx", ModelRecord("q", spec, BatchedDQN(spec, 1, seed=0).get_weights(0)))
+    with pytest.raises(ModelFileError, match=r"expected input \['state', 'mask'\]"):
+        onnx_actor(qnet, *random_states(GAPS().net_config, 2))
     small = GAPS(seed=0, network={"d_model": 16})
     small.save(tmp_path / "s")
     with pytest.raises(ModelFileError, match="differs from the agent"):

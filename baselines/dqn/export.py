@@ -367,7 +367,10 @@ def write_onnx(path, rec: ModelRecord, opset: int = ONNX_OPSET, ir_version: int 
     return path
 
 
-def _ort_session(path):
+def ort_session(path, inputs=(INPUT_NAME,), outputs=(OUTPUT_NAME,)):
+    """An onnxruntime session of an ONNX model file whose inputs and outputs
+    are named ``inputs`` and ``outputs`` (a Q-network's by default), or a
+    one-line :class:`ModelFileError`."""
     import onnxruntime as ort
 
     path = Path(path)
@@ -379,15 +382,16 @@ def _ort_session(path):
         msg = " ".join(str(e).split())
         raise ModelFileError(f"ONNX model {path}: onnxruntime cannot load it ({msg[:200]})") from None
     ins, outs = sess.get_inputs(), sess.get_outputs()
-    if [i.name for i in ins] != [INPUT_NAME] or [o.name for o in outs] != [OUTPUT_NAME]:
-        raise ModelFileError(f"ONNX model {path}: expected input {INPUT_NAME!r} and output "
-                             f"{OUTPUT_NAME!r}, found {[i.name for i in ins]} -> {[o.name for o in outs]}")
+    if [i.name for i in ins] != list(inputs) or [o.name for o in outs] != list(outputs):
+        raise ModelFileError(f"ONNX model {path}: expected input {inputs[0] if len(inputs) == 1 else list(inputs)!r} "
+                             f"and output {outputs[0] if len(outputs) == 1 else list(outputs)!r}, "
+                             f"found {[i.name for i in ins]} -> {[o.name for o in outs]}")
     return sess
 
 
 def onnx_q_values(path, states) -> np.ndarray:
     """Q-values of ``states`` ``[B, input_size]`` from an ONNX file, with onnxruntime."""
-    sess = _ort_session(path)
+    sess = ort_session(path)
     x = np.asarray(states, np.float32)
     width = sess.get_inputs()[0].shape[1]
     if x.ndim != 2 or (isinstance(width, int) and x.shape[1] != width):

@@ -247,16 +247,9 @@ def write_onnx(path, h5_path, opset: int = ONNX_OPSET, ir_version: int = ONNX_IR
 
 def onnx_actor(path, state, mask) -> np.ndarray:
     """The actor's output from an ONNX file, with onnxruntime."""
-    import onnxruntime as ort
+    from baselines.dqn.export import ort_session
 
-    path = Path(path)
-    if not path.is_file():
-        raise ModelFileError(f"ONNX model {path}: no such file")
-    try:
-        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    except Exception as e:   # onnxruntime raises its own exception types
-        raise ModelFileError(f"ONNX model {path}: onnxruntime cannot load it ({' '.join(str(e).split())[:200]})") \
-            from None
+    sess = ort_session(path, inputs=("state", "mask"), outputs=("gap_change",))
     return sess.run(["gap_change"], {"state": np.asarray(state, np.float32),
                                      "mask": np.asarray(mask, np.float32)})[0]
 

@@ -122,7 +122,7 @@ def resolve_model(model, n_paths: int) -> ModelSource:
     """Find and check the model of ``model=`` for a scenario of ``n_paths``
     paths: readable (HDF5 by its reader, ONNX by onnxruntime), one model,
     as many outputs as paths and an input width of one of the MDPs."""
-    from baselines.dqn.export import _ort_session, read_hdf5
+    from baselines.dqn.export import ort_session, read_hdf5
     from baselines.dqn.files import ModelFileError
 
     given = Path(str(model)).expanduser()
@@ -137,7 +137,7 @@ def resolve_model(model, n_paths: int) -> ModelSource:
         hidden = tuple(rec.spec.hidden)
         name = rec.name
     if onnx is not None:
-        sess = _ort_session(onnx)
+        sess = ort_session(onnx)
         i_shape, o_shape = sess.get_inputs()[0].shape, sess.get_outputs()[0].shape
         if len(i_shape) != 2 or len(o_shape) != 2 or not all(isinstance(x, int) for x in (i_shape[1], o_shape[1])):
             raise ModelFileError(f"model {onnx}: expected state [batch, n] -> q_values [batch, paths], got "
