@@ -91,6 +91,33 @@ impl Sockets {
         let (len, remote) = sock.recv_from(buf)?;
         Ok((len, sock.local_addr()?, remote))
     }
+
+    /// Hand every datagram waiting on the sockets `events` names to
+    /// `endpoint` (until each would block); then let it handle its timers.
+    pub fn deliver(
+        &self,
+        events: &mio::Events,
+        buf: &mut [u8],
+        endpoint: &mut tquic::Endpoint,
+    ) -> Result<(), String> {
+        for event in events.iter() {
+            loop {
+                let (len, local, remote) = match self.recv_from(event.token(), buf) {
+                    Ok(v) => v,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(format!("recv: {e}")),
+                };
+                let info = PacketInfo {
+                    src: remote,
+                    dst: local,
+                    time: std::time::Instant::now(),
+                };
+                let _ = endpoint.recv(&mut buf[..len], &info);
+            }
+        }
+        endpoint.on_timeout(std::time::Instant::now());
+        Ok(())
+    }
 }
 
 impl PacketSendHandler for Sockets {

@@ -212,22 +212,7 @@ fn run() -> Result<bool, String> {
             .map_or(deadline - now, |t| t.min(deadline - now));
         poll.poll(&mut events, Some(wait))
             .map_err(|e| e.to_string())?;
-        for event in events.iter() {
-            loop {
-                let (len, local, from) = match sockets.recv_from(event.token(), &mut buf) {
-                    Ok(v) => v,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) => return Err(format!("recv: {e}")),
-                };
-                let info = tquic::PacketInfo {
-                    src: from,
-                    dst: local,
-                    time: Instant::now(),
-                };
-                let _ = endpoint.recv(&mut buf[..len], &info);
-            }
-        }
-        endpoint.on_timeout(Instant::now());
+        sockets.deliver(&events, &mut buf, &mut endpoint)?;
     }
     let dl = dl.borrow();
     println!("{}", report(&dl));

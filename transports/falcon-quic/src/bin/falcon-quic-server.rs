@@ -15,7 +15,6 @@ use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use falcon_quic::*;
@@ -199,22 +198,7 @@ fn run() -> Result<(), String> {
         }
         poll.poll(&mut events, endpoint.timeout())
             .map_err(|e| e.to_string())?;
-        for event in events.iter() {
-            loop {
-                let (len, local, remote) = match sockets.recv_from(event.token(), &mut buf) {
-                    Ok(v) => v,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) => return Err(format!("recv: {e}")),
-                };
-                let info = tquic::PacketInfo {
-                    src: remote,
-                    dst: local,
-                    time: Instant::now(),
-                };
-                let _ = endpoint.recv(&mut buf[..len], &info);
-            }
-        }
-        endpoint.on_timeout(Instant::now());
+        sockets.deliver(&events, &mut buf, &mut endpoint)?;
     }
     // dropping the endpoint drops the connections and flushes the decision log
     drop(endpoint);
