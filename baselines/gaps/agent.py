@@ -258,7 +258,7 @@ class GAPS(Scheduler, Trainable):
 
     # ------------------------------------------------------------- training
     def fit(self, scenario, app, seed: int = 0, log: Callable | None = None, progress: bool = True,
-            episodes: int = 40, rtt_ranges_ms: Sequence[Sequence[float]] | None = None,
+            episodes: int = 60, rtt_ranges_ms: Sequence[Sequence[float]] | None = None,
             size_bytes: int | None = None, **unknown) -> Mapping[str, float]:
         """Online DDPG over ``episodes`` downloads (module docstring);
         ``rtt_ranges_ms``: per path ``[lo, hi]`` (uniform, redrawn per
