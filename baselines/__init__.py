@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from baselines.rule_based import BLEST, DAPS, ECF, STMS, FixedSplit, MinRTT, RoundRobin
+from baselines.rule_based import BLEST, DAPS, DEMS, ECF, STMS, STTF, FixedSplit, MinRTT, RoundRobin
 from envs.errors import ConfigError
 
 SCHEDULERS: dict = {
@@ -22,6 +22,8 @@ SCHEDULERS: dict = {
     "ecf": ECF,
     "daps": DAPS,
     "stms": STMS,
+    "sttf": STTF,
+    "dems": DEMS,
     "fixed_split": FixedSplit,
     "peekaboo": "baselines.bandit.peekaboo:Peekaboo",
     "mpeekaboo": "baselines.bandit.mpeekaboo:MPeekaboo",
@@ -59,4 +61,4 @@ def make_scheduler(name: str, **kwargs):
 
 
 __all__ = ["SCHEDULERS", "make_scheduler", "scheduler_class",
-           "RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS", "FixedSplit"]
+           "RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS", "STTF", "DEMS", "FixedSplit"]

@@ -25,6 +25,7 @@ cdef class PathSender:
     cpdef double rtt_sample(self, double sent_time, double now)
     cpdef double pto_period(self)
     cpdef bint may_send(self, double now)
+    @cython.locals(r=cython.double)
     cpdef double pace_rate(self)
     @cython.locals(b=cython.double)
     cpdef bint pace_ok(self, double now)

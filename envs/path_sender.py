@@ -12,7 +12,9 @@ not, the connection wakes up ``max(min_delay, time to refill)`` after the
 last send (quic-go's ``TimeUntilSend``). Until a path's first RTT sample its
 bandwidth estimate is unbounded (quic-go), so it is not paced. Probe packets
 (PTO) are sent regardless of the budget, as the congestion window is
-ignored for them, and still spend it.
+ignored for them, and still spend it. A rate-based controller (BBR) that
+sets its own ``cc.pacing_rate`` > 0 [bytes/s] is paced at that rate
+instead; the others leave it 0.
 """
 
 from __future__ import annotations
@@ -169,7 +171,11 @@ class PathSender:
 
     # -- pacing (module docstring) ----------------------------------------
     def pace_rate(self) -> float:
-        """Pacing rate [bytes/s]: gain x cwnd / srtt; infinite before the first RTT sample."""
+        """Pacing rate [bytes/s]: the controller's own ``cc.pacing_rate`` when it sets one
+        (> 0: BBR), else gain x cwnd / srtt; infinite before the first RTT sample."""
+        r = self.cc.pacing_rate
+        if r > 0.0:
+            return r
         if not self.has_rtt_sample:
             return INF
         return self.pace_gain * self.cc.cwnd / self.srtt

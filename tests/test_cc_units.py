@@ -349,7 +349,7 @@ def test_balia_loss_reduction_hand_computed():
 # ---------------------------------------------------------------- registry
 
 def test_make_cc_registry_and_groups():
-    assert set(CC_REGISTRY) == {"newreno", "cubic", "lia", "olia", "balia"}
+    assert set(CC_REGISTRY) == {"newreno", "cubic", "lia", "olia", "balia", "bbr"}
     group = CouplingGroup()
     a = make_cc("olia", MSS, 32, group=group, min_window_packets=4)
     b = make_cc("OLIA", MSS, 32, group=group)
@@ -363,7 +363,7 @@ def test_make_cc_registry_and_groups():
     assert isinstance(cubic, Cubic) and cubic.beta == 0.8
 
 
-@pytest.mark.parametrize("bad", ["bbr", "", None])
+@pytest.mark.parametrize("bad", ["copa", "", None])
 def test_make_cc_unknown_name(bad):
     with pytest.raises(ConfigError, match="unknown congestion control.*choose one of"):
         make_cc(bad, MSS, 32)

@@ -1,5 +1,6 @@
 """Rule-based multipath schedulers: round robin, minRTT, BLEST, ECF, DAPS, STMS,
-and the fixed-split reference of the learnability suite.
+STTF and DEMS (the HOP paper's comparisons), and the fixed-split reference of
+the learnability suite.
 
 Each is a :class:`envs.scheduler.Scheduler` with a registry ``name``; the
 exact rules are in ``design/SPEC-baselines.md`` and each module's docstring.
@@ -7,10 +8,12 @@ exact rules are in ``design/SPEC-baselines.md`` and each module's docstring.
 
 from baselines.rule_based.blest import BLEST
 from baselines.rule_based.daps import DAPS
+from baselines.rule_based.dems import DEMS
 from baselines.rule_based.ecf import ECF
 from baselines.rule_based.fixed_split import FixedSplit
 from baselines.rule_based.minrtt import MinRTT
 from baselines.rule_based.roundrobin import RoundRobin
 from baselines.rule_based.stms import STMS
+from baselines.rule_based.sttf import STTF
 
-__all__ = ["RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS", "FixedSplit"]
+__all__ = ["RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS", "STTF", "DEMS", "FixedSplit"]

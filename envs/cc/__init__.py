@@ -4,7 +4,7 @@
 controller by name (see :data:`CC_REGISTRY`). Coupled controllers (LIA, OLIA,
 BALIA; names in :data:`COUPLED`) join ``group`` -- one
 :class:`CouplingGroup` per connection -- or a fresh single-member group when
-``group`` is None. Uncoupled ones (NewReno, CUBIC) ignore ``group``.
+``group`` is None. Uncoupled ones (NewReno, CUBIC, BBR) ignore ``group``.
 
 ``kw``: ``min_window_packets`` (default 2), ``max_window_bytes`` (default
 inf) and, for CUBIC, ``c``, ``beta``, ``fast_convergence``.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .base import CongestionController, CouplingGroup
+from .bbr import BBR
 from .coupled import Balia, Lia, Olia
 from .cubic import Cubic
 from .newreno import NewReno
@@ -24,6 +25,7 @@ CC_REGISTRY: dict[str, type[CongestionController]] = {
     "lia": Lia,
     "olia": Olia,
     "balia": Balia,
+    "bbr": BBR,
 }
 
 #: names of the controllers that couple the subflows of one connection
@@ -49,5 +51,5 @@ def make_cc(name: str, mss: int, initial_window_packets: int,
     return cls(mss, initial_window_packets, **kw)
 
 
-__all__ = ["CC_REGISTRY", "COUPLED", "Balia", "CongestionController", "CouplingGroup",
+__all__ = ["BBR", "CC_REGISTRY", "COUPLED", "Balia", "CongestionController", "CouplingGroup",
            "Cubic", "Lia", "NewReno", "Olia", "make_cc"]

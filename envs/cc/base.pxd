@@ -4,5 +4,5 @@ cdef class CouplingGroup:
 
 cdef class CongestionController:
     cdef public long long mss
-    cdef public double cwnd, ssthresh, min_window, max_window, recovery_start, srtt
+    cdef public double cwnd, ssthresh, min_window, max_window, recovery_start, srtt, pacing_rate
     cdef public object group

@@ -14,6 +14,11 @@ The transport calls, per path:
   the current recovery started is ignored), as RFC 9002 §7.3.2;
 * ``on_pto(now)`` when a probe timeout fires (no reduction by default).
 
+``pacing_rate`` [bytes/s] is the controller's own pacing rate, read by the
+path's pacer (:meth:`envs.path_sender.PathSender.pace_rate`); 0 (every
+window-based controller) leaves the pacer its usual ``gain x cwnd / srtt``.
+Rate-based controllers (BBR) set it.
+
 Coupled controllers (LIA, OLIA, BALIA) of one connection share a
 :class:`CouplingGroup` and read each other's ``cwnd`` and ``srtt`` through it.
 """
@@ -50,6 +55,8 @@ class CongestionController:
         #: smoothed RTT of the path [s]; kept current by the transport so
         #: coupled controllers can read it across subflows.
         self.srtt = 0.333
+        #: the controller's pacing rate [bytes/s]; 0: the pacer's gain x cwnd / srtt
+        self.pacing_rate = 0.0
         self.group = group
         if group is not None:
             group.add(self)
