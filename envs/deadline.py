@@ -29,18 +29,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from envs.apps import BLOCK_DEFAULTS as APP_BLOCK_DEFAULTS
+from envs.apps.blocks import block_count
 from envs.errors import ConfigError
 from envs.scenario import Emulation, normalise_scenario
 from envs.sim import collector_paused
 
-#: the block contract (``block:`` config; SPEC-hop): bytes, seconds, probability
-BLOCK_DEFAULTS: dict = {"block_bytes": 140_000, "period_s": 0.025, "deadline_s": 0.035, "duration_s": 30.0,
+#: the block contract (``block:`` config; SPEC-hop): bytes, seconds, probability; the
+#: period, deadline and duration are the blocks app's (:data:`envs.apps.BLOCK_DEFAULTS`)
+BLOCK_DEFAULTS: dict = {"block_bytes": 140_000,
+                        **{k: APP_BLOCK_DEFAULTS[k] for k in ("period_s", "deadline_s", "duration_s")},
                         "p_thr": 0.98, "packet_bytes": 1500, "header_bytes": 0, "ack_bytes": 40}
 
 
 def normalise_block(cfg) -> dict:
-    """Defaults + validation of a ``block:`` mapping; one-line ConfigError naming the key."""
-    cfg = {} if cfg is None else dict(cfg)
+    """Defaults + validation of a ``block:`` mapping (a null value: the default);
+    one-line ConfigError naming the key."""
+    cfg = {} if cfg is None else {k: v for k, v in dict(cfg).items() if v is not None}
     unknown = set(cfg) - set(BLOCK_DEFAULTS)
     if unknown:
         raise ConfigError(f"block: unknown key(s) {sorted(unknown)}; known: {sorted(BLOCK_DEFAULTS)}")
@@ -59,7 +64,7 @@ def normalise_block(cfg) -> dict:
     for key in ("period_s", "deadline_s", "duration_s"):
         if b[key] <= 0:
             raise ConfigError(f"block.{key}: must be positive, got {b[key]}")
-    if b["duration_s"] < b["period_s"]:
+    if block_count(b["period_s"], b["duration_s"]) < 1:
         raise ConfigError("block.duration_s: shorter than one block period")
     if not 0.0 < b["p_thr"] < 1.0:
         raise ConfigError(f"block.p_thr: a probability in (0, 1), got {b['p_thr']}")
@@ -127,7 +132,7 @@ class BlockEpisodeResult:
 class DeadlineSession:
     """Blocks over ``paths`` (a list of :class:`envs.link.Path`) on ``sim``."""
 
-    def __init__(self, sim, paths, scheduler: BlockScheduler, block: dict, path_names=None):
+    def __init__(self, sim, paths, scheduler: BlockScheduler, block: dict):
         self.sim = sim
         self.paths = list(paths)
         self.scheduler = scheduler
@@ -135,8 +140,7 @@ class DeadlineSession:
         self.packet_bytes = self.block["packet_bytes"]
         self.payload = self.packet_bytes - self.block["header_bytes"]
         self.k_app = math.ceil(self.block["block_bytes"] / self.payload)
-        self.n_blocks = int(self.block["duration_s"] / self.block["period_s"] + 1e-9)
-        self.path_names = list(path_names or [f"path{i}" for i in range(len(self.paths))])
+        self.n_blocks = block_count(self.block["period_s"], self.block["duration_s"])
         m, nb = len(self.paths), self.n_blocks
         self.next_pn = [0] * m
         self.k = np.zeros(nb, dtype=np.int64)
@@ -145,7 +149,6 @@ class DeadlineSession:
         self.feasible = np.ones(nb, dtype=bool)
         self.deadline = np.zeros(nb)                                  # each block's deadline [s]
         self.arrivals: list[list[float]] = [[] for _ in range(nb)]   # on-time arrival times per block [s]
-        self.acks = 0
 
     # -- what schedulers may read --------------------------------------
     @property
@@ -198,7 +201,6 @@ class DeadlineSession:
 
     def _on_ack(self, arg) -> None:
         i, pn, sent_time = arg
-        self.acks += 1
         self.scheduler.on_ack(i, pn, sent_time, self.sim.now)
 
     # -- results ------------------------------------------------------------
@@ -257,7 +259,7 @@ def run_block_episode(scenario, block, scheduler: BlockScheduler, seed: int = 0)
     with collector_paused():
         emu = Emulation(seed)
         paths = [emu.build_path(p, s) for p in s["paths"]]
-        session = DeadlineSession(emu.sim, paths, scheduler, b, [p["name"] for p in s["paths"]])
+        session = DeadlineSession(emu.sim, paths, scheduler, b)
         session.start()
         emu.sim.run(until=b["duration_s"] + b["deadline_s"] + 1.0)
         return session.result(s, seed)

@@ -233,6 +233,7 @@ def test_block_config_errors_are_one_line():
         with pytest.raises(ConfigError, match=key) as e:
             normalise_block(bad)
         assert "\n" not in str(e.value)
+    assert normalise_block({"deadline_s": None, "block_bytes": 1000})["deadline_s"] == normalise_block({})["deadline_s"]
     with pytest.raises(ValueError, match="counts"):
         run_block_episode(CONSTANT, {"block_bytes": 10_000, "duration_s": 0.1}, Fixed((1,)))
     for kw in ({"mode": "fast"}, {"estimator": "psychic"}, {"cap": "none"}, {"p_thr": 2}):

@@ -41,7 +41,7 @@ class HOP(BlockScheduler):
                  min_per_path: int = 10, eps: float = 1e-3, alpha: float = 1.25, t_max_s: float = 0.2,
                  flip_quantum_s: float = 0.001, initial_packets: int = 10, step_s: float = 0.005,
                  forgetting: float = 0.97, outage_rate: float = 50e3, calibrate: bool = False,
-                 cap: str = "paper", cap_sigma: float = 0.0):
+                 cap: str = "paper"):
         if mode not in MODES:
             raise ConfigError(f"hop.mode: unknown mode {mode!r}; choose one of {list(MODES)}")
         if estimator not in ESTIMATORS:
@@ -60,7 +60,6 @@ class HOP(BlockScheduler):
         if cap not in CAPS:
             raise ConfigError(f"hop.cap: unknown cap {cap!r}; choose one of {list(CAPS)}")
         self.mode, self.estimator_kind, self.cap = mode, estimator, cap
-        self.cap_sigma = float(cap_sigma)
         self.p_thr = p_thr
         self.min_per_path, self.eps, self.alpha = int(min_per_path), float(eps), float(alpha)
         self.t_max_s, self.flip_quantum_s = float(t_max_s), float(flip_quantum_s)
@@ -97,14 +96,9 @@ class HOP(BlockScheduler):
             rate = est.rate - (self.alpha * est.rate_std if conservative else 0.0)
             cap = path_cap(rate, deadline, self._one_way(est), L)
             if self.cap == "backlog" and est.has_sample:
-                cap = est.on_time_at_rate(now, deadline, cap + self.headroom_packets(est, deadline, L),
-                                          rate + self.cap_sigma * est.rate_std)
+                cap = est.on_time_at_rate(now, deadline, cap, rate)
             caps.append(max(min(k, cap), min(self.min_per_path, k)))
         return caps
-
-    def headroom_packets(self, est, deadline: float, L: int) -> int:
-        """Packets ``cap_sigma`` standard deviations of capacity add over the window."""
-        return path_cap(self.cap_sigma * est.rate_std, deadline, self._one_way(est), L)
 
     def _lams(self, now: float, deadline: float, caps) -> list:
         return [est.lateness(now, deadline, c) for est, c in zip(self.estimators, caps)]
@@ -120,10 +114,11 @@ class HOP(BlockScheduler):
             if hasattr(est, "note_forecast"):
                 est.note_forecast(now, T - self._one_way(est))
         if not all(est.has_sample for est in self.estimators):
+            caps = self._caps(now, T, L, k)
             counts = []
             for i, est in enumerate(self.estimators):
                 if est.has_sample:
-                    counts.append(self._caps(now, T, L, k)[i])
+                    counts.append(caps[i])
                 else:
                     counts.append(self._start[i])
                     self._start[i] *= 2

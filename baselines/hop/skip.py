@@ -122,7 +122,8 @@ class SkipEstimator:
         self.last_ack_time = -1.0
         self.rtts: deque = deque()        # (time, rtt) for the windowed minimum
         self.min_rtt = math.inf
-        self.samples: list[tuple[float, float]] = []   # (slot end time [s], capacity sample [bytes/s])
+        #: the latest (slot end time [s], capacity sample [bytes/s]): enough to cover a scored window
+        self.samples: deque = deque(maxlen=64)
         # calibration: rate errors of past block forecasts [bytes/s]
         self._pending: deque = deque()    # (window start, window end, forecast rate) not scored yet
         self._errors: deque = deque(maxlen=int(calibration_window))
@@ -269,7 +270,7 @@ class SkipEstimator:
         pend = self._pending
         while pend and pend[0][1] + tau <= end - self.step_s:
             t0, t1, x_f = pend.popleft()
-            vals = [c for t, c in reversed(self.samples[-64:]) if t0 < t - tau <= t1 + self.step_s]
+            vals = [c for t, c in self.samples if t0 < t - tau <= t1 + self.step_s]
             if vals:
                 self._errors.append((x_f, sum(vals) / len(vals)))
 
@@ -330,23 +331,6 @@ class SkipEstimator:
         c1 = truncated_mean(self.x, math.sqrt(var1), 0.0, c_max)
         gain = var1 / (var1 + self.R)
         return self.x + gain * (c1 - self.x)
-
-    def backlog_bytes(self, now: float) -> float:
-        """Bytes still queued at the bottleneck at ``now``: the Lindley
-        recursion over the unacknowledged packets at the estimated capacity,
-        from the departure of the latest acknowledged one."""
-        if not self.unacked:
-            return 0.0
-        rate = max(self.x, 1.0)
-        service = self.L / rate
-        tau = self.min_rtt if math.isfinite(self.min_rtt) else 0.0
-        t = self.last_ack_time - tau + service if self.last_ack_time >= 0 else -math.inf
-        queued = 0
-        for _pn, sent in self.unacked:
-            t = (t if t > sent else sent) + service
-            if t > now:
-                queued += 1
-        return queued * self.L
 
     def required_rate(self, now: float, deadline_s: float, n: int) -> np.ndarray:
         """C_min(j), j = 1..n [bytes/s]: the capacity the bottleneck needs from

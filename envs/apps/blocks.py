@@ -45,8 +45,8 @@ def block_count(period_s: float, duration_s: float) -> int:
 class BlockApp(App):
     kind = "blocks"
 
-    def __init__(self, block_bytes: int, period_s: float = 0.025, deadline_s: float = 0.035,
-                 duration_s: float = 30.0):
+    def __init__(self, block_bytes: int, period_s: float, deadline_s: float, duration_s: float):
+        """Sizes [bytes] and times [s]; defaults: :data:`envs.apps.BLOCK_DEFAULTS` (``make_app``)."""
         super().__init__()
         if int(block_bytes) <= 0 or not (period_s > 0 and deadline_s > 0 and math.isfinite(period_s)
                                          and math.isfinite(deadline_s) and math.isfinite(duration_s)):

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from envs.cc import CC_REGISTRY
+from envs.deadline import normalise_block
 from envs.errors import ConfigError
 from falcon.config import check_int, check_runtime
 from falcon.experiment import info
@@ -65,11 +67,17 @@ CASES = {
     "rtt_unbalanced": [(40.0, 20.0), (40.0, 30.0)],
 }
 KNOWN_CASES = (*CASES, "traces")
-CC_CHOICES = ("newreno", "cubic", "lia", "olia", "balia", "bbr")
-HOP_KEYS = ("mode", "estimator", "p_thr", "min_per_path", "eps", "alpha", "t_max_s", "flip_quantum_s",
-            "initial_packets", "step_s", "forgetting", "outage_rate", "calibrate", "cap", "cap_sigma")
+CC_CHOICES = tuple(CC_REGISTRY)
 ESTIMATOR_VARIANTS = ("hop", "hop_paper")
 METRICS = ("failure_probability", "goodput_mbps", "redundancy", "mean_block_bytes", "infeasible_fraction")
+
+
+def hop_constructor_keys() -> set[str]:
+    """The keyword arguments of :class:`baselines.hop.hop.HOP` (what a variant may set)."""
+    import inspect
+
+    from baselines.hop.hop import HOP
+    return set(inspect.signature(HOP).parameters)
 
 
 def _num(sec: Mapping, key: str, where: str, lo: float = 0.0, hi: float = math.inf, default=None) -> float:
@@ -112,16 +120,13 @@ def settings(cfg):
     sec["step_s"] = _num(sec, "step_s", JOB, default=0.025)
     sec["buffer_packets"] = common.check_positive_int(sec, "buffer_packets", 1000)
     sec["block_kb"] = _kb_list(sec.get("block_kb"), f"{JOB}.block_kb")
-    blk = dict(sec.get("block") or {})
-    blk["period_s"] = _num(blk, "period_s", f"{JOB}.block", default=0.025)
-    blk["deadline_s"] = _num(blk, "deadline_s", f"{JOB}.block", default=0.035)
-    blk["p_thr"] = _num(blk, "p_thr", f"{JOB}.block", hi=1.0, default=0.98)
-    blk["packet_bytes"] = common.check_positive_int(blk, "packet_bytes", 1500)
-    blk["header_bytes"] = common.check_positive_int(blk, "header_bytes", 0, lo=0)
-    if blk["header_bytes"] >= blk["packet_bytes"]:
-        raise ConfigError(f"{JOB}.block.header_bytes: must be below packet_bytes ({blk['packet_bytes']})")
+    try:   # the contract's defaults and checks live in envs.deadline (BLOCK_DEFAULTS)
+        blk = normalise_block(sec.get("block"))
+    except ConfigError as e:
+        raise ConfigError(f"{JOB}.{e}") from None
     if sec["duration_s"] < blk["period_s"]:
         raise ConfigError(f"{JOB}.duration_s: must hold at least one period ({blk['period_s']} s)")
+    blk["duration_s"] = sec["duration_s"]      # the run length is the experiment's
     sec["block"] = blk
     cases = sec.get("cases")
     if not isinstance(cases, list) or not cases or len(set(map(str, cases))) != len(cases):
@@ -141,9 +146,10 @@ def settings(cfg):
     for n, kw in variants.items():
         if kw is not None and not isinstance(kw, Mapping):
             raise ConfigError(f"{JOB}.hop_variants.{n}: expected a mapping of HOP kwargs, got {kw!r}")
-        bad = set(kw or {}) - set(HOP_KEYS)
+        hop_keys = hop_constructor_keys()
+        bad = set(kw or {}) - hop_keys
         if bad:
-            raise ConfigError(f"{JOB}.hop_variants.{n}: unknown HOP key(s) {sorted(bad)}; known: {list(HOP_KEYS)}")
+            raise ConfigError(f"{JOB}.hop_variants.{n}: unknown HOP key(s) {sorted(bad)}; known: {sorted(hop_keys)}")
     sec["hop_variants"] = {n: dict(kw or {}) for n, kw in variants.items()}
     from baselines.hop.hop import HOP
     for n, kw in sec["hop_variants"].items():
