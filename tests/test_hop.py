@@ -15,6 +15,7 @@ from baselines.hop.schedule import (
     greedy_order,
     jump,
     leap,
+    path_cap,
 )
 from baselines.hop.skip import SkipEstimator, truncated_mean
 from envs.deadline import BlockPlan, BlockScheduler, normalise_block, run_block_episode
@@ -162,6 +163,62 @@ def test_skip_resets_to_the_outage_rate_and_follows_a_down_step():
     assert est2.x == pytest.approx(1e6, rel=0.05)    # a long-standing step: reset to the recent mean
 
 
+def _joint_state(rho_target: float):
+    """A calibrated SKIP with two unacknowledged bursts and a fixed error history."""
+    est = SkipEstimator(1500, calibrate=True, queue="joint")
+    rng = np.random.default_rng(0)
+    real = [5e6]
+    for _ in range(399):        # an AR(1) history of realised rates with lag-one correlation ~rho_target
+        real.append(5e6 + rho_target * (real[-1] - 5e6) + math.sqrt(1 - rho_target ** 2) * rng.normal(0, 1e6))
+    est._errors.extend((5e6, r) for r in real)
+    est.has_sample, est.min_rtt, est.last_ack_time = True, 0.025, 0.100
+    est.unacked.extend([(pn, 0.090) for pn in range(40)] + [(pn, 0.110) for pn in range(40, 100)])
+    return est
+
+
+@pytest.mark.parametrize("rho_target", [0.0, 0.9])
+def test_the_joint_lateness_is_the_bivariate_model_it_states(rho_target):
+    """Gauss-Hermite quadrature against a Monte Carlo of the stated model:
+    past and window rates jointly Gaussian with the calibrated mean, spread
+    and the measured lag-one correlation; backlog max_b (m_b L - C_p dt_b)^+."""
+    est = _joint_state(rho_target)
+    now, T, n = 0.115, 0.035, 120
+    rho = est.rate_correlation()
+    assert rho == pytest.approx(rho_target, abs=0.12)
+    mu, sd = est._recalibrated()
+    lam = est.lateness(now, T, n)
+    rng = np.random.default_rng(1)
+    z1, z2 = rng.standard_normal((2, 400_000))
+    c_p = np.maximum(mu + sd * z1, 0.0)
+    c_w = mu + sd * (rho * z1 + math.sqrt(1 - rho * rho) * z2)
+    window = T - 0.0125
+    t_dep = 0.100 - 0.025
+    backlog = np.maximum.reduce([np.zeros_like(c_p), 100 * 1500 - c_p * (now - max(0.090, t_dep)),
+                                 60 * 1500 - c_p * (now - 0.110)])
+    j = np.arange(1, n + 1)
+    mc = np.array([np.mean(c_w * window < backlog + jj * 1500) for jj in j])
+    assert np.max(np.abs(lam - mc)) < 0.01
+    assert np.all(np.diff(lam) >= -1e-12)
+
+
+def test_the_lateness_cap_counts_the_packets_at_most_that_late():
+    class Stub:
+        has_sample, min_rtt, rate, rate_std = True, 0.025, 5e6, 1e6
+
+        def lateness(self, now, deadline, n):
+            return np.linspace(0.0, 1.0, n)
+
+    hop = HOP(cap="lateness", lateness_cap=0.25)
+    hop.estimators = [Stub(), Stub()]
+    n = path_cap(5e6 + 3 * 1e6, 0.035, 0.0125, 1500)      # what rate + 3 std carries in the window
+    assert n == 120
+    assert hop._caps(0.0, 0.035, 1500, 10_000) == [int(np.count_nonzero(np.linspace(0.0, 1.0, n) <= 0.25))] * 2
+    for kw in ({"queue": "joint"}, {"queue": "joint", "calibrate": True, "estimator": "oracle"},
+               {"lateness_cap": 1.0}, {"queue": "fifo"}):
+        with pytest.raises(ConfigError):
+            HOP(**kw)
+
+
 def test_truncated_mean():
     assert truncated_mean(0.0, 1.0, -math.inf, math.inf) == pytest.approx(0.0)
     assert truncated_mean(0.0, 1.0, 0.0, math.inf) == pytest.approx(math.sqrt(2 / math.pi))
@@ -260,6 +317,22 @@ def test_ideal_jump_meets_the_target_where_the_bound_allows_and_ours_beats_the_p
     assert ours.metrics["failure_probability"] < 0.5 * paper.metrics["failure_probability"]
     bound = no_queueing_bound(ideal.window_capacity, 0.98, 0.025)
     assert bound["goodput_mbps"] == pytest.approx(51, rel=0.06)
+
+
+def test_the_joint_queue_model_and_the_lateness_cap_close_most_of_the_gap_to_ideal_jump():
+    """At 140 kB on the balanced case (redraws once per RTT), serving the
+    queue at the window's capacity (session 17's design) fails 2.5x as often
+    as ideal JUMP; the joint model with the lateness cap comes within a
+    few tenths of a percent of it and sends far less redundancy."""
+    block = {"block_bytes": 140_000, "duration_s": 15}
+    runs = {name: run_block_episode(BALANCED, block, HOP(**kw), seed=1) for name, kw in (
+        ("backlog", {"calibrate": True, "cap": "backlog"}),
+        ("ours", {"calibrate": True, "cap": "lateness", "queue": "joint"}),
+        ("ideal", {"estimator": "oracle", "cap": "backlog"}))}
+    fail = {n: r.metrics["failure_probability"] for n, r in runs.items()}
+    assert fail["ours"] < 0.7 * fail["backlog"], fail
+    assert fail["ours"] < fail["ideal"] + 0.01, fail
+    assert runs["ours"].metrics["redundancy"] < 0.6 * runs["backlog"].metrics["redundancy"]
 
 
 def test_the_gaussian_bound_of_the_balanced_case_is_about_51_mbps():

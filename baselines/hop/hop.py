@@ -10,6 +10,13 @@
   ``t_max_s`` that JUMP can meet.
 * ``estimator: skip`` (:mod:`baselines.hop.skip`) or ``oracle`` (the true
   capacity distribution and queue: "ideal JUMP", :mod:`baselines.hop.oracle`).
+* ``cap``: the most packets a path may take (:meth:`HOP._caps`): ``paper``
+  (its mean rate over the window), ``backlog`` (minus the queue) or
+  ``lateness`` (ours: the packets whose lateness is at most ``lateness_cap``).
+* ``calibrate`` and ``queue`` are SKIP's (:mod:`baselines.hop.skip`): the
+  recalibrated forecast, and ``joint`` (ours) for the queue served at the
+  past RTT's own capacity. The paper's HOP is ``HOP()``; ours is
+  ``HOP(calibrate=True, cap="lateness", queue="joint")``.
 
 Start-up (SPEC-hop): until a path has its first capacity sample, it gets a
 slow-start burst (``initial_packets``, doubled every block) and the block is
@@ -20,15 +27,19 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from baselines.hop.oracle import OracleEstimator
 from baselines.hop.schedule import flip, jump, leap, path_cap
-from baselines.hop.skip import SkipEstimator
+from baselines.hop.skip import QUEUE_MODELS, SkipEstimator
 from envs.deadline import BlockPlan, BlockScheduler
 from envs.errors import ConfigError
 
 MODES = ("jump", "leap", "flip")
 ESTIMATORS = ("skip", "oracle")
-CAPS = ("paper", "backlog")
+CAPS = ("paper", "backlog", "lateness")
+#: how far above the mean rate [std] the lateness cap looks for packets worth sending
+LATENESS_CAP_REACH = 3.0
 
 
 class HOP(BlockScheduler):
@@ -41,7 +52,7 @@ class HOP(BlockScheduler):
                  min_per_path: int = 10, eps: float = 1e-3, alpha: float = 1.25, t_max_s: float = 0.2,
                  flip_quantum_s: float = 0.001, initial_packets: int = 10, step_s: float = 0.005,
                  forgetting: float = 0.97, outage_rate: float = 50e3, calibrate: bool = False,
-                 cap: str = "paper"):
+                 cap: str = "paper", queue: str = "shared", lateness_cap: float = 0.2):
         if mode not in MODES:
             raise ConfigError(f"hop.mode: unknown mode {mode!r}; choose one of {list(MODES)}")
         if estimator not in ESTIMATORS:
@@ -59,13 +70,20 @@ class HOP(BlockScheduler):
             raise ConfigError(f"hop.forgetting: must lie in (0, 1), got {forgetting}")
         if cap not in CAPS:
             raise ConfigError(f"hop.cap: unknown cap {cap!r}; choose one of {list(CAPS)}")
+        if queue not in QUEUE_MODELS:
+            raise ConfigError(f"hop.queue: unknown queue model {queue!r}; choose one of {list(QUEUE_MODELS)}")
+        if queue == "joint" and not (calibrate and estimator == "skip"):
+            raise ConfigError("hop.queue: 'joint' is SKIP's calibrated model: it needs calibrate=true, estimator=skip")
+        if not 0.0 < lateness_cap < 1.0:
+            raise ConfigError(f"hop.lateness_cap: a probability in (0, 1), got {lateness_cap}")
         self.mode, self.estimator_kind, self.cap = mode, estimator, cap
+        self.lateness_cap = float(lateness_cap)
         self.p_thr = p_thr
         self.min_per_path, self.eps, self.alpha = int(min_per_path), float(eps), float(alpha)
         self.t_max_s, self.flip_quantum_s = float(t_max_s), float(flip_quantum_s)
         self.initial_packets = int(initial_packets)
         self.skip_kw = {"step_s": step_s, "forgetting": forgetting, "outage_rate": outage_rate,
-                        "calibrate": bool(calibrate)}
+                        "calibrate": bool(calibrate), "queue": queue}
         self.estimators: list = []
         self._start: list[int] = []
         self.forecasts: list[list[tuple[float, float]]] = []   # per block: per path (mean, std) [bytes]
@@ -91,12 +109,28 @@ class HOP(BlockScheduler):
         return est.min_rtt / 2 if math.isfinite(est.min_rtt) else 0.0
 
     def _caps(self, now: float, deadline: float, L: int, k: int, conservative: bool = False) -> list[int]:
+        """The most packets each path may take. ``paper``: what the mean rate
+        (LEAP: ``mu - alpha sigma``) carries in the window; ``backlog``: of
+        those, the ones on time at that rate behind the estimated queue;
+        ``lateness`` (ours): the packets whose lateness is at most
+        ``lateness_cap``, up to ``LATENESS_CAP_REACH`` std above the mean
+        rate (LEAP: within its ``mu - alpha sigma`` bound). A packet more
+        likely late than that adds queue for the next blocks for little
+        chance of helping this one (measured on the balanced case at 140 kB:
+        failures 5.1 % with ``backlog``, 2.2 % with ``lateness`` at 0.2,
+        redundancy 53 % -> 23 %)."""
         caps = []
         for est in self.estimators:
-            rate = est.rate - (self.alpha * est.rate_std if conservative else 0.0)
-            cap = path_cap(rate, deadline, self._one_way(est), L)
-            if self.cap == "backlog" and est.has_sample:
-                cap = est.on_time_at_rate(now, deadline, cap, rate)
+            std = est.rate_std
+            rate = est.rate - (self.alpha * std if conservative else 0.0)
+            if self.cap == "lateness" and est.has_sample:
+                reach = rate if conservative else rate + LATENESS_CAP_REACH * std
+                n = path_cap(reach, deadline, self._one_way(est), L)
+                cap = int(np.count_nonzero(est.lateness(now, deadline, n) <= self.lateness_cap))
+            else:
+                cap = path_cap(rate, deadline, self._one_way(est), L)
+                if self.cap == "backlog" and est.has_sample:
+                    cap = est.on_time_at_rate(now, deadline, cap, rate)
             caps.append(max(min(k, cap), min(self.min_per_path, k)))
         return caps
 

@@ -417,7 +417,19 @@ def check_positive_int(cfg: Mapping, key: str, default: int | None = None, lo: i
     return int(v)
 
 
+def mean_ci(values) -> tuple[float, float]:
+    """Mean and the 95 % t-interval's half width (NaN with one value)."""
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], float)
+    if not len(v):
+        return math.nan, math.nan
+    if len(v) < 2:
+        return float(v.mean()), math.nan
+    from scipy import stats
+
+    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+
+
 __all__ = ["REFERENCE", "relative_score", "paired_score", "log_bin_edges", "bin_of", "bin_centre", "with_conditions",
            "agent_config", "build_agent", "prepare", "download", "train_reference", "reference_times",
            "experiment_bank", "format_table", "write_outputs", "plot_series", "run_tracked",
-           "check_positive_int", "check_schedulers", "offline_enabled", "job_config"]
+           "check_positive_int", "check_schedulers", "offline_enabled", "job_config", "mean_ci"]

@@ -57,6 +57,7 @@ from envs.errors import ConfigError
 from falcon.config import check_int, check_runtime
 from falcon.experiment import info
 from falcon.experiments import common, hop_report
+from falcon.experiments.common import mean_ci
 
 JOB = "hop"
 #: synthetic cases: per path (mean Mb/s, RTT ms)
@@ -285,18 +286,6 @@ def build_units(sec: Mapping) -> list[Unit]:
 
 
 # ---------------------------------------------------------------- summary
-def mean_ci(values) -> tuple[float, float]:
-    """Mean and the 95 % t-interval's half width (NaN with one value)."""
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], float)
-    if not len(v):
-        return math.nan, math.nan
-    if len(v) < 2:
-        return float(v.mean()), math.nan
-    from scipy import stats
-
-    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-
-
 def summarise(records: list[dict], sec: Mapping) -> dict:
     from baselines.hop.oracle import gaussian_bound
 
