@@ -37,6 +37,8 @@ SCHEDULERS: dict = {
     "blest_gap": "baselines.gaps.gap_rules:BlestGap",
     "ecf_gap": "baselines.gaps.gap_rules:EcfGap",
     "fixed_gap": "baselines.gaps.gap_rules:FixedGap",
+    "hybrid": "baselines.hybrid.agent:HybridMPTCP",
+    "drl_mptcp": "baselines.hybrid.agent:DRLMPTCP",
 }
 
 

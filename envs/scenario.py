@@ -21,6 +21,13 @@ from envs.cc import make_cc
 from envs.cc.base import CouplingGroup
 from envs.errors import ConfigError, FalconInputError
 from envs.link import DelayModel, Link, LossModel, Path, PathState, ScheduledPath
+from envs.path_schedule import (
+    SCHEDULE_FIELDS,
+    bandwidth_steps,
+    check_shared_steps,
+    resolve_schedule,
+    scheduled_capacity,
+)
 from envs.path_sender import PACING_DEFAULTS
 from envs.plain import copy_plain
 from envs.setup import SETUP_DEFAULTS, normalise_setup
@@ -74,7 +81,6 @@ PATH_DEFAULTS: dict = {
 }
 
 #: Path fields a schedule segment may set (units in the names; loss is a probability).
-SCHEDULE_FIELDS = ("bandwidth_mbps", "rtt_ms", "rtt_std_ms", "loss")
 
 #: Per schedule field, (min, max) over the Table I links: the default ranges of
 #: :func:`random_condition_schedule`.
@@ -82,9 +88,6 @@ TABLE1_RANGES: dict[str, tuple[float, float]] = {
     f: (min(link[f] for link in LINKS.values()), max(link[f] for link in LINKS.values()))
     for f in SCHEDULE_FIELDS}
 
-# An unlooped schedule's last capacity must hold "forever", but capacity
-# curves loop: give them a period no episode reaches [s] (about 32 years).
-_HOLD_S = 1e9
 
 
 def _plain(cfg) -> dict:
@@ -193,8 +196,6 @@ def normalise_path(pcfg, i: int) -> dict:
         if "bandwidth_mbps" in fields and p["bandwidth_mbps"] is None:
             raise ConfigError(f"{key}.schedule: bandwidth_mbps can only be scheduled on a path with a constant "
                               "bandwidth_mbps (not a trace or synthetic capacity)")
-        if "bandwidth_mbps" in fields and p["shared_link"]:
-            raise ConfigError(f"{key}.schedule: bandwidth_mbps cannot be scheduled on a shared_link path")
         if "loss" in fields and p["loss_model"] != "bernoulli":
             raise ConfigError(f"{key}.schedule: loss can only be scheduled with loss_model bernoulli")
     if p["name"] is None:
@@ -353,48 +354,18 @@ def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:
     return out if isinstance(out, PathTrace) else PathTrace(capacity=out, source=f"synthetic:{kind}")
 
 
-def _resolve_schedule(p: dict, schedule: dict, rtt_trace: bool, loss_trace: bool) -> list[tuple[float, dict]]:
-    """``[(start [s], conditions)]`` of a normalised path's schedule, every
-    field filled: a segment's unset fields carry over from the one before,
-    the first from the path. ``rtt_trace`` / ``loss_trace``: the mean RTT /
-    loss still comes from the trace's series (until a segment sets it). A
-    looped schedule whose first segment starts after 0 gets the path's own
-    conditions at 0, so every period starts from them."""
-    base = {f: p[f] for f in SCHEDULE_FIELDS}
-    base.update(rtt_trace=rtt_trace, loss_trace=loss_trace)
-    out = []
-    segs = schedule["segments"]
-    if schedule["period_s"] is not None and segs[0]["at_s"] > 0.0:
-        out.append((0.0, dict(base)))
-    cur = base
-    for seg in segs:
-        cur = dict(cur)
-        cur.update({f: seg[f] for f in SCHEDULE_FIELDS if f in seg})
-        cur["rtt_trace"] = cur["rtt_trace"] and "rtt_ms" not in seg
-        cur["loss_trace"] = cur["loss_trace"] and "loss" not in seg
-        out.append((seg["at_s"], cur))
-    return out
-
-
-def _scheduled_capacity(segments: list[tuple[float, dict]], period: float | None, base_mbps: float,
-                        name: str) -> CapacityTrace:
-    """The piecewise-constant capacity curve [bytes/s] of a schedule on a
-    path of constant rate ``base_mbps`` [Mbit/s] (``segments`` from
-    :func:`_resolve_schedule`); the path's own rate holds before the first start."""
-    times = [t for t, _ in segments]
-    rates = [c["bandwidth_mbps"] * 1e6 / 8 for _, c in segments]
-    if times[0] > 0.0:   # unlooped, starting late: the path's own rate first
-        times.insert(0, 0.0)
-        rates.insert(0, base_mbps * 1e6 / 8)
-    return CapacityTrace(times, rates, period if period is not None else times[-1] + _HOLD_S, name=name)
-
-
 class Emulation:
     """One simulator and its links; builds connections from scenario dicts.
 
     All randomness derives from ``seed`` through ``numpy.random.SeedSequence``
     children taken in build order, so a scenario plus a seed reproduces a run
     bit for bit.
+
+    A shared link (``shared_link``) is built once, by the first path naming
+    it: its capacity, a scheduled ``bandwidth_mbps`` included, and its buffer.
+    A later path naming it must schedule the same bandwidth steps or none
+    (:func:`envs.path_schedule.check_shared_steps`); its delay, loss and other schedule fields
+    stay its own.
     """
 
     def __init__(self, seed: int = 0):
@@ -402,6 +373,8 @@ class Emulation:
         self.seed = int(seed)
         self._seq = np.random.SeedSequence(self.seed)
         self.shared_links: dict[str, Link] = {}
+        #: per shared link, the bandwidth schedule its builder gave it (:func:`envs.path_schedule.bandwidth_steps`; None: none)
+        self._shared_steps: dict[str, tuple | None] = {}
         self.connections: list[Connection] = []
 
     def _child(self) -> np.random.SeedSequence:
@@ -421,7 +394,7 @@ class Emulation:
         if offset == "random":
             offset = float(np.random.default_rng(trace_seq).uniform(0.0, ptrace.capacity.period))
         schedule = p.get("schedule")
-        segments = _resolve_schedule(p, schedule, delay_series is not None, loss_series is not None) \
+        segments = resolve_schedule(p, schedule, delay_series is not None, loss_series is not None) \
             if schedule is not None else None
 
         def bdp_buffer(rate: float, rtt_s: float) -> int:
@@ -429,6 +402,8 @@ class Emulation:
             return max(10, math.ceil(p["buffer_bdp"] * bdp_packets))
 
         link = self.shared_links.get(p["shared_link"]) if p["shared_link"] else None
+        if link is not None:
+            check_shared_steps(p, self._shared_steps[p["shared_link"]], bandwidth_steps(p, segments))
         # a buffer sized by buffer_bdp follows each scheduled segment's BDP
         # (one link per path only: a shared queue keeps its size)
         buffer_follows = False
@@ -442,13 +417,14 @@ class Emulation:
             capacity = ptrace.capacity
             if segments is not None and any(c["bandwidth_mbps"] != p["bandwidth_mbps"] for _, c in segments):
                 # scheduled times are emulated time: the curve starts at t=0, no trace offset
-                capacity = _scheduled_capacity(segments, schedule["period_s"], p["bandwidth_mbps"], p["name"])
+                capacity = scheduled_capacity(segments, schedule["period_s"], p["bandwidth_mbps"], p["name"])
                 offset_link = 0.0
             else:
                 offset_link = offset
             link = Link(capacity, buffer_packets, p["buffer_bytes"], name=p["name"], offset=offset_link)
             if p["shared_link"]:
                 self.shared_links[p["shared_link"]] = link
+                self._shared_steps[p["shared_link"]] = bandwidth_steps(p, segments)
         cv = p["rtt_std_ms"] / p["rtt_ms"]
         delay = DelayModel(p["rtt_ms"] / 1000, cv, np.random.default_rng(delay_seq), delay_series, offset)
         loss = LossModel(p["loss"], np.random.default_rng(loss_seq), loss_series,

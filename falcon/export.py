@@ -9,7 +9,9 @@ single model or a bank of them), a folder holding ``model.h5`` (what
 ``falcon.train`` saves under ``models/<agent>/``), or a ``falcon.train``
 output folder (every ``models/*/model.h5`` in it). A GAPS model file
 (:mod:`baselines.gaps.export`) is exported as its HDF5 file and the ONNX
-graph of its actor (input ``state`` and ``mask``, output ``gap_change``). For every input file the
+graph of its actor (input ``state`` and ``mask``, output ``gap_change``); a
+Hybrid MPTCP / DRL-MPTCP model file (:mod:`baselines.hybrid.export`) likewise
+(input ``state``, output ``window_exponent``). For every input file the
 command writes, into ``output=`` (default ``results/export/<time>``):
 
 * ``<name>.h5``: the models in the documented HDF5 layout;
@@ -156,13 +158,66 @@ def export_gaps_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: di
     return entry
 
 
+def export_hybrid_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: dict, check: dict) -> dict:
+    """Export a Hybrid MPTCP model file (:mod:`baselines.hybrid.export`): HDF5
+    with every weight, ONNX of the actor; parity on random states (1 to 8
+    subflows) and on the states met while the model drives a download in the
+    emulator (one state per 0.2 s slot)."""
+    import shutil
+
+    import envs
+    from baselines.hybrid.agent import HybridMPTCP
+    from baselines.hybrid.export import check_parity, random_states, read_weights, write_onnx
+
+    cfg, _, meta = read_weights(path)
+    agent = HybridMPTCP(inner_loop=meta["inner_loop"],
+                        network={k: v for k, v in cfg.as_dict().items() if k != "n_features"}, model=str(path))
+    entry: dict = {"source": str(path), "models": ["actor", "critic"], "files": [], "parity": {}}
+    h5_out = out_dir / f"{name}.h5"
+    if "hdf5" in formats:
+        shutil.copyfile(path, h5_out)           # the native layout already
+        entry["files"].append(h5_out.name)
+    onnx_out = None
+    if "onnx" in formats:
+        onnx_out = write_onnx(out_dir / f"{name}.onnx", path, opset=int(onnx_cfg["opset"]),
+                              ir_version=int(onnx_cfg["ir_version"]))
+        entry["files"].append(onnx_out.name)
+    if check.get("enabled", True):
+        tol = float(check.get("tolerance", 1e-5))
+        h5 = h5_out if "hdf5" in formats else path
+        n = int(check.get("random_states", 256))
+        res = {"random": check_parity(agent, h5, onnx_out, random_states(agent.net_config, n), tolerance=tol)}
+        states = []
+        real_act = agent.ddpg.act
+
+        def act(x, m):
+            states.append(x.copy())
+            return real_act(x, m)
+
+        agent.ddpg.act = act
+        rs = check.get("real_states") or {}
+        scenario = rs.get("scenario") or {"name": "export_check", "cc": "lia", "paths": [
+            {"bandwidth_mbps": 20, "rtt_ms": 30, "loss": 1e-4}, {"bandwidth_mbps": 20, "rtt_ms": 80, "loss": 1e-4}]}
+        # one decision per 0.2 s slot: a download of several seconds
+        envs.run_episode(scenario, {"kind": "bulk", "size_bytes": int(rs.get("hybrid_app_bytes", 20_000_000))},
+                         agent, int(rs.get("seed", 0)))
+        agent.ddpg.act = real_act
+        if states:
+            res["real"] = check_parity(agent, h5, onnx_out, [np.stack(states)], tol)
+        entry["parity"]["actor"] = res
+    return entry
+
+
 def export_file(name: str, path: Path, out_dir: Path, formats, names, onnx_cfg: dict, check: dict) -> dict:
     """Export one model file into ``out_dir``; returns its summary entry."""
     from baselines.dqn.export import check_parity, random_states, read_hdf5, write_hdf5, write_onnx
     from baselines.gaps.export import is_gaps_file
+    from baselines.hybrid.export import is_hybrid_file
 
     if is_gaps_file(path):
         return export_gaps_file(name, path, out_dir, formats, onnx_cfg, check)
+    if is_hybrid_file(path):
+        return export_hybrid_file(name, path, out_dir, formats, onnx_cfg, check)
     records = read_hdf5(path, names=list(names) if names else None)
     entry: dict = {"source": str(path), "models": [r.name for r in records], "files": [], "parity": {}}
     h5_out = out_dir / f"{name}.h5"
@@ -214,10 +269,13 @@ def run_export(cfg) -> dict:
                "onnx_ir_version": int(onnx_cfg["ir_version"]), "exports": {}}
     from baselines.dqn.export import read_hdf5
     from baselines.gaps.export import is_gaps_file, read_weights
+    from baselines.hybrid import export as hybrid_export
 
     for _, path in files:       # validate every input before anything is written
         if is_gaps_file(path):
             read_weights(path)
+        elif hybrid_export.is_hybrid_file(path):
+            hybrid_export.read_weights(path)
         else:
             read_hdf5(path, names=list(names) if names else None)
     with cli.staged_output(out) as tmp:

@@ -235,7 +235,6 @@ TRACE = "mahimahi_cellular_lte/TMobile-LTE-short.down"
     ({"schedule": [3]}, "schedule[0]: expected a mapping"),
     ({"bandwidth_mbps": None, "trace": TRACE, "schedule": [{"at_s": 1, "bandwidth_mbps": 5}]},
      "constant bandwidth_mbps"),
-    ({"shared_link": "x", "schedule": [{"at_s": 1, "bandwidth_mbps": 5}]}, "shared_link"),
     ({"loss_model": "gilbert_elliott", "ge": {"p_gb": 0.1, "p_bg": 0.5, "loss_good": 0, "loss_bad": 0.5},
       "schedule": [{"at_s": 1, "loss": 0.1}]}, "loss_model bernoulli"),
 ])

@@ -6,6 +6,12 @@ Q'(s', mu'(s'))`` (the standard DDPG target, as SPEC-gaps decides despite
 the paper's Eq. 6); actor step on ``-Q(s, mu(s))``. Replay: a FIFO ring of
 NumPy arrays. Exploration: Ornstein-Uhlenbeck noise per subflow, its sigma
 decaying per decision.
+
+:class:`DDPG` and :class:`Replay` only assume networks called as ``actor(x,
+mask)`` and ``critic(x, mask, action)`` on ``[batch, S, F]`` states with a
+``[batch, S]`` mask; ``DDPG(..., build=f)`` takes other such networks
+(``f(net) -> (actor, critic)``; Hybrid MPTCP's LSTM networks,
+:mod:`baselines.hybrid`). Without ``build`` they are GAPS's.
 """
 
 from __future__ import annotations
@@ -100,12 +106,15 @@ class Replay:
 class DDPG:
     """Actor, critic, their targets and optimisers; :meth:`update` is one gradient step of each."""
 
-    def __init__(self, net: GapsNetConfig, cfg: DDPGConfig, seed: int):
+    def __init__(self, net: GapsNetConfig, cfg: DDPGConfig, seed: int, build=None):
         torch.manual_seed(int(seed))
         self.net = net
         self.cfg = cfg
-        self.actor = Actor(net)
-        self.critic = Critic(net)
+        if build is None:
+            self.actor = Actor(net)
+            self.critic = Critic(net)
+        else:
+            self.actor, self.critic = build(net)
         self.actor_target = copy.deepcopy(self.actor)
         self.critic_target = copy.deepcopy(self.critic)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)

@@ -8,6 +8,11 @@ BALIA; names in :data:`COUPLED`) join ``group`` -- one
 
 ``kw``: ``min_window_packets`` (default 2), ``max_window_bytes`` (default
 inf) and, for CUBIC, ``c``, ``beta``, ``fast_convergence``.
+
+``held`` (:class:`HeldWindow`, in :data:`WINDOW_HOLDERS`) is no congestion
+control: its window only changes when set from outside (an agent that sets
+the windows itself); ``make_cc`` builds it by name as the others.
+:func:`install_cc` replaces the controller of a live path sender.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from .base import CongestionController, CouplingGroup
 from .bbr import BBR
 from .coupled import Balia, Lia, Olia
 from .cubic import Cubic
+from .held import HeldWindow
 from .newreno import NewReno
 
 CC_REGISTRY: dict[str, type[CongestionController]] = {
@@ -26,6 +32,13 @@ CC_REGISTRY: dict[str, type[CongestionController]] = {
     "olia": Olia,
     "balia": Balia,
     "bbr": BBR,
+}
+
+#: window holders: no congestion control of their own, the window is set
+#: from outside; ``make_cc`` builds them by name too, but they are not in
+#: :data:`CC_REGISTRY` (the congestion controls every cc test and sweep runs)
+WINDOW_HOLDERS: dict[str, type[CongestionController]] = {
+    "held": HeldWindow,
 }
 
 #: names of the controllers that couple the subflows of one connection
@@ -40,10 +53,10 @@ def make_cc(name: str, mss: int, initial_window_packets: int,
     [packets]. Raises :class:`~envs.errors.ConfigError` for an unknown name.
     """
     key = name.strip().lower() if isinstance(name, str) else ""
-    cls = CC_REGISTRY.get(key)
+    cls = CC_REGISTRY.get(key) or WINDOW_HOLDERS.get(key)
     if cls is None:
         raise ConfigError(f"unknown congestion control {name!r}; choose one of "
-                          + ", ".join(CC_REGISTRY))
+                          + ", ".join([*CC_REGISTRY, *WINDOW_HOLDERS]))
     if key in COUPLED:
         if group is None:
             group = CouplingGroup()
@@ -51,5 +64,20 @@ def make_cc(name: str, mss: int, initial_window_packets: int,
     return cls(mss, initial_window_packets, **kw)
 
 
+def install_cc(path, cc: CongestionController) -> CongestionController:
+    """Make ``cc`` the congestion controller of the path sender ``path``
+    (:class:`envs.path_sender.PathSender`) from now on; returns the one it
+    replaces. The new controller takes over the path's current sRTT; the
+    path's cached per-packet hook (``cc_on_sent``, set when the controller
+    overrides ``on_packet_sent``) is replaced with it, so both always name
+    the same controller. Packets in flight stay counted by the path."""
+    old = path.cc
+    cc.srtt = path.srtt
+    path.cc = cc
+    overridden = type(cc).on_packet_sent is not CongestionController.on_packet_sent
+    path.cc_on_sent = cc.on_packet_sent if overridden else None
+    return old
+
+
 __all__ = ["BBR", "CC_REGISTRY", "COUPLED", "Balia", "CongestionController", "CouplingGroup",
-           "Cubic", "Lia", "NewReno", "Olia", "make_cc"]
+           "Cubic", "HeldWindow", "Lia", "NewReno", "Olia", "WINDOW_HOLDERS", "install_cc", "make_cc"]
