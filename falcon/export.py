@@ -170,7 +170,7 @@ def export_hybrid_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: 
     from baselines.hybrid.export import check_parity, random_states, read_weights, write_onnx
 
     cfg, _, meta = read_weights(path)
-    agent = HybridMPTCP(inner_loop=meta["inner_loop"],
+    agent = HybridMPTCP(inner_loop=meta["inner_loop"], action=meta.get("action", "scale"),
                         network={k: v for k, v in cfg.as_dict().items() if k != "n_features"}, model=str(path))
     entry: dict = {"source": str(path), "models": ["actor", "critic"], "files": [], "parity": {}}
     h5_out = out_dir / f"{name}.h5"

@@ -151,6 +151,46 @@ def test_only_the_inner_loop_moves_windows_between_slots(inner_loop):
         assert changes == 0 and seen[-1] == (32 * MSS, 32 * MSS)   # a = 0 and nothing else moves them
 
 
+def test_scaled_window_is_the_inner_window_times_the_gain():
+    from envs.cc.scaled import ScaledWindow
+
+    inner = make_cc("newreno", MSS, 10)
+    cc = ScaledWindow(inner, 4.0)
+    assert cc.cwnd == 40 * MSS and cc.min_window == inner.min_window
+    cc.on_ack(0.1, 8 * MSS, 0.05, _Rtt)                    # slow start: the inner flow acked its share, 2 MSS
+    assert inner.cwnd == 12 * MSS and cc.cwnd == 48 * MSS
+    cc.on_loss(0.2, MSS, 0.15)                             # a loss halves the path's window through the inner one
+    assert inner.cwnd == 6 * MSS and cc.cwnd == 24 * MSS and cc.ssthresh == 4 * inner.ssthresh
+    cc.set_gain(0.5)
+    assert cc.cwnd == 3 * MSS
+    cc.set_gain(1e-3)
+    assert cc.cwnd == cc.min_window                        # clamped, the inner window untouched
+    assert inner.cwnd == 6 * MSS
+    with pytest.raises(ValueError):
+        cc.set_gain(0.0)
+
+
+def test_gain_action_holds_a_gain_on_lia_between_slots():
+    from envs.cc.scaled import ScaledWindow
+
+    agent = fixed_actions(HybridMPTCP(action="gain", gain_bits=2.0), [1.0, -0.5])
+    emu, conn = run_until(agent, 0.5)
+    assert all(isinstance(p.cc, ScaledWindow) and isinstance(p.cc.inner, Lia) for p in conn.paths)
+    assert [p.cc.gain for p in conn.paths] == [4.0, 0.5]
+    t = emu.sim.now
+    seen = []
+    while t < 4.0:
+        t += 0.013
+        emu.sim.run(until=t)
+        for p in conn.paths:                              # the path sends with gain x LIA's own window
+            assert p.cwnd == pytest.approx(min(max(p.cc.gain * p.cc.inner.cwnd, p.cc.min_window), p.cc.max_window))
+        seen.append(conn.paths[0].cc.inner.cwnd)
+    assert sum(a != b for a, b in zip(seen, seen[1:])) > 20            # LIA keeps moving its window
+    for kw in ({"action": "gain", "inner_loop": False}, {"action": "nudge"}, {"gain_bits": 0}):
+        with pytest.raises(ConfigError):
+            HybridMPTCP(**kw)
+
+
 # ---------------------------------------------------------------- the state and the reward
 
 class _Path:
@@ -270,13 +310,14 @@ def test_registry_and_agent_configs_instantiate():
     defaults = {k: p.default for k, p in inspect.signature(HybridMPTCP.__init__).parameters.items()}
     from baselines.hybrid.training import fit
     train_defaults = {k: p.default for k, p in inspect.signature(fit).parameters.items()}
-    for name in ("hybrid", "drl_mptcp"):
+    assert agent_config("hybrid")["action"] == "gain" and agent_config("hybrid_paper")["action"] == "scale"
+    for name in ("hybrid", "hybrid_paper", "drl_mptcp"):
         cfg = agent_config(name)
         agent = instantiate_agent(name, cfg)
-        assert isinstance(agent, HybridMPTCP) and agent.inner_loop is (name == "hybrid")
+        assert isinstance(agent, HybridMPTCP) and agent.inner_loop is (name != "drl_mptcp")
         assert set(cfg) - {"_target_", "train"} <= set(defaults)
         for k, v in cfg.items():              # one value: the yaml states the constructor's defaults
-            if k in defaults and not isinstance(v, dict) and k != "inner_loop":
+            if k in defaults and not isinstance(v, dict) and k not in ("inner_loop", "action"):
                 assert v == defaults[k], (name, k)
         for k, v in cfg["train"].items():     # and fit's
             assert (tuple(v) if isinstance(v, list) else v) == train_defaults[k], (name, k)

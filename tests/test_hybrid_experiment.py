@@ -25,10 +25,11 @@ def test_quick_variant_end_to_end(job_cfg, tmp_path):
     res = hybrid.run_job(job_cfg())
     out = tmp_path / "hybrid"
     for name in ("hybrid.json", "hybrid.txt", "hybrid.png", "hybrid_throughput.png", "hybrid_training.png",
-                 "config.json", "models/hybrid/session0/model.h5", "models/drl_mptcp/session0/model.h5"):
+                 "config.json", "models/hybrid/session0/model.h5", "models/hybrid_paper/session0/model.h5",
+                 "models/drl_mptcp/session0/model.h5"):
         assert (out / name).is_file(), name
     data = json.loads((out / "hybrid.json").read_text())
-    names = ["hybrid", "drl_mptcp", "lia", "cubic"]
+    names = ["hybrid", "hybrid_paper", "drl_mptcp", "lia", "cubic"]
     s = data["summary"]["settings"]
     assert list(s) == ["exp1", "exp23", "exp6"]
     assert list(s["exp23"]) == ["bsp_20mbps", "ssp_20mbps"] and list(s["exp6"]) == ["stragglers_0", "stragglers_1"]
@@ -40,11 +41,11 @@ def test_quick_variant_end_to_end(job_cfg, tmp_path):
     assert [(p["start_s"], p["end_s"], p["capacity_mbps"]) for p in phases] == [(0, 1, 16), (1, 3, 10), (3, 4, 24)]
     assert all(0 < p["utilisation"] < 1.05 for p in phases)
     assert "series" in s["exp23"]["ssp_20mbps"]["hybrid"] and "series" in s["exp1"]["time_varying"]["cubic"]
-    for learner in ("hybrid", "drl_mptcp"):
+    for learner in ("hybrid", "hybrid_paper", "drl_mptcp"):
         t = data["summary"]["training"][learner]
         assert math.isfinite(t["learning_score"]) and t["sessions"] == 1 and t["cpu_seconds_per_slot"] > 0
         assert s["exp23"]["bsp_20mbps"][learner]["cpu_seconds_per_slot"] > 0
-    assert len(data["records"]) == 5 * 4
+    assert len(data["records"]) == 5 * 5
     assert set(data["claims"]) >= {"iteration_vs_lia", "iteration_vs_drl", "fairness", "smoothness",
                                    "learning_score", "cpu", "stragglers"}
     assert data["paper"] == hybrid_report.PAPER and res["wall_s"] > 0

@@ -86,7 +86,7 @@ def test_the_file_records_kind_network_and_inner_loop(tmp_path):
                                                   "rtt_excess"]
         assert "lstm.weight_ih_l0" in f["actor"] and "lstm.weight_ih_l0" in f["critic"]
     cfg, weights, meta = read_weights(tmp_path / "model.h5")
-    assert cfg == a.net_config and meta == {"inner_loop": False}
+    assert cfg == a.net_config and meta == {"inner_loop": False, "action": "scale"}
 
 
 def test_falcon_export_writes_and_checks_a_hybrid_model(tmp_path):

@@ -98,6 +98,10 @@ def read_weights(path) -> tuple[HybridNetConfig, dict[str, dict[str, np.ndarray]
                 raise ModelFileError(f"Hybrid MPTCP model {path}: {cfg.n_features} features per subflow, "
                                      f"this reader knows {len(FEATURES)}")
             meta = {"inner_loop": bool(f.attrs.get("inner_loop", True))}
+            try:                     # what the actor's output means (older files: the paper's scale)
+                meta["action"] = str(json.loads(f.attrs.get("hyperparameters", "{}")).get("action", "scale"))
+            except (TypeError, ValueError):
+                meta["action"] = "scale"
             weights = {}
             for part in ("actor", "critic"):
                 if part not in f:

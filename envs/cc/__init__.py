@@ -12,7 +12,8 @@ inf) and, for CUBIC, ``c``, ``beta``, ``fast_convergence``.
 ``held`` (:class:`HeldWindow`, in :data:`WINDOW_HOLDERS`) is no congestion
 control: its window only changes when set from outside (an agent that sets
 the windows itself); ``make_cc`` builds it by name as the others.
-:func:`install_cc` replaces the controller of a live path sender.
+:func:`install_cc` replaces the controller of a live path sender;
+:class:`ScaledWindow` wraps one (its window times a gain set from outside).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .coupled import Balia, Lia, Olia
 from .cubic import Cubic
 from .held import HeldWindow
 from .newreno import NewReno
+from .scaled import ScaledWindow
 
 CC_REGISTRY: dict[str, type[CongestionController]] = {
     "newreno": NewReno,
@@ -80,4 +82,5 @@ def install_cc(path, cc: CongestionController) -> CongestionController:
 
 
 __all__ = ["BBR", "CC_REGISTRY", "COUPLED", "Balia", "CongestionController", "CouplingGroup",
-           "Cubic", "HeldWindow", "Lia", "NewReno", "Olia", "WINDOW_HOLDERS", "install_cc", "make_cc"]
+           "Cubic", "HeldWindow", "Lia", "NewReno", "Olia", "ScaledWindow", "WINDOW_HOLDERS", "install_cc",
+           "make_cc"]

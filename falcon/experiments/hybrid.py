@@ -5,7 +5,7 @@
 
 Protocol (keys of ``configs/experiment/hybrid.yaml``, section ``hybrid:``):
 
-1. **Training.** Each learner (``hybrid``, ``drl_mptcp``: the agent configs
+1. **Training.** Each learner (``hybrid``, ``hybrid_paper``, ``drl_mptcp``: the agent configs
    ``configs/agent/<name>.yaml``, their ``train:`` sections with
    ``hybrid.train`` merged in) is trained ``sessions`` times, session ``i``
    with seed ``seed + i`` (:meth:`baselines.hybrid.agent.HybridMPTCP.fit`);
@@ -29,7 +29,9 @@ Protocol (keys of ``configs/experiment/hybrid.yaml``, section ``hybrid:``):
    * ``exp6`` (Fig. 13): 50 Mb/s, 0..3 bandwidth stragglers, bsp: iteration time.
 
    Schedulers: the learners (one agent per connection, loaded from the
-   session's model, greedy); ``lia`` = MPTCP-LIA with minRTT, the MPTCP
+   session's model, greedy; ``hybrid`` is ours, a gain on LIA's window held
+   over the slot, ``hybrid_paper`` the paper's one-shot window scaling);
+   ``lia`` = MPTCP-LIA with minRTT, the MPTCP
    default scheduler; ``cubic`` = single-path TCP CUBIC on path 0 (the
    scenario's first path only: the one the cross traffic shares).
 3. **Claims** (:mod:`falcon.experiments.hybrid_report`): iteration time
@@ -63,7 +65,7 @@ from falcon.experiments import common, hybrid_report
 
 JOB = "hybrid"
 #: learners: agent config names whose scheduler is a baselines.hybrid.agent.HybridMPTCP
-LEARNERS = ("hybrid", "drl_mptcp")
+LEARNERS = ("hybrid", "hybrid_paper", "drl_mptcp")
 #: rule-based baselines: name -> (cc, scheduler, single path)
 BASELINES = {"lia": ("lia", "minrtt", False), "cubic": ("cubic", "minrtt", True)}
 EXPERIMENTS = ("exp1", "exp23", "exp6")
