@@ -104,6 +104,19 @@ def framework_version() -> str:
         return "unknown"
 
 
+def has_format(path, file_format: str) -> bool:
+    """Whether ``path`` is an HDF5 file whose ``format`` attribute is
+    ``file_format`` (a cheap look; not HDF5 or unreadable: False, for the
+    reader that owns the file to report)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            return f.attrs.get("format") == file_format
+    except Exception:
+        return False
+
+
 def write_header(h5file, file_format: str, format_version: int) -> None:
     """The attributes every HDF5 file of ours starts with: format name and
     version, framework version, creation time (UTC, ISO 8601)."""
@@ -115,6 +128,6 @@ def write_header(h5file, file_format: str, format_version: int) -> None:
     h5file.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
 
 
-__all__ = ["DQNFileError", "ModelFileError", "ExperienceFileError", "atomic_path", "framework_version",
+__all__ = ["DQNFileError", "ModelFileError", "ExperienceFileError", "atomic_path", "framework_version", "has_format",
            "write_header", "HDF5_LIBVER", "open_hdf5_for_writing", "dataset_options", "hdf5_error_line",
            "integer_attribute"]

@@ -291,14 +291,10 @@ def check_parity(agent, h5_path=None, onnx_path=None, states=None, tolerance: fl
 
 
 def is_gaps_file(path) -> bool:
-    """Whether ``path`` is an HDF5 file of this format (a cheap look at its ``format`` attribute)."""
-    import h5py
+    """Whether ``path`` is an HDF5 file of this format (:func:`baselines.dqn.files.has_format`)."""
+    from baselines.dqn.files import has_format
 
-    try:
-        with h5py.File(path, "r") as f:
-            return f.attrs.get("format") == FORMAT
-    except Exception:  # not HDF5, unreadable: not ours (the DQN reader reports it)
-        return False
+    return has_format(path, FORMAT)
 
 
 __all__ = ["FORMAT", "write_hdf5", "read_weights", "read_into", "numpy_actor", "write_onnx", "onnx_actor",
