@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +46,7 @@ import numpy as np
 from envs.apps.bulk import BulkApp
 from envs.apps.messages import MessageApp
 from envs.errors import ConfigError
-from envs.plain import copy_plain
+from envs.plain import copy_plain, merge_defaults, plain_mapping
 from envs.scenario import Emulation, normalise_scenario
 from envs.scheduler import FirstWithRoom
 from envs.sim import collector_paused
@@ -115,36 +115,15 @@ def _directions(value, key: str, allowed: tuple) -> list[str]:
     return [d for d in DIRECTIONS if d in value]
 
 
-def _mapping(cfg, key: str) -> dict:
-    if cfg is None:
-        return {}
-    if not isinstance(cfg, Mapping):
-        try:  # OmegaConf nodes
-            from omegaconf import OmegaConf
-            cfg = OmegaConf.to_container(cfg, resolve=True)
-        except Exception:
-            raise ConfigError(f"{key}: expected a mapping, got {cfg!r}") from None
-    return copy_plain(dict(cfg))
-
-
-def _merge(defaults: dict, given: dict, key: str) -> dict:
-    unknown = set(given) - set(defaults)
-    if unknown:
-        raise ConfigError(f"{key}: unknown key(s) {sorted(unknown)}; known: {sorted(defaults)}")
-    out = copy_plain(defaults)
-    out.update(given)
-    return out
-
-
 def normalise_workload(cfg) -> dict:
     """Defaults (:data:`DEL_DEFAULTS`) + validation of a ``workload`` mapping;
     a null value means the default (except ``update_bytes``, ``iterations``
     and ``cross_traffic.directions``, whose default is null). Bad input:
     a one-line :class:`ConfigError` naming the key, the value and what was expected."""
-    w = _merge(DEL_DEFAULTS, _mapping(cfg, "workload"), "workload")
+    w = merge_defaults(DEL_DEFAULTS, plain_mapping(cfg, "workload"), "workload")
     for k in ("cross_traffic", "stragglers"):
-        sub = _mapping(w[k], f"workload.{k}")
-        w[k] = _merge(DEL_DEFAULTS[k], {kk: v for kk, v in sub.items() if v is not None or kk == "directions"},
+        sub = plain_mapping(w[k], f"workload.{k}")
+        w[k] = merge_defaults(DEL_DEFAULTS[k], {kk: v for kk, v in sub.items() if v is not None or kk == "directions"},
                       f"workload.{k}")
     for k, v in DEL_DEFAULTS.items():
         if w[k] is None and v is not None:

@@ -29,7 +29,7 @@ from envs.path_schedule import (
     scheduled_capacity,
 )
 from envs.path_sender import PACING_DEFAULTS
-from envs.plain import copy_plain
+from envs.plain import merge_defaults, plain_mapping
 from envs.setup import SETUP_DEFAULTS, normalise_setup
 from envs.sim import Simulator
 from envs.traces.base import CapacityTrace, PathTrace
@@ -90,31 +90,6 @@ TABLE1_RANGES: dict[str, tuple[float, float]] = {
 
 
 
-def _plain(cfg) -> dict:
-    if cfg is None:
-        return {}
-    if not isinstance(cfg, Mapping):
-        try:  # OmegaConf nodes without importing omegaconf in the emulator
-            from omegaconf import OmegaConf
-            return OmegaConf.to_container(cfg, resolve=True)
-        except Exception:
-            raise ConfigError(f"expected a mapping, got {type(cfg).__name__}") from None
-    return copy_plain(dict(cfg))
-
-
-def _merge(defaults: dict, given: dict, where: str) -> dict:
-    unknown = set(given) - set(defaults)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(defaults)}")
-    out = copy_plain(defaults)
-    for k, v in given.items():
-        if isinstance(out.get(k), dict) and isinstance(v, Mapping):
-            out[k] = _merge(out[k], dict(v), f"{where}.{k}")
-        else:
-            out[k] = v
-    return out
-
-
 def _number(value, key: str, lo: float = 0.0, hi: float = math.inf, lo_open: bool = False) -> float:
     try:
         x = float(value)
@@ -133,7 +108,7 @@ def normalise_pacing(value) -> dict:
     if not isinstance(value, dict):
         raise ConfigError(f"scenario.pacing: expected true, false or a mapping of {sorted(PACING_DEFAULTS)}, "
                           f"got {value!r}")
-    out = _merge(PACING_DEFAULTS, value, "scenario.pacing")
+    out = merge_defaults(PACING_DEFAULTS, value, "scenario.pacing")
     if not isinstance(out["enabled"], bool):
         raise ConfigError(f"scenario.pacing.enabled: expected true or false, got {out['enabled']!r}")
     out["gain"] = _number(out["gain"], "scenario.pacing.gain", 0.0, lo_open=True)
@@ -146,14 +121,14 @@ def normalise_path(pcfg, i: int) -> dict:
     # None means "not set": the preset's or the default value applies (the
     # config tree gives every path every key as null, falcon/schema.py, so each
     # can be overridden without "+")
-    given = {k: v for k, v in _plain(pcfg).items() if v is not None}
+    given = {k: v for k, v in plain_mapping(pcfg).items() if v is not None}
     preset = given.get("link")
     base = dict(PATH_DEFAULTS)
     if preset is not None:
         if str(preset).lower() not in LINKS:
             raise ConfigError(f"paths[{i}].link: unknown link {preset!r}; known: {sorted(LINKS)}")
         base.update(LINKS[str(preset).lower()])
-    p = _merge(base, given, f"paths[{i}]")
+    p = merge_defaults(base, given, f"paths[{i}]")
     key = f"paths[{i}]"
     sources = [k for k in ("bandwidth_mbps", "trace", "synthetic") if p[k] is not None]
     if p["link"] is not None and len(sources) > 1 and "bandwidth_mbps" in sources:
@@ -173,7 +148,7 @@ def normalise_path(pcfg, i: int) -> dict:
     if p["loss_model"] not in ("bernoulli", "gilbert_elliott"):
         raise ConfigError(f"{key}.loss_model: unknown {p['loss_model']!r}; choose bernoulli or gilbert_elliott")
     if p["loss_model"] == "gilbert_elliott":
-        ge = _plain(p["ge"])
+        ge = plain_mapping(p["ge"])
         need = {"p_gb", "p_bg", "loss_good", "loss_bad"}
         if set(ge) != need:
             raise ConfigError(f"{key}.ge: gilbert_elliott needs exactly {sorted(need)}")
@@ -224,7 +199,7 @@ def normalise_schedule(schedule, key: str = "schedule") -> dict:
         raise ConfigError(f"{key}: expected a list of segments or {{segments: [...], period_s: ...}}, "
                           f"got {schedule!r}")
     if isinstance(schedule, Mapping):
-        sched = _plain(schedule)
+        sched = plain_mapping(schedule)
         unknown = set(sched) - {"segments", "period_s"}
         if unknown:
             raise ConfigError(f"{key}: unknown key(s) {sorted(unknown)}; known: ['period_s', 'segments']")
@@ -238,7 +213,7 @@ def normalise_schedule(schedule, key: str = "schedule") -> dict:
         where = f"{key}[{k}]"
         if not isinstance(seg, Mapping):
             raise ConfigError(f"{where}: expected a mapping {{at_s: ..., rtt_ms: ..., ...}}, got {seg!r}")
-        seg = {f: v for f, v in _plain(seg).items() if v is not None}
+        seg = {f: v for f, v in plain_mapping(seg).items() if v is not None}
         unknown = set(seg) - {"at_s", *SCHEDULE_FIELDS}
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(('at_s',) + SCHEDULE_FIELDS)}")
@@ -303,7 +278,7 @@ def random_condition_schedule(rng: np.random.Generator, interval_s: float, n_seg
 
 def normalise_scenario(cfg) -> dict:
     """Defaults + presets + validation; returns a new plain dict."""
-    s = _merge(SCENARIO_DEFAULTS, _plain(cfg), "scenario")
+    s = merge_defaults(SCENARIO_DEFAULTS, plain_mapping(cfg), "scenario")
     paths = s["paths"]
     if not isinstance(paths, (list, tuple)) or not paths:
         raise ConfigError("scenario.paths: give at least one path")
@@ -336,7 +311,7 @@ def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:
 
     if isinstance(spec, str):
         return load_trace(resolve_trace_path(spec))
-    spec = _plain(spec)
+    spec = plain_mapping(spec)
     if "file" in spec:
         if not isinstance(spec["file"], str | os.PathLike):
             raise ConfigError(f"trace.file: expected a file path, got {spec['file']!r}")

@@ -108,52 +108,69 @@ def real_states(rec, check: dict) -> np.ndarray | None:
     return np.asarray(states, np.float32) if states else None
 
 
+def _native_and_onnx(name: str, path: Path, out_dir: Path, formats, onnx_cfg: dict, write_onnx):
+    """The common part of an actor-critic model file's export (GAPS, Hybrid
+    MPTCP): the HDF5 file copied as is (its native layout), the actor's ONNX
+    graph written by ``write_onnx``. Returns ``(summary entry, the HDF5 file
+    to check, the ONNX file or None)``."""
+    import shutil
+
+    entry: dict = {"source": str(path), "models": ["actor", "critic"], "files": [], "parity": {}}
+    h5 = path
+    if "hdf5" in formats:
+        h5 = out_dir / f"{name}.h5"
+        shutil.copyfile(path, h5)
+        entry["files"].append(h5.name)
+    onnx_out = None
+    if "onnx" in formats:
+        onnx_out = write_onnx(out_dir / f"{name}.onnx", path, opset=int(onnx_cfg["opset"]),
+                              ir_version=int(onnx_cfg["ir_version"]))
+        entry["files"].append(onnx_out.name)
+    return entry, h5, onnx_out
+
+
+def _actor_inputs(agent, scenario, app_bytes: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(state, mask)`` of every actor call while ``agent`` (a DDPG agent)
+    drives a bulk download of ``app_bytes`` on ``scenario`` in the emulator."""
+    import envs
+
+    inputs = []
+    real_act = agent.ddpg.act
+
+    def act(x, m):
+        inputs.append((x.copy(), m.copy()))
+        return real_act(x, m)
+
+    agent.ddpg.act = act
+    try:
+        envs.run_episode(scenario, {"kind": "bulk", "size_bytes": int(app_bytes)}, agent, int(seed))
+    finally:
+        agent.ddpg.act = real_act
+    return inputs
+
+
 def export_gaps_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: dict, check: dict) -> dict:
     """Export a GAPS model file (:mod:`baselines.gaps.export`): HDF5 with every
     weight, ONNX of the actor; parity on random states and on states met
     while the model schedules a download in the emulator."""
-    import shutil
-
-    import envs
     from baselines.gaps.agent import GAPS
     from baselines.gaps.export import check_parity, read_weights, write_onnx
 
     cfg, _ = read_weights(path)
     agent = GAPS(network={k: v for k, v in cfg.as_dict().items() if k not in ("n_features", "max_subflows")},
                  model=str(path))
-    entry: dict = {"source": str(path), "models": ["actor", "critic"], "files": [], "parity": {}}
-    h5_out = out_dir / f"{name}.h5"
-    if "hdf5" in formats:
-        shutil.copyfile(path, h5_out)           # the native layout already
-        entry["files"].append(h5_out.name)
-    onnx_out = None
-    if "onnx" in formats:
-        onnx_out = write_onnx(out_dir / f"{name}.onnx", path, opset=int(onnx_cfg["opset"]),
-                              ir_version=int(onnx_cfg["ir_version"]))
-        entry["files"].append(onnx_out.name)
+    entry, h5, onnx_out = _native_and_onnx(name, path, out_dir, formats, onnx_cfg, write_onnx)
     if check.get("enabled", True):
         tol = float(check.get("tolerance", 1e-5))
-        h5 = h5_out if "hdf5" in formats else None
-        res = {"random": check_parity(agent, h5 if h5 else path, onnx_out, tolerance=tol)}
-        states, masks = [], []
-        real_act = agent.ddpg.act
-
-        def act(x, m):
-            states.append(x.copy())
-            masks.append(m.copy())
-            return real_act(x, m)
-
-        agent.ddpg.act = act
+        res = {"random": check_parity(agent, h5, onnx_out, tolerance=tol)}
         rs = check.get("real_states") or {}
         scenario = rs.get("scenario") or {"name": "export_check", "paths": [
             {"bandwidth_mbps": 50, "rtt_ms": 30, "loss": 1e-4}, {"bandwidth_mbps": 50, "rtt_ms": 80, "loss": 1e-4}]}
         # one decision per sRTT needs a longer download than the DQN's check
-        envs.run_episode(scenario, {"kind": "bulk", "size_bytes": int(rs.get("gaps_app_bytes", 4_000_000))}, agent,
-                         int(rs.get("seed", 0)))
-        agent.ddpg.act = real_act
-        if states:
-            res["real"] = check_parity(agent, h5 if h5 else path, onnx_out,
-                                       (np.stack(states), np.stack(masks)), tol)
+        inputs = _actor_inputs(agent, scenario, rs.get("gaps_app_bytes", 4_000_000), rs.get("seed", 0))
+        if inputs:
+            states, masks = zip(*inputs)
+            res["real"] = check_parity(agent, h5, onnx_out, (np.stack(states), np.stack(masks)), tol)
         entry["parity"]["actor"] = res
     return entry
 
@@ -163,47 +180,24 @@ def export_hybrid_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: 
     with every weight, ONNX of the actor; parity on random states (1 to 8
     subflows) and on the states met while the model drives a download in the
     emulator (one state per 0.2 s slot)."""
-    import shutil
-
-    import envs
     from baselines.hybrid.agent import HybridMPTCP
     from baselines.hybrid.export import check_parity, random_states, read_weights, write_onnx
 
     cfg, _, meta = read_weights(path)
     agent = HybridMPTCP(inner_loop=meta["inner_loop"], action=meta.get("action", "scale"),
                         network={k: v for k, v in cfg.as_dict().items() if k != "n_features"}, model=str(path))
-    entry: dict = {"source": str(path), "models": ["actor", "critic"], "files": [], "parity": {}}
-    h5_out = out_dir / f"{name}.h5"
-    if "hdf5" in formats:
-        shutil.copyfile(path, h5_out)           # the native layout already
-        entry["files"].append(h5_out.name)
-    onnx_out = None
-    if "onnx" in formats:
-        onnx_out = write_onnx(out_dir / f"{name}.onnx", path, opset=int(onnx_cfg["opset"]),
-                              ir_version=int(onnx_cfg["ir_version"]))
-        entry["files"].append(onnx_out.name)
+    entry, h5, onnx_out = _native_and_onnx(name, path, out_dir, formats, onnx_cfg, write_onnx)
     if check.get("enabled", True):
         tol = float(check.get("tolerance", 1e-5))
-        h5 = h5_out if "hdf5" in formats else path
         n = int(check.get("random_states", 256))
         res = {"random": check_parity(agent, h5, onnx_out, random_states(agent.net_config, n), tolerance=tol)}
-        states = []
-        real_act = agent.ddpg.act
-
-        def act(x, m):
-            states.append(x.copy())
-            return real_act(x, m)
-
-        agent.ddpg.act = act
         rs = check.get("real_states") or {}
         scenario = rs.get("scenario") or {"name": "export_check", "cc": "lia", "paths": [
             {"bandwidth_mbps": 20, "rtt_ms": 30, "loss": 1e-4}, {"bandwidth_mbps": 20, "rtt_ms": 80, "loss": 1e-4}]}
         # one decision per 0.2 s slot: a download of several seconds
-        envs.run_episode(scenario, {"kind": "bulk", "size_bytes": int(rs.get("hybrid_app_bytes", 20_000_000))},
-                         agent, int(rs.get("seed", 0)))
-        agent.ddpg.act = real_act
-        if states:
-            res["real"] = check_parity(agent, h5, onnx_out, [np.stack(states)], tol)
+        inputs = _actor_inputs(agent, scenario, rs.get("hybrid_app_bytes", 20_000_000), rs.get("seed", 0))
+        if inputs:
+            res["real"] = check_parity(agent, h5, onnx_out, [np.stack([x for x, _ in inputs])], tol)
         entry["parity"]["actor"] = res
     return entry
 

@@ -201,6 +201,17 @@ def test_the_joint_lateness_is_the_bivariate_model_it_states(rho_target):
     assert np.all(np.diff(lam) >= -1e-12)
 
 
+def test_lateness_of_a_packet_does_not_depend_on_the_packets_after_it():
+    """What lets HOP reuse the vector its lateness cap read as every
+    schedule's lateness (HOP._lams): lambda(j) for n packets is the prefix of
+    lambda(j) for more."""
+    for queue in ("joint", "shared"):
+        est = _joint_state(0.3)
+        est.queue = queue
+        long, short = est.lateness(0.115, 0.035, 150), est.lateness(0.115, 0.035, 40)
+        assert np.array_equal(long[:40], short)
+
+
 def test_the_lateness_cap_counts_the_packets_at_most_that_late():
     class Stub:
         has_sample, min_rtt, rate, rate_std = True, 0.025, 5e6, 1e6

@@ -168,6 +168,9 @@ def test_scaled_window_is_the_inner_window_times_the_gain():
     assert inner.cwnd == 6 * MSS
     with pytest.raises(ValueError):
         cc.set_gain(0.0)
+    from envs.cc import BBR
+    with pytest.raises(ValueError, match="per-packet hook"):      # BBR paces per packet: not a window to scale
+        ScaledWindow(BBR(MSS, 10))
 
 
 def test_gain_action_holds_a_gain_on_lia_between_slots():
@@ -176,6 +179,7 @@ def test_gain_action_holds_a_gain_on_lia_between_slots():
     agent = fixed_actions(HybridMPTCP(action="gain", gain_bits=2.0), [1.0, -0.5])
     emu, conn = run_until(agent, 0.5)
     assert all(isinstance(p.cc, ScaledWindow) and isinstance(p.cc.inner, Lia) for p in conn.paths)
+    assert all(p.cc_on_sent is None for p in conn.paths)             # nothing added per packet
     assert [p.cc.gain for p in conn.paths] == [4.0, 0.5]
     t = emu.sim.now
     seen = []

@@ -117,6 +117,55 @@ def has_format(path, file_format: str) -> bool:
         return False
 
 
+def write_weight_groups(h5file, nets: dict) -> None:
+    """One HDF5 group per network (``{group name: torch module}``), one
+    float32 dataset per ``state_dict`` entry (the actor-critic files of
+    GAPS and Hybrid MPTCP)."""
+    import numpy as np
+
+    for part, net in nets.items():
+        g = h5file.create_group(part)
+        for name, t in net.state_dict().items():
+            arr = t.detach().cpu().numpy().astype(np.float32)
+            g.create_dataset(name, data=arr, **dataset_options(arr))
+
+
+def read_weight_groups(h5file, parts, what: str) -> dict:
+    """``{group: {dataset name: float32 array}}`` of the groups ``parts`` of an
+    open HDF5 file; a missing group is a :class:`ModelFileError` naming ``what``."""
+    import h5py
+    import numpy as np
+
+    weights = {}
+    for part in parts:
+        if part not in h5file:
+            raise ModelFileError(f"{what}: missing group /{part}")
+        weights[part] = {}
+        h5file[part].visititems(lambda name, obj, d=weights[part]:
+                                d.__setitem__(name, np.asarray(obj[()], np.float32))
+                                if isinstance(obj, h5py.Dataset) else None)
+    return weights
+
+
+def load_weight_groups(ddpg, weights: dict, what: str) -> None:
+    """Load ``weights`` (:func:`read_weight_groups` of ``actor`` and ``critic``)
+    into a DDPG's networks and their targets; another parameter set or shape
+    is a :class:`ModelFileError` naming ``what``."""
+    import torch
+
+    for part, net, target in (("actor", ddpg.actor, ddpg.actor_target),
+                              ("critic", ddpg.critic, ddpg.critic_target)):
+        state = net.state_dict()
+        if set(state) != set(weights[part]):
+            raise ModelFileError(f"{what}: /{part} holds other parameters than the network")
+        for name, t in state.items():
+            if tuple(t.shape) != weights[part][name].shape:
+                raise ModelFileError(f"{what}: /{part}/{name} has shape "
+                                     f"{weights[part][name].shape}, expected {tuple(t.shape)}")
+        net.load_state_dict({k: torch.from_numpy(v) for k, v in weights[part].items()})
+        target.load_state_dict(net.state_dict())
+
+
 def write_header(h5file, file_format: str, format_version: int) -> None:
     """The attributes every HDF5 file of ours starts with: format name and
     version, framework version, creation time (UTC, ISO 8601)."""
@@ -128,6 +177,7 @@ def write_header(h5file, file_format: str, format_version: int) -> None:
     h5file.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
 
 
-__all__ = ["DQNFileError", "ModelFileError", "ExperienceFileError", "atomic_path", "framework_version", "has_format",
+__all__ = ["DQNFileError", "ModelFileError", "ExperienceFileError", "atomic_path", "framework_version", "has_format", "write_weight_groups", "read_weight_groups",
+           "load_weight_groups",
            "write_header", "HDF5_LIBVER", "open_hdf5_for_writing", "dataset_options", "hdf5_error_line",
            "integer_attribute"]

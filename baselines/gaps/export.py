@@ -28,22 +28,23 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines.dqn.export import ONNX_IR_VERSION, ONNX_OPSET
 from baselines.dqn.files import (
     ModelFileError,
     atomic_path,
-    dataset_options,
     framework_version,
     hdf5_error_line,
+    load_weight_groups,
     open_hdf5_for_writing,
+    read_weight_groups,
     write_header,
+    write_weight_groups,
 )
 from baselines.gaps.features import FEATURES
 from baselines.gaps.network import MASK_BIAS, GapsNetConfig
 
 FORMAT = "falcon-gaps"
 FORMAT_VERSION = 1
-ONNX_OPSET = 17
-ONNX_IR_VERSION = 8
 LN_EPS = 1e-5
 
 
@@ -58,11 +59,7 @@ def write_hdf5(path, agent) -> Path:
             f.attrs["hyperparameters"] = json.dumps(agent.hyperparameters())
             f.attrs["feature_names"] = list(FEATURES)
             f.attrs["mask_bias"] = MASK_BIAS
-            for part, net in (("actor", agent.ddpg.actor), ("critic", agent.ddpg.critic)):
-                g = f.create_group(part)
-                for name, t in net.state_dict().items():
-                    arr = t.detach().cpu().numpy().astype(np.float32)
-                    g.create_dataset(name, data=arr, **dataset_options(arr))
+            write_weight_groups(f, {"actor": agent.ddpg.actor, "critic": agent.ddpg.critic})
     return path
 
 
@@ -85,14 +82,7 @@ def read_weights(path) -> tuple[GapsNetConfig, dict[str, dict[str, np.ndarray]]]
                 cfg = GapsNetConfig(**json.loads(f.attrs["network"]))
             except (KeyError, TypeError, ValueError) as e:
                 raise ModelFileError(f"GAPS model {path}: bad network attribute ({e})") from None
-            weights = {}
-            for part in ("actor", "critic"):
-                if part not in f:
-                    raise ModelFileError(f"GAPS model {path}: missing group /{part}")
-                weights[part] = {}
-                f[part].visititems(lambda name, obj, d=weights[part]:
-                                   d.__setitem__(name, np.asarray(obj[()], np.float32))
-                                   if isinstance(obj, h5py.Dataset) else None)
+            weights = read_weight_groups(f, ("actor", "critic"), f"GAPS model {path}")
     except ModelFileError:
         raise
     except Exception as e:  # h5py raises OSError/KeyError/... for damaged files
@@ -102,23 +92,11 @@ def read_weights(path) -> tuple[GapsNetConfig, dict[str, dict[str, np.ndarray]]]
 
 def read_into(path, agent) -> None:
     """Load a GAPS HDF5 file's weights into ``agent``; the network config must match."""
-    import torch
-
     cfg, weights = read_weights(path)
     if cfg != agent.net_config:
         raise ModelFileError(f"GAPS model {path}: its network {cfg.as_dict()} differs from the agent's "
                              f"{agent.net_config.as_dict()}")
-    for part, net, target in (("actor", agent.ddpg.actor, agent.ddpg.actor_target),
-                              ("critic", agent.ddpg.critic, agent.ddpg.critic_target)):
-        state = net.state_dict()
-        if set(state) != set(weights[part]):
-            raise ModelFileError(f"GAPS model {path}: /{part} holds other parameters than the network")
-        for name, t in state.items():
-            if tuple(t.shape) != weights[part][name].shape:
-                raise ModelFileError(f"GAPS model {path}: /{part}/{name} has shape "
-                                     f"{weights[part][name].shape}, expected {tuple(t.shape)}")
-        net.load_state_dict({k: torch.from_numpy(v) for k, v in weights[part].items()})
-        target.load_state_dict(net.state_dict())
+    load_weight_groups(agent.ddpg, weights, f"GAPS model {path}")
 
 
 # ------------------------------------------------------------ NumPy reader

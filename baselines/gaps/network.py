@@ -136,7 +136,8 @@ class Encoder(nn.Module):
         return h
 
 
-def _mlp(sizes: list[int]) -> nn.Sequential:
+def mlp(sizes: list[int]) -> nn.Sequential:
+    """Linear layers of ``sizes`` with ReLU between them (none after the last)."""
     mods: list[nn.Module] = []
     for i in range(len(sizes) - 1):
         mods.append(nn.Linear(sizes[i], sizes[i + 1]))
@@ -152,7 +153,7 @@ class Actor(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = Encoder(cfg)
-        self.head = _mlp([cfg.d_model, *cfg.actor_hidden, 1])
+        self.head = mlp([cfg.d_model, *cfg.actor_hidden, 1])
         # token 0 is the fastest subflow, whose GAP is 0 by definition (SPEC-gaps): no action
         self.register_buffer("controllable", (torch.arange(cfg.max_subflows) > 0).float())
 
@@ -167,7 +168,7 @@ class Critic(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = Encoder(cfg)
-        self.head = _mlp([cfg.d_model + cfg.max_subflows, *cfg.critic_hidden, 1])
+        self.head = mlp([cfg.d_model + cfg.max_subflows, *cfg.critic_hidden, 1])
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         h = self.encoder(x, mask)
@@ -175,5 +176,5 @@ class Critic(nn.Module):
         return self.head(torch.cat([pooled, action * mask], dim=-1)).squeeze(-1)
 
 
-__all__ = ["GapsNetConfig", "PRESETS", "net_config", "Actor", "Critic", "Encoder", "EncoderLayer",
+__all__ = ["GapsNetConfig", "PRESETS", "net_config", "Actor", "Critic", "Encoder", "EncoderLayer", "mlp",
            "MAX_SUBFLOWS", "MASK_BIAS"]

@@ -168,7 +168,9 @@ class HybridMPTCP(Scheduler, Trainable):
 
             for p in paths:
                 if not isinstance(p.cc, ScaledWindow):
-                    install_cc(p, ScaledWindow(p.cc))
+                    scaled = ScaledWindow(p.cc)
+                    scaled.max_window = min(p.cc.max_window, float(self.max_window_packets * p.mss))
+                    install_cc(p, scaled)
         self.shares = schedule_shares(paths)
         self.actions = [0.0] * len(paths)
         self._prev = None
@@ -262,7 +264,6 @@ class HybridMPTCP(Scheduler, Trainable):
         self.actions = [float(v) for v in a]
         if self.action == "gain":
             for p, ai in zip(paths, self.actions):
-                p.cc.max_window = min(p.cc.inner.max_window, float(self.max_window_packets * p.mss))
                 p.cc.set_gain(2.0 ** (self.gain_bits * ai))
             return
         for p, ai in zip(paths, self.actions):

@@ -31,14 +31,17 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines.dqn.export import ONNX_IR_VERSION, ONNX_OPSET
 from baselines.dqn.files import (
     ModelFileError,
     atomic_path,
-    dataset_options,
     framework_version,
     hdf5_error_line,
+    load_weight_groups,
     open_hdf5_for_writing,
+    read_weight_groups,
     write_header,
+    write_weight_groups,
 )
 from baselines.hybrid.features import FEATURES
 from baselines.hybrid.network import HybridNetConfig
@@ -46,8 +49,6 @@ from baselines.hybrid.network import HybridNetConfig
 FORMAT = "falcon-hybrid"
 FORMAT_VERSION = 1
 KIND = "hybrid"
-ONNX_OPSET = 17
-ONNX_IR_VERSION = 8
 INPUT_NAME = "state"
 OUTPUT_NAME = "window_exponent"
 
@@ -64,11 +65,7 @@ def write_hdf5(path, agent) -> Path:
             f.attrs["network"] = json.dumps(agent.net_config.as_dict())
             f.attrs["hyperparameters"] = json.dumps(agent.hyperparameters())
             f.attrs["feature_names"] = list(FEATURES)
-            for part, net in (("actor", agent.ddpg.actor), ("critic", agent.ddpg.critic)):
-                g = f.create_group(part)
-                for name, t in net.state_dict().items():
-                    arr = t.detach().cpu().numpy().astype(np.float32)
-                    g.create_dataset(name, data=arr, **dataset_options(arr))
+            write_weight_groups(f, {"actor": agent.ddpg.actor, "critic": agent.ddpg.critic})
     return path
 
 
@@ -102,14 +99,7 @@ def read_weights(path) -> tuple[HybridNetConfig, dict[str, dict[str, np.ndarray]
                 meta["action"] = str(json.loads(f.attrs.get("hyperparameters", "{}")).get("action", "scale"))
             except (TypeError, ValueError):
                 meta["action"] = "scale"
-            weights = {}
-            for part in ("actor", "critic"):
-                if part not in f:
-                    raise ModelFileError(f"Hybrid MPTCP model {path}: missing group /{part}")
-                weights[part] = {}
-                f[part].visititems(lambda name, obj, d=weights[part]:
-                                   d.__setitem__(name, np.asarray(obj[()], np.float32))
-                                   if isinstance(obj, h5py.Dataset) else None)
+            weights = read_weight_groups(f, ("actor", "critic"), f"Hybrid MPTCP model {path}")
     except ModelFileError:
         raise
     except Exception as e:  # h5py raises OSError/KeyError/... for damaged files
@@ -146,23 +136,11 @@ def _check_shapes(path, cfg: HybridNetConfig, actor: dict) -> None:
 
 def read_into(path, agent) -> None:
     """Load a Hybrid MPTCP HDF5 file's weights into ``agent``; the network config must match."""
-    import torch
-
     cfg, weights, _ = read_weights(path)
     if cfg != agent.net_config:
         raise ModelFileError(f"Hybrid MPTCP model {path}: its network {cfg.as_dict()} differs from the agent's "
                              f"{agent.net_config.as_dict()}")
-    for part, net, target in (("actor", agent.ddpg.actor, agent.ddpg.actor_target),
-                              ("critic", agent.ddpg.critic, agent.ddpg.critic_target)):
-        state = net.state_dict()
-        if set(state) != set(weights[part]):
-            raise ModelFileError(f"Hybrid MPTCP model {path}: /{part} holds other parameters than the network")
-        for name, t in state.items():
-            if tuple(t.shape) != weights[part][name].shape:
-                raise ModelFileError(f"Hybrid MPTCP model {path}: /{part}/{name} has shape "
-                                     f"{weights[part][name].shape}, expected {tuple(t.shape)}")
-        net.load_state_dict({k: torch.from_numpy(v) for k, v in weights[part].items()})
-        target.load_state_dict(net.state_dict())
+    load_weight_groups(agent.ddpg, weights, f"Hybrid MPTCP model {path}")
 
 
 # ------------------------------------------------------------ NumPy reader

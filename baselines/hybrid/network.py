@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
+from baselines.gaps.network import mlp
 from envs.errors import ConfigError
 
 #: the largest subflow count a replay pads to (the networks themselves take any count)
@@ -67,15 +68,6 @@ class HybridNetConfig:
         return d
 
 
-def _mlp(sizes: list[int]) -> nn.Sequential:
-    mods: list[nn.Module] = []
-    for i in range(len(sizes) - 1):
-        mods.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2:
-            mods.append(nn.ReLU())
-    return nn.Sequential(*mods)
-
-
 def _final(out: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The LSTM output at each row's last real subflow: [batch, H]."""
     last = (mask.sum(1).long() - 1).clamp(min=0)
@@ -89,7 +81,7 @@ class Actor(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.lstm = nn.LSTM(cfg.n_features, cfg.lstm_hidden, batch_first=True)
-        self.head = _mlp([2 * cfg.lstm_hidden, *cfg.hidden, 1])
+        self.head = mlp([2 * cfg.lstm_hidden, *cfg.hidden, 1])
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         out, _ = self.lstm(x)
@@ -105,7 +97,7 @@ class Critic(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.lstm = nn.LSTM(cfg.n_features + 1, cfg.lstm_hidden, batch_first=True)
-        self.head = _mlp([cfg.lstm_hidden, *cfg.hidden, 1])
+        self.head = mlp([cfg.lstm_hidden, *cfg.hidden, 1])
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         out, _ = self.lstm(torch.cat([x, (action * mask)[..., None]], dim=-1))

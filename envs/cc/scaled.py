@@ -5,13 +5,17 @@
 ``cwnd = gain x inner.cwnd`` (clamped to [``min_window``, ``max_window``]);
 the inner controller keeps its own dynamics as if it were a flow with its
 own window: every ACK is forwarded with ``acked_bytes / gain`` (the bytes of
-its share of the window), every loss, probe timeout and sent packet as is,
+its share of the window), every loss and probe timeout as is,
 so a loss still halves the path's window and the coupled increase (LIA's
 ``alpha``) still reads the inner windows of its group. ``gain`` changes only
 through :meth:`set_gain`: an agent that sets a per-subflow aggressiveness on
 top of a model-based controller, which keeps reacting to every loss between
 the agent's decisions (a one-shot ``cwnd x 2^a`` on the inner controller is
 undone by its next halvings).
+
+Only window-based controllers can be wrapped: one with a per-packet hook
+(``on_packet_sent``: BBR's pacing) is refused, so that the wrapper adds no
+call to the emulator's per-packet loop.
 
 Units: bytes and seconds; ``gain`` is dimensionless.
 """
@@ -30,6 +34,9 @@ class ScaledWindow(CongestionController):
         super().__init__(inner.mss, 1, 1, inner.max_window, None)
         if not gain > 0.0:
             raise ValueError(f"ScaledWindow: the gain must be positive, got {gain!r}")
+        if type(inner).on_packet_sent is not CongestionController.on_packet_sent:
+            raise ValueError(f"ScaledWindow: {type(inner).__name__} has a per-packet hook; only window-based "
+                             "controllers can be wrapped")
         self.inner = inner
         self.gain = float(gain)
         self.min_window = inner.min_window
@@ -49,9 +56,6 @@ class ScaledWindow(CongestionController):
             raise ValueError(f"ScaledWindow: the gain must be positive, got {gain!r}")
         self.gain = float(gain)
         self._sync()
-
-    def on_packet_sent(self, now: float, size: int) -> None:
-        self.inner.on_packet_sent(now, size)
 
     def on_ack(self, now: float, acked_bytes: int, sent_time: float, rtt) -> None:
         inner = self.inner

@@ -417,6 +417,14 @@ def check_positive_int(cfg: Mapping, key: str, default: int | None = None, lo: i
     return int(v)
 
 
+def settings_record(sec: Mapping) -> dict:
+    """An experiment's validated section as its results record it: a copy,
+    with the runtime by name."""
+    out = {k: copy.deepcopy(v) for k, v in sec.items() if k != "runtime"}
+    out["runtime"] = sec["runtime"]["name"]
+    return out
+
+
 def mean_ci(values) -> tuple[float, float]:
     """Mean and the 95 % t-interval's half width (NaN with one value)."""
     v = np.asarray([x for x in values if x is not None and math.isfinite(x)], float)
@@ -432,4 +440,4 @@ def mean_ci(values) -> tuple[float, float]:
 __all__ = ["REFERENCE", "relative_score", "paired_score", "log_bin_edges", "bin_of", "bin_centre", "with_conditions",
            "agent_config", "build_agent", "prepare", "download", "train_reference", "reference_times",
            "experiment_bank", "format_table", "write_outputs", "plot_series", "run_tracked",
-           "check_positive_int", "check_schedulers", "offline_enabled", "job_config", "mean_ci"]
+           "check_positive_int", "check_schedulers", "offline_enabled", "job_config", "mean_ci", "settings_record"]

@@ -369,9 +369,7 @@ def run_hop(sec: dict, progress: bool = True, log=None) -> dict:
     series = next((r["series"] for r in records if "series" in r and r["scheduler"] == "hop"),
                   next((r["series"] for r in records if "series" in r), None))
     light = [{k: v for k, v in r.items() if k not in ("series", "block_sizes_kb")} for r in records]
-    settings_out = {k: copy.deepcopy(v) for k, v in sec.items() if k != "runtime"}
-    settings_out["runtime"] = rt["name"]
-    return {"job": JOB, "settings": settings_out, "seeds": [sec["seed"] + k for k in range(sec["runs"])],
+    return {"job": JOB, "settings": common.settings_record(sec), "seeds": [sec["seed"] + k for k in range(sec["runs"])],
             "summary": summary, "records": light, "estimator_series": series,
             "paper": hop_report.PAPER, "claims": hop_report.claims(summary, sec),
             "wall_s": time.perf_counter() - t0}

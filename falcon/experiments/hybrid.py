@@ -249,27 +249,19 @@ def _scheduler_factory(u: Unit, agents: list):
 
 
 def _phases(paths: list[dict], duration: float) -> list[tuple[float, float, float]]:
-    """``(start, end, summed capacity [Mbit/s])`` of the scenario's bandwidth phases."""
-    cuts = {0.0, float(duration)}
-    for p in paths:
-        for seg in (p.get("schedule") or []) if isinstance(p.get("schedule"), list) else \
-                (p.get("schedule") or {}).get("segments", []):
-            if seg.get("at_s", 0.0) < duration:
-                cuts.add(float(seg["at_s"]))
-    cuts = sorted(cuts)
-    out = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        cap = 0.0
-        for p in paths:
-            bw = float(p["bandwidth_mbps"])
-            segs = p.get("schedule") or []
-            segs = segs if isinstance(segs, list) else segs.get("segments", [])
-            for seg in sorted(segs, key=lambda s: s["at_s"]):
-                if seg["at_s"] <= a and seg.get("bandwidth_mbps") is not None:
-                    bw = float(seg["bandwidth_mbps"])
-            cap += bw
-        out.append((a, b, cap))
-    return out
+    """``(start, end, summed capacity [Mbit/s])`` of the scenario's bandwidth
+    phases over ``duration`` [s] (a looped schedule's first period only)."""
+    from envs.path_schedule import resolve_schedule
+    from envs.scenario import normalise_path
+
+    steps = []                                   # per path: [(start [s], Mbit/s)], in time order
+    for i, p in enumerate(paths):
+        q = normalise_path(p, i)
+        segs = resolve_schedule(q, q["schedule"], False, False) if q["schedule"] else []
+        steps.append([(0.0, q["bandwidth_mbps"]), *((t, c["bandwidth_mbps"]) for t, c in segs)])
+    cuts = sorted({0.0, float(duration), *(t for st in steps for t, _ in st if t < duration)})
+    return [(a, b, sum(next(bw for t, bw in reversed(st) if t <= a) for st in steps))
+            for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def run_unit(u: Unit) -> dict:
@@ -401,10 +393,8 @@ def run_hybrid(sec: dict, models_dir: Path, progress: bool = True, log=None) -> 
     summary = summarise(records, trained, sec)
     _log_summary(summary, log)
     light = [{k: v for k, v in r.items() if k != "series"} for r in records]
-    settings_out = {k: copy.deepcopy(v) for k, v in sec.items() if k != "runtime"}
-    settings_out["runtime"] = rt["name"]
     trained_light = [{k: v for k, v in t.items() if k != "curve"} for t in trained]
-    return {"job": JOB, "settings": settings_out, "seeds": [sec["seed"] + i for i in range(sec["sessions"])],
+    return {"job": JOB, "settings": common.settings_record(sec), "seeds": [sec["seed"] + i for i in range(sec["sessions"])],
             "summary": summary, "records": light, "training": trained_light,
             "paper": hybrid_report.PAPER, "claims": hybrid_report.claims(summary, sec),
             "wall_s": time.perf_counter() - t0}
