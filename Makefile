@@ -8,7 +8,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.falcon-installed
 
-.PHONY: setup core run evaluate test test-all lint mlflow-ui clean transport transport-test
+.PHONY: setup core run evaluate test test-all lint mlflow-ui clean transport transport-test reproduce notebooks
 
 setup: $(STAMP)
 
@@ -62,6 +62,18 @@ transport:
 transport-test: transport core
 	transports/build.sh --test
 	$(BIN)/python -m pytest -q tests/test_transport.py tests/test_deploy.py
+
+## every seed figure beside ours: results/reproduce/quick/report.md (SCALE=paper: the full protocols)
+SCALE ?= quick
+reproduce: core
+	$(BIN)/python -m falcon.reproduce scale=$(SCALE)
+
+## JupyterLab on notebooks/ (installs the notebooks extra into the venv once)
+notebooks: setup
+	@$(BIN)/python -c 'import jupyterlab' 2>/dev/null || \
+	    { command -v uv >/dev/null 2>&1 && uv pip install --python $(BIN)/python -e '.[notebooks]' || \
+	      $(BIN)/python -m pip install -e '.[notebooks]'; }
+	$(BIN)/jupyter lab notebooks/
 
 lint: setup
 	$(BIN)/ruff check .

@@ -109,9 +109,9 @@ def _plot_curve(curve: list[float], out: Path) -> Path | None:
     finite = [(i + 1, v) for i, v in enumerate(curve) if v is not None and math.isfinite(v)]
     if not finite:
         return None
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg")
+    use_agg()
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -63,9 +63,9 @@ def _quartiles(row: dict, policy: str) -> tuple[float, float]:
 def plot_evidence(results: dict, out: Path) -> Path:
     """Per cell, median download time of (a), (b), (c) after K steps (top) and
     before fine-tuning (bottom), p25-p75 whiskers, minRTT as a black tick."""
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg", force=True)
+    use_agg()
     import matplotlib.pyplot as plt
 
     rows = results["cells"]

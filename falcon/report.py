@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines.palette import color, colors
 from falcon.compare import comparisons, format_comparison
 
 SCHEMA_VERSION = 1
@@ -184,12 +185,15 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
         for ag, vals in data.items():
             x = np.sort(vals)
             y = np.arange(1, len(x) + 1) / len(x)
-            ax_cdf.step(x, y, where="post", label=f"{ag} (n={len(x)})")
+            ax_cdf.step(x, y, where="post", label=f"{ag} (n={len(x)})", color=color(ag))
         ax_cdf.set_xlabel(metric)
         ax_cdf.set_ylabel("CDF")
         ax_cdf.grid(alpha=0.3)
         ax_cdf.legend(fontsize="small")
-        ax_box.boxplot(list(data.values()), showfliers=True)
+        box = ax_box.boxplot(list(data.values()), showfliers=True, patch_artist=True,
+                            medianprops={"color": "black"})
+        for patch, c in zip(box["boxes"], colors(data)):
+            patch.set_facecolor(c)
         ax_box.set_xticks(range(1, len(data) + 1), list(data.keys()))
         ax_box.set_ylabel(metric)
         ax_box.grid(alpha=0.3, axis="y")
@@ -217,9 +221,9 @@ def plot_objects(records: Sequence[dict], out_dir: Path, points: int = 400) -> l
     """For apps of several objects (web pages, stream traces), one PNG per
     scenario x app: the CDF of per-object completion times (all objects of
     all runs) and the mean number of active objects (streams) over time."""
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg", force=True)
+    use_agg()
     import matplotlib.pyplot as plt
 
     written = []
@@ -237,9 +241,10 @@ def plot_objects(records: Sequence[dict], out_dir: Path, points: int = 400) -> l
         for ag, runs in by_agent.items():
             x = np.sort([c for o in runs for c in o["completion"] if math.isfinite(c)])
             if x.size:
-                ax_cdf.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{ag} (n={x.size})")
+                ax_cdf.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{ag} (n={x.size})",
+                            color=color(ag))
             active = np.mean([active_objects(o["release"], o["completion"], grid) for o in runs], axis=0)
-            ax_act.step(grid, active, where="post", label=ag)
+            ax_act.step(grid, active, where="post", label=ag, color=color(ag))
         ax_cdf.set_xlabel("object (stream) completion time [s]")
         ax_cdf.set_ylabel("CDF")
         ax_cdf.legend(fontsize="small")

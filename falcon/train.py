@@ -44,7 +44,7 @@ from falcon.jobs import instantiate_agent, seed_globals
 #: jobs of falcon/experiments/<job>.py (each has run_job(cfg)): FALCON's online experiments
 ONLINE_EXPERIMENTS = ("convergence", "stress", "k_impact", "overhead", "real_world")
 #: every job of falcon/experiments/<job>.py: the online experiments and the learnability suite
-EXPERIMENTS = (*ONLINE_EXPERIMENTS, "learnability", "gaps", "hop", "hybrid")
+EXPERIMENTS = (*ONLINE_EXPERIMENTS, "learnability", "gaps", "hop", "hybrid", "srpt_toys")
 
 
 def is_trainable(agent_cfg) -> bool:

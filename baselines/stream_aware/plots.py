@@ -18,15 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-#: fixed colours so that the four schedulers look the same in every figure
-COLORS = {"srpt_ecf": "tab:blue", "sa_ecf": "tab:orange", "fcfs_minrtt": "tab:green",
-          "srpt_minrtt": "tab:red"}
+#: the project's scheduler colours (:mod:`baselines.palette`), the same in every figure
+from baselines.palette import COLORS, color
 
 
 def _plt():
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg", force=True)
+    use_agg()
     import matplotlib.pyplot as plt
 
     return plt
@@ -74,11 +73,11 @@ def plot_completion_cdf(times: Mapping[str, Sequence[float]], path=None, *,
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for name, vals in times.items():
         x, y = ecdf(vals)
-        ax.step(x, y, where="post", label=name, color=COLORS.get(name))
+        ax.step(x, y, where="post", label=name, color=color(name))
     for name, vals in (fluid or {}).items():
         x, y = ecdf(vals)
         ax.step(x, y, where="post", linestyle="--", linewidth=1.0, label=f"{name} (fluid model)",
-                color=COLORS.get(name))
+                color=color(name))
     for i, d in enumerate(latencies or []):
         ax.axvline(d, color="grey", linewidth=0.8, linestyle=":",
                    label="path latencies" if i == 0 else None)
@@ -114,7 +113,7 @@ def plot_active_streams(runs: Mapping[str, Sequence[tuple[Sequence[float], Seque
         if not pairs:
             continue
         mean = np.mean([active_streams(r, f, grid) for r, f in pairs], axis=0)
-        ax.step(grid, mean, where="post", label=name, color=COLORS.get(name))
+        ax.step(grid, mean, where="post", label=name, color=color(name))
     ax.set_xlabel("time since the first request [s]")
     ax.set_ylabel("active streams" + (" (mean over seeds)" if any(len(p) > 1 for p in runs.values()) else ""))
     ax.grid(alpha=0.3)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines.palette import color
 from envs.errors import ConfigError
 from falcon import report
 from falcon.experiment import info
@@ -308,18 +309,21 @@ def publish(tracker, folder: Path, name: str, results: Mapping, table_fn, plot_f
 
 def plot_series(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
                 xlabel: str, ylabel: str, title: str, logx: bool = False, ref_line: float | None = 1.0,
-                xticks: Sequence | None = None) -> Path:
-    """One line per series (NaN points dropped), a dashed reference line."""
-    import matplotlib
+                xticks: Sequence | None = None, schedulers: bool = True) -> Path:
+    """One line per series (NaN points dropped), a dashed reference line.
+    ``schedulers``: the labels are scheduler names, drawn in their
+    :mod:`baselines.palette` colours (else matplotlib's colour cycle)."""
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg")
+    use_agg()
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for label, (xs, ys) in series.items():
         pts = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y)]
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label,
+                    color=color(label) if schedulers else None)
     if ref_line is not None:
         ax.axhline(ref_line, color="grey", linestyle="--", linewidth=1)
     if logx:

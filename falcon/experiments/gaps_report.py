@@ -6,22 +6,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from falcon import report
+from baselines.palette import color, colors
+from falcon import report, seeds
 from falcon.experiments import common
 
-#: THE PAPER'S numbers (GAPS, seed 001 / design/SPEC-gaps.md "Headline
-#: claims"), not ours: shown beside ours in gaps.txt and gaps.json.
-PAPER: dict = {
-    "source": "GAPS paper (seed 001, likely Liao et al., IFIP Networking 2020), as summarised in SPEC-gaps.md",
-    "gaps_p99_oqs_kb_below": 100.0,
-    "gaps_oqs_vs_stms_pct": -68.3,
-    "gaps_gap_deviation_pct": [1.2, 3.3],
-    "baselines_gap_deviation_pct": [10.0, 15.0],
-    "gaps_goodput_vs_stms_pct": 12.7,
-    "gaps_app_delay_vs_stms_pct": -9.4,
-    "gaps_fct_short_vs_stms_pct": -13.0,
-    "gaps_fct_long_vs_stms_pct": -21.0,
-}
+#: THE PAPER'S numbers (GAPS, seed 001), not ours: every value of the "gaps"
+#: figure's claims in data/seed_claims.yaml (their one home), shown beside
+#: ours in gaps.txt and gaps.json
+PAPER: dict = {"source": seeds.source("gaps"),
+               **{k: v for c in seeds.figure("gaps")["claims"] for k, v in c["values"].items()}}
 
 
 def _vs(a: float, b: float) -> float:
@@ -126,16 +119,16 @@ def plot(results: Mapping, path) -> None:
     (default vs poor network, FCT)."""
     from pathlib import Path
 
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg")
+    use_agg()
     import matplotlib.pyplot as plt
 
     path = Path(path)
     cdf = results["oqs_cdf"]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for name, xs in cdf["oqs_kb"].items():
-        ax.plot(xs, cdf["quantiles"], label=name)
+        ax.plot(xs, cdf["quantiles"], label=name, color=color(name))
     ax.axvline(results["paper"]["gaps_p99_oqs_kb_below"], color="grey", linestyle="--", linewidth=1,
                label="paper: GAPS p99 < 100 KB")
     ax.set_xlabel("OQS [KB]")
@@ -163,7 +156,8 @@ def _plot_sweeps(results: Mapping, path, plt) -> None:
         for row, metric in enumerate(("oqs_mean_kb", "oqs_p99_kb")):
             ax = axes[row][col]
             for name in summary[sts[0]["name"]]:
-                ax.plot(xs, [summary[s["name"]][name][metric] for s in sts], marker="o", label=name)
+                ax.plot(xs, [summary[s["name"]][name][metric] for s in sts], marker="o", label=name,
+                        color=color(name))
             if cat:
                 ax.set_xticks(xs)
                 ax.set_xticklabels([str(s["x"]) for s in sts])
@@ -192,7 +186,7 @@ def _plot_bars(results: Mapping, path, plt) -> None:
         names = list(summary[s])
         vals = [summary[s][n][metric] for n in names]
         ax.bar(range(len(names)), [v if math.isfinite(v) else 0.0 for v in vals],
-               color=[f"C{i}" for i in range(len(names))])
+               color=colors(names))
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=60, fontsize=7)
         ax.set_title(label, fontsize=9)

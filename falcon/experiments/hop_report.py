@@ -6,16 +6,12 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from falcon import report
+from baselines.palette import color
+from falcon import report, seeds
 from falcon.experiments.common import format_table
 
-#: the paper's headline claims (seed 003, SPEC-hop.md)
-PAPER = {
-    "balanced": "meets 98 % up to 145 kB blocks (46.4 Mb/s), > 90 % of the ~51 Mb/s bound",
-    "unbalanced": "meets 98 % up to 140 kB; DAPS/DEMS 3-4x more failures",
-    "highly_unbalanced": "4x fewer failures than DEMS, 6x fewer than DAPS/STTF",
-    "leap": "LEAP (balanced): mean block 150-160 kB, failures slightly above 2 %",
-}
+#: the paper's headline claims (seed 003), from data/seed_claims.yaml
+PAPER = seeds.claim_texts("hop")
 
 
 def _geo(ratios: Mapping) -> float:
@@ -88,9 +84,9 @@ def table(res: Mapping) -> str:
 
 
 def plot(res: Mapping, path: Path) -> Path:
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg")
+    use_agg()
     import matplotlib.pyplot as plt
 
     summary = res["summary"]
@@ -102,7 +98,7 @@ def plot(res: Mapping, path: Path) -> Path:
             pts = [(float(s), c["failure_probability"]) for s, c in p["sizes"].items() if s != "leap"]
             pts = [(x, max(y, 1e-4)) for x, y in pts if math.isfinite(y)]
             if pts:
-                ax.plot(*zip(*pts), marker="o", label=name)
+                ax.plot(*zip(*pts), marker="o", label=name, color=color(name))
         ax.axhline(target, color="grey", linestyle="--", linewidth=1)
         ax.set_yscale("log")
         ax.set_title(case)

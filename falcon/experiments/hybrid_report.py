@@ -8,19 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from falcon import report
+from baselines.palette import color
+from falcon import report, seeds
 from falcon.experiments.common import format_table
 
-#: the paper's headline claims (seed 002, SPEC-hybrid.md "Headline claims"; all qualitative but two)
-PAPER = {
-    "iteration_vs_lia": "iteration time far below MPTCP-LIA's (Figs. 12, 13)",
-    "iteration_vs_drl": "iteration time slightly above DRL-MPTCP's",
-    "fairness": "the best fairness: the lowest unfairness (std of iteration counts) (Fig. 11)",
-    "smoothness": "smoother throughput than DRL-MPTCP (lower fluctuation) (Figs. 8, 9)",
-    "learning_score": "learning score about 3x DRL-MPTCP's",
-    "cpu": "CPU about 4x lower than DRL-MPTCP's (Fig. 15)",
-    "stragglers": "the lowest iteration time at every straggler count (Fig. 13)",
-}
+#: the paper's headline claims (seed 002; all qualitative but two), from data/seed_claims.yaml
+PAPER = seeds.claim_texts("hybrid")
 
 
 def _geo(values) -> float:
@@ -124,18 +117,10 @@ def table(res: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: one colour per scheduler in every plot of the experiment
-COLOURS = {"hybrid": "tab:red", "drl_mptcp": "tab:purple", "lia": "tab:blue", "cubic": "tab:gray"}
-
-
-def _colour(name: str) -> str | None:
-    return COLOURS.get(name)
-
-
 def plot(res: Mapping, path: Path) -> Path:
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg")
+    use_agg()
     import matplotlib.pyplot as plt
 
     s = res["summary"]["settings"]
@@ -149,9 +134,9 @@ def plot(res: Mapping, path: Path) -> Path:
         for n in names:
             if bws:
                 axes[0].plot(bws, [cells[b][n]["iteration_time_mean_s"] for b in bws], ls, marker="o",
-                             color=_colour(n), label=f"{n} {mode}")
+                             color=color(n), label=f"{n} {mode}")
                 axes[1].plot(bws, [cells[b][n]["unfairness_std"] for b in bws], ls, marker="o",
-                             color=_colour(n), label=f"{n} {mode}")
+                             color=color(n), label=f"{n} {mode}")
     axes[0].set_xlabel("path bandwidth [Mbit/s]")
     axes[0].set_ylabel("mean iteration time [s]")
     axes[1].set_xlabel("path bandwidth [Mbit/s]")
@@ -161,7 +146,7 @@ def plot(res: Mapping, path: Path) -> Path:
     for n in names:
         if counts:
             axes[2].plot(counts, [st[f"stragglers_{c}"][n]["iteration_time_mean_s"] for c in counts], marker="o",
-                         color=_colour(n), label=n)
+                         color=color(n), label=n)
     axes[2].set_xlabel("stragglers")
     axes[2].set_ylabel("mean iteration time [s]")
     for ax in axes:
@@ -174,7 +159,7 @@ def plot(res: Mapping, path: Path) -> Path:
         for n in names:
             if "series" in per.get(n, {}):
                 axes[0].plot(per[n]["series"]["t_s"], per[n]["series"]["total_mbps"], linewidth=0.9,
-                             color=_colour(n), label=n)
+                             color=color(n), label=n)
                 if "phases" in per[n]:
                     xs = [x for p in per[n]["phases"] for x in (p["start_s"], p["end_s"])]
                     ys = [p["capacity_mbps"] for p in per[n]["phases"] for _ in range(2)]
@@ -186,7 +171,7 @@ def plot(res: Mapping, path: Path) -> Path:
         for n in names:
             if "series" in per.get(n, {}):
                 axes[1].plot(per[n]["series"]["t_s"], per[n]["series"]["straggler_mbps"], linewidth=0.9,
-                             color=_colour(n), label=n)
+                             color=color(n), label=n)
         axes[1].set_title(f"Exp. 4: the straggler's throughput ({label})")
     for ax in axes:
         ax.set_xlabel("time [s]")
@@ -198,7 +183,7 @@ def plot(res: Mapping, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for n, t in res["summary"]["training"].items():
         for i, curve in enumerate(t["curves"]):
-            ax.plot(range(1, len(curve) + 1), curve, color=_colour(n), alpha=0.8,
+            ax.plot(range(1, len(curve) + 1), curve, color=color(n), alpha=0.8,
                     label=n if i == 0 else None)
     ax.set_xlabel("training episode")
     ax.set_ylabel("learning score: mean reward per slot")

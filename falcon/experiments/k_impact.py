@@ -232,7 +232,8 @@ def plot(results: dict, path) -> None:
     series = {f"n = {n} sub-range(s)": ([r["k"] for r in c["rows"]], [r["score"] for r in c["rows"]])
               for n, c in results["curves"].items()}
     common.plot_series(path, series, xlabel="K (fine-tuning steps)", ylabel="relative score (DQN-Off / FALCON)",
-                       title="Impact of K after a change", logx=True, xticks=results["settings"]["ks"])
+                       title="Impact of K after a change", logx=True, xticks=results["settings"]["ks"],
+                       schedulers=False)
 
 
 def run_job(cfg) -> dict:

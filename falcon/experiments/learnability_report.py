@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines.palette import color
 from falcon import report
 from falcon.compare import compare_to_references
 from falcon.experiments import common
@@ -153,9 +154,9 @@ MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p", "d", "8")
 
 def plot(results: dict, path) -> Path:
     """Ratio to the best rule per condition (log scale), one marker style per scheduler."""
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg")
+    use_agg()
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
@@ -171,7 +172,7 @@ def plot(results: dict, path) -> Path:
             score = results["suite_score"][n]
             label = f"{n} (score {score:.3f})" if score is not None else n
             ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none", marker=MARKERS[j % len(MARKERS)],
-                    markersize=6, label=label, fillstyle="none" if n in results["settings"]["rules"] else "full")
+                    markersize=6, label=label, color=color(n), fillstyle="none" if n in results["settings"]["rules"] else "full")
     ax.axhline(1.0, color="grey", linestyle="-", linewidth=1)
     ax.axhline(results["settings"]["within"], color="grey", linestyle="--", linewidth=1)
     ax.set_yscale("log")

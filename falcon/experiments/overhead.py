@@ -49,6 +49,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from baselines.palette import color
 from envs.errors import ConfigError
 from envs.runner import setup_episode
 from envs.scenario import SCHEDULE_FIELDS, normalise_scenario
@@ -210,15 +211,16 @@ def table(results: dict) -> str:
 
 
 def plot(results: dict, path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
+    from baselines.mpl import use_agg
+
+    use_agg()
     import matplotlib.pyplot as plt
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 3.8))
     for name, c in results["curves"].items():
         t = [1000.0 * x for x in c["t_s"]]
-        a1.plot(t, c["cpu_ms"], marker=".", label=name)
-        a2.plot(t, c["memory_mb"], marker=".", label=name)
+        a1.plot(t, c["cpu_ms"], marker=".", label=name, color=color(name))
+        a2.plot(t, c["memory_mb"], marker=".", label=name, color=color(name))
     change = results["settings"].get("change")
     for ax in (a1, a2):
         if change:

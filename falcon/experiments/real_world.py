@@ -58,6 +58,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from baselines.palette import color
 from envs.errors import ConfigError
 from envs.scenario import normalise_scenario
 from falcon import report
@@ -318,9 +319,9 @@ def table(results: dict) -> str:
 
 
 def plot(results: dict, path) -> None:
-    import matplotlib
+    from baselines.mpl import use_agg
 
-    matplotlib.use("Agg")
+    use_agg()
     import matplotlib.pyplot as plt
 
     res = results["results"]
@@ -329,7 +330,8 @@ def plot(results: dict, path) -> None:
         for sname, v in r["summary"].items():
             pts = [(row["day"], row["mean_time_s"]) for row in v["days"] if math.isfinite(row["mean_time_s"])]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=sname)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=sname,
+                        color=color(sname))
         ax.set_xlabel("day")
         ax.set_ylabel("mean download time [s]")
         ax.set_title(name)

@@ -59,6 +59,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from baselines.palette import color
 from envs.errors import ConfigError
 from envs.scenario import SCHEDULE_FIELDS, normalise_scenario, random_condition_schedule
 from falcon import report
@@ -268,14 +269,16 @@ def plot(results: dict, path) -> None:
     ivs = results["settings"]["intervals_s"]
     xs = list(range(len(ivs)))
     series = {name: (xs, [r["score"] for r in rows]) for name, rows in results["scores"].items()}
-    import matplotlib
-    matplotlib.use("Agg")
+    from baselines.mpl import use_agg
+
+    use_agg()
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     width = 0.8 / max(1, len(series))
     for k, (name, (_, ys)) in enumerate(series.items()):
-        ax.bar([x + k * width for x in xs], [y if math.isfinite(y) else 0.0 for y in ys], width, label=name)
+        ax.bar([x + k * width for x in xs], [y if math.isfinite(y) else 0.0 for y in ys], width, label=name,
+               color=color(name))
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_xticks([x + width * (len(series) - 1) / 2 for x in xs])
     ax.set_xticklabels([f"{iv:g}" for iv in ivs])
