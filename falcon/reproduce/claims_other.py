@@ -80,7 +80,8 @@ def hybrid_verdicts(res: Mapping, fig: Mapping) -> list[Verdict]:
         verdict = str(row["verdict"])
         ok = verdict.startswith("reproduced") or verdict.startswith("better than claimed")
         ours = {k: v for k, v in row.items() if k not in ("paper", "verdict")}
-        reason = verdict if ok else f"{verdict} (README \"Hybrid MPTCP\" gives what was measured about why)"
+        reason = f"the experiment's verdict: {verdict}" + ("" if ok else
+                                                          "; README \"Hybrid MPTCP\" gives what was measured about why")
         out.append(Verdict(c["id"], ok, ours, "the experiment's own rule (falcon/experiments/hybrid_report.py)",
                            reason))
     return out

@@ -37,6 +37,14 @@ def fmt(v) -> str:
     return str(v)
 
 
+def _shown(path: Path) -> str:
+    """A path relative to the working directory when it is below it (reports are read from the checkout)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def run_link(tracking_uri: str | None, experiment_id: str | None, run_id: str | None) -> str | None:
     """The MLflow UI address of a run (``mlflow ui`` on its default port for a
     local store; the server's own address otherwise)."""
@@ -76,7 +84,7 @@ def build(doc: Mapping, figures: Sequence[Mapping], *, scale: str, state: Mappin
             "id": fig["id"], "where": fig["where"], "title": fig["title"], "experiment": exp.name,
             "what": exp.what, "status": outcome.status if outcome else "not run",
             "error": outcome.error if outcome else "",
-            "output": str(outcome.output) if outcome else None,
+            "output": _shown(outcome.output) if outcome else None,
             "run_id": outcome.run_id if outcome else None,
             "run_link": run_link(tracking_uri, item.get("experiment_id"), outcome.run_id if outcome else None),
             "wall_s": outcome.wall_s if outcome else None, "plots": plots, "rows": rows})
