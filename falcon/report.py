@@ -172,6 +172,18 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
     return fig, fig.subplots(nrows, ncols)
 
 
+#: metric-name suffix -> the unit an axis label shows
+_UNITS = (("_mbps", "Mbit/s"), ("_bytes", "bytes"), ("_ms", "ms"), ("_s", "s"))
+
+
+def axis_label(metric: str) -> str:
+    """``download_time_s`` -> ``download time [s]``: a metric's name as an axis label with its unit."""
+    for suffix, unit in _UNITS:
+        if metric.endswith(suffix):
+            return f"{metric[: -len(suffix)].replace('_', ' ')} [{unit}]"
+    return metric.replace("_", " ")
+
+
 def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
     """One PNG per scenario x app: the metric's empirical CDF and a box plot per scheduler."""
     written = []
@@ -186,7 +198,7 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
             x = np.sort(vals)
             y = np.arange(1, len(x) + 1) / len(x)
             ax_cdf.step(x, y, where="post", label=f"{ag} (n={len(x)})", color=color(ag))
-        ax_cdf.set_xlabel(metric)
+        ax_cdf.set_xlabel(axis_label(metric))
         ax_cdf.set_ylabel("CDF")
         ax_cdf.grid(alpha=0.3)
         ax_cdf.legend(fontsize="small")
@@ -195,7 +207,7 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
         for patch, c in zip(box["boxes"], colors(data)):
             patch.set_facecolor(c)
         ax_box.set_xticks(range(1, len(data) + 1), list(data.keys()))
-        ax_box.set_ylabel(metric)
+        ax_box.set_ylabel(axis_label(metric))
         ax_box.grid(alpha=0.3, axis="y")
         fig.suptitle(f"{metric}: scenario {sc}, app {app}")
         # fixed margins: a tight layout would render every figure's text twice

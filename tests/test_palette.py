@@ -130,3 +130,12 @@ def test_stream_aware_figures_use_the_palette():
         assert [_rgb(ln.get_color()) for ln in fig.axes[0].get_lines()] == [_rgb(c) for c in palette.colors(names)]
     finally:
         plt.close(fig)
+
+
+def test_metric_axes_carry_units():
+    from falcon.report import axis_label
+
+    assert axis_label("download_time_s") == "download time [s]"
+    assert axis_label("goodput_mbps") == "goodput [Mbit/s]"
+    assert axis_label("oqs_p99_bytes") == "oqs p99 [bytes]"
+    assert axis_label("retransmissions") == "retransmissions"
