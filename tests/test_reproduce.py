@@ -189,3 +189,24 @@ def test_bad_scale_is_one_line(compose, tmp_path, mlflow_uri):
 
     with pytest.raises(ConfigError, match="scale: expected one of quick, paper"):
         reproduce(_cfg(compose, tmp_path, mlflow_uri, "scale=huge"))
+
+
+def test_verdict_rules_read_the_papers_numbers_from_the_data_file():
+    """Change a number in the figure's entry and the rule moves with it: none is typed into a check."""
+    import copy
+
+    fig = copy.deepcopy(seeds.figure("falcon_fig10"))
+    res = {"summary": {"falcon": {"cpu_ms_mean": 1.2, "memory_mb_end": 1.2},
+                       "minrtt": {"cpu_ms_mean": 1.0, "memory_mb_end": 1.0}}}
+    assert claims.verdicts(fig, res)[0].reproduced is False          # +20 % against twice 3 % and 6 %
+    fig["claims"][0]["values"] = {"cpu_extra_pct": 15.0, "memory_extra_pct": 15.0}
+    v = claims.verdicts(fig, res)[0]
+    assert v.reproduced is True and "30 %" in v.rule
+    gaps = copy.deepcopy(seeds.figure("gaps"))
+    summary = {"summary": {"default": {"gaps": {"oqs_p99_kb": 300.0, "oqs_mean_kb": 50.0, "goodput_mbps": 1.0,
+                                                "app_delay_ms": 1.0},
+                                       "stms": {"oqs_p99_kb": 400.0, "oqs_mean_kb": 60.0, "goodput_mbps": 1.0,
+                                                "app_delay_ms": 1.0}}}}
+    assert claims.verdicts(gaps, summary)[0].reproduced is False
+    gaps["claims"][0]["values"]["gaps_p99_oqs_kb_below"] = 500.0
+    assert claims.verdicts(gaps, summary)[0].reproduced is True

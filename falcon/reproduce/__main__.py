@@ -65,6 +65,7 @@ def reproduce(cfg) -> dict:
     model = render.build(doc, figures, scale=scale, state=state, command=command, out_dir=out_dir,
                          tracking_uri=uri)
     model["wall_s"] = time.perf_counter() - t0
+    model["failed"] = [n for n, o in outcomes.items() if o.status == "failed"]
     model["experiments"] = {n: {"status": o.status, "output": str(o.output), "run_id": o.run_id,
                                 "wall_s": o.wall_s, "log": str(o.log)} for n, o in outcomes.items()}
     _write(out_dir / "report.md", render.markdown(model))
@@ -74,17 +75,15 @@ def reproduce(cfg) -> dict:
     print(f"report: {out_dir / 'report.md'} ({out_dir / 'report.html'}); claims: {t['reproduced']} reproduced, "
           f"{t['not reproduced']} not reproduced, {t['not assessed']} not assessed; {model['wall_s']:.0f} s",
           file=sys.stderr, flush=True)
-    failed = [n for n, o in outcomes.items() if o.status == "failed"]
-    model["failed"] = failed
     return model
 
 
 def _write(path: Path, text: str) -> None:
-    """Write through a temporary file and rename: never a half-written report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    """Never a half-written report: through a temporary file renamed onto ``path``."""
+    from baselines.dqn.files import atomic_path
+
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 def _mlflow_experiment(tracking: dict) -> tuple[str | None, str | None]:

@@ -18,7 +18,7 @@ first (the ``bank`` entry) so that its time is its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from envs.errors import ConfigError
 
@@ -43,7 +43,6 @@ class Experiment:
     #: Hydra entry point (output=..., tracking=none); else ``--out <folder>/<result>``
     hydra: bool = True
     what: str = ""
-    extra: Mapping[str, str] = field(default_factory=dict)
 
     def command(self, scale: str, out_dir: str, bank_preset: str) -> list[str]:
         """The argv (after ``python``) of this experiment at ``scale``, writing into ``out_dir``."""

@@ -29,7 +29,7 @@ def fmt(v) -> str:
     if isinstance(v, float):
         if not math.isfinite(v):
             return "n/a"
-        return f"{v:.0f}" if abs(v) >= 1e4 or (v == int(v) and abs(v) < 1e4) else f"{v:.4g}"
+        return f"{v:.0f}" if abs(v) >= 1e4 or v.is_integer() else f"{v:.4g}"
     if isinstance(v, list | tuple):
         return ", ".join(fmt(x) for x in v)
     if isinstance(v, Mapping):
