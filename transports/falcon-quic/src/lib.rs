@@ -190,8 +190,84 @@ impl Args {
     }
 }
 
+/// Environment variable naming the level of tquic's log (`error`, `warn`,
+/// `info`, `debug`, `trace`; unset or `off`: no log); `--log LEVEL` on either
+/// binary overrides it.
+pub const LOG_ENV: &str = "FALCON_QUIC_LOG";
+/// Environment variable naming the file the log goes to (default stderr;
+/// `{role}` in it becomes `server` or `client`, so both ends can share it);
+/// `--log-file PATH` overrides it.
+pub const LOG_FILE_ENV: &str = "FALCON_QUIC_LOG_FILE";
+
+/// tquic's `log` records, one line each: seconds since the logger started,
+/// level, message. Buffered: [`flush_log`] writes out the rest.
+struct LineLog {
+    start: std::time::Instant,
+    out: std::sync::Mutex<std::io::BufWriter<Box<dyn std::io::Write + Send>>>,
+}
+
+impl log::Log for LineLog {
+    fn enabled(&self, _meta: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        use std::io::Write as _;
+        let t = self.start.elapsed().as_secs_f64();
+        if let Ok(mut out) = self.out.lock() {
+            let _ = writeln!(out, "{t:.6} {} {}", record.level(), record.args());
+        }
+    }
+    fn flush(&self) {
+        use std::io::Write as _;
+        if let Ok(mut out) = self.out.lock() {
+            let _ = out.flush();
+        }
+    }
+}
+
+/// Install the logger at `--log` / `FALCON_QUIC_LOG`'s level, writing to
+/// `--log-file` / `FALCON_QUIC_LOG_FILE` (default stderr; `{role}` in the
+/// name becomes `role`); returns the level, or None when logging stays off.
+pub fn init_log(args: &Args, role: &str) -> Result<Option<log::LevelFilter>, String> {
+    let text = match args.get("log") {
+        Some(l) => l.to_string(),
+        None => std::env::var(LOG_ENV).unwrap_or_default(),
+    };
+    if text.is_empty() || text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let filter: log::LevelFilter = text
+        .parse()
+        .map_err(|_| format!("--log / {LOG_ENV}: unknown level {text:?}"))?;
+    let file = args
+        .get("log-file")
+        .map(String::from)
+        .or_else(|| std::env::var(LOG_FILE_ENV).ok())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.replace("{role}", role));
+    let sink: Box<dyn std::io::Write + Send> = match file {
+        Some(p) => Box::new(
+            std::fs::File::create(&p).map_err(|e| format!("--log-file {p}: {e}"))?,
+        ),
+        None => Box::new(std::io::stderr()),
+    };
+    let logger = Box::new(LineLog {
+        start: std::time::Instant::now(),
+        out: std::sync::Mutex::new(std::io::BufWriter::with_capacity(1 << 20, sink)),
+    });
+    log::set_boxed_logger(logger).map_err(|e| format!("logger: {e}"))?;
+    log::set_max_level(filter);
+    Ok(Some(filter))
+}
+
+/// Write out what the logger still buffers.
+pub fn flush_log() {
+    log::logger().flush();
+}
+
 /// Print `error: <message>` and exit with status 2.
 pub fn fail(message: &str) -> ! {
+    flush_log();
     eprintln!("error: {message}");
     std::process::exit(2)
 }

@@ -7,6 +7,7 @@
 //!
 //! falcon-quic-client --connect 127.0.0.1:4433 --local 127.0.0.2,127.0.0.3
 //!     --size 2000000 [--output FILE] [--timeout-s 60] [--scheduler minrtt] [--cc bbr]
+//!     [--log debug] [--log-file LOG]   (tquic's log; FALCON_QUIC_LOG, FALCON_QUIC_LOG_FILE)
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -139,6 +140,7 @@ fn report(dl: &Download) -> String {
 
 fn run() -> Result<bool, String> {
     let args = Args::parse(&[])?;
+    init_log(&args, "client")?;
     let remote: SocketAddr = args.parse_or("connect", "127.0.0.1:4433".parse().unwrap())?;
     let size: u64 = args.parse_or("size", 2_000_000)?;
     let timeout = Duration::from_secs_f64(args.parse_or("timeout-s", 60.0)?);
@@ -223,7 +225,9 @@ fn run() -> Result<bool, String> {
 }
 
 fn main() {
-    match run() {
+    let result = run();
+    flush_log();
+    match result {
         Ok(true) => {}
         Ok(false) => std::process::exit(1),
         Err(e) => fail(&e),

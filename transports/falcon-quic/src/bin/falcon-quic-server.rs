@@ -6,6 +6,7 @@
 //!
 //! falcon-quic-server [--listen 127.0.0.1:4434] [--scheduler minrtt] [--paths 2]
 //!     [--model M.onnx] [--decision-log L.jsonl] [--cc bbr] [--cert C --key K] [--once]
+//!     [--log debug] [--log-file LOG]   (tquic's log; FALCON_QUIC_LOG, FALCON_QUIC_LOG_FILE)
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -128,6 +129,7 @@ fn beside_exe(name: &str) -> String {
 
 fn run() -> Result<(), String> {
     let args = Args::parse(&["once"])?;
+    init_log(&args, "server")?;
     let listen: SocketAddr = args.parse_or("listen", "127.0.0.1:4434".parse().unwrap())?;
     let algorithm = scheduler(args.get("scheduler").unwrap_or("minrtt"))?;
     let n_paths: usize = args.parse_or("paths", 2)?;
@@ -202,6 +204,7 @@ fn run() -> Result<(), String> {
     }
     // dropping the endpoint drops the connections and flushes the decision log
     drop(endpoint);
+    flush_log();
     Ok(())
 }
 
