@@ -1,6 +1,8 @@
 # C types of envs/link.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
 
+cdef bint COMPILED
+
 cdef class Link:
     cdef public object capacity, buffer_packets, buffer_bytes, name
     cdef public object _queue
@@ -16,8 +18,8 @@ cdef class Link:
 cdef class DelayModel:
     cdef public double mean_rtt, cv, offset
     cdef public object one_way_series, _rng
-    cdef public list _buf
-    cdef public Py_ssize_t _i
+    cdef double[::1] _buf
+    cdef public Py_ssize_t _i, _n
     @cython.locals(i=Py_ssize_t)
     cpdef double sample_rtt(self, double now)
 
@@ -25,8 +27,8 @@ cdef class LossModel:
     cdef public double p, offset
     cdef public object series, ge, _rng
     cdef public bint _bad
-    cdef public list _buf
-    cdef public Py_ssize_t _i
+    cdef double[::1] _buf
+    cdef public Py_ssize_t _i, _n
     @cython.locals(i=Py_ssize_t)
     cpdef double _uniform(self)
     cpdef bint lost(self, double now)

@@ -28,6 +28,15 @@ import numpy as np
 from envs.traces.base import CapacityTrace, StepSeries
 
 _BLOCK = 4096  # random draws are made in blocks: one numpy call per 4096 packets
+#: True in the compiled module, which reads a block of draws through a typed view of the
+#: NumPy array; the .py core reads it as a list (faster there than indexing an array)
+COMPILED = not __file__.endswith(".py")
+_NO_DRAWS = np.empty(0)
+
+
+def _draws(block: np.ndarray):
+    """A block of random draws as the module reads it (``COMPILED``)."""
+    return block if COMPILED else block.tolist()
 
 
 class Link:
@@ -115,7 +124,7 @@ class DelayModel:
     exactly, also for the large deviation ratios of the condition grid.
     """
 
-    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_i", "offset")
+    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_n", "_i", "offset")
 
     def __init__(self, mean_rtt: float, cv: float, rng: np.random.Generator,
                  one_way_series: StepSeries | None = None, offset: float = 0.0):
@@ -124,7 +133,8 @@ class DelayModel:
         self.one_way_series = one_way_series
         self.cv = float(cv)
         self._rng = rng
-        self._buf: list = []
+        self._buf = _NO_DRAWS                 # the current block of draws (_draws), _n of them
+        self._n = 0
         self._i = 0
 
     def sample_rtt(self, now: float) -> float:
@@ -132,9 +142,10 @@ class DelayModel:
         if self.cv <= 0.0:
             return mean
         i = self._i
-        if i >= len(self._buf):
+        if i >= self._n:
             k = 1.0 / (self.cv * self.cv)
-            self._buf = self._rng.gamma(k, 1.0 / k, _BLOCK).tolist()
+            self._buf = _draws(self._rng.gamma(k, 1.0 / k, _BLOCK))
+            self._n = _BLOCK
             i = 0
         self._i = i + 1
         return mean * self._buf[i]
@@ -151,7 +162,8 @@ class DelayModel:
         cv = float(cv)
         if cv != self.cv:
             self.cv = cv
-            self._buf = []
+            self._buf = _NO_DRAWS
+            self._n = 0
             self._i = 0
 
 
@@ -164,7 +176,7 @@ class LossModel:
     ``p`` may be a :class:`StepSeries` (loss from a trace).
     """
 
-    __slots__ = ("p", "series", "ge", "_bad", "_rng", "_buf", "_i", "offset")
+    __slots__ = ("p", "series", "ge", "_bad", "_rng", "_buf", "_n", "_i", "offset")
 
     def __init__(self, p: float, rng: np.random.Generator, series: StepSeries | None = None,
                  ge: dict | None = None, offset: float = 0.0):
@@ -174,7 +186,8 @@ class LossModel:
         self.ge = ge
         self._bad = False
         self._rng = rng
-        self._buf: list = []
+        self._buf = _NO_DRAWS                 # the current block of draws (_draws), _n of them
+        self._n = 0
         self._i = 0
 
     @property
@@ -183,8 +196,9 @@ class LossModel:
 
     def _uniform(self) -> float:
         i = self._i
-        if i >= len(self._buf):
-            self._buf = self._rng.random(_BLOCK).tolist()
+        if i >= self._n:
+            self._buf = _draws(self._rng.random(_BLOCK))
+            self._n = _BLOCK
             i = 0
         self._i = i + 1
         return self._buf[i]

@@ -402,11 +402,11 @@ class CompletionCredit:
         """Transitions whose horizon has passed (all closed ones if ``final``),
         rewarded with the path estimates of now."""
         out = []
-        if not self._open:
-            return out
+        opened = self._open
+        if not opened or opened[0][4] is None or not (final or opened[0][3] <= now):
+            return out               # none ready: the common case, without the estimates
         srtts, rates = path_estimates(view)
         unit = self._unit_s(view, rates)
-        opened = self._open
         while opened and opened[0][4] is not None and (final or opened[0][3] <= now):
             s, a, raw, due, raw_next, s_next = opened.popleft()
             r = (predicted_finish(*raw, srtts, rates)

@@ -1,5 +1,7 @@
 # C types of envs/receiver.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
+
+cdef bint COMPILED
 from envs.sim cimport Simulator
 from envs.streams cimport RecvStream
 
@@ -17,7 +19,7 @@ cdef class Receiver:
     cdef public long long oqs, delivered, ack_every, ack_size, fc_window, fc_max_window, _rx_max_data, _epoch_start_offset
     cdef public double max_ack_delay, _epoch_start_time
     cdef public bint record_oqs, fc_autotune
-    cdef public object app
+    cdef public object app, _data_event, _ack_event
 
     @cython.locals(rp=RecvPathState, st=RecvStream, nxt=cython.longlong, pidx=cython.longlong, pn=cython.longlong, off=cython.longlong, length=cython.longlong, now=cython.double, immediate=cython.bint)
     cpdef _data_arrival(self, tuple arg)

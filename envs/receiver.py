@@ -11,6 +11,8 @@ import math
 from heapq import heappush
 
 INF = math.inf
+#: True in the compiled module (envs/sim.py's module docstring: two queues, one order)
+COMPILED = not __file__.endswith(".py")
 
 
 class RecvPathState:
@@ -29,6 +31,34 @@ class RecvPathState:
 
 class Receiver:
     """Data arrival, reassembly, flow-control updates and ACK sending."""
+
+    def _init_receiver(self, ack_every: int, max_ack_delay: float, ack_size: int, fc_initial_window: int,
+                       fc_max_window: int, fc_autotune: bool, record_oqs: bool, oqs_series_cap: int) -> None:
+        """The receiving end's state (``Connection.__init__``, once its ``paths`` exist); sizes in bytes,
+        ``max_ack_delay`` in s."""
+        self.ack_every = max(1, int(ack_every))
+        self.max_ack_delay = max_ack_delay
+        self.ack_size = ack_size
+        self.rx_paths = [RecvPathState() for _ in self.paths]
+        # flow control as the receiver sets it (the sender's view is Connection.max_data)
+        self.fc_window = fc_initial_window
+        self.fc_max_window = fc_max_window
+        self.fc_autotune = fc_autotune
+        self._rx_max_data = fc_initial_window     # receiver's current limit
+        self._epoch_start_time = 0.0
+        self._epoch_start_offset = 0
+        # the out-of-order queue [bytes] and its kept samples (_record_oqs)
+        self.oqs = 0
+        self.record_oqs = record_oqs
+        self.oqs_t: list[float] = []
+        self.oqs_v: list[int] = []
+        self.oqs_cap = max(2, int(oqs_series_cap))
+        self.oqs_stride = 1
+        self.oqs_seen = 0
+        self.oqs_sum = 0.0
+        self.oqs_peak = 0
+        self.delivered = 0
+        self.first_byte_time = -1.0               # first data byte at the client [s]; -1: none yet
 
     # ----------------------------------------------------------- receiver
     def _on_data_arrival(self, arg) -> None:
@@ -136,9 +166,11 @@ class Receiver:
         rp = self.rx_paths[pidx]
         arrival = self.paths[pidx].path.ack_arrival(now, rp.return_delay, self.ack_size)
         sim = self.sim
-        heappush(sim.heap, (arrival, next(sim.seq), self._on_ack,
-                            (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data,
-                             self.oqs)))
+        frame = (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data, self.oqs)
+        if COMPILED:
+            sim.schedule(arrival, self._ack_event, frame)
+        else:   # the .py core: heapq inline, as Simulator.schedule does
+            heappush(sim.heap, (arrival, next(sim.seq), self._ack_event, frame))
         rp.pending = []
         rp.count = 0
         rp.ack_deadline = INF

@@ -31,7 +31,7 @@ def setup_episode(scenario, app, scheduler: Scheduler, seed: int = 0):
     """Build (emulation, connection, app) without running; the app is started."""
     s = normalise_scenario(scenario)
     emu = Emulation(seed)
-    conn = emu.connect(s, scheduler)
+    conn = emu.connect(s, scheduler, normalised=True)
     request_delay = min(p["rtt_ms"] for p in s["paths"]) / 2000
     application = make_app(app, request_delay)
     scheduler.reset(conn)
@@ -47,10 +47,18 @@ def run_episode(scenario, app, scheduler: Scheduler, seed: int = 0) -> EpisodeRe
         return _run_episode(scenario, app, scheduler, seed)
 
 
+def closing_metrics(emu, conn, application, end: float) -> dict[str, float]:
+    """The episode's metrics (:func:`envs.metrics.episode_metrics`, ``end``: its last
+    emulated time [s]), then the emulation closed (:meth:`envs.scenario.Emulation.close`)."""
+    metrics = episode_metrics(conn, application, end)
+    emu.close()
+    return metrics
+
+
 def _run_episode(scenario, app, scheduler: Scheduler, seed: int) -> EpisodeResult:
     emu, conn, application, s = setup_episode(scenario, app, scheduler, seed)
     end = emu.sim.run(until=s["max_duration_s"])
-    return EpisodeResult(
+    result = EpisodeResult(
         metrics=episode_metrics(conn, application, end),
         object_times=application.object_times(),
         object_release_times=application.object_release_times(),
@@ -58,3 +66,5 @@ def _run_episode(scenario, app, scheduler: Scheduler, seed: int) -> EpisodeResul
         scenario=s,
         seed=int(seed),
     )
+    emu.close()
+    return result

@@ -426,9 +426,10 @@ class Emulation:
         return ScheduledPath(link, delay, loss, ret, name=p["name"], times=[t for t, _ in segments],
                              states=states, period=schedule["period_s"])
 
-    def connect(self, scenario, scheduler, name: str | None = None) -> Connection:
-        """Build a connection for a (normalised or raw) scenario dict."""
-        s = normalise_scenario(scenario)
+    def connect(self, scenario, scheduler, name: str | None = None, normalised: bool = False) -> Connection:
+        """Build a connection for a raw scenario dict, or for the output of
+        :func:`normalise_scenario` with ``normalised=True`` (not normalised again)."""
+        s = scenario if normalised else normalise_scenario(scenario)
         paths = [self.build_path(p, s) for p in s["paths"]]
         group = CouplingGroup()
         ccs = [make_cc(p["cc"] or s["cc"], s["packet_size"], s["initial_window_packets"],
@@ -445,6 +446,14 @@ class Emulation:
             name=name or f"conn{len(self.connections)}")
         self.connections.append(conn)
         return conn
+
+    def close(self) -> None:
+        """Drop the queued events and close each connection, so that reference
+        counting alone frees a finished emulation (:meth:`envs.sim.Simulator.clear`,
+        :meth:`envs.transport.Connection.close`)."""
+        self.sim.clear()
+        for conn in self.connections:
+            conn.close()
 
 
 __all__ = ["LINKS", "Emulation", "normalise_scenario", "normalise_path", "FalconInputError",

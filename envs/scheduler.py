@@ -92,6 +92,10 @@ class Scheduler:
     #: after a wait (None) with nothing in flight on any path, the connection
     #: asks again 1 ms later, since no ACK or loss will wake it up
     reask_when_idle: bool = True
+    #: what :meth:`decide` computes, when the compiled core can take the
+    #: decision without calling it (a name of :data:`envs.rules.RULES`);
+    #: None: :meth:`decide` is called for every decision
+    native_rule: str | None = None
 
     def reset(self, view) -> None:
         """Called once when a connection starts using this scheduler."""

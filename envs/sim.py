@@ -1,14 +1,29 @@
-"""Discrete-event core: one clock, one event heap.
+# cython: boundscheck=False, wraparound=False
+# (the compiled queue's indices are never negative and always in range)
+"""Discrete-event core: one clock, one event queue.
 
-Events are ``(time [s], sequence, callback, argument)`` tuples; the sequence
-number breaks ties in scheduling order, which makes every run deterministic.
-Callbacks take one argument so the hot loop needs no closures.
+An event is a time [s], a sequence number, a callback and one argument; the
+sequence number breaks ties in scheduling order, which makes every run
+deterministic. Callbacks take one argument so the hot loop needs no closures.
+:meth:`Simulator.schedule` queues one, :meth:`Simulator.run` processes them.
+
+The queue has two implementations of one order, (time, sequence), so both
+pop the same events in the same order:
+
+* the ``.py`` module (the reference core) keeps ``(time, seq, callback,
+  arg)`` tuples in a ``heapq`` list: C code, the fastest heap pure Python has;
+* the compiled module (Cython, ``envs/sim.pxd``) keeps a binary heap of slot
+  numbers over typed arrays of times and sequence numbers, with the
+  callbacks and arguments in lists indexed by slot: no tuple, no boxed
+  float and no Python comparison per event, which were about a tenth of a
+  minRTT episode's CPU time (perf: tuple allocation and rich comparisons in
+  ``heappush``/``heappop``).
 
 :meth:`Simulator.run` pauses Python's cyclic garbage collector while it
-processes events. An episode allocates a few tuples and floats per packet,
-which trigger the collector's passes, and each pass walks the emulation's
-live containers (the in-flight records, the acknowledged frames): about
-13 % of a minRTT episode's CPU time (perf), for no garbage, since the event loop makes
+processes events. An episode allocates a few objects per packet, which
+trigger the collector's passes, and each pass walks the emulation's live
+containers (the in-flight records, the acknowledged frames): about 13 % of a
+minRTT episode's CPU time (perf), for no garbage, since the event loop makes
 no reference cycles (reference counting frees everything it drops;
 ``tests/test_sim.py`` checks that a run leaves no cyclic garbage behind).
 The collector's state is restored when ``run`` returns or raises.
@@ -17,18 +32,26 @@ The collector's state is restored when ``run`` returns or raises.
 run, metrics: ``envs.runner.run_episode`` and the other episode drivers).
 Paused only around the run, the collector woke up inside the metrics with
 every container the run had allocated still young, walked them, promoted
-the emulation (a few thousand objects in reference cycles: the connection,
-its paths and their callbacks) to an older generation and freed it only at
-a later, costlier pass: 5-10 % of a minRTT episode's CPU time. Paused over
-the episode, the first pass after it finds the emulation already garbage.
+the emulation to an older generation and freed it only at a later, costlier
+pass. :meth:`Simulator.clear` drops the queued events, which is what ties
+an emulation into reference cycles (the events' callbacks are bound methods
+of the connection that holds the simulator), so that reference counting
+frees a finished emulation at once and the collector's first pass after the
+episode has nothing of it to walk.
 """
 
 from __future__ import annotations
 
 import gc
+from array import array
 from contextlib import contextmanager
 from heapq import heappop, heappush
 from itertools import count
+
+#: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
+COMPILED = not __file__.endswith(".py")
+#: initial number of event slots of the compiled queue (it doubles when full)
+SLOTS = 64
 
 
 @contextmanager
@@ -47,20 +70,33 @@ def collector_paused():
 
 
 class Simulator:
-    __slots__ = ("now", "heap", "seq", "stopped", "events_processed")
+    __slots__ = ("now", "heap", "seq", "stopped", "events_processed",
+                 "_n", "_next_seq", "_time", "_order", "_slot", "_free", "_nfree", "_cb", "_arg")
 
     def __init__(self):
         self.now = 0.0
-        #: the event heap and the tie-breaking counter; hot loops may push
-        #: ``(time, next(sim.seq), callback, arg)`` onto ``heap`` directly.
-        self.heap: list = []
-        self.seq = count()
         self.stopped = False
         self.events_processed = 0
+        # the reference queue (module docstring)
+        self.heap: list = []
+        self.seq = count()
+        # the compiled queue: heap of slots, and per slot its time, sequence, callback, argument
+        self._n = 0
+        self._next_seq = 0
+        self._time = array("d", bytes(8 * SLOTS))
+        self._order = array("q", bytes(8 * SLOTS))
+        self._slot = array("q", bytes(8 * SLOTS))
+        self._free = array("q", range(SLOTS - 1, -1, -1))
+        self._nfree = SLOTS
+        self._cb = [None] * SLOTS
+        self._arg = [None] * SLOTS
 
     def schedule(self, time: float, callback, arg=None) -> None:
         """Run ``callback(arg)`` at emulated ``time`` [s] (never in the past)."""
-        heappush(self.heap, (time, next(self.seq), callback, arg))
+        if COMPILED:
+            self._push(time, callback, arg)
+        else:
+            heappush(self.heap, (time, next(self.seq), callback, arg))
 
     def stop(self) -> None:
         self.stopped = True
@@ -68,29 +104,123 @@ class Simulator:
     def run(self, until: float = float("inf")) -> float:
         """Process events in time order until none is left, :meth:`stop` is
         called, or the next event lies beyond ``until`` [s]. Returns the clock."""
-        heap = self.heap
         n = 0
         self.stopped = False
         collecting = gc.isenabled()
         if collecting:
             gc.disable()              # see the module docstring
         try:
-            while heap:
-                if heap[0][0] > until:
-                    self.now = until
-                    break
-                t, _, callback, arg = heappop(heap)
-                self.now = t
-                callback(arg)
-                n += 1
-                if self.stopped:
-                    break
+            if COMPILED:
+                while self._n > 0:
+                    if self._time[self._slot[0]] > until:
+                        self.now = until
+                        break
+                    self._pop_and_call()
+                    n += 1
+                    if self.stopped:
+                        break
+            else:
+                heap = self.heap
+                while heap:
+                    if heap[0][0] > until:
+                        self.now = until
+                        break
+                    t, _, callback, arg = heappop(heap)
+                    self.now = t
+                    callback(arg)
+                    n += 1
+                    if self.stopped:
+                        break
         finally:
             self.events_processed += n
             if collecting:
                 gc.enable()
         return self.now
 
+    def clear(self) -> None:
+        """Drop every queued event (the end of an episode: module docstring)."""
+        self.heap = []
+        if self._n:
+            self._cb = [None] * len(self._cb)
+            self._arg = [None] * len(self._arg)
+            self._free = array("q", range(len(self._cb) - 1, -1, -1))
+            self._nfree = len(self._cb)
+            self._n = 0
+
     @property
     def pending(self) -> int:
-        return len(self.heap)
+        """Number of queued events."""
+        return self._n if COMPILED else len(self.heap)
+
+    # -- the compiled queue (module docstring); the .py core never calls these
+    def _push(self, time: float, callback, arg) -> None:
+        if self._nfree == 0:
+            self._grow()
+        self._nfree -= 1
+        s = self._free[self._nfree]
+        q = self._next_seq
+        self._next_seq = q + 1
+        self._time[s] = time
+        self._order[s] = q
+        self._cb[s] = callback
+        self._arg[s] = arg
+        # sift up: parents later than (time, q) move down
+        i = self._n
+        self._n = i + 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            p = self._slot[parent]
+            tp = self._time[p]
+            if tp < time or (tp == time and self._order[p] < q):
+                break
+            self._slot[i] = p
+            i = parent
+        self._slot[i] = s
+
+    def _pop_and_call(self) -> None:
+        """Remove the earliest event, advance the clock to it, and call its callback."""
+        s = self._slot[0]
+        callback = self._cb[s]
+        arg = self._arg[s]
+        self._cb[s] = None
+        self._arg[s] = None
+        self.now = self._time[s]
+        self._free[self._nfree] = s
+        self._nfree += 1
+        n = self._n - 1
+        self._n = n
+        if n > 0:
+            # sift the last slot down from the root
+            last = self._slot[n]
+            t = self._time[last]
+            q = self._order[last]
+            i = 0
+            while True:
+                c = 2 * i + 1
+                if c >= n:
+                    break
+                cs = self._slot[c]
+                if c + 1 < n:
+                    rs = self._slot[c + 1]
+                    if self._time[rs] < self._time[cs] or \
+                            (self._time[rs] == self._time[cs] and self._order[rs] < self._order[cs]):
+                        c += 1
+                        cs = rs
+                tc = self._time[cs]
+                if t < tc or (t == tc and q < self._order[cs]):
+                    break
+                self._slot[i] = cs
+                i = c
+            self._slot[i] = last
+        callback(arg)
+
+    def _grow(self) -> None:
+        """Double the number of slots (only when every slot holds an event)."""
+        cap = len(self._cb)
+        self._time = array("d", self._time) + array("d", bytes(8 * cap))
+        self._order = array("q", self._order) + array("q", bytes(8 * cap))
+        self._slot = array("q", self._slot) + array("q", bytes(8 * cap))
+        self._free = array("q", range(2 * cap - 1, cap - 1, -1)) + array("q", bytes(8 * cap))
+        self._nfree = cap
+        self._cb = self._cb + [None] * cap
+        self._arg = self._arg + [None] * cap

@@ -2,6 +2,8 @@
 # Event callbacks (_on_ack, _on_timer, ...) stay Python methods: a bound method
 # goes into the event heap, and a cpdef method taken as a value would not be one.
 cimport cython
+
+cdef bint COMPILED
 from envs.path_sender cimport PathSender
 from envs.receiver cimport Receiver
 from envs.streams cimport SendStream
@@ -15,10 +17,11 @@ cdef class Connection(Receiver):
     cdef public double start_time, _pace_wake_at
     cdef public dict setup
     cdef public Py_ssize_t _prune_at
+    cdef public int native_rule
 
     cpdef bint _has_data(self)
     @cython.locals(ps=PathSender, p=PathSender, st=SendStream, iv=list, credit=cython.longlong,
-                   length=cython.longlong, off=cython.longlong, now=cython.double)
+                   length=cython.longlong, off=cython.longlong, now=cython.double, rule=cython.int)
     cpdef try_send(self)
     @cython.locals(t=cython.double)
     cpdef _arm_pace_wake(self, double now)

@@ -21,7 +21,8 @@ from collections import deque
 from heapq import heappush
 
 from envs.path_sender import K_GRANULARITY, PathSender, pace_wake_time
-from envs.receiver import Receiver, RecvPathState
+from envs.receiver import Receiver
+from envs.rules import native_decision, rule_code
 from envs.scheduler import Scheduler
 from envs.setup import SETUP_NONE
 from envs.streams import RecvStream, SendStream, any_holes, wrr_pick
@@ -32,6 +33,8 @@ REASK_DELAY = 0.001             # s; see Connection._maybe_reask
 ACKED_PRUNE_MIN = 65536         # acked frames remembered before the first prune (Connection._prune_acked)
 OQS_SERIES_CAP = 2**18          # OQS samples kept (Receiver._record_oqs); an episode sends far fewer packets
 INF = math.inf
+#: True in the compiled module (envs/sim.py's module docstring: two queues, one order)
+COMPILED = not __file__.endswith(".py")
 
 
 # A sent packet is the tuple (time_sent [s], size [bytes on the wire],
@@ -54,6 +57,9 @@ class Connection(Receiver):
         self.sim = sim
         self.name = name
         self.scheduler = scheduler
+        self.native_rule = rule_code(scheduler)   # envs.rules: decisions without a Python call
+        # the per-packet events' callbacks, bound once (binding a method allocates)
+        self._data_event, self._ack_event = self._on_data_arrival, self._on_ack
         self.mss = packet_size
         self.payload = packet_size - header_bytes
         if self.payload <= 0:
@@ -62,9 +68,6 @@ class Connection(Receiver):
         self.paths = [PathSender(i, p, cc, packet_size, self.payload, max_ack_delay, sim, pacing)
                       for i, (p, cc) in enumerate(zip(paths, ccs))]
         self.paced, self._pace_wake_at = self.paths[0].pace_gain > 0.0, INF   # pacer on; its next wake-up [s]
-        self.ack_every = max(1, int(ack_every))
-        self.max_ack_delay = max_ack_delay
-        self.ack_size = ack_size
         # streams
         self.send_streams: dict[int, SendStream] = {}
         self.active: list[SendStream] = []       # released, with unsent data
@@ -78,34 +81,23 @@ class Connection(Receiver):
         self._pending_new = 0                     # released, not yet sent
         self._blocked: tuple | None = None        # decision committed to a path without room
         self._reask_pending = False
-        # flow control (receiver side state lives here too: one object, two ends)
-        self.fc_window = fc_initial_window
-        self.fc_max_window = fc_max_window
-        self.fc_autotune = fc_autotune
         self.max_data = fc_initial_window         # receiver's limit as known to the sender
-        self._rx_max_data = fc_initial_window     # receiver's current limit
-        self._epoch_start_time = 0.0
-        self._epoch_start_offset = 0
-        # receiver
-        self.rx_paths = [RecvPathState() for _ in self.paths]
-        self.oqs = 0
         self.peer_oqs = 0                         # the receiver's OQS as the latest ACK reported it [bytes]
-        self.record_oqs = record_oqs
-        self.oqs_t: list[float] = []              # the kept samples (envs.receiver.Receiver._record_oqs)
-        self.oqs_v: list[int] = []
-        self.oqs_cap = max(2, int(oqs_series_cap))
-        self.oqs_stride = 1
-        self.oqs_seen = 0
-        self.oqs_sum = 0.0
-        self.oqs_peak = 0
-        self.delivered = 0
+        self._init_receiver(ack_every, max_ack_delay, ack_size, fc_initial_window, fc_max_window, fc_autotune,
+                            record_oqs, oqs_series_cap)
         self.app = None
         self.feedback = scheduler.wants_packet_feedback
         self.start_time = sim.now
         self.finished = False
         #: the connection setup (envs.setup; a normalised ``setup:`` block); None: none
         self.setup = dict(SETUP_NONE) if setup is None else dict(setup)
-        self.first_byte_time = -1.0               # first data byte at the client [s]; -1: none yet
+
+    def close(self) -> None:
+        """Drop what ties a finished connection into reference cycles (its
+        application and scheduler, which may hold it, and its bound event
+        callbacks), so that reference counting frees it (``envs.scenario.Emulation.close``)."""
+        self.app = self.scheduler = None
+        self._data_event = self._ack_event = None
 
     # ----------------------------------------------------------- views
     @property
@@ -187,7 +179,11 @@ class Connection(Receiver):
             else:
                 self._arm_pace_wake(now)
                 return
-            d = decide(self)
+            rule = self.native_rule
+            if rule == 0:
+                d = decide(self)
+            else:
+                d = native_decision(rule, paths, self.scheduler, self, now)
             if d is None:
                 self._maybe_reask()
                 if not self.sim.stopped:   # else an outside agent decides and calls again (envs.gym_env)
@@ -324,7 +320,10 @@ class Connection(Receiver):
         r = ps.path.transmit(now, size)
         sim = self.sim
         if r is not None:
-            heappush(sim.heap, (r[0], next(sim.seq), self._on_data_arrival, (ps.index, pn, sid, off, length, r[1])))
+            if COMPILED:
+                sim.schedule(r[0], self._data_event, (ps.index, pn, sid, off, length, r[1]))
+            else:   # the .py core: heapq inline, as Simulator.schedule does
+                heappush(sim.heap, (r[0], next(sim.seq), self._data_event, (ps.index, pn, sid, off, length, r[1])))
         # The PTO deadline moves forward with every send. Only the deadline is
         # updated here; a heap event exists already unless none is pending
         # (see _arm), which keeps timers off the per-packet path.

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from envs.errors import ConfigError, FalconInputError
+from falcon import tracking_worker
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -110,6 +111,7 @@ def main(hydra_main: Callable[[], object]) -> None:
     # Hydra prints its own multi-line report and exits 1 unless HYDRA_FULL_ERROR=1,
     # in which case it lets the exception through to us.
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    tracking_worker.prewarm()   # MLflow's import on the other core while the job starts
     try:
         hydra_main()
     except KeyboardInterrupt:
@@ -131,12 +133,49 @@ def _replaceable(path: Path) -> bool:
 @contextmanager
 def staged_output(final: str | Path) -> Iterator[Path]:
     """Yield a temporary folder; on success it becomes ``final`` (replacing an earlier output)."""
+    final = _checked_output(final)
+    with _staged(final.parent, f".{final.name}.tmp-") as tmp:
+        yield tmp
+    _commit(tmp, final)
+
+
+class NamedLater:
+    """A staged output whose final folder is named when the job succeeds
+    (:func:`staged_output_named`): ``tmp`` while it runs, then ``final``."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.final: Path | None = None
+
+
+@contextmanager
+def staged_output_named(name: Callable[[], str | Path] | str | Path, parent: str | Path) -> Iterator[NamedLater]:
+    """:func:`staged_output` in ``parent``, the final folder ``name()`` asked on
+    success (e.g. a name with the MLflow run id, known only by then); a
+    ``name`` that is a path is checked at once, as :func:`staged_output` does."""
+    known = None if callable(name) else _checked_output(name)
+    parent = Path(parent).expanduser().absolute()
+    parent.mkdir(parents=True, exist_ok=True)
+    with _staged(parent, ".output.tmp-") as tmp:
+        staged = NamedLater(tmp)
+        yield staged
+    staged.final = known or _checked_output(name())
+    _commit(tmp, staged.final)
+
+
+def _checked_output(final: str | Path) -> Path:
     final = Path(final).expanduser().absolute()
     if not _replaceable(final):
         raise ConfigError(f"output {final} exists and is not an earlier output folder "
                           f"(no {OUTPUT_MARKER}); choose another output=")
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    return final
+
+
+@contextmanager
+def _staged(parent: Path, prefix: str) -> Iterator[Path]:
+    """A temporary folder in ``parent``, removed if the block raises."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     umask = os.umask(0)
     os.umask(umask)
     tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private
@@ -145,13 +184,21 @@ def staged_output(final: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _commit(tmp: Path, final: Path) -> None:
+    """``tmp`` becomes ``final``, replacing an earlier output."""
     old = None
     if final.exists():
         old = final.parent / f".{final.name}.old-{os.getpid()}"
         os.replace(final, old)
-    os.replace(tmp, final)
+    try:
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["main", "guard", "fail", "one_line", "staged_output", "EXIT_BAD_INPUT"]
+__all__ = ["main", "guard", "fail", "one_line", "staged_output", "staged_output_named", "EXIT_BAD_INPUT"]

@@ -12,6 +12,11 @@ everything to MLflow. See configs/evaluate.yaml and the README.
 
 from __future__ import annotations
 
+from falcon import tracking_worker
+
+if __name__ == "__main__":   # before the imports below: MLflow's import runs beside them
+    tracking_worker.prewarm()
+
 import hydra
 from omegaconf import DictConfig
 

@@ -21,7 +21,7 @@ import yaml
 
 from envs.errors import ConfigError, FalconInputError
 from falcon import report
-from falcon.cli import staged_output
+from falcon.cli import staged_output_named
 from falcon.config import Plan, check_runtime, make_plan, to_plain
 from falcon.jobs import Job, instantiate_agent, run_episode_job
 from falcon.runtime import run_jobs
@@ -97,8 +97,9 @@ def _params(cfg_plain: dict, plan: Plan) -> dict[str, str]:
     return params
 
 
-def output_dir(cfg, job: str, run_id: str | None) -> Path:
-    """``output=`` if given; else ``results/<job>/<time>-<run id>``; per-job subfolders in a multirun."""
+def output_dir(cfg, job: str, run_id: str | None, started: datetime | None = None) -> Path:
+    """``output=`` if given; else ``results/<job>/<time>-<run id>`` (``started``: the time, default now);
+    per-job subfolders in a multirun."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -108,7 +109,7 @@ def output_dir(cfg, job: str, run_id: str | None) -> Path:
         return out / str(HydraConfig.get().job.num) if multirun else out
     if multirun:
         return Path(HydraConfig.get().runtime.output_dir)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = (started or datetime.now()).strftime("%Y%m%d-%H%M%S")
     base = Path("results") / job / (f"{stamp}-{run_id[:8]}" if run_id else stamp)
     out, n = base, 1
     while out.exists():
@@ -138,10 +139,14 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
             "falcon.apps": ",".join(n for n, _ in plan.apps), "falcon.runtime": runtime["name"],
             "falcon.command": shlex.join([f"python -m falcon.{job}", *sys.argv[1:]])}
     t_job = time.perf_counter()
+    started = datetime.now()
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
         tracker.log_params(_params(cfg_plain, plan))
-        out = output_dir(cfg, job, tracker.run_id)
-        with staged_output(out) as tmp:
+        # named when done: the run id may still be on its way (falcon.tracking_worker)
+        name = output_dir(cfg, job, None) if cfg.get("output") else \
+            (lambda: output_dir(cfg, job, tracker.run_id, started))
+        with staged_output_named(name, output_dir(cfg, job, None, started).parent) as staged:
+            tmp = staged.tmp
             if prepare is not None:
                 plan = prepare(plan, tmp, tracker)
             info(f"{job}: {plan.describe()} on runtime={runtime['name']}")
@@ -161,6 +166,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
                     "seeds": plan.seeds}
             (tmp / "plan.yaml").write_text(yaml.safe_dump(used, sort_keys=False))
             report.write_json(summary, tmp / "summary.json")  # last: marks a complete output
+        out = staged.final
         # the whole job (bank, training, episodes, report) and the episodes alone [s]
         tracker.log_metrics(report.flat_metrics(summary) | {"wall_time_s": time.perf_counter() - t_job,
                                                             "episodes_wall_s": wall, "episodes": len(records)})

@@ -17,10 +17,12 @@ import json
 import logging
 import os
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from falcon import tracking_worker
 
 DB_NAME = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
@@ -135,7 +137,7 @@ class Tracker(NullTracker):
             self.client.set_tag(self.run_id, str(k), str(v))
 
 
-def _quiet_mlflow() -> None:
+def quiet_mlflow() -> None:
     for name in ("mlflow", "alembic", "sqlalchemy", "urllib3"):
         logging.getLogger(name).setLevel(logging.WARNING)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -153,32 +155,46 @@ def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, A
     if not tracking.get("enabled", True):
         yield NullTracker()
         return
-    from mlflow.tracking import MlflowClient
-
-    _quiet_mlflow()  # after the import: importing mlflow configures its loggers
-
     uri = resolve_uri(tracking.get("uri"), base_dir)
-    client = MlflowClient(tracking_uri=uri)
     exp_name = str(tracking.get("experiment") or "falcon")
-    exp = client.get_experiment_by_name(exp_name)
-    if exp is None:
-        location = tracking.get("artifact_location") or default_artifact_location(uri)
-        exp_id = client.create_experiment(exp_name, artifact_location=location)
-    else:
-        exp_id = exp.experiment_id
+    location = tracking.get("artifact_location") or default_artifact_location(uri)
     all_tags = {"falcon.commit": git_commit()} | dict(tracking.get("tags") or {}) | dict(tags or {})
     all_tags = {k: str(v) for k, v in all_tags.items() if v is not None}
-    run = client.create_run(exp_id, run_name=run_name, tags=all_tags)
-    tracker = Tracker(client, run.info.run_id, uri)
+    proc = tracking_worker.take()   # the command line's tracking process (falcon.tracking_worker), if any
+    if proc is not None:
+        tracker = tracking_worker.BackgroundTracker(proc, uri, {
+            "uri": uri, "experiment": exp_name, "artifact_location": location, "run_name": run_name,
+            "tags": all_tags})
+        end = tracker.end
+    else:
+        from mlflow.tracking import MlflowClient
+
+        quiet_mlflow()  # after the import: importing mlflow configures its loggers
+        client = MlflowClient(tracking_uri=uri)
+        exp = client.get_experiment_by_name(exp_name)
+        exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=location)
+        run = client.create_run(exp_id, run_name=run_name, tags=all_tags)
+        tracker = Tracker(client, run.info.run_id, uri)
+
+        def end(status: str) -> None:
+            client.set_terminated(tracker.run_id, status)
     try:
         yield tracker
     except KeyboardInterrupt:
-        client.set_terminated(tracker.run_id, "KILLED")
+        _end_quietly(end, "KILLED")
         raise
     except BaseException:
-        client.set_terminated(tracker.run_id, "FAILED")
+        _end_quietly(end, "FAILED")
         raise
-    client.set_terminated(tracker.run_id, "FINISHED")
+    end("FINISHED")
+
+
+def _end_quietly(end: Callable[[str], None], status: str) -> None:
+    """End a run whose block raised; a tracking failure then must not hide the block's error."""
+    try:
+        end(status)
+    except Exception as e:  # noqa: BLE001
+        logging.getLogger(__name__).warning("could not mark the MLflow run %s: %s", status, e)
 
 
 __all__ = ["tracked_run", "Tracker", "NullTracker", "resolve_uri", "flatten", "default_artifact_location"]

@@ -29,6 +29,11 @@ experiment (``gaps``, :mod:`falcon.experiments.gaps`), HOP's deadline blocks
 
 from __future__ import annotations
 
+from falcon import tracking_worker
+
+if __name__ == "__main__":   # before the imports below: MLflow's import runs beside them
+    tracking_worker.prewarm()
+
 from collections.abc import Mapping
 
 import hydra

@@ -177,7 +177,8 @@ class TaskCollector(DQNScheduler):
             self.end_episode(application.done)
             self._view = None
             completed = float(bool(application.done))
-            del emu, _conn, application      # unreachable before the pause ends
+            emu.close()
+            del emu, _conn, application      # freed before the pause ends
         b = self._buf
         self._buf = [[], [], [], [], []]
         n, k = len(b[1]), self.spec.n_inputs

@@ -28,7 +28,7 @@ def _sampled(cc: str, size: int = 10_000_000, schedule=None, until: float = 30.0
     (time [s], path, bandwidth estimate [Mbit/s] or None, srtt [s])."""
     emu, conn, _app, _s = setup_episode(_scenario(cc, schedule), {"kind": "bulk", "size_bytes": size}, MinRTT())
     rows, t = [], 0.0
-    while emu.sim.heap and not conn.finished and t < until:
+    while emu.sim.pending and not conn.finished and t < until:
         t += dt
         emu.sim.run(until=t)
         ps = conn.paths[0]

@@ -54,7 +54,7 @@ def soak(sched, decisions: int, seed: int = 0):
         t += 0.25
         emu.sim.run(t)
         samples.append((sched.decisions, rss_mb()))
-        heap = max(heap, len(emu.sim.heap))
+        heap = max(heap, emu.sim.pending)
     return samples, conn, heap
 
 

@@ -1,4 +1,5 @@
-"""MLflow tracking: run states, params/metrics/artifacts, store resolution, failed pipelines."""
+"""MLflow tracking: run states, params/metrics/artifacts, store resolution, failed pipelines;
+in the job's process and through the tracking process of a command line (falcon.tracking_worker)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,22 @@ import pytest
 from conftest import mlflow_runs
 
 from envs.errors import ConfigError
-from falcon.tracking import default_artifact_location, flatten, resolve_uri, tracked_run
+from falcon import tracking_worker
+from falcon.tracking import Tracker, default_artifact_location, flatten, resolve_uri, tracked_run
+
+
+@pytest.fixture(params=["in_process", "background"])
+def mode(request, monkeypatch):
+    """Track in this process, or through a tracking process started first, as
+    ``falcon.cli.main`` does; yields the expected tracker class."""
+    monkeypatch.delenv(tracking_worker.PREWARM_ENV, raising=False)
+    if request.param == "background":
+        tracking_worker.prewarm([])
+        yield tracking_worker.BackgroundTracker
+    else:
+        yield Tracker
+    while tracking_worker.take() is not None:   # an unused one (a test that failed early)
+        pass
 
 
 def test_resolve_uri_precedence(tmp_path, monkeypatch):
@@ -24,12 +40,13 @@ def test_flatten_config():
     assert flat == {"a.b": "1", "a.c": "null", "paths.0.x": "1", "paths.1.x": "2", "l": "[1, 2]", "e": "{}"}
 
 
-def test_run_finished_with_params_metrics_artifacts(tmp_path, mlflow_uri):
+def test_run_finished_with_params_metrics_artifacts(tmp_path, mlflow_uri, mode):
     art = tmp_path / "art"
     art.mkdir()
     (art / "summary.json").write_text("{}")
     params = {f"p{i}": i for i in range(150)}  # more than one MLflow batch
     with tracked_run({"uri": mlflow_uri}, run_name="ok", tags={"falcon.job": "test"}) as tr:
+        assert type(tr) is mode
         tr.log_params(params)
         tr.log_metrics({"minrtt/download_time_s_median": 0.5})
         tr.log_artifacts(art)
@@ -46,9 +63,10 @@ def test_run_finished_with_params_metrics_artifacts(tmp_path, mlflow_uri):
 
 @pytest.mark.parametrize(("exc", "status"), [(RuntimeError("boom"), "FAILED"), (KeyboardInterrupt(), "KILLED"),
                                              (SystemExit(2), "FAILED")])
-def test_run_marked_failed_on_exception(mlflow_uri, exc, status):
+def test_run_marked_failed_on_exception(mlflow_uri, exc, status, mode):
     with pytest.raises(type(exc)):
-        with tracked_run({"uri": mlflow_uri}, run_name="bad"):
+        with tracked_run({"uri": mlflow_uri}, run_name="bad") as tr:
+            assert type(tr) is mode
             raise exc
     _, runs = mlflow_runs(mlflow_uri)
     assert [r.info.status for r in runs] == [status]
@@ -84,3 +102,26 @@ def test_failing_pipeline_marks_run_failed_and_writes_nothing(tmp_path, mlflow_u
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
     _, runs = mlflow_runs(mlflow_uri)
     assert [r.info.status for r in runs] == ["FAILED"]
+
+
+def test_the_tracking_process_ends_with_its_run_and_reports_a_bad_store_in_one_line(tmp_path, mlflow_uri):
+    tracking_worker.prewarm([])
+    with tracked_run({"uri": mlflow_uri}, run_name="ok") as tr:
+        proc = tr._proc
+    assert proc.wait(timeout=10) == 0
+    tracking_worker.prewarm([])
+    bad = "nosuchscheme://nowhere"
+    with pytest.raises(RuntimeError, match=r"^tracking: .+") as err:
+        with tracked_run({"uri": bad}, run_name="bad") as tr:
+            _ = tr.run_id
+    assert "\n" not in str(err.value)
+
+
+def test_no_tracking_process_when_the_command_line_turns_tracking_off(monkeypatch):
+    assert tracking_worker.tracking_disabled_in(["runs=1", "tracking=none"])
+    assert tracking_worker.tracking_disabled_in(["tracking.enabled=false"])
+    assert not tracking_worker.tracking_disabled_in(["tracking.uri=sqlite:///x.db"])
+    tracking_worker.prewarm(["tracking=none"])
+    monkeypatch.setenv(tracking_worker.PREWARM_ENV, "0")
+    tracking_worker.prewarm([])
+    assert tracking_worker.take() is None

@@ -72,8 +72,7 @@ from envs.mdp import (
     reward_of_inputs,
     step_reward,
 )
-from envs.metrics import episode_metrics
-from envs.runner import setup_episode
+from envs.runner import closing_metrics, setup_episode
 from envs.scheduler import Scheduler
 from envs.sim import collector_paused
 
@@ -386,7 +385,7 @@ class DQNScheduler(Scheduler):
                 setup(emu, conn)
             end = emu.sim.run(s["max_duration_s"] if max_duration_s is None else float(max_duration_s))
             self.end_episode(application.done)
-            return episode_metrics(conn, application, end)
+            return closing_metrics(emu, conn, application, end)
 
     def end_episode(self, terminated: bool) -> None:
         """Close the episode's last transition (``done = terminated``: the

@@ -265,8 +265,7 @@ class GAPS(Scheduler, Trainable):
         episode) or None (the scenario's RTTs); ``size_bytes``: the size of
         each training download (None: the app's)."""
         from baselines.gaps.ddpg import OUNoise, Replay
-        from envs.metrics import episode_metrics
-        from envs.runner import setup_episode
+        from envs.runner import closing_metrics, setup_episode
         from envs.scenario import normalise_scenario
         from envs.sim import collector_paused
 
@@ -295,7 +294,7 @@ class GAPS(Scheduler, Trainable):
                     emu, conn, application, s = setup_episode(s, app, self, int(seed) * 100_003 + e)
                     end = emu.sim.run(s["max_duration_s"])
                     self.end_episode(conn)
-                    m = episode_metrics(conn, application, end)
+                    m = closing_metrics(emu, conn, application, end)
                     del emu, conn, application
                 row = {"download_time_s": m["download_time_s"], "oqs_mean_kb": m["oqs_mean_bytes"] / 1e3,
                        "oqs_p99_kb": m["oqs_p99_bytes"] / 1e3, "updates": float(self.ddpg.updates),

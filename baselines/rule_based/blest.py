@@ -48,6 +48,8 @@ from envs.scheduler import Scheduler
 
 class BLEST(Scheduler):
     name = "blest"
+    #: decide() is minRTT unless the slow-path check applies (envs.rules): only then is it called
+    native_rule = "minrtt_unless_slower"
 
     def __init__(self, lambda_init: float = 1.2, lambda_min: float = 1.0,
                  lambda_max: float = 1.3, lambda_up: float = 0.04,

@@ -31,6 +31,8 @@ from envs.scheduler import Scheduler
 
 class ECF(Scheduler):
     name = "ecf"
+    #: decide() is minRTT unless the slow-path check applies (envs.rules): only then is it called
+    native_rule = "minrtt_unless_slower"
 
     def __init__(self, beta: float = 0.25) -> None:
         self.beta = float(beta)

@@ -10,6 +10,8 @@ class RoundRobin(Scheduler):
     used) that has room; wait when none has. Works for any number of paths."""
 
     name = "rr"
+    #: decide() is envs.rules.round_robin_pick from ``_next``: the compiled core takes it
+    native_rule = "rr"
 
     def __init__(self) -> None:
         self._next = 0

@@ -1,0 +1,15 @@
+# C types of envs/rules.py for the compiled emulator core (setup.py, envs/_core.py).
+cimport cython
+from envs.path_sender cimport PathSender
+
+@cython.locals(best=cython.longlong, best_srtt=cython.double, probe=cython.longlong,
+               probe_sent=cython.longlong, i=cython.longlong, p=PathSender)
+cpdef long long minrtt_pick(list paths, double now) except? -3
+@cython.locals(best=cython.longlong, best_srtt=cython.double, i=cython.longlong, p=PathSender)
+cpdef long long fastest_index(list paths) except? -3
+@cython.locals(c=cython.longlong, p=PathSender)
+cpdef long long minrtt_unless_slower(list paths, double now) except? -3
+@cython.locals(n=cython.longlong, i=cython.longlong, k=cython.longlong, p=PathSender)
+cpdef long long round_robin_pick(list paths, double now, long long start) except? -3
+@cython.locals(i=cython.longlong)
+cpdef native_decision(int rule, list paths, object scheduler, object view, double now)

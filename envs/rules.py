@@ -1,0 +1,147 @@
+"""Rule-based path choices on the connection's own path senders, in the
+compiled core: minRTT, round robin, and the minRTT step BLEST and ECF begin
+with. With them, an episode of these schedulers makes no Python call per
+packet (``python -m benchmarks.emulator_speed``).
+
+A scheduler opts in with a class attribute ``native_rule`` naming what its
+``decide`` does (:data:`RULES`); :meth:`envs.transport.Connection.try_send`
+then takes the decision here instead of calling ``decide``:
+
+* ``"minrtt"``: ``decide`` returns :func:`minrtt_pick` (``-1``: wait);
+* ``"rr"``: round robin from the scheduler's cursor ``_next`` (the first path
+  with room at or after it, cyclically), which it advances past the path
+  chosen, as ``baselines.rule_based.roundrobin.RoundRobin.decide`` does;
+* ``"minrtt_unless_slower"``: ``decide`` returns minRTT's choice unless that
+  is a probed path slower than the fastest one (BLEST's and ECF's check,
+  ``baselines.rule_based.common.slow_candidate``); only then is ``decide``
+  called.
+
+A subclass that overrides ``decide`` is not taken here (:func:`rule_code`),
+so a class's own Python ``decide`` always stays the reference: these
+functions are the typed twins of ``baselines.rule_based.common``'s
+``minrtt_choice`` and ``fastest``, and ``tests/test_native_rules.py`` checks
+that every opted-in scheduler gives bit-identical episodes both ways.
+"""
+
+from __future__ import annotations
+
+import math
+
+INF = math.inf
+#: ``native_rule`` names and their codes (0: none, ``decide`` is called)
+RULES = {"minrtt": 1, "rr": 2, "minrtt_unless_slower": 3}
+MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER = 1, 2, 3
+
+
+def rule_code(scheduler) -> int:
+    """The code of ``scheduler``'s ``native_rule`` (:data:`RULES`), or 0 if it
+    has none or a subclass overrides the ``decide`` of the class declaring it."""
+    for klass in type(scheduler).__mro__:
+        if "native_rule" in vars(klass):
+            name = klass.native_rule
+            if name is None or type(scheduler).decide is not klass.decide:
+                return 0
+            if name not in RULES:
+                raise ValueError(f"{klass.__name__}.native_rule: unknown rule {name!r} (known: {sorted(RULES)})")
+            return RULES[name]
+    return 0
+
+
+def minrtt_pick(paths: list, now: float) -> int:
+    """minRTT: among the paths with room at ``now`` [s], an unprobed one (no
+    RTT sample) first, the one with the fewest packets sent; else the lowest
+    srtt (ties: lowest index); -1 when no path has room."""
+    best = -1
+    best_srtt = INF
+    probe = -1
+    probe_sent = 0
+    i = 0
+    for p in paths:
+        if p.may_send(now):
+            if not p.has_rtt_sample:
+                if probe < 0 or p.packets_sent < probe_sent:
+                    probe = i
+                    probe_sent = p.packets_sent
+            elif p.srtt < best_srtt:
+                best = i
+                best_srtt = p.srtt
+        i += 1
+    if probe >= 0:
+        return probe
+    return best
+
+
+def fastest_index(paths: list) -> int:
+    """The fastest path: the lowest srtt among paths with an RTT sample
+    (ties: lowest index); the lowest srtt of all if none has one; -1: no paths."""
+    best = -1
+    best_srtt = INF
+    i = 0
+    for p in paths:
+        if p.has_rtt_sample and p.srtt < best_srtt:
+            best = i
+            best_srtt = p.srtt
+        i += 1
+    if best < 0:
+        i = 0
+        for p in paths:
+            if p.srtt < best_srtt:
+                best = i
+                best_srtt = p.srtt
+            i += 1
+        if best < 0 and paths:
+            best = 0
+    return best
+
+
+def minrtt_unless_slower(paths: list, now: float) -> int:
+    """minRTT's choice when BLEST's and ECF's check does not apply (no path
+    with room: -1; the fastest path; an unprobed path); -2 when it does (a
+    probed path slower than the fastest: the scheduler's ``decide`` weighs it)."""
+    c = minrtt_pick(paths, now)
+    if c < 0:
+        return -1
+    if c == fastest_index(paths):
+        return c
+    p = paths[c]
+    if not p.has_rtt_sample:
+        return c
+    return -2
+
+
+def round_robin_pick(paths: list, now: float, start: int) -> int:
+    """The first path with room at ``now`` [s] at or after index ``start``,
+    cyclically; -1 when none has room."""
+    n = len(paths)
+    i = start
+    k = 0
+    while k < n:
+        if i >= n:
+            i = 0
+        p = paths[i]
+        if p.may_send(now):
+            return i
+        i += 1
+        k += 1
+    return -1
+
+
+def native_decision(rule: int, paths: list, scheduler, view, now: float):
+    """The decision at ``now`` [s] of ``scheduler``, whose ``native_rule`` has code ``rule``
+    (module docstring); ``view`` is the connection, for the ``decide`` of BLEST and ECF."""
+    if rule == MINRTT:
+        i = minrtt_pick(paths, now)
+    elif rule == ROUND_ROBIN:
+        i = round_robin_pick(paths, now, scheduler._next)
+        if i >= 0:
+            scheduler._next = i + 1
+    elif rule == MINRTT_UNLESS_SLOWER:
+        i = minrtt_unless_slower(paths, now)
+        if i == -2:
+            return scheduler.decide(view)
+    else:
+        raise ValueError(f"unknown native rule code {rule}")
+    return i if i >= 0 else None
+
+
+__all__ = ["native_decision", "RULES", "rule_code", "minrtt_pick", "fastest_index", "minrtt_unless_slower", "round_robin_pick"]
