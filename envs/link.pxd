@@ -19,7 +19,7 @@ cdef class DelayModel:
     cdef public double mean_rtt, cv, offset
     cdef public object one_way_series, _rng
     cdef double[::1] _buf
-    cdef public Py_ssize_t _i, _n
+    cdef public Py_ssize_t _i
     @cython.locals(i=Py_ssize_t)
     cpdef double sample_rtt(self, double now)
 
@@ -28,7 +28,7 @@ cdef class LossModel:
     cdef public object series, ge, _rng
     cdef public bint _bad
     cdef double[::1] _buf
-    cdef public Py_ssize_t _i, _n
+    cdef public Py_ssize_t _i
     @cython.locals(i=Py_ssize_t)
     cpdef double _uniform(self)
     cpdef bint lost(self, double now)

@@ -124,7 +124,7 @@ class DelayModel:
     exactly, also for the large deviation ratios of the condition grid.
     """
 
-    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_n", "_i", "offset")
+    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_i", "offset")
 
     def __init__(self, mean_rtt: float, cv: float, rng: np.random.Generator,
                  one_way_series: StepSeries | None = None, offset: float = 0.0):
@@ -133,8 +133,7 @@ class DelayModel:
         self.one_way_series = one_way_series
         self.cv = float(cv)
         self._rng = rng
-        self._buf = _NO_DRAWS                 # the current block of draws (_draws), _n of them
-        self._n = 0
+        self._buf = _NO_DRAWS                 # the current block of draws (_draws)
         self._i = 0
 
     def sample_rtt(self, now: float) -> float:
@@ -142,10 +141,9 @@ class DelayModel:
         if self.cv <= 0.0:
             return mean
         i = self._i
-        if i >= self._n:
+        if i >= len(self._buf):
             k = 1.0 / (self.cv * self.cv)
             self._buf = _draws(self._rng.gamma(k, 1.0 / k, _BLOCK))
-            self._n = _BLOCK
             i = 0
         self._i = i + 1
         return mean * self._buf[i]
@@ -163,7 +161,6 @@ class DelayModel:
         if cv != self.cv:
             self.cv = cv
             self._buf = _NO_DRAWS
-            self._n = 0
             self._i = 0
 
 
@@ -176,7 +173,7 @@ class LossModel:
     ``p`` may be a :class:`StepSeries` (loss from a trace).
     """
 
-    __slots__ = ("p", "series", "ge", "_bad", "_rng", "_buf", "_n", "_i", "offset")
+    __slots__ = ("p", "series", "ge", "_bad", "_rng", "_buf", "_i", "offset")
 
     def __init__(self, p: float, rng: np.random.Generator, series: StepSeries | None = None,
                  ge: dict | None = None, offset: float = 0.0):
@@ -186,8 +183,7 @@ class LossModel:
         self.ge = ge
         self._bad = False
         self._rng = rng
-        self._buf = _NO_DRAWS                 # the current block of draws (_draws), _n of them
-        self._n = 0
+        self._buf = _NO_DRAWS                 # the current block of draws (_draws)
         self._i = 0
 
     @property
@@ -196,9 +192,8 @@ class LossModel:
 
     def _uniform(self) -> float:
         i = self._i
-        if i >= self._n:
+        if i >= len(self._buf):
             self._buf = _draws(self._rng.random(_BLOCK))
-            self._n = _BLOCK
             i = 0
         self._i = i + 1
         return self._buf[i]

@@ -1,7 +1,5 @@
 # C types of envs/receiver.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
-
-cdef bint COMPILED
 from envs.sim cimport Simulator
 from envs.streams cimport RecvStream
 

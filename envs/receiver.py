@@ -8,11 +8,8 @@ Units: seconds and bytes."""
 from __future__ import annotations
 
 import math
-from heapq import heappush
 
 INF = math.inf
-#: True in the compiled module (envs/sim.py's module docstring: two queues, one order)
-COMPILED = not __file__.endswith(".py")
 
 
 class RecvPathState:
@@ -165,12 +162,8 @@ class Receiver:
     def _send_ack(self, pidx: int, now: float) -> None:
         rp = self.rx_paths[pidx]
         arrival = self.paths[pidx].path.ack_arrival(now, rp.return_delay, self.ack_size)
-        sim = self.sim
-        frame = (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data, self.oqs)
-        if COMPILED:
-            sim.schedule(arrival, self._ack_event, frame)
-        else:   # the .py core: heapq inline, as Simulator.schedule does
-            heappush(sim.heap, (arrival, next(sim.seq), self._ack_event, frame))
+        self.sim.schedule(arrival, self._ack_event,
+                          (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data, self.oqs))
         rp.pending = []
         rp.count = 0
         rp.ack_deadline = INF

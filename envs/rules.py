@@ -29,8 +29,8 @@ import math
 
 INF = math.inf
 #: ``native_rule`` names and their codes (0: none, ``decide`` is called)
-RULES = {"minrtt": 1, "rr": 2, "minrtt_unless_slower": 3}
 MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER = 1, 2, 3
+RULES = {"minrtt": MINRTT, "rr": ROUND_ROBIN, "minrtt_unless_slower": MINRTT_UNLESS_SLOWER}
 
 
 def rule_code(scheduler) -> int:

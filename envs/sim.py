@@ -153,25 +153,29 @@ class Simulator:
         return self._n if COMPILED else len(self.heap)
 
     # -- the compiled queue (module docstring); the .py core never calls these
+    def _earlier(self, a: int, b: int) -> bool:
+        """The event in slot ``a`` comes before the one in slot ``b``: (time, sequence) order."""
+        ta = self._time[a]
+        tb = self._time[b]
+        return ta < tb or (ta == tb and self._order[a] < self._order[b])
+
     def _push(self, time: float, callback, arg) -> None:
         if self._nfree == 0:
             self._grow()
         self._nfree -= 1
         s = self._free[self._nfree]
-        q = self._next_seq
-        self._next_seq = q + 1
         self._time[s] = time
-        self._order[s] = q
+        self._order[s] = self._next_seq
+        self._next_seq += 1
         self._cb[s] = callback
         self._arg[s] = arg
-        # sift up: parents later than (time, q) move down
+        # sift up: parents that come after the new event move down
         i = self._n
         self._n = i + 1
         while i > 0:
             parent = (i - 1) >> 1
             p = self._slot[parent]
-            tp = self._time[p]
-            if tp < time or (tp == time and self._order[p] < q):
+            if self._earlier(p, s):
                 break
             self._slot[i] = p
             i = parent
@@ -190,27 +194,19 @@ class Simulator:
         n = self._n - 1
         self._n = n
         if n > 0:
-            # sift the last slot down from the root
+            # sift the last slot down from the root, past children that come before it
             last = self._slot[n]
-            t = self._time[last]
-            q = self._order[last]
             i = 0
-            while True:
-                c = 2 * i + 1
-                if c >= n:
-                    break
+            c = 1
+            while c < n:
+                if c + 1 < n and self._earlier(self._slot[c + 1], self._slot[c]):
+                    c += 1
                 cs = self._slot[c]
-                if c + 1 < n:
-                    rs = self._slot[c + 1]
-                    if self._time[rs] < self._time[cs] or \
-                            (self._time[rs] == self._time[cs] and self._order[rs] < self._order[cs]):
-                        c += 1
-                        cs = rs
-                tc = self._time[cs]
-                if t < tc or (t == tc and q < self._order[cs]):
+                if self._earlier(last, cs):
                     break
                 self._slot[i] = cs
                 i = c
+                c = 2 * i + 1
             self._slot[i] = last
         callback(arg)
 

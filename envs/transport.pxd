@@ -2,8 +2,6 @@
 # Event callbacks (_on_ack, _on_timer, ...) stay Python methods: a bound method
 # goes into the event heap, and a cpdef method taken as a value would not be one.
 cimport cython
-
-cdef bint COMPILED
 from envs.path_sender cimport PathSender
 from envs.receiver cimport Receiver
 from envs.streams cimport SendStream

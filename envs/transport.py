@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from heapq import heappush
 
 from envs.path_sender import K_GRANULARITY, PathSender, pace_wake_time
 from envs.receiver import Receiver
@@ -33,8 +32,6 @@ REASK_DELAY = 0.001             # s; see Connection._maybe_reask
 ACKED_PRUNE_MIN = 65536         # acked frames remembered before the first prune (Connection._prune_acked)
 OQS_SERIES_CAP = 2**18          # OQS samples kept (Receiver._record_oqs); an episode sends far fewer packets
 INF = math.inf
-#: True in the compiled module (envs/sim.py's module docstring: two queues, one order)
-COMPILED = not __file__.endswith(".py")
 
 
 # A sent packet is the tuple (time_sent [s], size [bytes on the wire],
@@ -320,10 +317,7 @@ class Connection(Receiver):
         r = ps.path.transmit(now, size)
         sim = self.sim
         if r is not None:
-            if COMPILED:
-                sim.schedule(r[0], self._data_event, (ps.index, pn, sid, off, length, r[1]))
-            else:   # the .py core: heapq inline, as Simulator.schedule does
-                heappush(sim.heap, (r[0], next(sim.seq), self._data_event, (ps.index, pn, sid, off, length, r[1])))
+            sim.schedule(r[0], self._data_event, (ps.index, pn, sid, off, length, r[1]))
         # The PTO deadline moves forward with every send. Only the deadline is
         # updated here; a heap event exists already unless none is pending
         # (see _arm), which keeps timers off the per-packet path.

@@ -170,14 +170,10 @@ def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, A
         from mlflow.tracking import MlflowClient
 
         quiet_mlflow()  # after the import: importing mlflow configures its loggers
-        client = MlflowClient(tracking_uri=uri)
-        exp = client.get_experiment_by_name(exp_name)
-        exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=location)
-        run = client.create_run(exp_id, run_name=run_name, tags=all_tags)
-        tracker = Tracker(client, run.info.run_id, uri)
+        tracker = start_run(MlflowClient(tracking_uri=uri), uri, exp_name, location, run_name, all_tags)
 
         def end(status: str) -> None:
-            client.set_terminated(tracker.run_id, status)
+            tracker.client.set_terminated(tracker.run_id, status)
     try:
         yield tracker
     except KeyboardInterrupt:
@@ -189,6 +185,16 @@ def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, A
     end("FINISHED")
 
 
+def start_run(client, uri: str, experiment: str, artifact_location: str | None, run_name: str,
+              tags: Mapping[str, str]) -> Tracker:
+    """A new run of ``experiment`` (created, with ``artifact_location``, if missing) in ``client``'s store."""
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp is not None else \
+        client.create_experiment(experiment, artifact_location=artifact_location)
+    run = client.create_run(exp_id, run_name=run_name, tags=dict(tags))
+    return Tracker(client, run.info.run_id, uri)
+
+
 def _end_quietly(end: Callable[[str], None], status: str) -> None:
     """End a run whose block raised; a tracking failure then must not hide the block's error."""
     try:
@@ -197,4 +203,4 @@ def _end_quietly(end: Callable[[str], None], status: str) -> None:
         logging.getLogger(__name__).warning("could not mark the MLflow run %s: %s", status, e)
 
 
-__all__ = ["tracked_run", "Tracker", "NullTracker", "resolve_uri", "flatten", "default_artifact_location"]
+__all__ = ["tracked_run", "start_run", "Tracker", "NullTracker", "resolve_uri", "flatten", "default_artifact_location"]

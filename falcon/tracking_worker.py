@@ -160,14 +160,10 @@ def _default_store_client():
 def _start(msg: dict, opened: dict):
     from mlflow.tracking import MlflowClient
 
-    from falcon.tracking import Tracker
+    from falcon.tracking import start_run
 
     client = opened.get(msg["uri"]) or MlflowClient(tracking_uri=msg["uri"])
-    exp = client.get_experiment_by_name(msg["experiment"])
-    exp_id = exp.experiment_id if exp is not None else \
-        client.create_experiment(msg["experiment"], artifact_location=msg["artifact_location"])
-    run = client.create_run(exp_id, run_name=msg["run_name"], tags=msg["tags"])
-    return Tracker(client, run.info.run_id, msg["uri"])
+    return start_run(client, msg["uri"], msg["experiment"], msg["artifact_location"], msg["run_name"], msg["tags"])
 
 
 def serve(lines, write, opened: dict | None = None) -> None:
