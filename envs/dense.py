@@ -39,6 +39,8 @@ from envs.errors import ConfigError
 
 #: True in the compiled build (the module is an extension, not this file)
 _COMPILED = not __file__.endswith(".py")
+#: NumPy's float32 dtype (native byte order: a singleton, compared by identity)
+_FLOAT32 = np.dtype(np.float32)
 
 
 class DenseForward:
@@ -99,9 +101,10 @@ class DenseForward:
         return int(self._reference(x).argmax())
 
     def _input(self, x) -> np.ndarray:
-        if type(x) is not np.ndarray or x.dtype != np.float32 or x.ndim != 1 or not x.flags.c_contiguous:
+        if (type(x) is not np.ndarray or x.dtype is not _FLOAT32 or x.ndim != 1
+                or (x.shape[0] > 1 and x.strides[0] != 4)):    # (a contiguous row: the common case, fast)
             x = np.ascontiguousarray(x, dtype=np.float32)
-        if x.shape != (self.n_in,):
+        if x.ndim != 1 or x.shape[0] != self.n_in:
             raise ConfigError(f"dense network: an input of shape {x.shape}, expected ({self.n_in},)")
         return x
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from envs.credit import CompletionCredit
 from envs.mdp import (
     COMPLETION_UNIT,
-    CompletionCredit,
     ack_credit,
 )
 from envs.scheduler import Scheduler

@@ -19,7 +19,7 @@ action ``Discrete(n_paths)``: the path gets the next packet if it has window
 room, else the agent waits and is asked again at the next ACK (a path that
 never sent gets one probe packet first, :func:`envs.mdp.probe_path`); the
 reward of a decision is its reduction of the predicted completion time,
-known only after the hindsight horizon (:class:`envs.mdp.CompletionCredit`),
+known only after the hindsight horizon (:class:`envs.credit.CompletionCredit`),
 so, as for ``"packet_rate"`` below, each step's reward is the sum of the
 credits that became known during it (the final step adds all the rest) and
 the final ``info["decision_rewards"]`` gives each step its own decision's
@@ -345,10 +345,10 @@ class MultipathSchedulingEnv(gym.Env):
         # Python floats are packed straight into the preallocated float32
         # buffer (struct is several times faster than numpy item or slice
         # assignment for a handful of values); the caller gets a copy.
-        vals = self._sched.state if self._completion else observe_into(self.connection, self._vals)
-        if self._completion and not vals:      # episode over before any decision
-            vals = [0.0] * len(self._vals)
-        self._pack(self._obs, 0, *vals)
+        if self._completion:                    # the credit's float32 row ([] before any decision)
+            state = self._sched.state
+            return np.array(state, np.float32) if len(state) else np.zeros(len(self._vals), np.float32)
+        self._pack(self._obs, 0, *observe_into(self.connection, self._vals))
         return self._obs.copy()
 
     @property

@@ -33,7 +33,7 @@ its ``reward`` kind:
       for any number of paths), and the newest packet in flight on a path is
       acknowledged ``srtt`` after it was sent. Both predictions of a decision
       use *one* set of path estimates, taken ``hindsight_rtts`` smoothed RTTs
-      after the decision (:class:`CompletionCredit`): a decision is judged by
+      after the decision (:class:`envs.credit.CompletionCredit`): a decision is judged by
       what its own packet revealed (e.g. the first RTT sample of a 400 ms
       path), and estimate updates that no action caused are not charged to
       it. Sending on a path that would finish after the others costs the
@@ -69,7 +69,7 @@ Units: seconds, bytes, packets; the constants below state them.
 from __future__ import annotations
 
 import math
-from collections import deque
+from array import array
 
 from envs.errors import ConfigError
 
@@ -241,19 +241,30 @@ def predicted_finish(now: float, unsent: float, last_send, in_flight, srtts, rat
             if f > finish:
                 finish = f
     if unsent > 0:
-        rate_sum = 0.0
-        weighted = 0.0
-        t = math.inf
-        for d, r in sorted(zip(srtts, rates)):
-            start = now + d
-            if start >= t or r <= 0.0:
-                break
-            rate_sum += r
-            weighted += r * start
-            t = (unsent + weighted) / rate_sum
-        if t > finish:
-            finish = t
+        order = sorted(range(len(srtts)), key=lambda i: (srtts[i], rates[i]))
+        finish = water_filled(now, unsent, finish, array("d", srtts), array("d", rates), array("q", order))
     return finish
+
+
+def water_filled(now: float, unsent: float, finish: float, srtt, rate, order) -> float:
+    """:func:`predicted_finish`'s water-filling: the later of ``finish`` and
+    the time [s] the fluid model delivers ``unsent`` bytes, the paths taken in
+    ``order`` (path indices by ascending ``(srtt, rate)``; ``srtt`` [s] and
+    ``rate`` [bytes/s] indexed by path), each joining while ``now + srtt`` is
+    before the finish so far. Typed arrays in the compiled core."""
+    rate_sum = 0.0
+    weighted = 0.0
+    t = math.inf
+    for k in range(len(order)):
+        i = order[k]
+        start = now + srtt[i]
+        r = rate[i]
+        if start >= t or r <= 0.0:
+            break
+        rate_sum += r
+        weighted += r * start
+        t = (unsent + weighted) / rate_sum
+    return t if t > finish else finish
 
 
 def _clip(x: float, lo: float, hi: float) -> float:
@@ -315,127 +326,9 @@ def decode_action(view, action: int):
     return action if view.paths[action].has_room else None
 
 
-class CompletionCredit:
-    """Per-connection bookkeeping of the completion reward (module docstring).
-
-    Call :meth:`observe` at every decision (it returns the state and closes
-    the previous decision's record), :meth:`acted` with the action taken, and
-    :meth:`finish` at the episode's end. Closed transitions come out of
-    :meth:`ready` (and :meth:`finish`) as ``(state, action, reward,
-    next_state, done, decision_time)`` once their hindsight horizon has
-    passed: ``hindsight_rtts`` times the largest smoothed RTT at the decision.
-    """
-
-    def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS, features=None,
-                 unit: str = COMPLETION_UNIT):
-        #: ``features(view, now, finish, vals) -> vals``: the state writer
-        #: (default :func:`completion_features_into`; FALCON-S passes its
-        #: stream-aware variant of the same size)
-        self.features = features or completion_features_into
-        if not hindsight_rtts >= 0.0:
-            raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
-        self.per_packet = check_reward_unit(unit) == "packet"
-        self.hindsight_rtts = float(hindsight_rtts)
-        self.n_paths = n_paths
-        self.last_send = [0.0] * n_paths
-        self._vals = [0.0] * n_inputs(n_paths, COMPLETION)
-        # records: [state, action, raw_j, due_time, raw_next, next_state]
-        self._open: deque = deque()
-        self._last = None
-
-    def _raw(self, view, now: float) -> tuple:
-        return (now, view.pending_bytes, tuple(self.last_send),
-                tuple([p.bytes_in_flight > 0 for p in view.paths]))
-
-    def observe(self, view, now: float, record: bool = True) -> list:
-        """The state at a decision [list of floats]; with ``record``, the
-        previous decision's record gets this state as its next state."""
-        srtts, rates = path_estimates(view)
-        raw = self._raw(view, now)
-        finish = predicted_finish(*raw, srtts, rates)
-        state = self.features(view, now, finish, self._vals)[:]
-        if record and self._last is not None:
-            self._last[4] = raw
-            self._last[5] = state
-        self._pending_raw = raw
-        self._pending_due = now + self.hindsight_rtts * max(srtts)
-        return state
-
-    @property
-    def has_open_decision(self) -> bool:
-        """The latest recorded decision still waits for its next state."""
-        return self._last is not None
-
-    def act(self, view, state, action: int, now: float, record: bool = True):
-        """Apply the MDP's action decoding to the agent's ``action`` on
-        ``state`` (a never-used path is probed first, :func:`probe_path`; a
-        full path means wait, :func:`decode_action`) and record the decision.
-        Returns ``(action taken, the scheduler's answer: path or None)``."""
-        probe = probe_path(view)
-        if probe is not None:
-            action = probe
-        decision = decode_action(view, action)
-        self.acted(state, action, decision is not None, now, record)
-        return action, decision
-
-    def acted(self, state, action: int, sent: bool, now: float, record: bool = True) -> None:
-        """Record the decision taken on ``state`` (``sent``: a packet left now)."""
-        if sent:
-            self.last_send[action] = now
-        if record:
-            rec = [state, action, self._pending_raw, self._pending_due, None, None]
-            self._open.append(rec)
-            self._last = rec
-        else:
-            self._last = None
-
-    def _unit_s(self, view, rates) -> float:
-        """The reward unit [s] under the path estimates ``rates`` [bytes/s]."""
-        if not self.per_packet:
-            return COMPLETION_SCALE_S
-        total = 0.0
-        for r in rates:
-            total += r
-        return view.payload / total if total > 0.0 else COMPLETION_SCALE_S
-
-    def ready(self, view, now: float, final: bool = False) -> list[tuple]:
-        """Transitions whose horizon has passed (all closed ones if ``final``),
-        rewarded with the path estimates of now."""
-        out = []
-        opened = self._open
-        if not opened or opened[0][4] is None or not (final or opened[0][3] <= now):
-            return out               # none ready: the common case, without the estimates
-        srtts, rates = path_estimates(view)
-        unit = self._unit_s(view, rates)
-        while opened and opened[0][4] is not None and (final or opened[0][3] <= now):
-            s, a, raw, due, raw_next, s_next = opened.popleft()
-            r = (predicted_finish(*raw, srtts, rates)
-                 - predicted_finish(*raw_next, srtts, rates)) / unit
-            out.append((s, a, r, s_next, False, raw[0]))
-        return out
-
-    def finish(self, view, now: float, done: bool) -> list[tuple]:
-        """Close the episode: every open transition, the last one rewarded with
-        the real completion (``now``) against its prediction."""
-        last = self._last
-        if last is not None and last[4] is None:
-            self._open.pop()
-        out = self.ready(view, now, final=True)
-        if last is not None and last[4] is None:
-            srtts, rates = path_estimates(view)
-            raw = last[2]
-            r = (predicted_finish(*raw, srtts, rates) - now) / self._unit_s(view, rates)
-            finish = now
-            state = self.features(view, now, finish, self._vals)[:]
-            out.append((last[0], last[1], r, state, bool(done), raw[0]))
-        self._open.clear()
-        self._last = None
-        return out
-
-
 __all__ = ["RTT_SCALE_S", "RATE_SCALE_PKTS", "OBS_HIGH", "GOODPUT_MIN_INTERVAL_S",
            "GOODPUT_RATE_SCALE_BPS", "FEATURES", "REWARDS", "PACKET_RATE", "COMPLETION",
            "COMPLETION_SCALE_S", "COMPLETION_UNITS", "COMPLETION_UNIT", "check_reward_unit", "COMPLETION_LOW", "COMPLETION_HIGH", "COMPLETION_PATH_FEATURES", "COMPLETION_GLOBAL_FEATURES",
            "HINDSIGHT_RTTS", "ALL_REWARDS", "mdp_of", "n_inputs", "feature_names",
            "reward_of_inputs", "observe_into", "step_reward", "ack_credit", "path_estimates",
-           "predicted_finish", "completion_features_into", "decode_action", "probe_path", "CompletionCredit"]
+           "predicted_finish", "water_filled", "completion_features_into", "decode_action", "probe_path"]

@@ -27,9 +27,10 @@ class EpisodeResult:
     object_release_times: list[float] = field(default_factory=list)
 
 
-def setup_episode(scenario, app, scheduler: Scheduler, seed: int = 0):
-    """Build (emulation, connection, app) without running; the app is started."""
-    s = normalise_scenario(scenario)
+def setup_episode(scenario, app, scheduler: Scheduler, seed: int = 0, normalised: bool = False):
+    """Build (emulation, connection, app) without running; the app is started.
+    ``normalised``: ``scenario`` is already :func:`normalise_scenario`'s output."""
+    s = scenario if normalised else normalise_scenario(scenario)
     emu = Emulation(seed)
     conn = emu.connect(s, scheduler, normalised=True)
     request_delay = min(p["rtt_ms"] for p in s["paths"]) / 2000

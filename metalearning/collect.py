@@ -170,7 +170,8 @@ class TaskCollector(DQNScheduler):
         self.record_budget = int(decisions)
         with collector_paused():        # the whole episode: envs/sim.py's docstring says why
             try:
-                emu, _conn, application, s = setup_episode(s, app or bulk_app(DEFAULT_TASK_BYTES), self, int(seed))
+                emu, _conn, application, s = setup_episode(s, app or bulk_app(DEFAULT_TASK_BYTES), self, int(seed),
+                                                        normalised=True)
                 end = emu.sim.run(s["max_duration_s"])
             finally:
                 self.record_budget = None

@@ -12,6 +12,7 @@ from baselines.dqn.dqn_off import DQNOff
 from baselines.dqn.export import ModelFileError
 from baselines.dqn.policy import DQNScheduler
 from envs import mdp
+from envs.credit import CompletionCredit
 
 SCENARIO = {"name": "fast_slow", "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20},
                                            {"bandwidth_mbps": 5, "rtt_ms": 200}]}
@@ -96,6 +97,36 @@ def test_completion_credit_closes_every_recorded_decision_once():
     assert all(math.isfinite(t[2]) for t in seen)
     assert all(len(t[0]) == 19 and len(t[3]) == 19 for t in seen)
     assert res.metrics["download_time_s"] > 0
+
+
+def test_the_credit_predicts_with_path_estimates_and_predicted_finish_bit_for_bit():
+    """CompletionCredit's typed twins of the public functions agree with them
+    exactly at every decision of lossy three-path episodes (ties, probing,
+    data in flight), and its states are the features as float32."""
+    checked = []
+
+    class Check(DQNScheduler):
+        def _decide_completion(self, view):
+            credit, now = self._credit, view.sim.now
+            largest = credit._estimate(view)
+            srtts, rates = mdp.path_estimates(view)
+            assert list(credit._srtt) == srtts and list(credit._rate) == rates and largest == max(srtts)
+            raw = credit._raw(view, now)
+            want = mdp.predicted_finish(now, view.pending_bytes, list(credit.last_send),
+                                        [p.bytes_in_flight > 0 for p in view.paths], srtts, rates)
+            assert credit._finish(raw) == want
+            state = credit.observe(view, now, False)
+            vals = mdp.completion_features_into(view, now, want, [0.0] * len(state))
+            assert state.dtype == np.float32 and np.array_equal(state, np.array(vals, np.float32))
+            checked.append(now)
+            return super()._decide_completion(view)
+
+    three = {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 30, "loss": 0.02},
+                       {"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 3},
+                       {"bandwidth_mbps": 4, "rtt_ms": 150}]}
+    for seed in (0, 1):
+        envs.run_episode(three, APP, Check(reward="completion", epsilon=0.5, seed=seed), seed)
+    assert len(checked) > 200
 
 
 def test_sending_late_on_the_slow_path_costs_more_than_waiting():
@@ -219,7 +250,7 @@ def test_an_unknown_reward_unit_is_a_one_line_error():
     with pytest.raises(envs.ConfigError, match="reward_unit: expected one of"):
         DQNScheduler(reward="completion", reward_unit="bytes")
     with pytest.raises(envs.ConfigError, match="reward_unit: expected one of"):
-        mdp.CompletionCredit(2, unit="seconds")
+        CompletionCredit(2, unit="seconds")
 
 
 def test_experience_logs_carry_their_reward_unit(tmp_path):

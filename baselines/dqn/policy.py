@@ -1,24 +1,19 @@
 """The scheduler adapter: a Q-network plugged into the emulator's scheduler hook.
 
 :class:`DQNScheduler` is an :class:`envs.scheduler.Scheduler`. At every
-decision request it computes FALCON's state from the connection view with
-the very code of the Gymnasium environment (:func:`envs.gym_env.observe_into`:
-per path ``cwnd/RTT, inflight/RTT, swnd/RTT, RTT``, scaled as documented
-there), evaluates the deployed Q-network (a NumPy copy of the weights,
-:class:`~baselines.dqn.network.NumpyQNet`) and answers with the path of the
-highest Q-value, or a uniformly random path with probability ``epsilon``
-(fixed epsilon-greedy). Like the environment's agent it always names a
-path, congested or not: the packet then waits for that path's window.
+decision request it computes the state of its MDP (:mod:`envs.mdp`: the
+completion MDP by default, or the paper's), evaluates the deployed
+Q-network (:class:`~baselines.dqn.network.NumpyQNet`) and acts on the path
+of the highest Q-value, or a uniformly random one with probability
+``epsilon`` (fixed epsilon-greedy, :class:`envs.explore.EpsilonDraws`).
 
-When it learns or logs (:attr:`DQNScheduler.recording`), it also closes the
-previous decision's transition at every decision: the reward of the step
-between two decisions is :func:`envs.gym_env.step_reward` of the kind
-``reward`` (the same definitions as the environment), so an agent trained
-here and one trained through ``MultipathSchedulingEnv`` see the same MDP.
-The last transition of an episode is closed by :meth:`DQNScheduler.end_episode`
-(``done`` when the application completed).
+When it learns or logs (:attr:`DQNScheduler.recording`), it also closes
+transitions, with the MDP's rewards as :mod:`envs.mdp` defines them (the
+environment's definitions, so an agent trained here and one trained through
+``MultipathSchedulingEnv`` see the same MDP); :meth:`DQNScheduler.end_episode`
+closes the last (``done`` when the application completed).
 
-Reward ``"packet_rate"`` (the default of the DQN agents) is the per-packet
+Reward ``"packet_rate"`` (the paper MDP's) is the per-packet
 credit of ``SPEC-falcon.md`` attributed to the decision that sent the packet:
 the throughput obtained upon the selection, ``RTT_SCALE_S / (t_ack -
 t_decision)`` (:func:`envs.gym_env.ack_credit`, the unit of the
@@ -54,14 +49,15 @@ import numpy as np
 from baselines.dqn.learner import TECHNIQUES, BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.replay import ReplayMemory
+from envs.credit import CompletionCredit
 from envs.errors import ConfigError
+from envs.explore import EpsilonDraws
 from envs.mdp import (
     ALL_REWARDS,
     COMPLETION,
     COMPLETION_UNIT,
     HINDSIGHT_RTTS,
     PACKET_RATE,
-    CompletionCredit,
     ack_credit,
     check_reward_unit,
     completion_features_into,
@@ -281,7 +277,7 @@ class DQNScheduler(Scheduler):
                 for t in credit.finish(view, now, False):
                     self.on_transition(*t)
                 view.sim.stop()
-        state = np.array(credit.observe(view, now, record), dtype=np.float32)
+        state = credit.observe(view, now, record)       # a float32 row
         if record:
             for t in credit.ready(view, now):
                 self.on_transition(*t)
@@ -296,10 +292,13 @@ class DQNScheduler(Scheduler):
         """The completion-MDP state writer (subclasses may refine it, same size)."""
         return completion_features_into(view, now, finish, vals)
 
+    #: the exploration draws' Generator (settable: a task reseeds it)
+    rng = property(lambda self: self._draws.rng, lambda self, rng: setattr(self, "_draws", EpsilonDraws(rng)))
+
     def _choose(self, state) -> int:
-        rng = self.rng
-        if self.epsilon > 0.0 and rng.random() < self.epsilon:
-            return int(rng.integers(self.spec.n_actions))
+        a = self._draws.explore(self.epsilon, self.spec.n_actions)   # rng.random() < eps: rng.integers(n)
+        if a >= 0:
+            return a
         if self.behaviour is not None:
             return self._behaviour_action()
         return self.qnet.argmax(state)

@@ -17,7 +17,7 @@ gives them (docs/model_formats.md, "Reward"):
 * completion MDP, ``completion`` (``reward_unit = packet``): the reduction
   of the predicted finish time ``F`` (:func:`envs.mdp.predicted_finish`),
   both predictions made with the path estimates of the first decision one
-  sRTT of the slowest path later (:class:`envs.mdp.CompletionCredit`'s
+  sRTT of the slowest path later (:class:`envs.credit.CompletionCredit`'s
   order), the last decision against the completion time (the last ACK).
 
 The scenario (``--scenario``, as ``python -m falcon.relay`` takes it) gives
@@ -153,7 +153,7 @@ def _raw(d: dict) -> tuple:
 
 def completion_transitions(ep: LoggedEpisode, hindsight_rtts: float = HINDSIGHT_RTTS) -> list[tuple]:
     """The completion MDP's transitions (``reward_unit = packet``), closed in
-    the order and with the estimates :class:`envs.mdp.CompletionCredit` uses."""
+    the order and with the estimates :class:`envs.credit.CompletionCredit` uses."""
     ds = ep.decisions
     if not ds:
         return []

@@ -1,0 +1,271 @@
+"""The completion MDP's reward bookkeeping for one connection (:mod:`envs.mdp`).
+
+:class:`CompletionCredit` turns a learned scheduler's decisions into the
+completion MDP's transitions: it observes the state at each decision, keeps
+the decision's raw prediction inputs, and once the decision's hindsight
+horizon has passed rewards it with the reduction of the predicted
+completion time under the path estimates of then (the module docstring of
+:mod:`envs.mdp` says why). It is part of the compiled core
+(``envs/credit.pxd``): the predictions run over typed per-path arrays, and
+the states are written into float32 blocks, with the arithmetic of
+:func:`envs.mdp.path_estimates` and :func:`envs.mdp.predicted_finish` in the
+same order, bit for bit (``tests/test_mdp.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import deque
+
+import numpy as np
+
+from envs.errors import ConfigError
+from envs.mdp import (
+    COMPLETION,
+    COMPLETION_SCALE_S,
+    COMPLETION_UNIT,
+    HINDSIGHT_RTTS,
+    check_reward_unit,
+    completion_features_into,
+    decode_action,
+    n_inputs,
+    probe_path,
+    water_filled,
+)
+
+#: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
+COMPILED = not __file__.endswith(".py")
+#: float32 state rows allocated at a time by :class:`CompletionCredit`
+STATE_ROWS = 256
+
+
+class CompletionCredit:
+    """Per-connection bookkeeping of the completion reward (module docstring).
+
+    Call :meth:`observe` at every decision (it returns the state and closes
+    the previous decision's record), :meth:`acted` with the action taken, and
+    :meth:`finish` at the episode's end. Closed transitions come out of
+    :meth:`ready` (and :meth:`finish`) as ``(state, action, reward,
+    next_state, done, decision_time)`` once their hindsight horizon has
+    passed: ``hindsight_rtts`` times the largest smoothed RTT at the decision.
+
+    States are float32 rows ``[n_inputs]`` (each a view of a block of
+    :data:`STATE_ROWS` rows, never written again once handed out); the
+    predictions use :func:`path_estimates` and :func:`predicted_finish`,
+    written here over typed per-path arrays (``envs/mdp.pxd``) with the same
+    arithmetic in the same order, so the rewards are bit for bit those
+    functions' (``tests/test_mdp.py``).
+    """
+
+    def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS, features=None,
+                 unit: str = COMPLETION_UNIT):
+        #: ``features(view, now, finish, vals) -> vals``: the state writer
+        #: (default :func:`completion_features_into`; FALCON-S passes its
+        #: stream-aware variant of the same size)
+        self.features = features or completion_features_into
+        if not hindsight_rtts >= 0.0:
+            raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
+        self.per_packet = check_reward_unit(unit) == "packet"
+        self.hindsight_rtts = float(hindsight_rtts)
+        self.n_paths = n_paths
+        self.last_send = [0.0] * n_paths
+        self._vals = [0.0] * n_inputs(n_paths, COMPLETION)
+        # the path estimates of the latest _estimate, and the paths' order by them
+        self._srtt = array("d", bytes(8 * n_paths))
+        self._rate = array("d", bytes(8 * n_paths))
+        self._order = array("q", bytes(8 * n_paths))
+        # the block the state rows are cut from (_rows: its typed view), and the next free row
+        self._block = None
+        self._rows = None
+        self._row = STATE_ROWS
+        # records: [state, action, raw, due_time, raw_next, next_state]; a raw
+        # is [now, unsent bytes, last send per path..., 1.0/0.0 in flight per path...]
+        self._open: deque = deque()
+        self._last = None
+
+    def __reduce__(self):       # (copies and pickles: the typed arrays are scratch, rebuilt)
+        unit = "packet" if self.per_packet else "time"
+        state = (self.last_send, self._vals, self._open, self._last, self._pending_raw, self._pending_due,
+                 self._block, self._row)
+        return _rebuilt_credit, ((self.n_paths, self.hindsight_rtts, self.features, unit), state)
+
+    def _set_state(self, state: tuple) -> None:
+        (self.last_send, self._vals, self._open, self._last, self._pending_raw, self._pending_due,
+         self._block, self._row) = state
+        self._rows = self._block
+
+    def _estimate(self, view) -> float:
+        """:func:`path_estimates` of ``view`` into ``_srtt`` and ``_rate``;
+        returns the largest (estimated) srtt [s]."""
+        pay = view.payload
+        paths = view.paths
+        n = self.n_paths
+        srtt = self._srtt
+        rate = self._rate
+        probed = 0
+        best_srtt = math.inf
+        best_rate = -math.inf
+        for i in range(n):
+            p = paths[i]
+            d = p.srtt
+            r = p.cc.cwnd / p.mss * pay / d
+            srtt[i] = d
+            rate[i] = r
+            if p.has_rtt_sample:
+                probed += 1
+                if d < best_srtt:
+                    best_srtt = d
+                if r > best_rate:
+                    best_rate = r
+        if 0 < probed < n:
+            for i in range(n):
+                if not paths[i].has_rtt_sample:
+                    srtt[i] = best_srtt
+                    rate[i] = best_rate
+        largest = srtt[0]
+        for i in range(1, n):
+            if srtt[i] > largest:
+                largest = srtt[i]
+        return largest
+
+    def _raw(self, view, now: float) -> list:
+        raw = [now, float(view.pending_bytes)]
+        raw.extend(self.last_send)
+        for p in view.paths:
+            raw.append(1.0 if p.bytes_in_flight > 0 else 0.0)
+        return raw
+
+    def _finish(self, raw: list) -> float:
+        """:func:`predicted_finish` of a raw record under the latest estimates."""
+        n = self.n_paths
+        srtt = self._srtt
+        rate = self._rate
+        now = raw[0]
+        unsent = raw[1]
+        finish = now
+        for i in range(n):
+            if raw[2 + n + i] != 0.0:
+                f = raw[2 + i] + srtt[i]
+                if f > finish:
+                    finish = f
+        if unsent > 0:
+            order = self._order      # the paths by (srtt, rate): sorted(zip(srtts, rates)), stably
+            for i in range(n):
+                j = i
+                while j > 0 and (srtt[order[j - 1]] > srtt[i]
+                                 or (srtt[order[j - 1]] == srtt[i] and rate[order[j - 1]] > rate[i])):
+                    order[j] = order[j - 1]
+                    j -= 1
+                order[j] = i
+            finish = water_filled(now, unsent, finish, srtt, rate, order)
+        return finish
+
+    def _state_row(self, vals: list):
+        """A new float32 row holding ``vals`` (the class docstring)."""
+        r = self._row
+        k = len(self._vals)
+        if r >= STATE_ROWS:
+            self._block = np.empty((STATE_ROWS, k), np.float32)
+            self._rows = self._block
+            r = 0
+        self._row = r + 1
+        if COMPILED:
+            rows = self._rows
+            for j in range(k):
+                rows[r, j] = vals[j]
+            return self._block[r]
+        row = self._block[r]
+        row[:] = vals
+        return row
+
+    def observe(self, view, now: float, record: bool = True):
+        """The state at a decision (a float32 row); with ``record``, the
+        previous decision's record gets it as its next state."""
+        largest = self._estimate(view)
+        raw = self._raw(view, now)
+        state = self._state_row(self.features(view, now, self._finish(raw), self._vals))
+        if record and self._last is not None:
+            self._last[4] = raw
+            self._last[5] = state
+        self._pending_raw = raw
+        self._pending_due = now + self.hindsight_rtts * largest
+        return state
+
+    @property
+    def has_open_decision(self) -> bool:
+        """The latest recorded decision still waits for its next state."""
+        return self._last is not None
+
+    def act(self, view, state, action: int, now: float, record: bool = True):
+        """Apply the MDP's action decoding to the agent's ``action`` on
+        ``state`` (a never-used path is probed first, :func:`probe_path`; a
+        full path means wait, :func:`decode_action`) and record the decision.
+        Returns ``(action taken, the scheduler's answer: path or None)``."""
+        probe = probe_path(view)
+        if probe is not None:
+            action = probe
+        decision = decode_action(view, action)
+        self.acted(state, action, decision is not None, now, record)
+        return action, decision
+
+    def acted(self, state, action: int, sent: bool, now: float, record: bool = True) -> None:
+        """Record the decision taken on ``state`` (``sent``: a packet left now)."""
+        if sent:
+            self.last_send[action] = now
+        if record:
+            rec = [state, action, self._pending_raw, self._pending_due, None, None]
+            self._open.append(rec)
+            self._last = rec
+        else:
+            self._last = None
+
+    def _unit_s(self, view) -> float:
+        """The reward unit [s] under the latest estimates."""
+        if not self.per_packet:
+            return COMPLETION_SCALE_S
+        total = 0.0
+        for i in range(self.n_paths):
+            total += self._rate[i]
+        return view.payload / total if total > 0.0 else COMPLETION_SCALE_S
+
+    def ready(self, view, now: float, final: bool = False) -> list[tuple]:
+        """Transitions whose horizon has passed (all closed ones if ``final``),
+        rewarded with the path estimates of now."""
+        out = []
+        opened = self._open
+        if not opened or opened[0][4] is None or not (final or opened[0][3] <= now):
+            return out               # none ready: the common case, without the estimates
+        self._estimate(view)
+        unit = self._unit_s(view)
+        while opened and opened[0][4] is not None and (final or opened[0][3] <= now):
+            s, a, raw, due, raw_next, s_next = opened.popleft()
+            r = (self._finish(raw) - self._finish(raw_next)) / unit
+            out.append((s, a, r, s_next, False, raw[0]))
+        return out
+
+    def finish(self, view, now: float, done: bool) -> list[tuple]:
+        """Close the episode: every open transition, the last one rewarded with
+        the real completion (``now``) against its prediction."""
+        last = self._last
+        if last is not None and last[4] is None:
+            self._open.pop()
+        out = self.ready(view, now, final=True)
+        if last is not None and last[4] is None:
+            self._estimate(view)
+            raw = last[2]
+            r = (self._finish(raw) - now) / self._unit_s(view)
+            state = self._state_row(self.features(view, now, now, self._vals))
+            out.append((last[0], last[1], r, state, bool(done), raw[0]))
+        self._open.clear()
+        self._last = None
+        return out
+
+
+def _rebuilt_credit(args: tuple, state: tuple) -> CompletionCredit:
+    credit = CompletionCredit(*args)
+    credit._set_state(state)
+    return credit
+
+
+__all__ = ["CompletionCredit", "STATE_ROWS"]
