@@ -2,7 +2,7 @@
 # the completion credit's per-path estimates, predictions and state rows.
 cimport cython
 from envs.path_sender cimport PathSender
-from envs.mdp cimport probe_path, decode_action, water_filled
+from envs.mdp cimport probe_path, decode_action, estimates_into, raw_finish
 
 cdef bint COMPILED
 cdef Py_ssize_t STATE_ROWS
@@ -15,29 +15,22 @@ cdef class CompletionCredit:
     cdef public list last_send, _vals
     cdef public object _open, _last, _pending_raw, _block
     cdef public double _pending_due
-    cdef readonly double[::1] _srtt, _rate
+    cdef double[::1] _srtt, _rate
     cdef long long[::1] _order
     cdef float[:, ::1] _rows
     cdef Py_ssize_t _row
 
-    @cython.locals(p=PathSender, paths=list, pay=cython.longlong, n=Py_ssize_t, i=Py_ssize_t, probed=Py_ssize_t,
-                   d=cython.double, r=cython.double, best_srtt=cython.double, best_rate=cython.double,
-                   largest=cython.double, srtt=cython.double[::1], rate=cython.double[::1])
-    cpdef double _estimate(self, view) except? -1.0
     @cython.locals(p=PathSender)
     cpdef list _raw(self, view, double now)
-    @cython.locals(n=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, srtt=cython.double[::1],
-                   rate=cython.double[::1], order=cython.longlong[::1], now=cython.double, unsent=cython.double,
-                   finish=cython.double, f=cython.double)
-    cpdef double _finish(self, list raw) except? -1.0
     @cython.locals(r=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, rows=cython.float[:, ::1])
     cpdef _state_row(self, list vals)
-    @cython.locals(largest=cython.double)
+    @cython.locals(largest=cython.double, finish=cython.double)
     cpdef observe(self, view, double now, bint record=*)
     cpdef tuple act(self, view, state, long long action, double now, bint record=*)
     cpdef acted(self, state, long long action, bint sent, double now, bint record=*)
     @cython.locals(total=cython.double, i=Py_ssize_t)
     cpdef double _unit_s(self, view)
     cpdef _set_state(self, tuple state)
-    @cython.locals(r=cython.double, unit=cython.double)
+    @cython.locals(r=cython.double, unit=cython.double, srtt=cython.double[::1], rate=cython.double[::1],
+                   order=cython.longlong[::1])
     cpdef list ready(self, view, double now, bint final=*)

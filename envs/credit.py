@@ -6,15 +6,13 @@ the decision's raw prediction inputs, and once the decision's hindsight
 horizon has passed rewards it with the reduction of the predicted
 completion time under the path estimates of then (the module docstring of
 :mod:`envs.mdp` says why). It is part of the compiled core
-(``envs/credit.pxd``): the predictions run over typed per-path arrays, and
-the states are written into float32 blocks, with the arithmetic of
-:func:`envs.mdp.path_estimates` and :func:`envs.mdp.predicted_finish` in the
-same order, bit for bit (``tests/test_mdp.py``).
+(``envs/credit.pxd``): the predictions run over typed per-path arrays
+(:func:`envs.mdp.estimates_into`, :func:`envs.mdp.raw_finish`), and the
+states are written into float32 blocks.
 """
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections import deque
 
@@ -29,9 +27,10 @@ from envs.mdp import (
     check_reward_unit,
     completion_features_into,
     decode_action,
+    estimates_into,
     n_inputs,
     probe_path,
-    water_filled,
+    raw_finish,
 )
 
 #: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
@@ -52,10 +51,8 @@ class CompletionCredit:
 
     States are float32 rows ``[n_inputs]`` (each a view of a block of
     :data:`STATE_ROWS` rows, never written again once handed out); the
-    predictions use :func:`path_estimates` and :func:`predicted_finish`,
-    written here over typed per-path arrays (``envs/mdp.pxd``) with the same
-    arithmetic in the same order, so the rewards are bit for bit those
-    functions' (``tests/test_mdp.py``).
+    predictions are :func:`envs.mdp.estimates_into` and
+    :func:`envs.mdp.raw_finish` over the credit's typed per-path arrays.
     """
 
     def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS, features=None,
@@ -71,7 +68,7 @@ class CompletionCredit:
         self.n_paths = n_paths
         self.last_send = [0.0] * n_paths
         self._vals = [0.0] * n_inputs(n_paths, COMPLETION)
-        # the path estimates of the latest _estimate, and the paths' order by them
+        # the latest path estimates (envs.mdp.estimates_into), and raw_finish's scratch
         self._srtt = array("d", bytes(8 * n_paths))
         self._rate = array("d", bytes(8 * n_paths))
         self._order = array("q", bytes(8 * n_paths))
@@ -79,8 +76,7 @@ class CompletionCredit:
         self._block = None
         self._rows = None
         self._row = STATE_ROWS
-        # records: [state, action, raw, due_time, raw_next, next_state]; a raw
-        # is [now, unsent bytes, last send per path..., 1.0/0.0 in flight per path...]
+        # records: [state, action, raw, due_time, raw_next, next_state] (raw: envs.mdp.raw_finish)
         self._open: deque = deque()
         self._last = None
 
@@ -95,71 +91,13 @@ class CompletionCredit:
          self._block, self._row) = state
         self._rows = self._block
 
-    def _estimate(self, view) -> float:
-        """:func:`path_estimates` of ``view`` into ``_srtt`` and ``_rate``;
-        returns the largest (estimated) srtt [s]."""
-        pay = view.payload
-        paths = view.paths
-        n = self.n_paths
-        srtt = self._srtt
-        rate = self._rate
-        probed = 0
-        best_srtt = math.inf
-        best_rate = -math.inf
-        for i in range(n):
-            p = paths[i]
-            d = p.srtt
-            r = p.cc.cwnd / p.mss * pay / d
-            srtt[i] = d
-            rate[i] = r
-            if p.has_rtt_sample:
-                probed += 1
-                if d < best_srtt:
-                    best_srtt = d
-                if r > best_rate:
-                    best_rate = r
-        if 0 < probed < n:
-            for i in range(n):
-                if not paths[i].has_rtt_sample:
-                    srtt[i] = best_srtt
-                    rate[i] = best_rate
-        largest = srtt[0]
-        for i in range(1, n):
-            if srtt[i] > largest:
-                largest = srtt[i]
-        return largest
-
     def _raw(self, view, now: float) -> list:
+        """The raw record of a decision at ``now`` (:func:`envs.mdp.raw_finish`)."""
         raw = [now, float(view.pending_bytes)]
         raw.extend(self.last_send)
         for p in view.paths:
             raw.append(1.0 if p.bytes_in_flight > 0 else 0.0)
         return raw
-
-    def _finish(self, raw: list) -> float:
-        """:func:`predicted_finish` of a raw record under the latest estimates."""
-        n = self.n_paths
-        srtt = self._srtt
-        rate = self._rate
-        now = raw[0]
-        unsent = raw[1]
-        finish = now
-        for i in range(n):
-            if raw[2 + n + i] != 0.0:
-                f = raw[2 + i] + srtt[i]
-                if f > finish:
-                    finish = f
-        if unsent > 0:
-            order = self._order      # the paths by (srtt, rate): sorted(zip(srtts, rates)), stably
-            for i in range(n):
-                j = i
-                while j > 0 and (srtt[order[j - 1]] > srtt[i]
-                                 or (srtt[order[j - 1]] == srtt[i] and rate[order[j - 1]] > rate[i])):
-                    order[j] = order[j - 1]
-                    j -= 1
-                order[j] = i
-            finish = water_filled(now, unsent, finish, srtt, rate, order)
-        return finish
 
     def _state_row(self, vals: list):
         """A new float32 row holding ``vals`` (the class docstring)."""
@@ -182,9 +120,10 @@ class CompletionCredit:
     def observe(self, view, now: float, record: bool = True):
         """The state at a decision (a float32 row); with ``record``, the
         previous decision's record gets it as its next state."""
-        largest = self._estimate(view)
+        largest = estimates_into(view, self._srtt, self._rate)
         raw = self._raw(view, now)
-        state = self._state_row(self.features(view, now, self._finish(raw), self._vals))
+        finish = raw_finish(raw, self._srtt, self._rate, self._order)
+        state = self._state_row(self.features(view, now, finish, self._vals))
         if record and self._last is not None:
             self._last[4] = raw
             self._last[5] = state
@@ -236,11 +175,12 @@ class CompletionCredit:
         opened = self._open
         if not opened or opened[0][4] is None or not (final or opened[0][3] <= now):
             return out               # none ready: the common case, without the estimates
-        self._estimate(view)
+        srtt, rate, order = self._srtt, self._rate, self._order
+        estimates_into(view, srtt, rate)
         unit = self._unit_s(view)
         while opened and opened[0][4] is not None and (final or opened[0][3] <= now):
             s, a, raw, due, raw_next, s_next = opened.popleft()
-            r = (self._finish(raw) - self._finish(raw_next)) / unit
+            r = (raw_finish(raw, srtt, rate, order) - raw_finish(raw_next, srtt, rate, order)) / unit
             out.append((s, a, r, s_next, False, raw[0]))
         return out
 
@@ -252,9 +192,9 @@ class CompletionCredit:
             self._open.pop()
         out = self.ready(view, now, final=True)
         if last is not None and last[4] is None:
-            self._estimate(view)
+            estimates_into(view, self._srtt, self._rate)
             raw = last[2]
-            r = (self._finish(raw) - now) / self._unit_s(view)
+            r = (raw_finish(raw, self._srtt, self._rate, self._order) - now) / self._unit_s(view)
             state = self._state_row(self.features(view, now, now, self._vals))
             out.append((last[0], last[1], r, state, bool(done), raw[0]))
         self._open.clear()

@@ -342,12 +342,12 @@ class MultipathSchedulingEnv(gym.Env):
             # with a request pending (handled by the loop condition)
 
     def _observe(self) -> np.ndarray:
-        # Python floats are packed straight into the preallocated float32
-        # buffer (struct is several times faster than numpy item or slice
-        # assignment for a handful of values); the caller gets a copy.
         if self._completion:                    # the credit's float32 row ([] before any decision)
             state = self._sched.state
             return np.array(state, np.float32) if len(state) else np.zeros(len(self._vals), np.float32)
+        # Python floats are packed straight into the preallocated float32
+        # buffer (struct is several times faster than numpy item or slice
+        # assignment for a handful of values); the caller gets a copy.
         self._pack(self._obs, 0, *observe_into(self.connection, self._vals))
         return self._obs.copy()
 

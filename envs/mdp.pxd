@@ -4,13 +4,17 @@
 cimport cython
 from envs.path_sender cimport PathSender
 
-@cython.locals(p=PathSender, pay=cython.longlong, best_srtt=cython.double, best_rate=cython.double, i=Py_ssize_t)
 cpdef tuple path_estimates(view)
 
-@cython.locals(rate_sum=cython.double, weighted=cython.double, t=cython.double, start=cython.double,
-               r=cython.double, i=Py_ssize_t, k=Py_ssize_t)
-cpdef double water_filled(double now, double unsent, double finish, double[::1] srtt, double[::1] rate,
-                          long long[::1] order) except? -1.0
+@cython.locals(p=PathSender, paths=list, pay=cython.longlong, n=Py_ssize_t, i=Py_ssize_t, probed=Py_ssize_t,
+               d=cython.double, r=cython.double, best_srtt=cython.double, best_rate=cython.double,
+               largest=cython.double)
+cpdef double estimates_into(view, double[::1] srtt, double[::1] rate) except? -1.0
+
+@cython.locals(n=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, now=cython.double, unsent=cython.double,
+               finish=cython.double, f=cython.double, rate_sum=cython.double, weighted=cython.double,
+               t=cython.double, start=cython.double, r=cython.double)
+cpdef double raw_finish(list raw, double[::1] srtt, double[::1] rate, long long[::1] order) except? -1.0
 
 cpdef double _clip(double x, double lo, double hi)
 

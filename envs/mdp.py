@@ -210,17 +210,45 @@ def path_estimates(view) -> tuple[list[float], list[float]]:
     unknown. With RFC 9002's 333 ms initial guess instead, a path that was
     never used would look slow for ever, and a policy that ignores the fast
     path would be judged right by the very prediction it starves."""
+    n = len(view.paths)
+    srtts = array("d", bytes(8 * n))
+    rates = array("d", bytes(8 * n))
+    estimates_into(view, srtts, rates)
+    return srtts.tolist(), rates.tolist()
+
+
+def estimates_into(view, srtt, rate) -> float:
+    """:func:`path_estimates` written into ``srtt`` and ``rate`` (arrays of
+    the paths' length; typed in the compiled core); returns the largest
+    estimated srtt [s]."""
     pay = view.payload
-    srtts = [p.srtt for p in view.paths]
-    rates = [p.cwnd / p.mss * pay / p.srtt for p in view.paths]
-    probed = [i for i, p in enumerate(view.paths) if p.has_rtt_sample]
-    if probed and len(probed) < len(srtts):
-        best_srtt = min([srtts[i] for i in probed])   # lists, not generators: the compiled core
-        best_rate = max([rates[i] for i in probed])   # (mdp.pxd) has no closures in typed functions
-        for i, p in enumerate(view.paths):
-            if not p.has_rtt_sample:
-                srtts[i], rates[i] = best_srtt, best_rate
-    return srtts, rates
+    paths = view.paths
+    n = len(paths)
+    probed = 0
+    best_srtt = math.inf
+    best_rate = -math.inf
+    for i in range(n):
+        p = paths[i]
+        d = p.srtt
+        r = p.cwnd / p.mss * pay / d
+        srtt[i] = d
+        rate[i] = r
+        if p.has_rtt_sample:
+            probed += 1
+            if d < best_srtt:
+                best_srtt = d
+            if r > best_rate:
+                best_rate = r
+    if 0 < probed < n:
+        for i in range(n):
+            if not paths[i].has_rtt_sample:
+                srtt[i] = best_srtt
+                rate[i] = best_rate
+    largest = srtt[0]
+    for i in range(1, n):
+        if srtt[i] > largest:
+            largest = srtt[i]
+    return largest
 
 
 def predicted_finish(now: float, unsent: float, last_send, in_flight, srtts, rates) -> float:
@@ -233,29 +261,40 @@ def predicted_finish(now: float, unsent: float, last_send, in_flight, srtts, rat
     bytes go to the paths that finish them soonest (water-filling: a path is
     used iff ``now + srtt`` is before the finish). The result is at least
     ``now`` and at least every path's ``last_send + srtt`` while it has data
-    in flight."""
+    in flight. (:func:`raw_finish` on the same inputs.)"""
+    raw = [now, float(unsent)] + [float(t) for t in last_send] + [1.0 if b else 0.0 for b in in_flight]
+    return raw_finish(raw, array("d", srtts), array("d", rates), array("q", bytes(8 * len(srtts))))
+
+
+def raw_finish(raw: list, srtt, rate, order) -> float:
+    """:func:`predicted_finish` of a *raw record* ``[now, unsent bytes, last
+    send per path..., 1.0 or 0.0 (data in flight) per path...]`` under the
+    estimates ``srtt`` [s] and ``rate`` [bytes/s] (arrays indexed by path,
+    :func:`estimates_into`); ``order``: scratch of the paths' length (they
+    are sorted into it by ``(srtt, rate)``, stably). Typed arrays in the
+    compiled core."""
+    n = len(srtt)
+    now = raw[0]
+    unsent = raw[1]
     finish = now
-    for i, busy in enumerate(in_flight):
-        if busy:
-            f = last_send[i] + srtts[i]
+    for i in range(n):
+        if raw[2 + n + i] != 0.0:
+            f = raw[2 + i] + srtt[i]
             if f > finish:
                 finish = f
-    if unsent > 0:
-        order = sorted(range(len(srtts)), key=lambda i: (srtts[i], rates[i]))
-        finish = water_filled(now, unsent, finish, array("d", srtts), array("d", rates), array("q", order))
-    return finish
-
-
-def water_filled(now: float, unsent: float, finish: float, srtt, rate, order) -> float:
-    """:func:`predicted_finish`'s water-filling: the later of ``finish`` and
-    the time [s] the fluid model delivers ``unsent`` bytes, the paths taken in
-    ``order`` (path indices by ascending ``(srtt, rate)``; ``srtt`` [s] and
-    ``rate`` [bytes/s] indexed by path), each joining while ``now + srtt`` is
-    before the finish so far. Typed arrays in the compiled core."""
-    rate_sum = 0.0
+    if unsent <= 0:
+        return finish
+    for i in range(n):              # insertion sort: sorted(zip(srtts, rates)) without tuples
+        j = i
+        while j > 0 and (srtt[order[j - 1]] > srtt[i]
+                         or (srtt[order[j - 1]] == srtt[i] and rate[order[j - 1]] > rate[i])):
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+    rate_sum = 0.0                  # water-filling over the paths in that order
     weighted = 0.0
     t = math.inf
-    for k in range(len(order)):
+    for k in range(n):
         i = order[k]
         start = now + srtt[i]
         r = rate[i]
@@ -331,4 +370,4 @@ __all__ = ["RTT_SCALE_S", "RATE_SCALE_PKTS", "OBS_HIGH", "GOODPUT_MIN_INTERVAL_S
            "COMPLETION_SCALE_S", "COMPLETION_UNITS", "COMPLETION_UNIT", "check_reward_unit", "COMPLETION_LOW", "COMPLETION_HIGH", "COMPLETION_PATH_FEATURES", "COMPLETION_GLOBAL_FEATURES",
            "HINDSIGHT_RTTS", "ALL_REWARDS", "mdp_of", "n_inputs", "feature_names",
            "reward_of_inputs", "observe_into", "step_reward", "ack_credit", "path_estimates",
-           "predicted_finish", "water_filled", "completion_features_into", "decode_action", "probe_path"]
+           "estimates_into", "predicted_finish", "raw_finish", "completion_features_into", "decode_action", "probe_path"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from array import array
 
 import numpy as np
 import pytest
@@ -100,21 +101,23 @@ def test_completion_credit_closes_every_recorded_decision_once():
 
 
 def test_the_credit_predicts_with_path_estimates_and_predicted_finish_bit_for_bit():
-    """CompletionCredit's typed twins of the public functions agree with them
-    exactly at every decision of lossy three-path episodes (ties, probing,
-    data in flight), and its states are the features as float32."""
+    """The typed forms the credit uses (estimates written into arrays, the
+    finish of its raw record) agree exactly with the public list functions
+    at every decision of lossy three-path episodes (ties, probing, data in
+    flight), and its states are the features as float32."""
     checked = []
 
     class Check(DQNScheduler):
         def _decide_completion(self, view):
-            credit, now = self._credit, view.sim.now
-            largest = credit._estimate(view)
+            credit, now, n = self._credit, view.sim.now, len(view.paths)
+            srtt, rate = array("d", [0.0] * n), array("d", [0.0] * n)
+            largest = mdp.estimates_into(view, srtt, rate)
             srtts, rates = mdp.path_estimates(view)
-            assert list(credit._srtt) == srtts and list(credit._rate) == rates and largest == max(srtts)
+            assert list(srtt) == srtts and list(rate) == rates and largest == max(srtts)
             raw = credit._raw(view, now)
             want = mdp.predicted_finish(now, view.pending_bytes, list(credit.last_send),
                                         [p.bytes_in_flight > 0 for p in view.paths], srtts, rates)
-            assert credit._finish(raw) == want
+            assert mdp.raw_finish(raw, srtt, rate, array("q", [0] * n)) == want
             state = credit.observe(view, now, False)
             vals = mdp.completion_features_into(view, now, want, [0.0] * len(state))
             assert state.dtype == np.float32 and np.array_equal(state, np.array(vals, np.float32))
