@@ -4,15 +4,18 @@ cimport cython
 cdef bint COMPILED
 
 cdef class Link:
-    cdef public object capacity, buffer_packets, buffer_bytes, name
-    cdef public object _queue
+    cdef public object capacity, _buffer_packets, _buffer_bytes, name
+    cdef public double _limit_packets, _limit_bytes
+    cdef double[::1] _dep
+    cdef long long[::1] _size
+    cdef public Py_ssize_t _head, _n, _mask
     cdef public long long _queued_bytes
-    cdef public double _last_departure, _pos
-    cdef public object _rate
+    cdef public double _last_departure, _pos, _rate
     cdef public long long drops, packets_served, bytes_served
     cdef public double offset
 
-    @cython.locals(departure=cython.double, start=cython.double)
+    cpdef _drain(self, double now)
+    @cython.locals(departure=cython.double, start=cython.double, rate=cython.double, r=Py_ssize_t)
     cpdef double admit(self, double now, long long size)
 
 cdef class DelayModel:
@@ -41,7 +44,10 @@ cdef class Path:
     cdef public double _last_arrival, _last_ack_arrival
     cdef public long long packets_lost_random
     cdef public bint _loss_on
+    cdef public double last_return_delay
     @cython.locals(departure=cython.double, half=cython.double, arrival=cython.double)
+    cpdef double send(self, double now, long long size)
+    @cython.locals(arrival=cython.double)
     cpdef transmit(self, double now, long long size)
     @cython.locals(start=cython.double, dep=cython.double, arrival=cython.double)
     cpdef double ack_arrival(self, double now, double return_delay, long long size)

@@ -20,13 +20,14 @@ part of its link's capacity curve. Paths without a schedule are plain
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import NamedTuple
 
 import numpy as np
 
 from envs.traces.base import CapacityTrace, StepSeries
+from envs.wire import ROWS, column, regrown
 
+INF = math.inf
 _BLOCK = 4096  # random draws are made in blocks: one numpy call per 4096 packets
 #: True in the compiled module, which reads a block of draws through a typed view of the
 #: NumPy array; the .py core reads it as a list (faster there than indexing an array)
@@ -43,12 +44,14 @@ class Link:
     """Drop-tail bottleneck. Buffer limit in packets and/or bytes (None = unlimited).
 
     Several paths (of one or several connections) may share one Link object:
-    they then share its queue and capacity.
+    they then share its queue and capacity. The queue is a ring of the
+    departure times [s] and sizes [bytes] of the admitted packets (columns of
+    :mod:`envs.wire`: typed arrays in the compiled core), oldest first.
     """
 
-    __slots__ = ("capacity", "buffer_packets", "buffer_bytes", "name", "_queue",
-                 "_queued_bytes", "_last_departure", "_pos", "_rate", "drops",
-                 "packets_served", "bytes_served", "offset")
+    __slots__ = ("capacity", "_buffer_packets", "_buffer_bytes", "_limit_packets", "_limit_bytes", "name",
+                 "_dep", "_size", "_head", "_n", "_mask", "_queued_bytes", "_last_departure", "_pos", "_rate",
+                 "drops", "packets_served", "bytes_served", "offset")
 
     def __init__(self, capacity: CapacityTrace, buffer_packets: int | None = None,
                  buffer_bytes: int | None = None, name: str = "link", offset: float = 0.0):
@@ -59,14 +62,39 @@ class Link:
         self.buffer_packets = buffer_packets
         self.buffer_bytes = buffer_bytes
         self.name = name
-        self._queue: deque = deque()      # (departure time [s], size [bytes]) of admitted packets
+        self._dep = column("d", ROWS)     # the queue (class docstring): departure time [s]
+        self._size = column("q", ROWS)    # and size [bytes] of each admitted packet
+        self._head = 0
+        self._n = 0
+        self._mask = ROWS - 1
         self._queued_bytes = 0
         self._last_departure = 0.0
         self._pos = 0.0                   # server position on C(t) [bytes]
-        self._rate = capacity.constant_rate  # bytes/s, None for time-varying traces
+        # bytes/s of a constant-rate trace; 0.0 for a time-varying one (a trace has capacity)
+        self._rate = capacity.constant_rate if capacity.is_constant else 0.0
         self.drops = 0
         self.packets_served = 0
         self.bytes_served = 0
+
+    @property
+    def buffer_packets(self):
+        """Drop-tail limit [packets]; None: none."""
+        return self._buffer_packets
+
+    @buffer_packets.setter
+    def buffer_packets(self, value) -> None:
+        self._buffer_packets = value
+        self._limit_packets = INF if value is None else float(value)
+
+    @property
+    def buffer_bytes(self):
+        """Drop-tail limit [bytes]; None: none."""
+        return self._buffer_bytes
+
+    @buffer_bytes.setter
+    def buffer_bytes(self, value) -> None:
+        self._buffer_bytes = value
+        self._limit_bytes = INF if value is None else float(value)
 
     def offered_bytes(self, t0: float, t1: float) -> float:
         """Capacity the link offered over emulated [t0, t1] [bytes]."""
@@ -76,27 +104,27 @@ class Link:
     def occupancy(self, now: float) -> tuple[int, int]:
         """(packets, bytes) admitted and not yet fully transmitted at ``now``."""
         self._drain(now)
-        return len(self._queue), self._queued_bytes
+        return self._n, self._queued_bytes
 
     def _drain(self, now: float) -> None:
-        q = self._queue
-        while q and q[0][0] <= now:
-            self._queued_bytes -= q.popleft()[1]
+        """Drop the packets that have left the queue by ``now`` [s]."""
+        while self._n > 0 and self._dep[self._head] <= now:
+            self._queued_bytes -= self._size[self._head]
+            self._head = (self._head + 1) & self._mask
+            self._n -= 1
 
     def admit(self, now: float, size: int) -> float:
         """Enqueue a packet of ``size`` bytes at ``now``; return its departure
         time [s], or -1.0 if the drop-tail buffer is full."""
-        q = self._queue
-        while q and q[0][0] <= now:
-            self._queued_bytes -= q.popleft()[1]
-        if self.buffer_packets is not None and len(q) >= self.buffer_packets:
-            self.drops += 1
-            return -1.0
-        if self.buffer_bytes is not None and self._queued_bytes + size > self.buffer_bytes:
+        while self._n > 0 and self._dep[self._head] <= now:    # _drain, inlined on the per-packet path
+            self._queued_bytes -= self._size[self._head]
+            self._head = (self._head + 1) & self._mask
+            self._n -= 1
+        if self._n >= self._limit_packets or self._queued_bytes + size > self._limit_bytes:
             self.drops += 1
             return -1.0
         rate = self._rate
-        if rate is not None:
+        if rate > 0.0:
             start = now if now > self._last_departure else self._last_departure
             departure = start + size / rate
         else:
@@ -106,7 +134,15 @@ class Link:
             self._pos = pos
             departure = cap.time_at(pos) - self.offset
         self._last_departure = departure
-        q.append((departure, size))
+        if self._n > self._mask:
+            self._dep = regrown(self._dep, "d", self._head, self._n)
+            self._size = regrown(self._size, "q", self._head, self._n)
+            self._head = 0
+            self._mask = 2 * self._mask + 1
+        r = (self._head + self._n) & self._mask
+        self._dep[r] = departure
+        self._size[r] = size
+        self._n += 1
         self._queued_bytes += size
         self.packets_served += 1
         self.bytes_served += size
@@ -220,13 +256,13 @@ class LossModel:
 class Path:
     """One path: forward bottleneck + delay + loss, and a return direction.
 
-    ``transmit`` returns ``(arrival time at the receiver [s], return delay
-    [s] for the ACK it triggers)`` or ``None`` if the packet is dropped (full
-    buffer) or lost.
+    :meth:`send` gives a data packet's arrival time at the receiver [s] (and
+    the return delay [s] for the ACK it triggers), or -1.0 if the packet is
+    dropped (full buffer) or lost; :meth:`transmit` gives both as a tuple.
     """
 
     __slots__ = ("name", "link", "delay", "loss", "return_link", "_last_arrival",
-                 "_last_ack_arrival", "packets_lost_random", "_loss_on")
+                 "_last_ack_arrival", "packets_lost_random", "_loss_on", "last_return_delay")
 
     def __init__(self, link: Link, delay: DelayModel, loss: LossModel,
                  return_link: Link | None = None, name: str = "path"):
@@ -239,14 +275,18 @@ class Path:
         self._last_ack_arrival = 0.0
         self.packets_lost_random = 0
         self._loss_on = loss.enabled
+        self.last_return_delay = 0.0        # of the latest packet sent [s] (send)
 
-    def transmit(self, now: float, size: int):
+    def send(self, now: float, size: int) -> float:
+        """Send a data packet of ``size`` bytes at ``now`` [s]: its arrival time at the
+        receiver [s], or -1.0 if it is dropped (full buffer) or lost. The return delay
+        [s] of the ACK it triggers is then in :attr:`last_return_delay`."""
         departure = self.link.admit(now, size)
         if departure < 0.0:
-            return None
+            return -1.0
         if self._loss_on and self.loss.lost(departure):
             self.packets_lost_random += 1
-            return None
+            return -1.0
         d = self.delay
         if d.cv <= 0.0 and d.one_way_series is None:
             half = 0.5 * d.mean_rtt
@@ -256,7 +296,15 @@ class Path:
         if arrival < self._last_arrival:   # jitter never reorders within a path
             arrival = self._last_arrival
         self._last_arrival = arrival
-        return arrival, half
+        self.last_return_delay = half
+        return arrival
+
+    def transmit(self, now: float, size: int):
+        """:meth:`send` as ``(arrival [s], return delay [s])``, or None if the packet is dropped or lost."""
+        arrival = self.send(now, size)
+        if arrival < 0.0:
+            return None
+        return arrival, self.last_return_delay
 
     def ack_arrival(self, now: float, return_delay: float, size: int) -> float:
         """Arrival time [s] at the sender of an ACK of ``size`` bytes sent at ``now``."""
@@ -295,7 +343,7 @@ class ScheduledPath(Path):
     period start, as the scenario builder does). Segment boundaries are
     checked once per transmitted packet against one cached time, so the cost
     is a comparison per packet plus a little work per boundary crossed.
-    Reordering is still impossible: :meth:`Path.transmit` clamps every
+    Reordering is still impossible: :meth:`Path.send` clamps every
     arrival to the previous one, so when the mean RTT drops the packets sent
     just after the drop queue behind those sent before it.
     """
@@ -319,10 +367,10 @@ class ScheduledPath(Path):
         self._cycle = 0      # loop count of that state's start time
         self._next = times[0]  # its start time [s]
 
-    def transmit(self, now: float, size: int):
+    def send(self, now: float, size: int) -> float:
         if now >= self._next:
             self._advance(now)
-        return Path.transmit(self, now, size)
+        return Path.send(self, now, size)
 
     def _advance(self, now: float) -> None:
         """Apply the last state that started at or before ``now``."""

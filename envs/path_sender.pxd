@@ -2,16 +2,18 @@
 cimport cython
 from envs.cc.base cimport CongestionController
 from envs.sim cimport Simulator
+from envs.link cimport Path
+from envs.sent cimport SentPackets
 
 cdef class PathSender:
     cdef public long long index
-    cdef public object path
+    cdef public Path path
     cdef public CongestionController cc
     cdef public long long mss, payload
     cdef public double srtt, rttvar, min_rtt, latest_rtt, min_srtt, max_srtt
     cdef public bint has_rtt_sample, is_open
     cdef public long long bytes_in_flight, next_pn, largest_acked, pto_count
-    cdef public dict sent
+    cdef public SentPackets sent
     cdef public double loss_time, time_of_last_ack_eliciting, timer_deadline, timer_pending_at
     cdef public long long packets_sent, packets_acked, packets_lost, bytes_sent, payload_bytes_acked, retransmissions
     cdef public double max_ack_delay, pto_base

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from envs.cc.base import CongestionController
+from envs.sent import SentPackets
 
 K_GRANULARITY = 0.001           # s, RFC 9002 kGranularity
 K_INITIAL_RTT = 0.333           # s, RFC 9002 kInitialRtt
@@ -59,7 +60,7 @@ class PathSender:
         self.has_rtt_sample = False
         self.bytes_in_flight = 0
         self.next_pn = 0
-        self.sent: dict[int, tuple] = {}   # pn -> sent tuple; insertion order == pn order
+        self.sent = SentPackets()          # in flight, by packet number (envs.sent)
         self.largest_acked = -1
         self.loss_time = INF
         self.pto_count = 0

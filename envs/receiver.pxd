@@ -2,15 +2,16 @@
 cimport cython
 from envs.sim cimport Simulator
 from envs.streams cimport RecvStream
+from envs.wire cimport AckWire, DataWire
+from envs.path_sender cimport PathSender
 
 cdef class RecvPathState:
-    cdef public list pending
     cdef public long long count, largest
     cdef public double largest_recv_time, return_delay, ack_deadline, timer_pending_at
 
 cdef class Receiver:
     cdef public Simulator sim
-    cdef public list rx_paths, paths, oqs_t, oqs_v
+    cdef public list rx_paths, paths, oqs_t, oqs_v, data_wires, ack_wires
     cdef public dict recv_streams, send_streams
     cdef public long long oqs_cap, oqs_stride, oqs_seen, oqs_peak
     cdef public double oqs_sum, first_byte_time
@@ -19,9 +20,11 @@ cdef class Receiver:
     cdef public bint record_oqs, fc_autotune
     cdef public object app, _data_event, _ack_event
 
-    @cython.locals(rp=RecvPathState, st=RecvStream, nxt=cython.longlong, pidx=cython.longlong, pn=cython.longlong, off=cython.longlong, length=cython.longlong, now=cython.double, immediate=cython.bint)
-    cpdef _data_arrival(self, tuple arg)
+    @cython.locals(rp=RecvPathState, st=RecvStream, w=DataWire, acks=AckWire, r=Py_ssize_t, nxt=cython.longlong, pn=cython.longlong,
+                   sid=cython.longlong, off=cython.longlong, length=cython.longlong, now=cython.double,
+                   immediate=cython.bint)
+    cpdef _data_arrival(self, long long pidx)
     @cython.locals(oqs=cython.longlong)
     cpdef _record_oqs(self, double now)
-    @cython.locals(rp=RecvPathState, arrival=cython.double)
+    @cython.locals(rp=RecvPathState, ps=PathSender, acks=AckWire, arrival=cython.double)
     cpdef _send_ack(self, long long pidx, double now)

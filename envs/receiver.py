@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import math
 
+from envs.wire import AckWire, DataWire
+
 INF = math.inf
 
 
 class RecvPathState:
-    __slots__ = ("pending", "count", "largest", "largest_recv_time", "return_delay",
+    __slots__ = ("count", "largest", "largest_recv_time", "return_delay",
                  "ack_deadline", "timer_pending_at")
 
     def __init__(self):
-        self.pending: list[int] = []
-        self.count = 0
+        self.count = 0                # packets received since the last ACK (their numbers: AckWire.add_pn)
         self.largest = -1
         self.largest_recv_time = 0.0
         self.return_delay = 0.0
@@ -37,6 +38,9 @@ class Receiver:
         self.max_ack_delay = max_ack_delay
         self.ack_size = ack_size
         self.rx_paths = [RecvPathState() for _ in self.paths]
+        # what is on each path's wire (envs.wire): data packets and ACK frames, oldest first
+        self.data_wires = [DataWire() for _ in self.paths]
+        self.ack_wires = [AckWire() for _ in self.paths]
         # flow control as the receiver sets it (the sender's view is Connection.max_data)
         self.fc_window = fc_initial_window
         self.fc_max_window = fc_max_window
@@ -58,21 +62,27 @@ class Receiver:
         self.first_byte_time = -1.0               # first data byte at the client [s]; -1: none yet
 
     # ----------------------------------------------------------- receiver
-    def _on_data_arrival(self, arg) -> None:
-        """Event: a data packet ``(path index, pn, stream, offset, length,
-        return delay)`` reaches the receiver. (Event callbacks stay plain
-        methods; their bodies are typed methods of the compiled core.)"""
-        self._data_arrival(arg)
+    def _on_data_arrival(self, pidx) -> None:
+        """Event: the oldest data packet on path ``pidx``'s wire (``data_wires``)
+        reaches the receiver. (Event callbacks stay plain methods; their bodies
+        are typed methods of the compiled core.)"""
+        self._data_arrival(pidx)
 
-    def _data_arrival(self, arg) -> None:
-        pidx, pn, sid, off, length, return_delay = arg
+    def _data_arrival(self, pidx) -> None:
+        w = self.data_wires[pidx]
+        r = w.pop()
+        pn = w.pn[r]
+        sid = w.sid[r]
+        off = w.off[r]
+        length = w.length[r]
         now = self.sim.now
         if self.first_byte_time < 0.0:
             self.first_byte_time = now
         rp = self.rx_paths[pidx]
-        rp.pending.append(pn)
+        acks = self.ack_wires[pidx]
+        acks.add_pn(pn)
         rp.count += 1
-        rp.return_delay = return_delay
+        rp.return_delay = w.return_delay[r]
         immediate = pn != rp.largest + 1          # a gap: ACK at once (RFC 9000 §13.2.1)
         if pn > rp.largest:
             rp.largest = pn
@@ -132,7 +142,7 @@ class Receiver:
         now = self.sim.now
         rp.timer_pending_at = INF
         if rp.ack_deadline <= now:
-            if rp.pending:
+            if rp.count:
                 self._send_ack(pidx, now)
         elif rp.ack_deadline < INF:
             rp.timer_pending_at = rp.ack_deadline
@@ -161,10 +171,11 @@ class Receiver:
 
     def _send_ack(self, pidx: int, now: float) -> None:
         rp = self.rx_paths[pidx]
-        arrival = self.paths[pidx].path.ack_arrival(now, rp.return_delay, self.ack_size)
-        self.sim.schedule(arrival, self._ack_event,
-                          (pidx, rp.pending, rp.largest, now - rp.largest_recv_time, self._rx_max_data, self.oqs))
-        rp.pending = []
+        ps = self.paths[pidx]
+        arrival = ps.path.ack_arrival(now, rp.return_delay, self.ack_size)
+        acks = self.ack_wires[pidx]
+        acks.push(rp.largest, now - rp.largest_recv_time, self._rx_max_data, self.oqs, rp.count)
+        self.sim.schedule(arrival, self._ack_event, pidx)
         rp.count = 0
         rp.ack_deadline = INF
 

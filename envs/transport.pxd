@@ -5,6 +5,10 @@ cimport cython
 from envs.path_sender cimport PathSender
 from envs.receiver cimport Receiver
 from envs.streams cimport SendStream
+from envs.link cimport Path
+from envs.sent cimport SentPackets
+from envs.wire cimport AckWire, DataWire
+from envs.rules cimport native_decision
 
 cdef class Connection(Receiver):
     cdef public object name, scheduler, retx, acked_frames, _blocked
@@ -23,16 +27,21 @@ cdef class Connection(Receiver):
     cpdef try_send(self)
     @cython.locals(t=cython.double)
     cpdef _arm_pace_wake(self, double now)
-    @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double)
-    cpdef _transmit(self, PathSender ps, sid, long long off, long long length)
+    @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double,
+                   path=Path, arrival=cython.double, wire=DataWire)
+    cpdef _transmit(self, PathSender ps, long long sid, long long off, long long length, bint shared)
     cpdef _arm(self, PathSender ps, double deadline)
     cpdef _set_loss_detection_timer(self, PathSender ps)
-    @cython.locals(ps=PathSender, acked_bytes=cython.longlong, n_acked=cython.longlong,
-                   largest_sent_time=cython.double, last_sent_time=cython.double, t_sent=cython.double,
-                   size=cython.longlong, length=cython.longlong, now=cython.double, pidx=cython.longlong,
-                   largest=cython.longlong, ack_delay=cython.double)
-    cpdef _ack_frame(self, tuple arg)
+    @cython.locals(ps=PathSender, acks=AckWire, sent=SentPackets, r=Py_ssize_t, i=Py_ssize_t,
+                   npn=cython.longlong, _k=cython.longlong, pn=cython.longlong, acked_bytes=cython.longlong,
+                   n_acked=cython.longlong, largest_sent_time=cython.double, last_sent_time=cython.double,
+                   t_sent=cython.double, size=cython.longlong, length=cython.longlong, now=cython.double,
+                   largest=cython.longlong, max_data=cython.longlong, ack_delay=cython.double,
+                   feedback=cython.bint, copies=cython.longlong)
+    cpdef _ack_frame(self, long long pidx)
     @cython.locals(largest=cython.longlong, rtt=cython.double, loss_delay=cython.double, t_sent=cython.double,
-                   size=cython.longlong)
+                   size=cython.longlong, sent=SentPackets, first=cython.longlong,
+                   pn=cython.longlong, lost=cython.longlong, i=Py_ssize_t, sid=cython.longlong,
+                   off=cython.longlong, length=cython.longlong, copies=cython.longlong, feedback=cython.bint)
     cpdef _detect_lost(self, PathSender ps, double now)
     cpdef _prune_acked(self)

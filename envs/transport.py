@@ -8,10 +8,11 @@ Units: seconds and bytes. One data packet carries one STREAM frame of at most
 came on, are never lost (ACK loss is not modelled) and report the receiver's
 out-of-order queue (``peer_oqs``: GAPS's feedback).
 
-Simplifications against a real QUIC stack, each documented where it lives:
-no persistent-congestion collapse, one frame per packet, the receiver's
-flow-control auto-tuning uses the sender's smallest smoothed RTT. Each path
-paces its packets (:mod:`envs.path_sender`) unless ``pacing`` is off.
+Simplifications against a real QUIC stack, each documented where it lives: no
+persistent-congestion collapse, one frame per packet, the receiver's flow-control
+auto-tuning uses the sender's smallest smoothed RTT. Paths are paced
+(:mod:`envs.path_sender`) unless ``pacing`` is off. Packets in flight: :mod:`envs.sent`;
+on the wire: :mod:`envs.wire`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from envs.path_sender import K_GRANULARITY, PathSender, pace_wake_time
 from envs.receiver import Receiver
 from envs.rules import native_decision, rule_code
 from envs.scheduler import Scheduler
+from envs.sent import live_frames
 from envs.setup import SETUP_NONE
 from envs.streams import RecvStream, SendStream, any_holes, wrr_pick
 
@@ -32,12 +34,6 @@ REASK_DELAY = 0.001             # s; see Connection._maybe_reask
 ACKED_PRUNE_MIN = 65536         # acked frames remembered before the first prune (Connection._prune_acked)
 OQS_SERIES_CAP = 2**18          # OQS samples kept (Receiver._record_oqs); an episode sends far fewer packets
 INF = math.inf
-
-
-# A sent packet is the tuple (time_sent [s], size [bytes on the wire],
-# stream_id, offset, length [payload bytes]): tuples are much cheaper to build
-# than objects on the per-packet path.
-T_SENT, SIZE, SID, OFF, LEN = range(5)
 
 
 class Connection(Receiver):
@@ -71,7 +67,9 @@ class Connection(Receiver):
         self.recv_streams: dict[int, RecvStream] = {}
         self.retx: deque = deque()                # (stream_id, offset, length) to resend
         self.retransmit_bytes = 0
-        self.acked_frames: set = set()            # (stream, offset) of frames acknowledged (pruned)
+        #: (stream, offset) of the acknowledged frames that had several copies (pruned): only
+        #: those can be acknowledged twice or acknowledged and lost (envs.sent: shared records)
+        self.acked_frames: set = set()
         self._prune_at = ACKED_PRUNE_MIN
         self.fc_consumed = 0                      # sum of streams' highest offsets sent (flow control)
         self.bytes_acked = 0
@@ -222,7 +220,7 @@ class Connection(Receiver):
                     active.pop()
                 self._pending_new -= length
                 self.fc_consumed += length
-                self._transmit(ps, st.stream_id, off, length)
+                self._transmit(ps, st.stream_id, off, length, False)
             else:
                 self._send_on(ps, sid, gap)
 
@@ -291,21 +289,25 @@ class Connection(Receiver):
             self._pace_wake_at = INF
             self._reask_at(None)
 
-    def _send_on(self, ps: PathSender, stream_id, gap) -> None:
+    def _send_on(self, ps: PathSender, stream_id, gap) -> bool:
+        """Send the next frame (:meth:`_next_frame`) on ``ps``; False if there is none."""
         frame = self._next_frame(stream_id, gap)
         if frame is None:
-            return
+            return False
         sid, off, length, is_retx = frame
         if is_retx:
             ps.retransmissions += 1
-        self._transmit(ps, sid, off, length)
+        self._transmit(ps, sid, off, length, is_retx)
+        return True
 
-    def _transmit(self, ps: PathSender, sid, off, length) -> None:
+    def _transmit(self, ps: PathSender, sid, off, length, shared) -> None:
+        """Send a packet of frame (``sid``, ``off``, ``length`` [bytes]) on ``ps``; ``shared``:
+        the frame has had another copy (a retransmission: envs.sent)."""
         now = self.sim.now
         size = length + self.header_bytes
         pn = ps.next_pn
         ps.next_pn = pn + 1
-        ps.sent[pn] = (now, size, sid, off, length)
+        ps.sent.add(pn, now, size, sid, off, length, shared)
         ps.bytes_in_flight += size
         ps.packets_sent += 1
         ps.bytes_sent += size
@@ -314,13 +316,14 @@ class Connection(Receiver):
             ps.pace_sent(now, size)
         if ps.cc_on_sent is not None:
             ps.cc_on_sent(now, size)
-        r = ps.path.transmit(now, size)
+        path = ps.path
+        arrival = path.send(now, size)
         sim = self.sim
-        if r is not None:
-            sim.schedule(r[0], self._data_event, (ps.index, pn, sid, off, length, r[1]))
-        # The PTO deadline moves forward with every send. Only the deadline is
-        # updated here; a heap event exists already unless none is pending
-        # (see _arm), which keeps timers off the per-packet path.
+        if arrival >= 0.0:   # else dropped or lost
+            wire = self.data_wires[ps.index]
+            wire.push(pn, sid, off, length, path.last_return_delay)
+            sim.schedule(arrival, self._data_event, ps.index)
+        # the PTO deadline moves with every send; a timer event is queued only if none is (_arm)
         if ps.loss_time == INF:
             deadline = now + ps.pto_base * (1 << ps.pto_count)
             ps.timer_deadline = deadline
@@ -369,28 +372,30 @@ class Connection(Receiver):
         (RFC 9002 §6.2.4): new data if any, else the oldest in-flight frame."""
         ps.pto_count += 1
         ps.cc.on_pto(now)
-        frame = self._next_frame(None, 0)
-        if frame is not None:
-            sid, off, length, is_retx = frame
-            if is_retx:
-                ps.retransmissions += 1
-            self._transmit(ps, sid, off, length)
-        elif ps.sent:
-            sp = next(iter(ps.sent.values()))
+        if not self._send_on(ps, None, 0) and ps.sent:
+            oldest = ps.sent.first()
+            _t_sent, _size, sid, off, length = ps.sent[oldest]
+            ps.sent.mark_shared(oldest)      # two copies of its frame now
             ps.retransmissions += 1
-            self._transmit(ps, sp[SID], sp[OFF], sp[LEN])
+            self._transmit(ps, sid, off, length, True)
 
     # ----------------------------------------------------------- ACK processing
-    def _on_ack(self, arg) -> None:
-        """Event: an ACK frame reaches the sender (:meth:`_ack_frame`)."""
-        self._ack_frame(arg)
+    def _on_ack(self, pidx) -> None:
+        """Event: the oldest ACK frame on path ``pidx``'s wire reaches the sender."""
+        self._ack_frame(pidx)
 
-    def _ack_frame(self, arg) -> None:
-        """``arg``: (path index, packet numbers, largest, ACK delay [s], max data, receiver's OQS [bytes])."""
-        pidx, pns, largest, ack_delay, max_data, oqs = arg
+    def _ack_frame(self, pidx) -> None:
+        """Process the oldest ACK frame of path ``pidx`` (:class:`envs.wire.AckWire`)."""
+        acks = self.ack_wires[pidx]
+        r = acks.pop()
+        npn = acks.npn[r]
         if self.finished:
+            acks.skip_pns(npn)
             return
-        self.peer_oqs = oqs
+        largest = acks.largest[r]
+        ack_delay = acks.ack_delay[r]
+        max_data = acks.max_data[r]
+        self.peer_oqs = acks.oqs[r]
         now = self.sim.now
         ps = self.paths[pidx]
         ps.ack_delay = ack_delay if ack_delay < ps.max_ack_delay else ps.max_ack_delay
@@ -399,27 +404,33 @@ class Connection(Receiver):
         n_acked = 0
         largest_sent_time = -1.0
         last_sent_time = 0.0
-        acked_frames = self.acked_frames
         feedback = self.feedback
-        for pn in pns:
-            sp = sent.pop(pn, None)
-            if sp is None:
-                continue
-            t_sent, size, sid, off, length = sp
+        for _k in range(npn):
+            pn = acks.pop_pn()
+            copies = sent.take(pn)
+            if copies == 0:
+                continue                         # not in flight (acknowledged or declared lost)
+            i = pn & sent.mask
+            t_sent = sent.t_sent[i]
+            size = sent.size[i]
+            length = sent.length[i]
+            if copies == 1:
+                self.bytes_acked += length       # its frame's only copy: acknowledged once
+            else:
+                key = (sent.sid[i], sent.off[i])
+                if key not in self.acked_frames:
+                    self.acked_frames.add(key)
+                    self.bytes_acked += length
             acked_bytes += size
             n_acked += 1
             ps.payload_bytes_acked += length
-            key = (sid, off)
-            if key not in acked_frames:
-                acked_frames.add(key)
-                self.bytes_acked += length
             if t_sent > last_sent_time:
                 last_sent_time = t_sent
             if pn == largest:
                 largest_sent_time = t_sent
             if feedback:
                 self.scheduler.on_packet_acked(self, pidx, size, t_sent)
-        if len(acked_frames) > self._prune_at:
+        if len(self.acked_frames) > self._prune_at:
             self._prune_acked()
         if max_data > self.max_data:
             self.max_data = max_data
@@ -437,21 +448,15 @@ class Connection(Receiver):
         self.try_send()
 
     def _prune_acked(self) -> None:
-        """Forget the acknowledged frames nothing can ask about (only a frame with a copy in flight or
-        queued for retransmission is ever looked up); runs when the set has doubled since the last prune."""
-        live = set()
-        for ps in self.paths:
-            for sp in ps.sent.values():
-                live.add((sp[SID], sp[OFF]))
-        for sid, off, _length in self.retx:
-            live.add((sid, off))
-        self.acked_frames &= live
+        """Forget the acknowledged frames nothing can ask about (:func:`envs.sent.live_frames`);
+        runs when the set has doubled since the last prune."""
+        self.acked_frames &= live_frames(self.paths, self.retx)
         n = 2 * len(self.acked_frames)
         self._prune_at = n if n > ACKED_PRUNE_MIN else ACKED_PRUNE_MIN
 
     def _detect_lost(self, ps: PathSender, now: float) -> None:
         """RFC 9002 §6.1: packet and time thresholds. Both are monotone in the packet number, so lost
-        packets form a prefix of the (pn-ordered) sent map and the scan stops at the first survivor."""
+        packets form a prefix of the in-flight ones and the scan stops at the first survivor."""
         ps.loss_time = INF
         largest = ps.largest_acked
         if largest < 0:
@@ -461,26 +466,27 @@ class Connection(Receiver):
         if loss_delay < K_GRANULARITY:
             loss_delay = K_GRANULARITY
         sent = ps.sent
-        lost = []
-        for pn, sp in sent.items():
-            if pn > largest:
-                break
-            # the same float expression as loss_time below, so a timer set
+        first = sent.lo
+        pn = sent.survivor(largest, now, loss_delay, K_PACKET_THRESHOLD)   # lost: those in flight before pn
+        if pn <= largest and sent.has(pn):
+            # the same float expression as SentPackets.survivor's, so a timer set
             # for loss_time always finds the packet lost when it fires
-            if sp[T_SENT] + loss_delay <= now or largest >= pn + K_PACKET_THRESHOLD:
-                lost.append(pn)
-            else:
-                ps.loss_time = sp[T_SENT] + loss_delay
-                break
-        if not lost:
-            return
+            ps.loss_time = sent.t_sent[pn & sent.mask] + loss_delay
         cc = ps.cc
         feedback = self.feedback
-        for pn in lost:
-            t_sent, size, sid, off, length = sent.pop(pn)
+        for lost in range(first, pn):
+            copies = sent.take(lost)
+            if copies == 0:
+                continue
+            i = lost & sent.mask
+            t_sent = sent.t_sent[i]
+            size = sent.size[i]
+            sid = sent.sid[i]
+            off = sent.off[i]
+            length = sent.length[i]
             ps.bytes_in_flight -= size
             ps.packets_lost += 1
-            if (sid, off) not in self.acked_frames:
+            if copies == 1 or (sid, off) not in self.acked_frames:
                 self.retx.append((sid, off, length))
                 self.retransmit_bytes += length
             cc.on_loss(now, size, t_sent)

@@ -24,8 +24,23 @@ windows ``W = mss * w``: ``f(W / mss) = mss * f(W)``. An increase of
 
 from __future__ import annotations
 
+import math
+
 from .base import CouplingGroup
 from .newreno import NewReno
+
+#: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
+COMPILED = not __file__.endswith(".py")
+
+
+def floor_div(a: float, b: float) -> float:
+    """``a // b`` for floats ``a >= 0``, ``b > 0``, computed as Python computes it
+    (CPython's float floor division: ``fmod``, then the quotient rounded). The
+    compiled module uses it instead of ``//``, which C compiles to ``floor(a / b)``:
+    one more when ``a / b`` rounds up to a whole number."""
+    div = (a - math.fmod(a, b)) / b
+    q = math.floor(div)
+    return q + 1.0 if div - q > 0.5 else q
 
 
 class _Coupled(NewReno):
@@ -171,7 +186,7 @@ class Olia(_Coupled):
             n += 1
             w = m.cwnd
             rate_sum += w / r
-            w = w // mss
+            w = floor_div(w, mss) if COMPILED else w // mss
             if w > max_w:
                 max_w = w
             l1 = m.l1
@@ -188,7 +203,7 @@ class Olia(_Coupled):
             r = m.srtt
             if r <= 0.0:
                 continue
-            if m.cwnd // mss == max_w:
+            if (floor_div(m.cwnd, mss) if COMPILED else m.cwnd // mss) == max_w:
                 n_m += 1
             else:
                 l1 = m.l1
@@ -199,7 +214,7 @@ class Olia(_Coupled):
                         self_in_b = True
         if n_b_not_m == 0:
             return rate_sum, 0.0
-        if self.cwnd // mss == max_w:
+        if (floor_div(self.cwnd, mss) if COMPILED else self.cwnd // mss) == max_w:
             return rate_sum, -1.0 / (n * n_m)
         if self_in_b:
             return rate_sum, 1.0 / (n * n_b_not_m)

@@ -1,0 +1,23 @@
+# C types of envs/sent.py for the compiled emulator core (setup.py, envs/_core.py):
+# the columns are typed arrays that the connection indexes directly.
+cimport cython
+
+@cython.final
+cdef class SentPackets:
+    cdef double[::1] t_sent
+    cdef long long[::1] size, sid, off, length, state
+    cdef public long long lo, hi, n, mask
+
+    @cython.locals(i=cython.longlong)
+    cpdef add(self, long long pn, double t_sent, long long size, long long sid, long long off,
+              long long length, bint shared)
+    cpdef bint has(self, long long pn)
+    @cython.locals(copies=cython.longlong, mask=cython.longlong, lo=cython.longlong)
+    cpdef long long take(self, long long pn)
+    cpdef remove(self, long long pn)
+    cpdef bint shared(self, long long pn)
+    cpdef mark_shared(self, long long pn)
+    cpdef long long first(self)
+    @cython.locals(end=cython.longlong, pn=cython.longlong, i=Py_ssize_t)
+    cpdef long long survivor(self, long long largest, double now, double loss_delay, long long packet_threshold)
+    cpdef _grow(self)

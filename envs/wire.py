@@ -1,0 +1,197 @@
+# cython: boundscheck=False, wraparound=False
+# (every index into a column is masked into range)
+"""What is on a path's wire: the data packets on their way to the receiver
+and the ACK frames on their way back to the sender (:mod:`envs.transport`).
+
+A path never reorders (:meth:`envs.link.Path.send` clamps every arrival to
+the previous one, in both directions), and events of equal time run in the
+order they were scheduled (:mod:`envs.sim`), so the packets of one path
+reach the receiver in the order they were sent, and its ACK frames reach
+the sender in the order they were sent. Each direction is therefore a FIFO
+queue: the sender appends a packet's fields when it sends it, and the
+arrival event (whose argument is only the path index) takes the oldest.
+This keeps the per-packet events free of tuples and boxed numbers.
+
+Each queue is a ring of columns, one per field, indexed by a row number
+``& mask``; it doubles when full. In the compiled core (``COMPILED``) the
+columns are typed arrays (``envs/wire.pxd``); in the ``.py`` core they are
+lists, which pure Python indexes faster. Units: seconds and bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
+COMPILED = not __file__.endswith(".py")
+#: initial rows of a ring (a power of two; a ring doubles when full): more than an
+#: episode's window of packets usually needs, so that few rings grow
+ROWS = 256
+
+
+def column(kind: str, n: int):
+    """A column of ``n`` zeros: ``kind`` 'd' (float) or 'q' (int), as ``COMPILED`` stores it."""
+    if COMPILED:
+        return np.zeros(n, np.float64 if kind == "d" else np.int64)
+    return [0.0] * n if kind == "d" else [0] * n
+
+
+def regrown(col, kind: str, head: int, count: int):
+    """The ``count`` rows of ring column ``col`` from row ``head`` on, in order from row 0
+    of a column twice as long."""
+    return moved(col, kind, head, head + count, 0)
+
+
+def moved(col, kind: str, first: int, end: int, to: int):
+    """A column twice as long as ``col`` (a power of two long) holding its rows
+    ``first & mask`` ... ``(end - 1) & mask`` (``mask`` = its length - 1) at rows
+    ``(to + k) & new mask`` for k = 0, 1, ...: a ring doubling (:func:`regrown`:
+    ``to`` = 0; :class:`envs.sent.SentPackets`: ``to`` = ``first``, rows keyed by number)."""
+    n = len(col)
+    out = column(kind, 2 * n)
+    if COMPILED:      # one NumPy gather and scatter (the rows are a typed array's buffer)
+        k = np.arange(end - first)
+        out[(to + k) & (2 * n - 1)] = np.asarray(col)[(first + k) & (n - 1)]
+        return out
+    h = first & (n - 1)
+    rows = (col[h:] + col[:h])[:end - first]          # in order (list slices: C speed)
+    s = to & (2 * n - 1)
+    split = min(len(rows), 2 * n - s)                  # the rows that fit before the end
+    out[s:s + split] = rows[:split]
+    out[:len(rows) - split] = rows[split:]
+    return out
+
+
+class DataWire:
+    """A path's data packets on their way to the receiver, oldest first: packet
+    number, stream, offset and length [bytes] of its frame, and the return delay
+    [s] of the ACK it triggers (:meth:`envs.link.Path.send`)."""
+
+    __slots__ = ("pn", "sid", "off", "length", "return_delay", "head", "count", "mask")
+
+    def __init__(self):
+        self.pn = column("q", ROWS)
+        self.sid = column("q", ROWS)
+        self.off = column("q", ROWS)
+        self.length = column("q", ROWS)
+        self.return_delay = column("d", ROWS)
+        self.head = 0
+        self.count = 0
+        self.mask = ROWS - 1
+
+    def push(self, pn: int, sid: int, off: int, length: int, return_delay: float) -> None:
+        if self.count > self.mask:
+            self._grow()
+        r = (self.head + self.count) & self.mask
+        self.pn[r] = pn
+        self.sid[r] = sid
+        self.off[r] = off
+        self.length[r] = length
+        self.return_delay[r] = return_delay
+        self.count += 1
+
+    def pop(self) -> int:
+        """Remove the oldest packet; return its row (read it before the next push)."""
+        r = self.head
+        self.head = (r + 1) & self.mask
+        self.count -= 1
+        return r
+
+    def record(self, r: int) -> tuple:
+        """Row ``r`` as ``(pn, sid, off, length, return_delay)`` (the columns are C arrays
+        in the compiled core, which Python code cannot index)."""
+        return (self.pn[r], self.sid[r], self.off[r], self.length[r], self.return_delay[r])
+
+    def _grow(self) -> None:
+        h, n = self.head, self.count
+        self.pn = regrown(self.pn, "q", h, n)
+        self.sid = regrown(self.sid, "q", h, n)
+        self.off = regrown(self.off, "q", h, n)
+        self.length = regrown(self.length, "q", h, n)
+        self.return_delay = regrown(self.return_delay, "d", h, n)
+        self.head = 0
+        self.mask = 2 * self.mask + 1
+
+
+class AckWire:
+    """A path's ACK frames on their way to the sender, oldest first: largest packet
+    number, ACK delay [s], the receiver's flow-control limit [bytes], its
+    out-of-order queue [bytes] and how many packet numbers the frame acknowledges.
+    Those packet numbers wait in a second ring, in frame order: the receiver adds
+    each packet's number when it arrives (:meth:`add_pn`) and a frame takes the ones
+    added since the previous frame (:meth:`push`)."""
+
+    __slots__ = ("largest", "ack_delay", "max_data", "oqs", "npn", "head", "count", "mask",
+                 "pns", "pn_head", "pn_count", "pn_mask")
+
+    def __init__(self):
+        self.largest = column("q", ROWS)
+        self.ack_delay = column("d", ROWS)
+        self.max_data = column("q", ROWS)
+        self.oqs = column("q", ROWS)
+        self.npn = column("q", ROWS)
+        self.head = 0
+        self.count = 0
+        self.mask = ROWS - 1
+        self.pns = column("q", ROWS)
+        self.pn_head = 0
+        self.pn_count = 0
+        self.pn_mask = ROWS - 1
+
+    def add_pn(self, pn: int) -> None:
+        """A data packet arrived: its number goes into the next frame."""
+        if self.pn_count > self.pn_mask:
+            self.pns = regrown(self.pns, "q", self.pn_head, self.pn_count)
+            self.pn_head = 0
+            self.pn_mask = 2 * self.pn_mask + 1
+        self.pns[(self.pn_head + self.pn_count) & self.pn_mask] = pn
+        self.pn_count += 1
+
+    def pop_pn(self) -> int:
+        """The oldest packet number of the oldest frame (after :meth:`pop`)."""
+        h = self.pn_head
+        self.pn_head = (h + 1) & self.pn_mask
+        self.pn_count -= 1
+        return self.pns[h]
+
+    def skip_pns(self, n: int) -> None:
+        """Drop the oldest ``n`` packet numbers (those of a frame nobody reads)."""
+        self.pn_head = (self.pn_head + n) & self.pn_mask
+        self.pn_count -= n
+
+    def push(self, largest: int, ack_delay: float, max_data: int, oqs: int, npn: int) -> None:
+        """A frame leaves the receiver, acknowledging the ``npn`` numbers added last."""
+        if self.count > self.mask:
+            self._grow()
+        r = (self.head + self.count) & self.mask
+        self.largest[r] = largest
+        self.ack_delay[r] = ack_delay
+        self.max_data[r] = max_data
+        self.oqs[r] = oqs
+        self.npn[r] = npn
+        self.count += 1
+
+    def pop(self) -> int:
+        """Remove the oldest frame; return its row (read it before the next push),
+        then take its packet numbers with :meth:`pop_pn`."""
+        r = self.head
+        self.head = (r + 1) & self.mask
+        self.count -= 1
+        return r
+
+    def frame(self, r: int) -> tuple:
+        """Row ``r`` as ``(largest, ack_delay, max_data, oqs, npn)`` (see :meth:`DataWire.record`)."""
+        return (self.largest[r], self.ack_delay[r], self.max_data[r], self.oqs[r], self.npn[r])
+
+    def _grow(self) -> None:
+        h, n = self.head, self.count
+        self.largest = regrown(self.largest, "q", h, n)
+        self.ack_delay = regrown(self.ack_delay, "d", h, n)
+        self.max_data = regrown(self.max_data, "q", h, n)
+        self.oqs = regrown(self.oqs, "q", h, n)
+        self.npn = regrown(self.npn, "q", h, n)
+        self.head = 0
+        self.mask = 2 * self.mask + 1
+
+
+__all__ = ["AckWire", "DataWire", "column", "moved", "regrown"]

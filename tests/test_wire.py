@@ -1,0 +1,100 @@
+"""The typed rings of the emulator core: in-flight packets (envs.sent) and what is on a
+path's wire (envs.wire), checked against plain Python models under random use,
+across several doublings and wrap-arounds."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import pytest
+
+from envs.link import Link
+from envs.sent import SentPackets
+from envs.traces.base import CapacityTrace
+from envs.wire import ROWS, AckWire, DataWire
+
+
+def test_sent_packets_follow_a_dict_of_records_under_random_acks_and_losses():
+    rng = np.random.default_rng(3)
+    sent, model = SentPackets(), {}
+    pn = 0
+    for step in range(20_000):
+        burst = step % 2800 < 1400               # the window grows, then drains: several doublings
+        if model and (not burst or rng.random() < 0.3):
+            keys = list(model)
+            victim = keys[0] if rng.random() < 0.5 else keys[int(rng.integers(len(keys)))]
+            assert sent.has(victim) and victim in sent
+            rec = model.pop(victim)
+            assert sent[victim] == rec[:5]
+            if step % 2:
+                sent.remove(victim)
+            else:                                # take: removes, and counts the frame's copies
+                assert sent.take(victim) == (2 if rec[5] else 1) and sent.take(victim) == 0
+        else:
+            rec = (0.001 * pn, 1000 + pn % 300, pn % 3, 1290 * pn, 1290, bool(pn % 5 == 0))
+            sent.add(pn, *rec)
+            model[pn] = rec
+            pn += 1
+        assert len(sent) == len(model) and bool(sent) == bool(model)
+        assert sent.first() == (min(model) if model else -1)
+    assert sent.mask + 1 >= 4 * ROWS             # it grew
+    assert sent.keys() == sorted(model)
+    assert sent.items() == [(k, model[k][:5]) for k in sorted(model)]
+    assert all(sent.shared(k) == model[k][5] for k in model)
+    assert not sent.has(pn) and not sent.has(-1)
+    with pytest.raises(KeyError):
+        sent[pn]
+    with pytest.raises(ValueError, match="out of order"):
+        sent.add(pn + 1, 0.0, 1, 0, 0, 1, False)
+
+
+def test_a_shared_mark_sticks_to_its_packet():
+    sent = SentPackets()
+    for pn in range(3):
+        sent.add(pn, 0.0, 100, 0, 100 * pn, 100, False)
+    sent.mark_shared(1)
+    assert [sent.shared(pn) for pn in range(3)] == [False, True, False]
+
+
+def test_the_wires_are_fifo_queues_across_growth():
+    rng = np.random.default_rng(5)
+    data, acks = DataWire(), AckWire()
+    data_model, frame_model, pn_model = deque(), deque(), deque()
+    pending = 0
+    for step in range(20_000):
+        grow = step % 5000 < 3000
+        if grow or not data_model:
+            rec = (step, step % 7, 1290 * step, 1290 - step % 13, 0.01 + 1e-6 * step)
+            data.push(*rec)
+            data_model.append(rec)
+            acks.add_pn(step)
+            pn_model.append(step)
+            pending += 1
+            if rng.random() < 0.5:
+                frame = (step, 1e-4 * step, 10 * step, step % 50, pending)
+                acks.push(*frame)
+                frame_model.append(frame)
+                pending = 0
+        else:
+            r = data.pop()
+            assert data.record(r) == data_model.popleft()
+            if frame_model:
+                r = acks.pop()
+                frame = frame_model.popleft()
+                assert acks.frame(r) == frame
+                assert [acks.pop_pn() for _ in range(frame[4])] == [pn_model.popleft() for _ in range(frame[4])]
+        assert data.count == len(data_model) and acks.count == len(frame_model)
+    assert data.mask + 1 >= 4 * ROWS and acks.mask + 1 >= 4 * ROWS and acks.pn_mask + 1 >= 4 * ROWS
+
+
+def test_a_link_queue_counts_what_has_not_left_yet_across_growth():
+    link = Link(CapacityTrace.constant(1e6), buffer_packets=1000)
+    departures = [link.admit(0.0, 1000) for _ in range(1000)]            # 1000 > ROWS: the ring grows
+    assert departures == pytest.approx([0.001 * (k + 1) for k in range(1000)])
+    assert link.admit(0.0, 1000) == -1.0 and link.drops == 1          # the buffer is full
+    assert link.occupancy(0.5005) == (500, 500_000)                   # half of them have left
+    link.buffer_packets = None
+    assert link.buffer_packets is None and link.admit(0.5, 1000) == pytest.approx(1.001)
+    link.buffer_bytes = 10_000
+    assert link.buffer_bytes == 10_000 and link.admit(0.5, 1000) == -1.0
