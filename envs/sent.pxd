@@ -14,7 +14,6 @@ cdef class SentPackets:
     cpdef bint has(self, long long pn)
     @cython.locals(copies=cython.longlong, mask=cython.longlong, lo=cython.longlong)
     cpdef long long take(self, long long pn)
-    cpdef remove(self, long long pn)
     cpdef bint shared(self, long long pn)
     cpdef mark_shared(self, long long pn)
     cpdef long long first(self)

@@ -87,10 +87,6 @@ class SentPackets:
             self.lo = lo
         return copies
 
-    def remove(self, pn: int) -> None:
-        """Packet ``pn`` (in flight) was acknowledged or declared lost."""
-        self.take(pn)
-
     def shared(self, pn: int) -> bool:
         """Packet ``pn``'s frame has had another copy (in flight: :meth:`has`)."""
         return self.state[pn & self.mask] == 2
@@ -119,13 +115,14 @@ class SentPackets:
         return pn
 
     def _grow(self) -> None:
+        """Double the ring; each packet's row stays ``pn & mask`` (of the new mask)."""
         lo, hi = self.lo, self.hi
-        self.t_sent = _widened(self.t_sent, "d", lo, hi)
-        self.size = _widened(self.size, "q", lo, hi)
-        self.sid = _widened(self.sid, "q", lo, hi)
-        self.off = _widened(self.off, "q", lo, hi)
-        self.length = _widened(self.length, "q", lo, hi)
-        self.state = _widened(self.state, "q", lo, hi)
+        self.t_sent = moved(self.t_sent, "d", lo, hi, lo)
+        self.size = moved(self.size, "q", lo, hi, lo)
+        self.sid = moved(self.sid, "q", lo, hi, lo)
+        self.off = moved(self.off, "q", lo, hi, lo)
+        self.length = moved(self.length, "q", lo, hi, lo)
+        self.state = moved(self.state, "q", lo, hi, lo)
         self.mask = 2 * self.mask + 1
 
     # -- the mapping view (module docstring) ------------------------------
@@ -168,12 +165,6 @@ def live_frames(paths, retx) -> set:
     for sid, off, _length in retx:
         live.add((sid, off))
     return live
-
-
-def _widened(col, kind: str, lo: int, hi: int):
-    """Column ``col`` (rows ``pn & (len - 1)``) twice as long, with the rows of packets
-    ``lo`` to ``hi - 1`` at ``pn & (2 len - 1)``."""
-    return moved(col, kind, lo, hi, lo)
 
 
 __all__ = ["SentPackets", "GONE", "IN_FLIGHT", "SHARED", "live_frames"]
