@@ -2,6 +2,8 @@
 cimport cython
 
 cdef bint COMPILED
+# module constants as C doubles (a Python float compared with a C double is boxed)
+cdef double INF
 
 cdef class Link:
     cdef public object capacity, _buffer_packets, _buffer_bytes, name
@@ -15,16 +17,18 @@ cdef class Link:
     cdef public double offset
 
     cpdef _drain(self, double now)
-    @cython.locals(departure=cython.double, start=cython.double, rate=cython.double, r=Py_ssize_t)
+    @cython.locals(departure=cython.double, start=cython.double, rate=cython.double, r=Py_ssize_t,
+                   c_now=cython.double, pos=cython.double)
     cpdef double admit(self, double now, long long size)
 
 cdef class DelayModel:
     cdef public double mean_rtt, cv, offset
     cdef public object one_way_series, _rng
     cdef double[::1] _buf
-    cdef public Py_ssize_t _i
-    @cython.locals(i=Py_ssize_t)
+    cdef public Py_ssize_t _i, _left
+    @cython.locals(i=Py_ssize_t, mean=cython.double)
     cpdef double sample_rtt(self, double now)
+    cpdef _draw_part(self)
 
 cdef class LossModel:
     cdef public double p, offset
@@ -34,6 +38,7 @@ cdef class LossModel:
     cdef public Py_ssize_t _i
     @cython.locals(i=Py_ssize_t)
     cpdef double _uniform(self)
+    @cython.locals(u=cython.double, p=cython.double)
     cpdef bint lost(self, double now)
 
 cdef class Path:

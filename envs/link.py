@@ -28,7 +28,13 @@ from envs.traces.base import CapacityTrace, StepSeries
 from envs.wire import ROWS, column, regrown
 
 INF = math.inf
-_BLOCK = 4096  # random draws are made in blocks: one numpy call per 4096 packets
+#: random draws are made in blocks of _BLOCK, each drawn in _SUB-draw parts as
+#: needed: one NumPy call per 512 packets, and an episode that needs few draws
+#: does not pay for 4 096 (a path's first block was ~2 % of a short minRTT
+#: episode's CPU time). Parts of one generator's stream in order are the same
+#: numbers as the whole block (NumPy draws element by element).
+_BLOCK = 4096
+_SUB = 512
 #: True in the compiled module, which reads a block of draws through a typed view of the
 #: NumPy array; the .py core reads it as a list (faster there than indexing an array)
 COMPILED = not __file__.endswith(".py")
@@ -160,7 +166,7 @@ class DelayModel:
     exactly, also for the large deviation ratios of the condition grid.
     """
 
-    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_i", "offset")
+    __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_i", "_left", "offset")
 
     def __init__(self, mean_rtt: float, cv: float, rng: np.random.Generator,
                  one_way_series: StepSeries | None = None, offset: float = 0.0):
@@ -169,8 +175,9 @@ class DelayModel:
         self.one_way_series = one_way_series
         self.cv = float(cv)
         self._rng = rng
-        self._buf = _NO_DRAWS                 # the current block of draws (_draws)
+        self._buf = _NO_DRAWS                 # the current part of a block of draws (_draws)
         self._i = 0
+        self._left = 0                        # draws of the current block not drawn yet
 
     def sample_rtt(self, now: float) -> float:
         mean = self.mean_rtt if self.one_way_series is None else 2.0 * self.one_way_series.value_at(now + self.offset)
@@ -178,11 +185,18 @@ class DelayModel:
             return mean
         i = self._i
         if i >= len(self._buf):
-            k = 1.0 / (self.cv * self.cv)
-            self._buf = _draws(self._rng.gamma(k, 1.0 / k, _BLOCK))
+            self._draw_part()
             i = 0
         self._i = i + 1
         return mean * self._buf[i]
+
+    def _draw_part(self) -> None:
+        """The next _SUB draws of the current block (a new block when it is used up)."""
+        k = 1.0 / (self.cv * self.cv)
+        if self._left == 0:
+            self._left = _BLOCK
+        self._buf = _draws(self._rng.gamma(k, 1.0 / k, _SUB))
+        self._left -= _SUB
 
     def set(self, mean_rtt: float, cv: float, one_way_series: StepSeries | None = None) -> None:
         """New mean RTT [s] (or one-way delay series) and std/mean ratio from now on.
@@ -195,6 +209,12 @@ class DelayModel:
         self.one_way_series = one_way_series
         cv = float(cv)
         if cv != self.cv:
+            if self._left > 0:
+                # the block's remaining draws, drawn and dropped: the generator
+                # then stands where a whole block drawn at once would leave it
+                k = 1.0 / (self.cv * self.cv)
+                self._rng.gamma(k, 1.0 / k, self._left)
+                self._left = 0
             self.cv = cv
             self._buf = _NO_DRAWS
             self._i = 0
@@ -219,7 +239,7 @@ class LossModel:
         self.ge = ge
         self._bad = False
         self._rng = rng
-        self._buf = _NO_DRAWS                 # the current block of draws (_draws)
+        self._buf = _NO_DRAWS                 # the current part of a block of draws (_draws)
         self._i = 0
 
     @property
@@ -229,7 +249,7 @@ class LossModel:
     def _uniform(self) -> float:
         i = self._i
         if i >= len(self._buf):
-            self._buf = _draws(self._rng.random(_BLOCK))
+            self._buf = _draws(self._rng.random(_SUB))
             i = 0
         self._i = i + 1
         return self._buf[i]

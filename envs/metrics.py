@@ -32,8 +32,8 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
         # from the client's connection start (setup included) to the first data byte
         "time_to_first_byte_s": conn.first_byte_time - start if conn.first_byte_time >= 0 else math.nan,
     }
-    if conn.oqs_v:
-        v = np.asarray(conn.oqs_v, dtype=np.float64)
+    if conn.oqs_kept:
+        v = conn.oqs_series()[1].astype(np.float64)
         if conn.oqs_stride == 1:      # every sample kept
             m["oqs_mean_bytes"] = float(v.mean())
             m["oqs_max_bytes"] = float(v.max())

@@ -5,6 +5,10 @@ from envs.sim cimport Simulator
 from envs.link cimport Path
 from envs.sent cimport SentPackets
 
+# module constants as C doubles (a Python float compared with a C double is boxed);
+# K_GRANULARITY stays a Python float for importers, _GRANULARITY is its typed copy
+cdef double INF, _GRANULARITY
+
 cdef class PathSender:
     cdef public long long index
     cdef public Path path

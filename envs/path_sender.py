@@ -25,6 +25,7 @@ from envs.cc.base import CongestionController
 from envs.sent import SentPackets
 
 K_GRANULARITY = 0.001           # s, RFC 9002 kGranularity
+_GRANULARITY = K_GRANULARITY    # its C double in the compiled core (path_sender.pxd)
 K_INITIAL_RTT = 0.333           # s, RFC 9002 kInitialRtt
 INF = math.inf
 #: pacing settings of a path (``scenario.pacing``, envs/SCHEMA.md): quic-go's pacer
@@ -151,7 +152,7 @@ class PathSender:
             self.max_srtt = srtt
         self.cc.srtt = srtt
         v4 = 4.0 * self.rttvar
-        self.pto_base = srtt + (v4 if v4 > K_GRANULARITY else K_GRANULARITY) + self.max_ack_delay
+        self.pto_base = srtt + (v4 if v4 > _GRANULARITY else _GRANULARITY) + self.max_ack_delay
 
     def rtt_sample(self, sent_time: float, now: float) -> float:
         """RTT sample [s] of a packet sent at ``sent_time`` and acknowledged at
@@ -197,7 +198,7 @@ class PathSender:
     def pace_sent(self, now: float, size: int) -> None:
         """Spend ``size`` [bytes] of the budget for a packet sent at ``now`` [s]."""
         rate = self.pace_rate()
-        burst = rate * (self.pace_min_delay + K_GRANULARITY)
+        burst = rate * (self.pace_min_delay + _GRANULARITY)
         if burst < self.pace_burst_bytes:
             burst = self.pace_burst_bytes
         b = self.pace_budget

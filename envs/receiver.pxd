@@ -5,15 +5,20 @@ from envs.streams cimport RecvStream
 from envs.wire cimport AckWire, DataWire
 from envs.path_sender cimport PathSender
 
+# module constants as C doubles (a Python float compared with a C double is boxed)
+cdef double INF
+
 cdef class RecvPathState:
     cdef public long long count, largest
     cdef public double largest_recv_time, return_delay, ack_deadline, timer_pending_at
 
 cdef class Receiver:
     cdef public Simulator sim
-    cdef public list rx_paths, paths, oqs_t, oqs_v, data_wires, ack_wires
+    cdef public list rx_paths, paths, data_wires, ack_wires
     cdef public dict recv_streams, send_streams
-    cdef public long long oqs_cap, oqs_stride, oqs_seen, oqs_peak
+    cdef double[::1] _oqs_t
+    cdef long long[::1] _oqs_v
+    cdef public long long oqs_cap, oqs_stride, oqs_seen, oqs_peak, oqs_kept
     cdef public double oqs_sum, first_byte_time
     cdef public long long oqs, delivered, ack_every, ack_size, fc_window, fc_max_window, _rx_max_data, _epoch_start_offset
     cdef public double max_ack_delay, _epoch_start_time
@@ -24,7 +29,7 @@ cdef class Receiver:
                    sid=cython.longlong, off=cython.longlong, length=cython.longlong, now=cython.double,
                    immediate=cython.bint)
     cpdef _data_arrival(self, long long pidx)
-    @cython.locals(oqs=cython.longlong)
+    @cython.locals(oqs=cython.longlong, n=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t)
     cpdef _record_oqs(self, double now)
     @cython.locals(rp=RecvPathState, ps=PathSender, acks=AckWire, arrival=cython.double)
     cpdef _send_ack(self, long long pidx, double now)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 
-from envs.wire import AckWire, DataWire
+import numpy as np
+
+from envs.wire import ROWS, AckWire, DataWire, column, moved
 
 INF = math.inf
 
@@ -51,8 +53,9 @@ class Receiver:
         # the out-of-order queue [bytes] and its kept samples (_record_oqs)
         self.oqs = 0
         self.record_oqs = record_oqs
-        self.oqs_t: list[float] = []
-        self.oqs_v: list[int] = []
+        self._oqs_t = column("d", ROWS)           # kept samples: time [s]
+        self._oqs_v = column("q", ROWS)           # and queue [bytes]; the first oqs_kept rows
+        self.oqs_kept = 0
         self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1
         self.oqs_seen = 0
@@ -70,7 +73,7 @@ class Receiver:
 
     def _data_arrival(self, pidx) -> None:
         w = self.data_wires[pidx]
-        r = w.pop()
+        r = w.arrive(self.sim, self._data_event, pidx)
         pn = w.pn[r]
         sid = w.sid[r]
         off = w.off[r]
@@ -161,21 +164,48 @@ class Receiver:
         if oqs > self.oqs_peak:
             self.oqs_peak = oqs
         if self.oqs_seen % self.oqs_stride == 0:
-            self.oqs_t.append(now)
-            self.oqs_v.append(oqs)
-            if len(self.oqs_v) >= self.oqs_cap:
-                # kept: samples number stride, 2 stride, ...; keep the even multiples
-                del self.oqs_t[::2]
-                del self.oqs_v[::2]
+            n = self.oqs_kept
+            if n == len(self._oqs_v):
+                self._oqs_t = moved(self._oqs_t, "d", 0, n, 0)
+                self._oqs_v = moved(self._oqs_v, "q", 0, n, 0)
+            self._oqs_t[n] = now
+            self._oqs_v[n] = oqs
+            n += 1
+            if n >= self.oqs_cap:
+                # kept: samples number stride, 2 stride, ...; keep the even multiples (rows 1, 3, ...)
+                k = 0
+                for j in range(1, n, 2):
+                    self._oqs_t[k] = self._oqs_t[j]
+                    self._oqs_v[k] = self._oqs_v[j]
+                    k += 1
+                n = k
                 self.oqs_stride *= 2
+            self.oqs_kept = n
+
+    def oqs_series(self) -> tuple:
+        """The kept OQS samples (:meth:`_record_oqs`) as NumPy arrays: times [s] (float64)
+        and queue sizes [bytes] (int64), copies."""
+        n = self.oqs_kept
+        return (np.array(self._oqs_t[:n], dtype=np.float64), np.array(self._oqs_v[:n], dtype=np.int64))
+
+    @property
+    def oqs_t(self) -> list:
+        """Times [s] of the kept OQS samples (a list; :meth:`oqs_series` gives arrays)."""
+        return self.oqs_series()[0].tolist()
+
+    @property
+    def oqs_v(self) -> list:
+        """Out-of-order queue [bytes] of the kept samples (a list; :meth:`oqs_series` gives arrays)."""
+        return self.oqs_series()[1].tolist()
 
     def _send_ack(self, pidx: int, now: float) -> None:
         rp = self.rx_paths[pidx]
         ps = self.paths[pidx]
         arrival = ps.path.ack_arrival(now, rp.return_delay, self.ack_size)
         acks = self.ack_wires[pidx]
-        acks.push(rp.largest, now - rp.largest_recv_time, self._rx_max_data, self.oqs, rp.count)
-        self.sim.schedule(arrival, self._ack_event, pidx)
+        acks.push(rp.largest, now - rp.largest_recv_time, self._rx_max_data, self.oqs, rp.count, arrival,
+                  self.sim.reserve())
+        acks.queue_first(self.sim, self._ack_event, pidx)
         rp.count = 0
         rp.ack_deadline = INF
 

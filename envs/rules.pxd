@@ -2,6 +2,9 @@
 cimport cython
 from envs.path_sender cimport PathSender
 
+# module constants as C doubles (a Python float compared with a C double is boxed)
+cdef double INF
+
 @cython.locals(best=cython.longlong, best_srtt=cython.double, probe=cython.longlong,
                probe_sent=cython.longlong, i=cython.longlong, p=PathSender)
 cpdef long long minrtt_pick(list paths, double now) except? -3

@@ -63,7 +63,7 @@ def _run_episode(scenario, app, scheduler: Scheduler, seed: int) -> EpisodeResul
         metrics=episode_metrics(conn, application, end),
         object_times=application.object_times(),
         object_release_times=application.object_release_times(),
-        timeseries={"oqs_t": np.asarray(conn.oqs_t), "oqs_bytes": np.asarray(conn.oqs_v)},
+        timeseries=dict(zip(("oqs_t", "oqs_bytes"), conn.oqs_series())),
         scenario=s,
         seed=int(seed),
     )

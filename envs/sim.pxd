@@ -19,10 +19,12 @@ cdef class Simulator:
     @cython.locals(n=cython.longlong, collecting=cython.bint)
     cpdef double run(self, double until=*)
     cpdef schedule(self, double time, object callback, object arg=*)
+    cpdef long long reserve(self)
+    cpdef schedule_reserved(self, double time, long long seq, object callback, object arg=*)
     @cython.final
     @cython.locals(ta=cython.double, tb=cython.double)
     cdef inline bint _earlier(self, Py_ssize_t a, Py_ssize_t b)
     @cython.locals(s=Py_ssize_t, i=Py_ssize_t, parent=Py_ssize_t, p=Py_ssize_t)
-    cpdef _push(self, double time, object callback, object arg)
+    cpdef _push(self, double time, long long seq, object callback, object arg)
     @cython.locals(s=Py_ssize_t, n=Py_ssize_t, last=Py_ssize_t, i=Py_ssize_t, c=Py_ssize_t, cs=Py_ssize_t)
     cdef _pop_and_call(self)

@@ -9,6 +9,11 @@ from envs.link cimport Path
 from envs.sent cimport SentPackets
 from envs.wire cimport AckWire, DataWire
 from envs.rules cimport native_decision
+from envs.sim cimport Simulator
+
+# module constants as C numbers (a Python float compared with a C double is boxed)
+cdef double INF, K_TIME_THRESHOLD, K_GRANULARITY, REASK_DELAY
+cdef long long K_PACKET_THRESHOLD
 
 cdef class Connection(Receiver):
     cdef public object name, scheduler, retx, acked_frames, _blocked
@@ -28,7 +33,7 @@ cdef class Connection(Receiver):
     @cython.locals(t=cython.double)
     cpdef _arm_pace_wake(self, double now)
     @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double,
-                   path=Path, arrival=cython.double, wire=DataWire)
+                   path=Path, arrival=cython.double, wire=DataWire, sim=Simulator)
     cpdef _transmit(self, PathSender ps, long long sid, long long off, long long length, bint shared)
     cpdef _arm(self, PathSender ps, double deadline)
     cpdef _set_loss_detection_timer(self, PathSender ps)

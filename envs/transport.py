@@ -321,8 +321,8 @@ class Connection(Receiver):
         sim = self.sim
         if arrival >= 0.0:   # else dropped or lost
             wire = self.data_wires[ps.index]
-            wire.push(pn, sid, off, length, path.last_return_delay)
-            sim.schedule(arrival, self._data_event, ps.index)
+            wire.push(pn, sid, off, length, path.last_return_delay, arrival, sim.reserve())
+            wire.queue_first(sim, self._data_event, ps.index)
         # the PTO deadline moves with every send; a timer event is queued only if none is (_arm)
         if ps.loss_time == INF:
             deadline = now + ps.pto_base * (1 << ps.pto_count)
@@ -387,7 +387,7 @@ class Connection(Receiver):
     def _ack_frame(self, pidx) -> None:
         """Process the oldest ACK frame of path ``pidx`` (:class:`envs.wire.AckWire`)."""
         acks = self.ack_wires[pidx]
-        r = acks.pop()
+        r = acks.arrive(self.sim, self._ack_event, pidx)
         npn = acks.npn[r]
         if self.finished:
             acks.skip_pns(npn)

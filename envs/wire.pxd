@@ -1,33 +1,47 @@
 # C types of envs/wire.py for the compiled emulator core (setup.py, envs/_core.py):
 # the columns are typed arrays that the connection and receiver index directly.
 cimport cython
+from envs.sim cimport Simulator
 
 cdef bint COMPILED
 
-@cython.final
-cdef class DataWire:
-    cdef long long[::1] pn, sid, off, length
-    cdef double[::1] return_delay
+@cython.locals(m_src=Py_ssize_t, m_dst=Py_ssize_t, k=Py_ssize_t)
+cpdef void _copy_rows(long long[::1] src, long long[::1] dst, Py_ssize_t first, Py_ssize_t end, Py_ssize_t to)
+
+cdef class _Wire:
+    cdef double[::1] due
+    cdef long long[::1] seq
     cdef public Py_ssize_t head, count, mask
 
+    cpdef _init_ring(self)
+    cpdef queue_first(self, Simulator sim, object on_arrival, long long pidx)
     @cython.locals(r=Py_ssize_t)
-    cpdef push(self, long long pn, long long sid, long long off, long long length, double return_delay)
+    cpdef Py_ssize_t arrive(self, Simulator sim, object on_arrival, long long pidx)
     @cython.locals(r=Py_ssize_t)
     cpdef Py_ssize_t pop(self)
+    cpdef _grow_ring(self)
+
+@cython.final
+cdef class DataWire(_Wire):
+    cdef long long[::1] pn, sid, off, length
+    cdef double[::1] return_delay
+
+    @cython.locals(r=Py_ssize_t)
+    cpdef push(self, long long pn, long long sid, long long off, long long length, double return_delay,
+               double due, long long seq)
     cpdef _grow(self)
 
 @cython.final
-cdef class AckWire:
+cdef class AckWire(_Wire):
     cdef long long[::1] largest, max_data, oqs, npn, pns
     cdef double[::1] ack_delay
-    cdef public Py_ssize_t head, count, mask, pn_head, pn_count, pn_mask
+    cdef public Py_ssize_t pn_head, pn_count, pn_mask
 
     cpdef add_pn(self, long long pn)
     cpdef skip_pns(self, Py_ssize_t n)
     @cython.locals(h=Py_ssize_t)
     cpdef long long pop_pn(self)
     @cython.locals(r=Py_ssize_t)
-    cpdef push(self, long long largest, double ack_delay, long long max_data, long long oqs, long long npn)
-    @cython.locals(r=Py_ssize_t)
-    cpdef Py_ssize_t pop(self)
+    cpdef push(self, long long largest, double ack_delay, long long max_data, long long oqs, long long npn,
+               double due, long long seq)
     cpdef _grow(self)

@@ -12,6 +12,16 @@ queue: the sender appends a packet's fields when it sends it, and the
 arrival event (whose argument is only the path index) takes the oldest.
 This keeps the per-packet events free of tuples and boxed numbers.
 
+Only the oldest entry of a wire has its arrival event in the simulator's
+queue: each entry keeps its arrival time (``due``) and the event sequence
+number reserved for it when it was sent (``seq``,
+:meth:`envs.sim.Simulator.reserve`), and the arrival of one entry schedules
+the next with that number. Arrivals on a wire are in (time, sequence)
+order, so every event still runs exactly where it would have run had each
+arrival been queued at its send, while the event queue holds a few events
+per path instead of one per packet in flight (about a thousand in a 5G
+window: a tenth of a minRTT episode's CPU time went into that heap).
+
 Each queue is a ring of columns, one per field, indexed by a row number
 ``& mask``; it doubles when full. In the compiled core (``COMPILED``) the
 columns are typed arrays (``envs/wire.pxd``); in the ``.py`` core they are
@@ -26,7 +36,7 @@ import numpy as np
 COMPILED = not __file__.endswith(".py")
 #: initial rows of a ring (a power of two; a ring doubles when full): more than an
 #: episode's window of packets usually needs, so that few rings grow
-ROWS = 256
+ROWS = 512
 
 
 def column(kind: str, n: int):
@@ -49,9 +59,8 @@ def moved(col, kind: str, first: int, end: int, to: int):
     ``to`` = 0; :class:`envs.sent.SentPackets`: ``to`` = ``first``, rows keyed by number)."""
     n = len(col)
     out = column(kind, 2 * n)
-    if COMPILED:      # one NumPy gather and scatter (the rows are a typed array's buffer)
-        k = np.arange(end - first)
-        out[(to + k) & (2 * n - 1)] = np.asarray(col)[(first + k) & (n - 1)]
+    if COMPILED:      # both column types are 8 bytes wide: rows are copied as 64-bit words
+        _copy_rows(np.asarray(col).view(np.int64), out.view(np.int64), first, end, to)
         return out
     h = first & (n - 1)
     rows = (col[h:] + col[:h])[:end - first]          # in order (list slices: C speed)
@@ -62,12 +71,68 @@ def moved(col, kind: str, first: int, end: int, to: int):
     return out
 
 
-class DataWire:
-    """A path's data packets on their way to the receiver, oldest first: packet
-    number, stream, offset and length [bytes] of its frame, and the return delay
-    [s] of the ACK it triggers (:meth:`envs.link.Path.send`)."""
+def _copy_rows(src, dst, first: int, end: int, to: int) -> None:
+    """The compiled core's ring copy for :func:`moved`: rows ``first & m_src`` ...
+    ``(end - 1) & m_src`` of ``src`` to rows ``(to + k) & m_dst`` of ``dst``, in a
+    typed loop (``envs/wire.pxd``; a NumPy gather cost ~10 us a column)."""
+    m_src = len(src) - 1
+    m_dst = len(dst) - 1
+    for k in range(end - first):
+        dst[(to + k) & m_dst] = src[(first + k) & m_src]
 
-    __slots__ = ("pn", "sid", "off", "length", "return_delay", "head", "count", "mask")
+
+class _Wire:
+    """What both directions share: the ring's position (``head``, ``count``,
+    ``mask``) and each entry's arrival time [s] (``due``) and reserved event
+    sequence number (``seq``), and the scheduling of the oldest entry's
+    arrival (module docstring)."""
+
+    __slots__ = ("due", "seq", "head", "count", "mask")
+
+    def _init_ring(self) -> None:
+        self.due = column("d", ROWS)
+        self.seq = column("q", ROWS)
+        self.head = 0
+        self.count = 0
+        self.mask = ROWS - 1
+
+    def queue_first(self, sim, on_arrival, pidx: int) -> None:
+        """After a push: if the new entry is the only one on the wire, queue its
+        arrival event ``on_arrival(pidx)`` in ``sim`` (else the one before it will)."""
+        if self.count == 1:
+            sim.schedule_reserved(self.due[self.head], self.seq[self.head], on_arrival, pidx)
+
+    def arrive(self, sim, on_arrival, pidx: int) -> int:
+        """The oldest entry's arrival event runs: remove the entry, queue the next one's
+        arrival, and return the entry's row (read it before the next push)."""
+        r = self.head
+        self.head = (r + 1) & self.mask
+        self.count -= 1
+        if self.count:
+            sim.schedule_reserved(self.due[self.head], self.seq[self.head], on_arrival, pidx)
+        return r
+
+    def pop(self) -> int:
+        """Remove the oldest entry, queueing nothing; return its row (read it before the next push)."""
+        r = self.head
+        self.head = (r + 1) & self.mask
+        self.count -= 1
+        return r
+
+    def _grow_ring(self) -> None:
+        self.due = regrown(self.due, "d", self.head, self.count)
+        self.seq = regrown(self.seq, "q", self.head, self.count)
+        self.head = 0
+        self.mask = 2 * self.mask + 1
+
+
+class DataWire(_Wire):
+    """A path's data packets on their way to the receiver, oldest first: packet
+    number, stream, offset and length [bytes] of its frame, the return delay
+    [s] of the ACK it triggers (:meth:`envs.link.Path.send`), and its arrival
+    time [s] and event sequence number (module docstring)."""
+
+    __slots__ = ("pn", "sid", "off", "length", "return_delay")
 
     def __init__(self):
         self.pn = column("q", ROWS)
@@ -75,11 +140,9 @@ class DataWire:
         self.off = column("q", ROWS)
         self.length = column("q", ROWS)
         self.return_delay = column("d", ROWS)
-        self.head = 0
-        self.count = 0
-        self.mask = ROWS - 1
+        self._init_ring()
 
-    def push(self, pn: int, sid: int, off: int, length: int, return_delay: float) -> None:
+    def push(self, pn: int, sid: int, off: int, length: int, return_delay: float, due: float, seq: int) -> None:
         if self.count > self.mask:
             self._grow()
         r = (self.head + self.count) & self.mask
@@ -88,19 +151,15 @@ class DataWire:
         self.off[r] = off
         self.length[r] = length
         self.return_delay[r] = return_delay
+        self.due[r] = due
+        self.seq[r] = seq
         self.count += 1
 
-    def pop(self) -> int:
-        """Remove the oldest packet; return its row (read it before the next push)."""
-        r = self.head
-        self.head = (r + 1) & self.mask
-        self.count -= 1
-        return r
-
     def record(self, r: int) -> tuple:
-        """Row ``r`` as ``(pn, sid, off, length, return_delay)`` (the columns are C arrays
-        in the compiled core, which Python code cannot index)."""
-        return (self.pn[r], self.sid[r], self.off[r], self.length[r], self.return_delay[r])
+        """Row ``r`` as ``(pn, sid, off, length, return_delay, due, seq)`` (the columns are C
+        arrays in the compiled core, which Python code cannot index)."""
+        return (self.pn[r], self.sid[r], self.off[r], self.length[r], self.return_delay[r], self.due[r],
+                self.seq[r])
 
     def _grow(self) -> None:
         h, n = self.head, self.count
@@ -109,20 +168,19 @@ class DataWire:
         self.off = regrown(self.off, "q", h, n)
         self.length = regrown(self.length, "q", h, n)
         self.return_delay = regrown(self.return_delay, "d", h, n)
-        self.head = 0
-        self.mask = 2 * self.mask + 1
+        self._grow_ring()
 
 
-class AckWire:
+class AckWire(_Wire):
     """A path's ACK frames on their way to the sender, oldest first: largest packet
     number, ACK delay [s], the receiver's flow-control limit [bytes], its
-    out-of-order queue [bytes] and how many packet numbers the frame acknowledges.
+    out-of-order queue [bytes], how many packet numbers the frame acknowledges,
+    and its arrival time [s] and event sequence number (module docstring).
     Those packet numbers wait in a second ring, in frame order: the receiver adds
     each packet's number when it arrives (:meth:`add_pn`) and a frame takes the ones
     added since the previous frame (:meth:`push`)."""
 
-    __slots__ = ("largest", "ack_delay", "max_data", "oqs", "npn", "head", "count", "mask",
-                 "pns", "pn_head", "pn_count", "pn_mask")
+    __slots__ = ("largest", "ack_delay", "max_data", "oqs", "npn", "pns", "pn_head", "pn_count", "pn_mask")
 
     def __init__(self):
         self.largest = column("q", ROWS)
@@ -130,9 +188,7 @@ class AckWire:
         self.max_data = column("q", ROWS)
         self.oqs = column("q", ROWS)
         self.npn = column("q", ROWS)
-        self.head = 0
-        self.count = 0
-        self.mask = ROWS - 1
+        self._init_ring()
         self.pns = column("q", ROWS)
         self.pn_head = 0
         self.pn_count = 0
@@ -148,7 +204,7 @@ class AckWire:
         self.pn_count += 1
 
     def pop_pn(self) -> int:
-        """The oldest packet number of the oldest frame (after :meth:`pop`)."""
+        """The oldest packet number of the oldest frame (after :meth:`arrive`)."""
         h = self.pn_head
         self.pn_head = (h + 1) & self.pn_mask
         self.pn_count -= 1
@@ -159,7 +215,8 @@ class AckWire:
         self.pn_head = (self.pn_head + n) & self.pn_mask
         self.pn_count -= n
 
-    def push(self, largest: int, ack_delay: float, max_data: int, oqs: int, npn: int) -> None:
+    def push(self, largest: int, ack_delay: float, max_data: int, oqs: int, npn: int, due: float,
+             seq: int) -> None:
         """A frame leaves the receiver, acknowledging the ``npn`` numbers added last."""
         if self.count > self.mask:
             self._grow()
@@ -169,19 +226,14 @@ class AckWire:
         self.max_data[r] = max_data
         self.oqs[r] = oqs
         self.npn[r] = npn
+        self.due[r] = due
+        self.seq[r] = seq
         self.count += 1
 
-    def pop(self) -> int:
-        """Remove the oldest frame; return its row (read it before the next push),
-        then take its packet numbers with :meth:`pop_pn`."""
-        r = self.head
-        self.head = (r + 1) & self.mask
-        self.count -= 1
-        return r
-
     def frame(self, r: int) -> tuple:
-        """Row ``r`` as ``(largest, ack_delay, max_data, oqs, npn)`` (see :meth:`DataWire.record`)."""
-        return (self.largest[r], self.ack_delay[r], self.max_data[r], self.oqs[r], self.npn[r])
+        """Row ``r`` as ``(largest, ack_delay, max_data, oqs, npn, due, seq)`` (see :meth:`DataWire.record`)."""
+        return (self.largest[r], self.ack_delay[r], self.max_data[r], self.oqs[r], self.npn[r], self.due[r],
+                self.seq[r])
 
     def _grow(self) -> None:
         h, n = self.head, self.count
@@ -190,8 +242,7 @@ class AckWire:
         self.max_data = regrown(self.max_data, "q", h, n)
         self.oqs = regrown(self.oqs, "q", h, n)
         self.npn = regrown(self.npn, "q", h, n)
-        self.head = 0
-        self.mask = 2 * self.mask + 1
+        self._grow_ring()
 
 
 __all__ = ["AckWire", "DataWire", "column", "moved", "regrown"]

@@ -140,3 +140,51 @@ def test_episode_drivers_pause_the_collector_and_drop_the_emulation_first(monkey
     assert seen["collecting"] is False
     assert seen["dropped"] is dropped
     assert gc.isenabled()
+
+
+def test_events_run_in_time_then_scheduling_order_as_the_queue_grows_and_after_clear():
+    """Against a heapq model of (time, sequence): thousands of events with many equal
+    times, half scheduled from callbacks, so the compiled queue doubles several times."""
+    import heapq
+
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    sim, model, ran, seq = Simulator(), [], [], iter(range(10**9))
+
+    def add(t: float) -> None:
+        k = next(seq)
+        sim.schedule(t, callback, k)
+        heapq.heappush(model, (t, k))
+
+    def callback(k: int) -> None:
+        ran.append((sim.now, k))
+        if k % 2 == 0 and k < 6000:
+            add(sim.now + float(rng.integers(0, 4)) * 0.001)    # often a tie with queued events
+
+    for base in (0.0, 1.0):
+        for _ in range(2000):
+            add(base + float(rng.integers(0, 200)) * 0.001)
+        assert sim.pending == 2000
+        sim.run(until=base + 0.1)
+        expected = [heapq.heappop(model) for _ in range(len(ran))]
+        assert ran == expected and all(t <= base + 0.1 for t, _ in ran) and sim.pending == len(model) > 0
+        sim.clear()
+        assert sim.pending == 0
+        model.clear()
+        ran.clear()
+
+
+def test_a_reserved_event_runs_where_it_would_have_run_if_scheduled_then():
+    """envs.wire queues a path's next arrival only when the one before it runs, with
+    the sequence number reserved at its send: ties at equal times keep the send order."""
+    sim, ran = Simulator(), []
+    early = sim.reserve()                      # reserved first: runs first among the ties at t = 1
+    sim.schedule(1.0, ran.append, "scheduled after the reservation")
+    late = sim.reserve()
+    sim.schedule(1.0, ran.append, "scheduled after both reservations")
+    sim.schedule(0.5, lambda _: sim.schedule_reserved(1.0, late, ran.append, "reserved second"), None)
+    sim.schedule(0.5, lambda _: sim.schedule_reserved(1.0, early, ran.append, "reserved first"), None)
+    sim.run()
+    assert ran == ["reserved first", "scheduled after the reservation", "reserved second",
+                   "scheduled after both reservations"]

@@ -18,9 +18,9 @@ from envs.wire import ROWS, AckWire, DataWire
 def test_sent_packets_follow_a_dict_of_records_under_random_acks_and_losses():
     rng = np.random.default_rng(3)
     sent, model = SentPackets(), {}
-    pn = 0
-    for step in range(20_000):
-        burst = step % 2800 < 1400               # the window grows, then drains: several doublings
+    pn, scale = 0, ROWS // 256
+    for step in range(20_000 * scale):
+        burst = step % (2800 * scale) < 1400 * scale    # the window grows, then drains: several doublings
         if model and (not burst or rng.random() < 0.3):
             keys = list(model)
             victim = keys[0] if rng.random() < 0.5 else keys[int(rng.integers(len(keys)))]
@@ -59,18 +59,18 @@ def test_the_wires_are_fifo_queues_across_growth():
     rng = np.random.default_rng(5)
     data, acks = DataWire(), AckWire()
     data_model, frame_model, pn_model = deque(), deque(), deque()
-    pending = 0
-    for step in range(20_000):
-        grow = step % 5000 < 3000
+    pending, scale = 0, ROWS // 256
+    for step in range(20_000 * scale):
+        grow = step % (5000 * scale) < 3000 * scale
         if grow or not data_model:
-            rec = (step, step % 7, 1290 * step, 1290 - step % 13, 0.01 + 1e-6 * step)
+            rec = (step, step % 7, 1290 * step, 1290 - step % 13, 0.01 + 1e-6 * step, 0.5 + 1e-5 * step, 3 * step)
             data.push(*rec)
             data_model.append(rec)
             acks.add_pn(step)
             pn_model.append(step)
             pending += 1
             if rng.random() < 0.5:
-                frame = (step, 1e-4 * step, 10 * step, step % 50, pending)
+                frame = (step, 1e-4 * step, 10 * step, step % 50, pending, 0.7 + 1e-5 * step, 3 * step + 1)
                 acks.push(*frame)
                 frame_model.append(frame)
                 pending = 0
@@ -96,3 +96,22 @@ def test_a_link_queue_counts_what_has_not_left_yet_across_growth():
     assert link.buffer_packets is None and link.admit(0.5, 1000) == pytest.approx(1.001)
     link.buffer_bytes = 10_000
     assert link.buffer_bytes == 10_000 and link.admit(0.5, 1000) == -1.0
+
+
+def test_only_the_oldest_entry_of_a_wire_has_its_arrival_event_queued():
+    """Hundreds of packets in flight, a dozen events in the queue (envs.wire's module docstring)."""
+    from baselines import make_scheduler
+    from envs.runner import setup_episode
+    from envs.scenario import normalise_scenario
+
+    scenario = normalise_scenario({"paths": [{"link": "4g"}, {"link": "5g"}]})
+    emu, conn, app, _ = setup_episode(scenario, {"kind": "bulk", "size_bytes": 2_000_000},
+                                      make_scheduler("minrtt"), 1, normalised=True)
+    events = on_wire = 0
+    t = 0.0
+    while not app.done:
+        t += 0.002
+        emu.sim.run(t)
+        events = max(events, emu.sim.pending)
+        on_wire = max(on_wire, sum(w.count for w in conn.data_wires) + sum(w.count for w in conn.ack_wires))
+    assert on_wire > 300 and events <= 12   # per path: an arrival each way and two timers; and the connection's

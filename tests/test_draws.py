@@ -1,0 +1,52 @@
+"""The emulator's random draws (envs.link): drawn in parts of a block as needed,
+they are the numbers whole blocks drawn at once give, also when the delay
+deviation changes in the middle of a block (its remaining draws are drawn
+and dropped, as dropping a whole block did)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.link import _BLOCK, _SUB, DelayModel, LossModel
+
+
+def _whole_blocks(seed: int, plan: list[tuple[float, int]]) -> list[float]:
+    """Gamma factors of a reference that draws whole blocks of _BLOCK at once and drops
+    the rest of its block at each change of deviation: ``plan`` is (cv, samples) per stretch."""
+    rng, out = np.random.default_rng(seed), []
+    for cv, n in plan:
+        k = 1.0 / (cv * cv)
+        while n > 0:
+            block = rng.gamma(k, 1.0 / k, _BLOCK)
+            take = min(n, _BLOCK)
+            out.extend(block[:take].tolist())
+            n -= take
+    return out
+
+
+def test_delay_draws_equal_whole_blocks_across_changes_of_deviation():
+    assert _BLOCK % _SUB == 0 and _SUB < _BLOCK
+    # stretches that end inside a part, on a part's edge, past a block, and one with no draw
+    plan = [(0.3, 700), (0.05, _SUB), (0.05, 0), (1.2, _BLOCK + 3), (0.3, 1), (0.7, 2 * _BLOCK)]
+    delay = DelayModel(0.04, plan[0][0], np.random.default_rng(11))
+    got = []
+    for cv, n in plan:
+        delay.set(0.04, cv)
+        got.extend(delay.sample_rtt(0.0) for _ in range(n))
+    assert got == [0.04 * g for g in _whole_blocks(11, plan)]
+
+
+def test_an_unchanged_deviation_keeps_the_block():
+    a = DelayModel(0.02, 0.4, np.random.default_rng(5))
+    b = DelayModel(0.02, 0.4, np.random.default_rng(5))
+    xs = [a.sample_rtt(0.0) for _ in range(3 * _SUB // 2)]
+    b.sample_rtt(0.0)
+    b.set(0.02, 0.4)                              # the same values: nothing drawn or dropped
+    assert [b.sample_rtt(0.0) for _ in range(len(xs) - 1)] == xs[1:]
+
+
+def test_loss_draws_equal_one_stream_of_uniforms():
+    p = 0.3
+    loss = LossModel(p, np.random.default_rng(8))
+    u = np.random.default_rng(8).random(2 * _BLOCK + 5)
+    assert [loss.lost(0.0) for _ in range(len(u))] == (u < p).tolist()
