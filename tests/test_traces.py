@@ -283,6 +283,17 @@ def test_constant():
         constant(0)
 
 
+@pytest.mark.parametrize("rate", [1.0, 12.5e6 / 8, 1e9 / 7, 3e-3])
+def test_a_constant_trace_has_the_general_constructors_fields(rate):
+    fast, general = CapacityTrace.constant(rate, "c"), CapacityTrace([0.0], [rate], 1.0, "c")
+    for field in CapacityTrace.__slots__:
+        a, b = getattr(fast, field), getattr(general, field)
+        assert (np.array_equal(a, b) and a.dtype == b.dtype) if isinstance(a, np.ndarray) else a == b, field
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="c: "):
+            CapacityTrace.constant(bad, "c")
+
+
 @pytest.mark.parametrize("dist, tol", [("lognormal", 0.03), ("truncnorm", 0.03)])
 def test_gaussian_rate(dist, tol):
     a = gaussian_rate(50, 10, 0.1, 1000, seed=1, dist=dist)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 from collections.abc import Mapping
@@ -12,6 +11,7 @@ from envs.apps.bulk import BulkApp
 from envs.apps.streams import StreamsApp, load_stream_trace
 from envs.apps.web import WebApp
 from envs.errors import ConfigError
+from envs.plain import copy_plain
 
 APP_DEFAULTS = {"kind": "bulk", "size_bytes": 2_000_000, "page": "google", "trace": None, "streams": None}
 APP_KINDS = ("bulk", "web", "streams", "blocks")
@@ -32,8 +32,8 @@ def normalise_app(cfg) -> dict:
     unknown = set(cfg) - set(APP_DEFAULTS) - set(BLOCK_DEFAULTS)
     if unknown:
         raise ConfigError(f"app: unknown key(s) {sorted(unknown)}; known: {sorted({**APP_DEFAULTS, **BLOCK_DEFAULTS})}")
-    a = copy.deepcopy(APP_DEFAULTS)
-    a.update(copy.deepcopy(dict(cfg)))
+    a = copy_plain(APP_DEFAULTS)
+    a.update(copy_plain(dict(cfg)))
     if a["kind"] not in APP_KINDS:
         raise ConfigError(f"app.kind: unknown app {a['kind']!r}; choose one of {list(APP_KINDS)}")
     if a["kind"] == "blocks":
