@@ -21,10 +21,8 @@ cdef class Simulator:
     cpdef schedule(self, double time, object callback, object arg=*)
     cpdef long long reserve(self)
     cpdef schedule_reserved(self, double time, long long seq, object callback, object arg=*)
-    @cython.final
-    @cython.locals(ta=cython.double, tb=cython.double)
-    cdef inline bint _earlier(self, Py_ssize_t a, Py_ssize_t b)
-    @cython.locals(s=Py_ssize_t, i=Py_ssize_t, parent=Py_ssize_t, p=Py_ssize_t)
+    @cython.locals(s=Py_ssize_t, i=Py_ssize_t, parent=Py_ssize_t, pt=cython.double)
     cpdef _push(self, double time, long long seq, object callback, object arg)
-    @cython.locals(s=Py_ssize_t, n=Py_ssize_t, last=Py_ssize_t, i=Py_ssize_t, c=Py_ssize_t, cs=Py_ssize_t)
+    @cython.locals(s=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, c=Py_ssize_t, lt=cython.double, ct=cython.double,
+                   t2=cython.double, lo=cython.longlong, ls=Py_ssize_t)
     cdef _pop_and_call(self)

@@ -12,11 +12,11 @@ pop the same events in the same order:
 
 * the ``.py`` module (the reference core) keeps ``(time, seq, callback,
   arg)`` tuples in a ``heapq`` list: C code, the fastest heap pure Python has;
-* the compiled module (Cython, ``envs/sim.pxd``) keeps a binary heap of slot
-  numbers over typed arrays of times and sequence numbers, with the
-  callbacks and arguments in lists indexed by slot: no tuple, no boxed
-  float and no Python comparison per event, which were about a tenth of a
-  minRTT episode's CPU time (perf: tuple allocation and rich comparisons in
+* the compiled module (Cython, ``envs/sim.pxd``) keeps a binary heap of
+  (time, sequence, slot) in typed columns, with the callbacks and arguments
+  in lists indexed by slot: no tuple, no boxed float and no Python
+  comparison per event, which were about a tenth of a minRTT episode's CPU
+  time (perf: tuple allocation and rich comparisons in
   ``heappush``/``heappop``).
 
 :meth:`Simulator.run` pauses Python's cyclic garbage collector while it
@@ -82,7 +82,8 @@ class Simulator:
         # the reference queue (module docstring)
         self.heap: list = []
         self.seq = count()
-        # the compiled queue: heap of slots, and per slot its time, sequence, callback, argument
+        # the compiled queue: a heap of (time, sequence, slot) in three columns, and
+        # per slot the callback and argument
         self._n = 0
         self._next_seq = 0
         self._time = array("d", bytes(8 * SLOTS))
@@ -134,7 +135,7 @@ class Simulator:
         try:
             if COMPILED:
                 while self._n > 0:
-                    if self._time[self._slot[0]] > until:
+                    if self._time[0] > until:
                         self.now = until
                         break
                     self._pop_and_call()
@@ -174,20 +175,16 @@ class Simulator:
         """Number of queued events."""
         return self._n if COMPILED else len(self.heap)
 
-    # -- the compiled queue (module docstring); the .py core never calls these
-    def _earlier(self, a: int, b: int) -> bool:
-        """The event in slot ``a`` comes before the one in slot ``b``: (time, sequence) order."""
-        ta = self._time[a]
-        tb = self._time[b]
-        return ta < tb or (ta == tb and self._order[a] < self._order[b])
-
+    # -- the compiled queue (module docstring); the .py core never calls these.
+    # Heap position i holds an event's time (_time[i]), sequence number
+    # (_order[i]) and slot (_slot[i], where its callback and argument are): the
+    # comparisons of a sift read neighbouring positions, not slots scattered
+    # over the arrays (several events per connection wait in the queue).
     def _push(self, time: float, seq: int, callback, arg) -> None:
         if self._nfree == 0:
             self._grow()
         self._nfree -= 1
         s = self._free[self._nfree]
-        self._time[s] = time
-        self._order[s] = seq
         self._cb[s] = callback
         self._arg[s] = arg
         # sift up: parents that come after the new event move down
@@ -195,11 +192,15 @@ class Simulator:
         self._n = i + 1
         while i > 0:
             parent = (i - 1) >> 1
-            p = self._slot[parent]
-            if self._earlier(p, s):
+            pt = self._time[parent]
+            if pt < time or (pt == time and self._order[parent] < seq):
                 break
-            self._slot[i] = p
+            self._time[i] = pt
+            self._order[i] = self._order[parent]
+            self._slot[i] = self._slot[parent]
             i = parent
+        self._time[i] = time
+        self._order[i] = seq
         self._slot[i] = s
 
     def _pop_and_call(self) -> None:
@@ -209,26 +210,35 @@ class Simulator:
         arg = self._arg[s]
         self._cb[s] = None
         self._arg[s] = None
-        self.now = self._time[s]
+        self.now = self._time[0]
         self._free[self._nfree] = s
         self._nfree += 1
         n = self._n - 1
         self._n = n
         if n > 0:
-            # sift the last slot down from the root, past children that come before it
-            last = self._slot[n]
+            # sift the last event down from the root, past children that come before it
+            lt = self._time[n]
+            lo = self._order[n]
+            ls = self._slot[n]
             i = 0
             c = 1
             while c < n:
-                if c + 1 < n and self._earlier(self._slot[c + 1], self._slot[c]):
-                    c += 1
-                cs = self._slot[c]
-                if self._earlier(last, cs):
+                ct = self._time[c]
+                if c + 1 < n:
+                    t2 = self._time[c + 1]
+                    if t2 < ct or (t2 == ct and self._order[c + 1] < self._order[c]):
+                        c += 1
+                        ct = t2
+                if lt < ct or (lt == ct and lo < self._order[c]):
                     break
-                self._slot[i] = cs
+                self._time[i] = ct
+                self._order[i] = self._order[c]
+                self._slot[i] = self._slot[c]
                 i = c
                 c = 2 * i + 1
-            self._slot[i] = last
+            self._time[i] = lt
+            self._order[i] = lo
+            self._slot[i] = ls
         callback(arg)
 
     def _grow(self) -> None:
@@ -246,7 +256,6 @@ class Simulator:
         self._nfree = cap
         self._cb = self._cb + [None] * cap
         self._arg = self._arg + [None] * cap
-
 
 
 def _doubled(kind: str, col):

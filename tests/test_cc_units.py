@@ -367,3 +367,19 @@ def test_make_cc_registry_and_groups():
 def test_make_cc_unknown_name(bad):
     with pytest.raises(ConfigError, match="unknown congestion control.*choose one of"):
         make_cc(bad, MSS, 32)
+
+
+def test_floor_div_is_pythons_float_floor_division():
+    """OLIA's window in packets (envs.cc.coupled.floor_div: C's fmod and floor in the
+    compiled core) equals CPython's ``//``, also just below whole multiples, where
+    ``a / b`` rounds up to a whole number and C's ``floor(a / b)`` is one too many."""
+    import numpy as np
+
+    from envs.cc.coupled import floor_div
+
+    rng = np.random.default_rng(7)
+    b = rng.integers(100, 2000, 200_000) * (1.0 + rng.random(200_000))
+    a = np.nextafter(rng.integers(1, 100_000, 200_000) * b, 0.0)
+    pairs = list(zip(np.concatenate([a, rng.random(20_000) * 1e7]).tolist(), np.concatenate([b, b[:20_000]]).tolist()))
+    assert sum(math.floor(x / y) != x // y for x, y in pairs) > 10      # the case is there
+    assert [floor_div(x, y) for x, y in pairs] == [x // y for x, y in pairs]

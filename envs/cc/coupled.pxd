@@ -2,6 +2,8 @@
 # coupled controllers are typed subclasses of NewReno, so that the per-ACK
 # increase runs in C (their group members are read as typed controllers).
 cimport cython
+# C's fmod and floor for floor_div's math.fmod / math.floor (the .py imports Python's math)
+from libc cimport math
 from envs.cc.base cimport CongestionController
 from envs.cc.newreno cimport NewReno
 
@@ -24,11 +26,12 @@ cdef class Lia(_Coupled):
     cpdef double _ca_increase(self, double acked_bytes, double cwnd)
 
 cdef class Olia(_Coupled):
+    cdef public double rate_sum
     @cython.locals(n=cython.longlong, max_w=cython.double, best=cython.double, rate_sum=cython.double,
                    mss=cython.double, r=cython.double, w=cython.double, l1=cython.double, l2=cython.double,
                    q=cython.double, n_m=cython.longlong, n_b_not_m=cython.longlong, self_in_b=cython.bint,
                    m=_Coupled)
-    cpdef tuple _scan(self)
+    cpdef double _scan(self)
     @cython.locals(rate_sum=cython.double, a=cython.double, r=cython.double)
     cpdef double _ca_increase(self, double acked_bytes, double cwnd)
 

@@ -169,10 +169,11 @@ class Olia(_Coupled):
 
     def alpha(self) -> float:
         """OLIA ``alpha_r`` of this path over the current group."""
-        return self._scan()[1]
+        return self._scan()
 
-    def _scan(self) -> tuple[float, float]:
-        """(sum_p W_p / rtt_p [B/s], alpha_r) over the group."""
+    def _scan(self) -> float:
+        """alpha_r over the group; leaves sum_p W_p / rtt_p [B/s] in ``rate_sum`` (a
+        typed attribute of the compiled core: no tuple per ACK)."""
         members = self.group.members
         n = 0
         max_w = 0.0
@@ -194,8 +195,9 @@ class Olia(_Coupled):
             q = (l1 if l1 > l2 else l2) / (r * r)
             if q > best:
                 best = q
+        self.rate_sum = rate_sum
         if n < 2:
-            return rate_sum, 0.0
+            return 0.0
         n_m = 0
         n_b_not_m = 0
         self_in_b = False
@@ -213,15 +215,16 @@ class Olia(_Coupled):
                     if m is self:
                         self_in_b = True
         if n_b_not_m == 0:
-            return rate_sum, 0.0
+            return 0.0
         if (floor_div(self.cwnd, mss) if COMPILED else self.cwnd // mss) == max_w:
-            return rate_sum, -1.0 / (n * n_m)
+            return -1.0 / (n * n_m)
         if self_in_b:
-            return rate_sum, 1.0 / (n * n_b_not_m)
-        return rate_sum, 0.0
+            return 1.0 / (n * n_b_not_m)
+        return 0.0
 
     def _ca_increase(self, acked_bytes: int, cwnd: float) -> float:
-        rate_sum, a = self._scan()
+        a = self._scan()
+        rate_sum = self.rate_sum
         r = self.srtt
         return self.mss * acked_bytes * (
             (cwnd / (r * r)) / (rate_sum * rate_sum) + a / cwnd)
