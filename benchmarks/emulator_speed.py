@@ -1,6 +1,6 @@
 """Emulator speed benchmark: the compiled core against the pure-Python one.
 
-    python -m benchmarks.emulator_speed [--repeats 5] [--episodes 10] [--size 2000000] [--tasks 30]
+    python -m benchmarks.emulator_speed [--repeats 5] [--episodes 40] [--size 2000000] [--tasks 30]
 
 Workloads (each timed with ``time.process_time``, episode setup included,
 after one untimed warm-up run that pays the lazy imports):
@@ -15,7 +15,10 @@ after one untimed warm-up run that pays the lazy imports):
   each, base RTTs 20 to 55 ms, 2 % jitter, 0.1 % loss), 2 MB x N/2;
 * ``connections_N`` (N = 1, 8, 64): N minRTT connections of two paths each,
   every first path through one shared 1 Gbit/s bottleneck, the second a
-  private 50 Mbit/s path, 1 MB each, all in one simulator;
+  private 50 Mbit/s path, 1 MB each, all in one simulator. Each scaling
+  workload emulates the same bytes per repeat (``--episodes`` x 2 / N
+  episodes of ``paths_N``, x 8 / N of ``connections_N``), so that none is a
+  few milliseconds of CPU time, which this machine's noise would swamp;
 * ``dqn_collect``: bank-build task collection (:class:`metalearning.collect.TaskCollector`,
   the bank presets' network and MDP, a fresh network, eps 0.3, 512
   decisions per task) on ``--tasks`` tasks drawn over the condition grid;
@@ -113,7 +116,7 @@ def _scaling(name: str, episodes: int) -> dict:
     one(10**6)   # warm-up
     packets, check = 0, 0.0
     t0 = time.process_time()
-    for seed in range(max(1, episodes // 2)):
+    for seed in range(max(1, episodes * (2 if kind == "paths" else 8) // n)):   # equal bytes (docstring)
         with collector_paused():     # as the project's episode drivers run (envs.runner.run_episode)
             p, t = one(seed)
         packets += p
@@ -209,7 +212,8 @@ def _child(workload: str, pure: bool, args) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--episodes", type=int, default=10, help="episodes per repeat (minrtt, first_with_room)")
+    ap.add_argument("--episodes", type=int, default=40,
+                    help="episodes per repeat (minrtt, first_with_room; the scaling workloads scale it)")
     ap.add_argument("--size", type=int, default=2_000_000, help="bulk size [bytes]")
     ap.add_argument("--tasks", type=int, default=30, help="collected tasks per repeat (dqn_collect)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))

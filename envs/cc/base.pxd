@@ -5,7 +5,7 @@ cdef class CouplingGroup:
 cdef class CongestionController:
     cdef public long long mss
     cdef public double cwnd, ssthresh, min_window, max_window, recovery_start, srtt, pacing_rate
-    cdef public object group
+    cdef public CouplingGroup group
 
     # the per-ACK and per-loss calls of the connection go through C (a Python
     # subclass that overrides them is still called: cpdef dispatch)
