@@ -28,7 +28,10 @@ after one untimed warm-up run that pays the lazy imports):
   presets' 3 x 64 network and MDP, i.e. :class:`envs.dense.DenseForward`)
   on 20 000 states; forward passes per CPU-second, and in
   ``baseline_per_cpu_s`` the same with NumPy's matrix products (the
-  scheduler's pass before ``envs/dense.py``).
+  scheduler's pass before ``envs/dense.py``), and in ``batched_per_cpu_s``
+  states per CPU-second through NumPy's products in batches of ``BATCH``:
+  the most that batching decisions across that many episodes run in
+  lockstep could make of the pass (it batches nothing else of a decision).
 
 Every repeat runs each workload once on each core, in a fresh interpreter
 (``FALCON_PURE_PYTHON=1`` for the pure-Python one), alternating, so that both
@@ -53,6 +56,8 @@ SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
 PATH_COUNTS = (2, 4, 8)
 CONNECTION_COUNTS = (1, 8, 64)
 SCALING = tuple(f"paths_{n}" for n in PATH_COUNTS) + tuple(f"connections_{n}" for n in CONNECTION_COUNTS)
+#: states per batch of the ``qnet_forward`` workload's batched pass
+BATCH = 64
 WORKLOADS = ("minrtt", "first_with_room", "dqn_collect", "qnet_forward", *SCALING)
 
 
@@ -180,8 +185,13 @@ def _forward(states: int = 20_000) -> dict:
     for x in xs:
         matmul_argmax(x)
     base = time.process_time() - t0
+    batch = np.stack(xs)
+    t0 = time.process_time()
+    for k in range(0, states, BATCH):
+        net(batch[k:k + BATCH]).argmax(axis=1)
+    batched = time.process_time() - t0
     return {"per_cpu_s": states / cpu, "unit": "forwards", "count": states, "checksum": float(check),
-            "baseline_per_cpu_s": states / base}
+            "baseline_per_cpu_s": states / base, "batched_per_cpu_s": states / batched}
 
 
 def run_single(workload: str, args) -> dict:
@@ -242,6 +252,8 @@ def main(argv=None) -> int:
                  "speedups": [round(x, 3) for x in ratios], "identical_results": same,
                  f"{unit}_per_run": runs["python"][0]["count"]}
         if "baseline_per_cpu_s" in runs["compiled"][0]:
+            entry["median_numpy_batched_per_cpu_s"] = round(statistics.median(
+                r["batched_per_cpu_s"] for r in runs["compiled"]))
             base = [r["baseline_per_cpu_s"] for r in runs["compiled"]]
             entry["median_numpy_matmul_per_cpu_s"] = round(statistics.median(base))
             entry["speedup_over_numpy_matmul"] = round(statistics.median(
@@ -253,6 +265,8 @@ def main(argv=None) -> int:
         if "speedup_over_numpy_matmul" in entry:
             print(f"{'':16s} NumPy matmul {entry['median_numpy_matmul_per_cpu_s']:>9,}  compiled "
                   f"x{entry['speedup_over_numpy_matmul']:.2f}", file=sys.stderr, flush=True)
+            print(f"{'':16s} NumPy batches of {BATCH} {entry['median_numpy_batched_per_cpu_s']:>9,} states/CPU-s",
+                  file=sys.stderr, flush=True)
     scaling = _scaling_table(report["results"])
     if scaling:
         report["scaling"] = scaling
