@@ -103,11 +103,9 @@ class _Wire:
             sim.schedule_reserved(self.due[self.head], self.seq[self.head], on_arrival, pidx)
 
     def arrive(self, sim, on_arrival, pidx: int) -> int:
-        """The oldest entry's arrival event runs: remove the entry, queue the next one's
-        arrival, and return the entry's row (read it before the next push)."""
-        r = self.head
-        self.head = (r + 1) & self.mask
-        self.count -= 1
+        """The oldest entry's arrival event runs: remove the entry (:meth:`pop`), queue
+        the next one's arrival, and return the entry's row."""
+        r = self.pop()
         if self.count:
             sim.schedule_reserved(self.due[self.head], self.seq[self.head], on_arrival, pidx)
         return r
