@@ -29,6 +29,7 @@ cdef class DelayModel:
     @cython.locals(i=Py_ssize_t, mean=cython.double)
     cpdef double sample_rtt(self, double now)
     cpdef _draw_part(self)
+    cpdef _gamma(self, Py_ssize_t n)
 
 cdef class LossModel:
     cdef public double p, offset

@@ -192,11 +192,15 @@ class DelayModel:
 
     def _draw_part(self) -> None:
         """The next _SUB draws of the current block (a new block when it is used up)."""
-        k = 1.0 / (self.cv * self.cv)
         if self._left == 0:
             self._left = _BLOCK
-        self._buf = _draws(self._rng.gamma(k, 1.0 / k, _SUB))
+        self._buf = _draws(self._gamma(_SUB))
         self._left -= _SUB
+
+    def _gamma(self, n: int) -> np.ndarray:
+        """``n`` Gamma factors of mean 1 and std/mean ``cv``."""
+        k = 1.0 / (self.cv * self.cv)
+        return self._rng.gamma(k, 1.0 / k, n)
 
     def set(self, mean_rtt: float, cv: float, one_way_series: StepSeries | None = None) -> None:
         """New mean RTT [s] (or one-way delay series) and std/mean ratio from now on.
@@ -212,8 +216,7 @@ class DelayModel:
             if self._left > 0:
                 # the block's remaining draws, drawn and dropped: the generator
                 # then stands where a whole block drawn at once would leave it
-                k = 1.0 / (self.cv * self.cv)
-                self._rng.gamma(k, 1.0 / k, self._left)
+                self._gamma(self._left)
                 self._left = 0
             self.cv = cv
             self._buf = _NO_DRAWS

@@ -43,7 +43,6 @@ episode has nothing of it to walk.
 from __future__ import annotations
 
 import gc
-from array import array
 from contextlib import contextmanager
 from heapq import heappop, heappush
 from itertools import count
@@ -86,9 +85,9 @@ class Simulator:
         # per slot the callback and argument
         self._n = 0
         self._next_seq = 0
-        self._time = array("d", bytes(8 * SLOTS))
-        self._order = array("q", bytes(8 * SLOTS))
-        self._slot = array("q", bytes(8 * SLOTS))
+        self._time = np.zeros(SLOTS, np.float64)
+        self._order = np.zeros(SLOTS, np.int64)
+        self._slot = np.zeros(SLOTS, np.int64)
         self._free = _free_slots(SLOTS - 1, -1)
         self._nfree = SLOTS
         self._cb = [None] * SLOTS
@@ -252,7 +251,7 @@ class Simulator:
         self._time = _doubled("d", self._time)
         self._order = _doubled("q", self._order)
         self._slot = _doubled("q", self._slot)
-        self._free = np.concatenate((_free_slots(2 * cap - 1, cap - 1), np.zeros(cap, np.int64)))
+        self._free = _doubled("q", _free_slots(2 * cap - 1, cap - 1))
         self._nfree = cap
         self._cb = self._cb + [None] * cap
         self._arg = self._arg + [None] * cap
