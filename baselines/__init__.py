@@ -12,7 +12,21 @@ from __future__ import annotations
 
 import importlib
 
-from baselines.rule_based import BLEST, DAPS, DEMS, ECF, STMS, STTF, FixedSplit, MinRTT, RoundRobin
+from baselines.rule_based import (
+    BLEST,
+    DAPS,
+    DEMS,
+    ECF,
+    STMS,
+    STTF,
+    FixedSplit,
+    MinRTT,
+    MinRTTOpportunistic,
+    MinRTTTailReinjection,
+    Redundant,
+    RoundRobin,
+    SplitThreshold,
+)
 from envs.errors import ConfigError
 
 SCHEDULERS: dict = {
@@ -25,6 +39,10 @@ SCHEDULERS: dict = {
     "sttf": STTF,
     "dems": DEMS,
     "fixed_split": FixedSplit,
+    "minrtt_or": MinRTTOpportunistic,
+    "minrtt_xlink": MinRTTTailReinjection,
+    "redundant": Redundant,
+    "split_threshold": SplitThreshold,
     "peekaboo": "baselines.bandit.peekaboo:Peekaboo",
     "mpeekaboo": "baselines.bandit.mpeekaboo:MPeekaboo",
     "srpt_ecf": "baselines.stream_aware.srpt_ecf:SRPTECF",

@@ -31,6 +31,14 @@ COLORS: dict[str, str] = {
     "dems": "#8c6d31",
     "sttf": "#637939",
     "fixed_split": "#393b79",
+    # re-injecting minRTT variants share minRTT's blues; the references are greys/navies
+    "minrtt_or": "#6b9ac4",
+    "minrtt_xlink": "#0b3c5d",
+    "redundant": "#9edae5",
+    "split_threshold": "#636363",
+    "best_single_path": "#bdbdbd",
+    "best_fixed_split": "#6b6ecf",
+    "oracle": "#252525",
     # GAP rules and the GAPS agent
     "blest_gap": "#ffbb78",
     "ecf_gap": "#98df8a",

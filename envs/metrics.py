@@ -32,6 +32,9 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
         # from the client's connection start (setup included) to the first data byte
         "time_to_first_byte_s": conn.first_byte_time - start if conn.first_byte_time >= 0 else math.nan,
     }
+    if conn.reinjects:     # only schedulers that may re-inject (envs.scheduler) copy data
+        m["reinjected_bytes"] = float(conn.reinjected_bytes)
+        m["redundancy_overhead"] = conn.reinjected_bytes / total if total > 0 else 0.0
     if conn.oqs_kept:
         v = conn.oqs_series()[1].astype(np.float64)
         if conn.oqs_stride == 1:      # every sample kept

@@ -9,7 +9,8 @@ The scheduler answers with
 * ``None`` (:data:`WAIT`): send nothing now; the connection asks again after
   the next ACK, loss or application event;
 * a :class:`Decision`: a path plus which data (a stream, or a sequence gap for
-  GAP-style schedulers such as STMS/GAPS).
+  GAP-style schedulers such as STMS/GAPS), or a re-injection: a copy of data
+  already in flight on another path (``Decision(path, reinject=True)``).
 
 If the chosen path has no congestion-window room the packet is committed to
 that path and leaves as soon as the window opens (no other decision is asked
@@ -51,6 +52,31 @@ treat it as read-only. Its documented read-only surface is:
 
 One call is allowed: ``view.wake_at(t)`` asks the scheduler again at emulated
 time ``t`` [s] (a wait that only holds until a known date).
+
+Re-injection and redundancy (off unless a scheduler sets ``reinjects = True``).
+A re-injection sends, on the chosen path, a copy of the frame that has been in
+flight longest (earliest sent) among the frames that are in flight on *other*
+paths as their only copy; the receiver keeps whichever copy arrives first and
+drops the other (it costs bytes on the wire, counted as ``reinjected_bytes``
+in the episode metrics). Redundancy is re-injection of every packet: a path
+with room copies what another path carries. A scheduler with ``reinjects``
+is asked for decisions also when nothing new can be sent (all data sent, or
+connection flow control blocked) while a copy could be made; it answers
+``Decision(path, reinject=True)`` or waits (any other answer then sends
+nothing). A re-injection is sent only on a path with room; on a path without
+it, the decision counts as a wait. Its view adds
+
+``view.reinject_source(path)``  the path whose frame a re-injection on
+                                ``path`` would copy, or ``None`` (nothing to copy)
+``view.reinject_sent_time(path)``  when that frame was sent [s] (``None``: nothing)
+``view.no_new_data``            nothing new can be sent now (all data sent, or flow
+                                control blocked), only retransmissions or copies
+``view.flow_blocked``           new data waits for connection flow-control credit
+``view.reinjected_bytes``       payload bytes re-injected so far [bytes]
+``view.penalise(path)``         Linux MPTCP's penalisation of a subflow that holds
+                                the window back: halve ``path``'s congestion window
+                                (and its ssthresh outside slow start), at most once
+                                per smoothed RTT of that path; returns whether it did
 """
 
 from __future__ import annotations
@@ -69,11 +95,15 @@ class Decision:
     ``gap``: skip this many bytes ahead of the next unsent offset of the
     stream (the skipped bytes stay unsent and are sent later, normally by a
     faster path); 0 means the next in-order data.
+    ``reinject``: send a copy of the frame in flight longest on another path
+    (module docstring; needs a scheduler with ``reinjects = True``); when
+    there is none, the next data as usual (nothing while no new data can be sent).
     """
 
     path: int
     stream_id: int | None = None
     gap: int = 0
+    reinject: bool = False
 
 
 class Scheduler:
@@ -96,6 +126,9 @@ class Scheduler:
     #: decision without calling it (a name of :data:`envs.rules.RULES`);
     #: None: :meth:`decide` is called for every decision
     native_rule: str | None = None
+    #: the scheduler may answer ``Decision(path, reinject=True)`` (module docstring):
+    #: the connection then also asks it when nothing new can be sent, and counts copies
+    reinjects: bool = False
 
     def reset(self, view) -> None:
         """Called once when a connection starts using this scheduler."""

@@ -17,6 +17,8 @@ cdef class SentPackets:
     cpdef bint shared(self, long long pn)
     cpdef mark_shared(self, long long pn)
     cpdef long long first(self)
+    @cython.locals(pn=cython.longlong, mask=cython.longlong)
+    cpdef long long first_single(self, long long start)
     @cython.locals(end=cython.longlong, pn=cython.longlong, i=Py_ssize_t)
     cpdef long long survivor(self, long long largest, double now, double loss_delay, long long packet_threshold)
     cpdef _grow(self)

@@ -99,6 +99,17 @@ class SentPackets:
         """The oldest packet number in flight; -1 if none."""
         return self.lo if self.n > 0 else -1
 
+    def first_single(self, start: int) -> int:
+        """The oldest packet number at or after ``start`` that is in flight as its
+        frame's only copy (a re-injection candidate: :mod:`envs.transport`); -1 if none."""
+        pn = start if start > self.lo else self.lo
+        mask = self.mask
+        while pn < self.hi:
+            if self.state[pn & mask] == 1:
+                return pn
+            pn += 1
+        return -1
+
     def survivor(self, largest: int, now: float, loss_delay: float, packet_threshold: int) -> int:
         """RFC 9002 §6.1 at ``now`` [s] with packet ``largest`` acknowledged: the first
         packet number not lost. A packet is lost when it was sent ``loss_delay`` [s] or

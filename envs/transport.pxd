@@ -20,7 +20,9 @@ cdef class Connection(Receiver):
     cdef public long long mss, payload, header_bytes
     cdef public list active
     cdef public long long retransmit_bytes, fc_consumed, bytes_acked, _pending_new, max_data, peer_oqs
-    cdef public bint _reask_pending, feedback, finished, paced
+    cdef public bint _reask_pending, feedback, finished, paced, reinjects
+    cdef public long long reinjected_bytes, reinjected_packets
+    cdef public list _reinject_from, _penalised_at
     cdef public double start_time, _pace_wake_at
     cdef public dict setup
     cdef public Py_ssize_t _prune_at
@@ -28,7 +30,8 @@ cdef class Connection(Receiver):
 
     cpdef bint _has_data(self)
     @cython.locals(ps=PathSender, p=PathSender, st=SendStream, iv=list, credit=cython.longlong,
-                   length=cython.longlong, off=cython.longlong, now=cython.double, rule=cython.int)
+                   length=cython.longlong, off=cython.longlong, now=cython.double, rule=cython.int,
+                   tail=cython.bint)
     cpdef try_send(self)
     @cython.locals(t=cython.double)
     cpdef _arm_pace_wake(self, double now)

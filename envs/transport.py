@@ -82,6 +82,14 @@ class Connection(Receiver):
                             record_oqs, oqs_series_cap)
         self.app = None
         self.feedback = scheduler.wants_packet_feedback
+        #: re-injection (envs.scheduler): asked also when nothing new can be sent
+        self.reinjects = bool(getattr(scheduler, "reinjects", False))
+        self.reinjected_bytes = 0                 # payload bytes of re-injected copies
+        self.reinjected_packets = 0
+        #: per path, the packet number below which no frame is a single copy in flight
+        #: (only re-injection and loss change that, so the candidate search resumes there)
+        self._reinject_from = [0] * len(self.paths)
+        self._penalised_at = [-INF] * len(self.paths)   # last penalise() of each path [s]
         self.start_time = sim.now
         self.finished = False
         #: the connection setup (envs.setup; a normalised ``setup:`` block); None: none
@@ -111,6 +119,82 @@ class Connection(Receiver):
 
     def streams_pending(self) -> list[SendStream]:
         return self.active
+
+    @property
+    def no_new_data(self) -> bool:
+        """Nothing new can be sent now: all data sent and no retransmission
+        queued, or new data waiting for flow-control credit."""
+        return not self._has_data()
+
+    @property
+    def flow_blocked(self) -> bool:
+        """New data waits for connection flow-control credit (no hole to fill)."""
+        return self._pending_new > 0 and self.max_data <= self.fc_consumed and not any_holes(self.active)
+
+    # ----------------------------------------------------------- re-injection (envs.scheduler)
+    def _reinject_candidate(self, path: int):
+        """``(source path, packet number)`` of the frame a re-injection on ``path`` would
+        copy: the earliest sent of the frames in flight as their only copy on the other
+        paths (ties: the lower path index); None if there is none."""
+        best = None
+        best_t = INF
+        cursor = self._reinject_from
+        for q in self.paths:
+            i = q.index
+            if i == path:
+                continue
+            pn = q.sent.first_single(cursor[i])
+            if pn < 0:
+                cursor[i] = q.sent.hi
+                continue
+            cursor[i] = pn
+            t = q.sent[pn][0]
+            if t < best_t:
+                best_t = t
+                best = (i, pn)
+        return best
+
+    def reinject_source(self, path: int):
+        """The path whose frame a re-injection on ``path`` would copy; None if none."""
+        c = self._reinject_candidate(path)
+        return None if c is None else c[0]
+
+    def reinject_sent_time(self, path: int):
+        """When the frame a re-injection on ``path`` would copy was sent [s]; None if none."""
+        c = self._reinject_candidate(path)
+        return None if c is None else self.paths[c[0]].sent[c[1]][0]
+
+    def _may_reinject(self) -> bool:
+        """Some open path could carry a copy of a frame in flight on another path."""
+        for p in self.paths:
+            if p.is_open and self._reinject_candidate(p.index) is not None:
+                return True
+        return False
+
+    def _reinject_on(self, ps: PathSender) -> bool:
+        """Send on ``ps`` a copy of the frame :meth:`_reinject_candidate` names; False if none."""
+        c = self._reinject_candidate(ps.index)
+        if c is None:
+            return False
+        sent = self.paths[c[0]].sent
+        _t, _size, sid, off, length = sent[c[1]]
+        sent.mark_shared(c[1])          # two copies of its frame now (envs.sent)
+        self.reinjected_bytes += length
+        self.reinjected_packets += 1
+        self._transmit(ps, sid, off, length, True)
+        return True
+
+    def penalise(self, path: int) -> bool:
+        """Linux MPTCP's penalisation of ``path`` (``mptcp_rcv_buf_optimization``):
+        halve its congestion window (:meth:`envs.cc.base.CongestionController.penalise`),
+        at most once per its smoothed RTT; returns whether it did."""
+        ps = self.paths[path]
+        now = self.sim.now
+        if now - self._penalised_at[path] < ps.srtt:
+            return False
+        self._penalised_at[path] = now
+        ps.cc.penalise()
+        return True
 
     # ----------------------------------------------------------- app API
     def wake_at(self, time: float) -> None:
@@ -165,9 +249,12 @@ class Connection(Receiver):
                     return
                 self._send_on(ps, blocked[1], blocked[2])
                 continue
+            tail = False      # nothing new to send: only a re-injection may go
             if not self.retx and (self._pending_new <= 0 or
                                   (self.max_data <= self.fc_consumed and not any_holes(self.active))):
-                return
+                if not self.reinjects or not self._may_reinject():
+                    return
+                tail = True
             for p in paths:   # a packet can be sent only if some path has room
                 if p.may_send(now):
                     break
@@ -185,6 +272,8 @@ class Connection(Receiver):
                     self._arm_pace_wake(now)
                 return
             if type(d) is int:
+                if tail:
+                    return
                 ps = paths[d]
                 sid = None
                 gap = 0
@@ -192,6 +281,16 @@ class Connection(Receiver):
                 ps = paths[d.path]
                 sid = d.stream_id
                 gap = d.gap
+                if d.reinject:
+                    if not ps.may_send(now):    # a copy goes only on a path with room: a wait
+                        self._arm_pace_wake(now)
+                        return
+                    if self._reinject_on(ps):
+                        continue
+                    if tail:
+                        return
+                elif tail:
+                    return
             if not ps.may_send(now):
                 self._blocked = (ps.index, sid, gap)
                 self._arm_pace_wake(now)

@@ -39,6 +39,12 @@ def cases() -> list[tuple[str, dict, dict, str]]:
                                       "paths": [{"bandwidth_mbps": 20, "rtt_ms": 10, "rtt_std_ms": 3},
                                                 {"bandwidth_mbps": 10, "rtt_ms": 80, "loss": 0.005}]},
                     _bulk(1_000_000), name))
+    # re-injection (envs.scheduler): flow control that blocks (minRTT's opportunistic retransmission) and
+    # a lossy slow path (tail re-injection, redundancy)
+    for name in ("minrtt_or", "minrtt_xlink", "redundant"):
+        out.append((f"reinject_{name}", {"flow_control": {"initial_window_bytes": 80000, "autotune": False},
+                                         "paths": [{"link": "5g"}, {"link": "wlan", "loss": 0.01}]},
+                    _bulk(1_000_000), name))
     out += [
         ("gilbert_elliott", {"paths": [{"bandwidth_mbps": 40, "rtt_ms": 30, "loss_model": "gilbert_elliott",
                                         "ge": {"p_gb": 0.01, "p_bg": 0.3, "loss_good": 0.001, "loss_bad": 0.3}},

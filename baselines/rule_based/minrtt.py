@@ -11,13 +11,10 @@ class MinRTT(Scheduler):
     RTT sample yet are tried first, the one with the fewest packets sent
     (quic-go's probing rule). Waits when no path has room. Any number of paths.
 
-    Not implemented: the optional kernel behaviour of the spec (when the
-    connection send window is full, reinject the head segment on the fast
-    path and halve the slow path's cwnd at most once per RTT). It needs two
-    transport hooks that :mod:`envs.transport` does not offer: re-sending a
-    segment that is still in flight on another path, and capping another
-    path's congestion window. It is off by default in the spec, so this class
-    is the spec's default minRTT.
+    The kernel's optional opportunistic retransmission and penalisation
+    (re-send the data holding the window back on the fast path, halve the
+    slow path's window) is :class:`baselines.rule_based.reinjection.MinRTTOpportunistic`
+    (``minrtt_or``); this class is minRTT without them, the spec's default.
     """
 
     name = "minrtt"

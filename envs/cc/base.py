@@ -77,5 +77,17 @@ class CongestionController:
     def on_loss(self, now: float, lost_bytes: int, sent_time: float) -> None:
         raise NotImplementedError
 
+    def penalise(self) -> None:
+        """Linux MPTCP's penalisation of a subflow that holds the connection's window
+        back (``mptcp_rcv_buf_optimization``): halve the window, not below
+        ``min_window`` (Linux: one packet), and the slow-start threshold, not below
+        two packets, unless in slow start."""
+        in_slow_start = self.cwnd < self.ssthresh
+        half = self.cwnd / 2
+        self.cwnd = half if half > self.min_window else self.min_window
+        if not in_slow_start:
+            half = self.ssthresh / 2
+            self.ssthresh = half if half > 2 * self.mss else float(2 * self.mss)
+
     def on_pto(self, now: float) -> None:
         pass
