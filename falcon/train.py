@@ -41,6 +41,7 @@ from omegaconf import DictConfig
 
 from envs.errors import ConfigError
 from envs.scheduler import Trainable
+from envs.traces.guard import training_reads
 from falcon import cli
 from falcon.config import CONFIG_DIR, Plan
 from falcon.experiment import info
@@ -59,7 +60,10 @@ def is_trainable(agent_cfg) -> bool:
 def train_agents(plan: Plan, staging, tracker, train_seed: int, progress: bool = True) -> Plan:
     """Train every trainable agent of the plan (a ``train:`` section in its
     config, a :class:`envs.scheduler.Trainable` scheduler); the plan with
-    the trained schedulers. ``progress`` goes to every ``fit``."""
+    the trained schedulers. ``progress`` goes to every ``fit``. A ``fit``
+    that reads a test trace file of ``data/traces/split.yaml`` fails
+    (:func:`envs.traces.guard.training_reads`, entered here: in the worker
+    when the training step runs in one)."""
     agents = []
     scenario_name, scenario = plan.scenarios[0]
     app_name, app = plan.apps[0]
@@ -83,7 +87,8 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int, progress: bool =
             {f"train/{_n}/{k}": v for k, v in metrics.items()}, step)
         train_kw.setdefault("progress", progress)
         seed_globals(train_seed)
-        final = scheduler.fit(scenario=scenario, app=app, seed=train_seed, **train_kw)
+        with training_reads(f"training agent {name!r} on scenario {scenario_name!r}"):   # no test trace file
+            final = scheduler.fit(scenario=scenario, app=app, seed=train_seed, **train_kw)
         if isinstance(final, Mapping):
             tracker.log_metrics({f"train/{name}/{k}": float(v) for k, v in final.items()})
         if callable(getattr(scheduler, "save", None)):

@@ -38,6 +38,7 @@ from baselines.dqn.learner import DQNConfig
 from baselines.dqn.network import QNetSpec
 from envs.errors import ConfigError, FalconInputError
 from envs.mdp import COMPLETION, PACKET_RATE, n_inputs
+from envs.traces.guard import training_reads
 from metalearning.bank import MetaModelBank, read_bank_header
 from metalearning.checks import plain
 from metalearning.generalist import GeneralistConfig, train_generalist
@@ -242,9 +243,10 @@ def build_chunk(job: ChunkJob) -> dict:
     def checkpoint(thetas, next_iteration: int) -> None:
         save_chunk_checkpoint(path, fp, cells, thetas, next_iteration, history)
 
-    thetas = reptile_cells(cells, spec.grid, spec.qnet_spec, spec.dqn, spec.reptile, spec.seed,
-                           init=init, start_iteration=start, progress=progress,
-                           checkpoint=checkpoint, checkpoint_every=spec.checkpoint_every)
+    with training_reads(f"building the meta-model bank ({label})"):   # in the worker: no test trace file
+        thetas = reptile_cells(cells, spec.grid, spec.qnet_spec, spec.dqn, spec.reptile, spec.seed,
+                               init=init, start_iteration=start, progress=progress,
+                               checkpoint=checkpoint, checkpoint_every=spec.checkpoint_every)
     thetas = np.asarray(thetas, np.float32)
     save_chunk_checkpoint(path, fp, cells, thetas, n_iter, history)
     return {"index": job.index, "thetas": thetas, "history": history,
@@ -266,9 +268,10 @@ def generalist_start(spec: BankBuildSpec, ckpt: Path, progress: bool) -> tuple[n
     except (OSError, ValueError, KeyError):
         pass
     r = spec.reptile
-    start, record = train_generalist(spec.grid, spec.qnet_spec, spec.dqn, spec.generalist, spec.seed,
-                                     r.task_base, r.task_size_bytes, progress=progress,
-                                     reward_unit=r.reward_unit)
+    with training_reads("training the meta-model bank's generalist"):
+        start, record = train_generalist(spec.grid, spec.qnet_spec, spec.dqn, spec.generalist, spec.seed,
+                                         r.task_base, r.task_size_bytes, progress=progress,
+                                         reward_unit=r.reward_unit)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             np.savez(f, start=start, fingerprint=np.array(fp), record=np.array(json.dumps(record)))
@@ -291,7 +294,9 @@ def build_bank(spec: BankBuildSpec, path: str | Path, *, run_jobs: Callable = ru
     picklable and the results do not depend on where they ran.
     ``resume=False`` discards existing checkpoints. ``log(metrics, step)``
     receives the mean inner loss per meta-iteration (over all cells) once the
-    build is done.
+    build is done. No step of the build may read a test trace file
+    (:func:`envs.traces.guard.training_reads`, entered here and in every
+    chunk job).
     """
     path = Path(path)
     ckpt = checkpoint_dir(path)
@@ -300,10 +305,11 @@ def build_bank(spec: BankBuildSpec, path: str | Path, *, run_jobs: Callable = ru
     ckpt.mkdir(parents=True, exist_ok=True)
     chunks = spec.chunks()
     t0 = time.perf_counter()
-    start, generalist = generalist_start(spec, ckpt, progress)
-    jobs = [ChunkJob(i, len(chunks), tuple(c), spec, str(ckpt), verbose=progress, start=start)
-            for i, c in enumerate(chunks)]
-    results = run_jobs(jobs, build_chunk)
+    with training_reads(f"building the meta-model bank {spec.name!r}"):   # workers enter it again (build_chunk)
+        start, generalist = generalist_start(spec, ckpt, progress)
+        jobs = [ChunkJob(i, len(chunks), tuple(c), spec, str(ckpt), verbose=progress, start=start)
+                for i, c in enumerate(chunks)]
+        results = run_jobs(jobs, build_chunk)
     wall = time.perf_counter() - t0
     params = np.concatenate([r["thetas"] for r in results], axis=0)
     n_iter = spec.reptile.meta_iterations

@@ -52,6 +52,7 @@ from envs.mdp import COMPLETION_UNIT, reward_of_inputs
 from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
 from envs.sim import collector_paused
+from envs.traces.guard import training_reads
 
 #: bulk download of a task [bytes] (the paper's 2 MB file)
 DEFAULT_TASK_BYTES = 2_000_000
@@ -151,6 +152,8 @@ class TaskCollector(DQNScheduler):
         :attr:`last_info`: ``transitions``, ``decisions`` (all decisions
         taken, also after the budget), ``emulated_s``, ``completed`` (1.0 if
         the download finished), ``cpu_s`` (process CPU time of the episode).
+        A scenario naming a test trace file of ``data/traces/split.yaml`` is
+        refused (:func:`envs.traces.guard.training_reads`).
         """
         if int(decisions) < 1:
             raise ConfigError(f"decisions_per_task: must be a positive integer, got {decisions!r}")
@@ -168,7 +171,7 @@ class TaskCollector(DQNScheduler):
         d0 = self.decisions
         cpu0 = time.process_time()
         self.record_budget = int(decisions)
-        with collector_paused():        # the whole episode: envs/sim.py's docstring says why
+        with collector_paused(), training_reads(f"collecting experience ({self.name})"):   # no test trace file
             try:
                 emu, _conn, application, s = setup_episode(s, app or bulk_app(DEFAULT_TASK_BYTES), self, int(seed),
                                                         normalised=True)

@@ -13,6 +13,8 @@ from pathlib import Path
 from envs.errors import TraceError
 
 DATA_DIR_ENV = "FALCON_DATA_DIR"
+#: the train / validation / test split of the files in ``data/traces/`` (:mod:`envs.traces.split`)
+SPLIT_FILE = "split.yaml"
 
 
 def data_dir() -> Path:
@@ -49,9 +51,10 @@ def resolve_trace_path(name_or_path) -> Path:
 def list_traces(pattern: str = "**/*") -> list[str]:
     """Shipped trace files matching ``pattern``, relative to ``data/traces/``.
 
-    Licence texts, READMEs, ``*.md`` and checksum files are left out.
+    Licence texts, READMEs, ``*.md``, the checksum file and the split file
+    are left out.
     """
     root = traces_dir()
     skip = ("LICENSE", "README", "SHA256SUMS")
     return sorted(str(p.relative_to(root)) for p in root.glob(pattern)
-                  if p.is_file() and not p.name.startswith(skip) and p.suffix != ".md")
+                  if p.is_file() and not p.name.startswith(skip) and p.suffix != ".md" and p.name != SPLIT_FILE)

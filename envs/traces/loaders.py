@@ -97,6 +97,7 @@ from envs.traces._parse import (
 )
 from envs.traces.base import CapacityTrace, PathTrace, StepSeries
 from envs.traces.catalog import resolve_trace_path
+from envs.traces.guard import check_read
 from envs.traces.units import looks_like_unit_line, named_csv, unit_series
 
 PACKET_BYTES = 1500  # one mahimahi delivery opportunity [bytes]
@@ -318,8 +319,11 @@ def load_trace(path, fmt: str = "auto", *, scale: float = 1.0, start_s: float = 
     ``path``: a file path, or a path relative to the shipped ``data/traces/``.
     ``scale``: rate multiplier; ``start_s``/``duration_s`` [s]: window;
     ``min_rate_mbps`` [Mbit/s]: rate floor. Other ``options`` are per format.
+    Inside :func:`envs.traces.guard.training_reads` a test file of the trace
+    split is refused (:class:`TraceError`).
     """
     path = resolve_trace_path(path)
+    check_read(path)
     if fmt not in TRACE_FORMATS and fmt != "auto":
         raise TraceError(path, f"unknown format {fmt!r} (known: auto, {', '.join(TRACE_FORMATS)})")
     text = _read_text(path)

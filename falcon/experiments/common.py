@@ -200,7 +200,15 @@ def train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mappi
     logged download per scenario, cycling until ``collect_episodes``) by one
     persistent DQN-On behaviour policy (exploration ``behaviour_epsilon``,
     learning from scratch as it logs, as :meth:`DQNOff.collect`), then
-    ``gradient_steps`` offline DQN steps. Returns ``(scheduler, info)``."""
+    ``gradient_steps`` offline DQN steps; no test trace file may be read
+    (:func:`envs.traces.guard.training_reads`). Returns ``(scheduler, info)``."""
+    from envs.traces.guard import training_reads
+
+    with training_reads(f"training the {REFERENCE} reference"):
+        return _train_reference(scenarios, app, seed, ref_cfg, progress)
+
+
+def _train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mapping, progress: bool):
     from baselines.dqn.dqn_on import DQNOn
     from baselines.dqn.experience import ExperienceRecorder
     from envs.scenario import normalise_scenario
