@@ -13,6 +13,7 @@ from envs.errors import ConfigError, FalconInputError
 from envs.scenario import normalise_scenario
 from falcon.config import Plan, check_int, check_runtime, group_options
 from falcon.experiments import common
+from falcon.experiments.condition_lists import check_learners, check_list_files, check_list_name
 
 JOB = "learnability"
 SCHEMA_VERSION = 1
@@ -22,7 +23,7 @@ DEFAULT_APP = {"kind": "bulk", "size_bytes": 2_000_000}
 METRIC = "download_time_s"
 CONDITION_KEYS = ("name", "scenario", "app")
 SECTION_KEYS = ("runs", "rules", "learners", "deployed", "agent_overrides", "fixed_split_shares", "within",
-                "beat_margin", "bulk_size_bytes", "max_conditions", "conditions")
+                "beat_margin", "bulk_size_bytes", "max_conditions", "conditions", "split")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # ---------------------------------------------------------------- settings
@@ -145,7 +146,9 @@ def agent_configs(rules: list[str], learners: list[str], overrides: Mapping,
 
 def settings(cfg):
     """Validated ``(cfg, section, conditions, agent configs)``; every
-    condition, agent and share is built once (no training yet)."""
+    condition, agent and share is built once (no training yet), and the
+    conditions' trace files are of the splits their list allows
+    (:mod:`falcon.experiments.condition_lists`)."""
     cfg, sec = common.job_config(cfg, JOB)
     unknown = sorted(set(sec) - set(SECTION_KEYS))
     if unknown:
@@ -162,7 +165,10 @@ def settings(cfg):
     sec["bulk_size_bytes"] = _optional_int(sec, "bulk_size_bytes")
     sec["max_conditions"] = _optional_int(sec, "max_conditions")
     sec["agent_overrides"] = sec.get("agent_overrides") or {}
+    sec["split"] = check_list_name(sec, JOB)
+    check_learners(sec["split"], sec["learners"], JOB)
     conditions = check_conditions(sec.get("conditions"), sec["bulk_size_bytes"])
+    check_list_files(conditions, sec["split"], JOB)
     agents = agent_configs(sec["rules"], sec["learners"], sec["agent_overrides"], sec["deployed"])
     validate(conditions, agents, sec)        # agents waiting for the run's bank are checked below
     agents = with_run_bank(agents, cfg)

@@ -1,0 +1,97 @@
+"""The learnability suite's condition lists and the trace split they keep to.
+
+A list is the config group ``conditions=`` (``configs/conditions/<list>.yaml``)
+and sets ``learnability.split`` to its name. Which trace files its
+conditions may load (``data/traces/split.yaml``, :mod:`envs.traces.split`):
+
+* ``dev``: files of any split but test (the development conditions);
+* ``train``, ``validation``, ``test``: files of that split only.
+
+Synthetic paths and the Table I presets carry no file and may appear in
+any list. On the ``test`` list no learner runs (only rules, the references
+and deployed schedulers): test files are for reporting. Every check here
+runs before any job and fails with one line naming the condition, the path,
+the file and its split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from envs.errors import ConfigError, FalconInputError
+
+#: list name -> the splits its trace files may have (None: a file the split does not list)
+ALLOWED_SPLITS: dict[str, tuple[str | None, ...]] = {
+    "dev": ("train", "validation", None),
+    "train": ("train",),
+    "validation": ("validation",),
+    "test": ("test",),
+}
+#: the lists on which learners (agents trained on the condition) may not run
+NO_LEARNERS = ("test",)
+
+
+def check_list_name(sec: Mapping, job: str) -> str:
+    """``sec["split"]``: the name of a condition list."""
+    name = sec.get("split")
+    if name not in ALLOWED_SPLITS:
+        raise ConfigError(f"{job}.split: expected one of {', '.join(ALLOWED_SPLITS)} (the conditions= list), "
+                          f"got {name!r}")
+    return name
+
+
+def trace_files(scenario: Mapping) -> list[tuple[int, str]]:
+    """``(path index, trace file as given)`` of every path of ``scenario``
+    whose capacity comes from a trace file."""
+    from envs.scenario import normalise_scenario
+
+    out = []
+    for i, p in enumerate(normalise_scenario(scenario)["paths"]):
+        spec = p.get("trace")
+        if isinstance(spec, Mapping):
+            spec = spec.get("file")
+        if spec is not None:
+            out.append((i, str(spec)))
+    return out
+
+
+def _allowed(name: str) -> str:
+    if name == "dev":
+        return "files of any split but test"
+    return f"{name} files only"
+
+
+def check_list_files(conditions: Sequence[Mapping], name: str, job: str) -> None:
+    """Every trace file of ``conditions`` (validated conditions ``{index,
+    name, scenario}``) is of a split the list ``name`` allows; the split
+    file's checksums are verified first. A ``dev`` list runs without a split
+    file (a data folder without one has no test files)."""
+    from envs.traces.catalog import resolve_trace_path
+    from envs.traces.split import split_file, verify
+
+    files = [(c, i, f) for c in conditions for i, f in trace_files(c["scenario"])]
+    if not files or (name == "dev" and not split_file().is_file()):
+        return
+    split = verify()
+    allowed = ALLOWED_SPLITS[name]
+    for c, i, f in files:
+        try:
+            entry = split.entry_of(resolve_trace_path(f))
+        except FalconInputError as e:
+            raise ConfigError(f"{job}.conditions[{c['index']}] ({c['name']}): paths[{i}]: {e}") from None
+        got = entry.split if entry is not None else None
+        if got not in allowed:
+            what = f"a {got} file" if got is not None else "in no split (not listed)"
+            raise ConfigError(f"{job}.conditions[{c['index']}] ({c['name']}): paths[{i}].trace {f} is {what} "
+                              f"of {split.source.name}; the {name} list takes {_allowed(name)}")
+
+
+def check_learners(name: str, learners: Sequence[str], job: str) -> None:
+    """No learner on a list of :data:`NO_LEARNERS`."""
+    if name in NO_LEARNERS and learners:
+        raise ConfigError(f"{job}.learners: {list(learners)} on the {name} list: its files are for reporting "
+                          f"only (rules, references and deployed schedulers); set {job}.learners=[]")
+
+
+__all__ = ["ALLOWED_SPLITS", "NO_LEARNERS", "check_list_name", "trace_files", "check_list_files",
+           "check_learners"]
