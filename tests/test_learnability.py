@@ -32,8 +32,10 @@ def test_quick_suite_end_to_end(compose, tmp_path):
         assert (out / name).is_file(), name
     data = json.loads((out / "learnability.json").read_text())
     rules, learners = data["settings"]["rules"], data["settings"]["learners"]
-    assert rules == ["minrtt", "blest", "ecf", "rr", "daps", "stms"] and learners == ["dqn_off", "dqn_on"]
-    assert data["schedulers"] == [*rules, "best_fixed_split", *learners]
+    assert rules == ["minrtt", "blest", "ecf", "rr", "daps", "stms", "minrtt_or", "minrtt_xlink", "redundant"]
+    assert learners == ["dqn_off", "dqn_on"]
+    refs = ["best_single_path", "best_fixed_split", "oracle"]
+    assert data["schedulers"] == [*rules, *refs, *learners]
     assert [c["name"] for c in data["conditions"]] == ["t1_4g_5g", "t1_4g_wlan", "t1_5g_wlan"]
     assert data["settings"]["seeds"] == [0, 1, 2]
     assert all(c["app"]["size_bytes"] == 200_000 for c in data["conditions"])
@@ -46,6 +48,21 @@ def test_quick_suite_end_to_end(compose, tmp_path):
         assert res_c["best_rule"] == {"name": min(medians, key=medians.get), "median_s": min(medians.values())}
         shares = {float(k): v["median"] for k, v in sch["best_fixed_split"]["shares"].items()}
         assert len(shares) == 11 and sch["best_fixed_split"]["share"] == min(shares, key=shares.get)
+        # the references: the best single path is share 0 or 1; the oracle is, seed by seed, no slower
+        # than any rule, any fixed share (single paths included); the best known is the lowest median
+        single = min((0.0, 1.0), key=lambda s: shares[s])
+        assert sch["best_single_path"]["download_time_s"]["median"] == shares[single]
+        assert sch["best_single_path"]["path"] == (0 if single == 1.0 else 1)
+        oracle = sch["oracle"]["download_time_s"]["values"]
+        others = [sch[r]["download_time_s"]["values"] for r in rules]
+        others += [v["values"] for v in sch["best_fixed_split"]["shares"].values()]
+        assert all(o <= x[k] for x in others for k, o in enumerate(oracle))
+        assert sum(sch["oracle"]["chosen_counts"].values()) == 3 and sch["oracle"]["candidates"] == 11 * 4 + 9
+        known = {n: s["download_time_s"]["median"] for n, s in sch.items()}
+        assert res_c["best_known"]["median_s"] == min(known.values())
+        assert res_c["headroom"] == pytest.approx(res_c["best_rule"]["median_s"] / min(known.values()))
+        assert sch["oracle"]["ratio_best_known"] >= 1.0 and sch["oracle"]["ratio"] <= 1.0
+        assert sch["minrtt_xlink"]["redundancy_overhead"] > 0 and sch["minrtt"]["redundancy_overhead"] == 0
         for n in learners:
             exp = sch[n]["train"]["experience"]
             assert exp["packets"] > 0 and exp["episodes"] == {"dqn_on": 3, "dqn_off": 2}[n]
@@ -60,7 +77,8 @@ def test_quick_suite_end_to_end(compose, tmp_path):
     for n, w in data["within_best_rule"].items():
         assert w["count"] == sum(r["schedulers"][n]["ratio"] <= 1.05 for r in data["results"].values())
     table = (out / "table.txt").read_text()
-    assert "suite score" in table and "t1_5g_wlan" in table
+    assert "suite score" in table and "t1_5g_wlan" in table and "against the best known" in table
+    assert data["headroom"]["count"] == sum(r["has_headroom"] for r in data["results"].values())
     metrics = lb.flat_metrics(data)        # what goes to MLflow
     assert metrics["suite_score/dqn_on"] == data["suite_score"]["dqn_on"]
     assert metrics["t1_4g_5g/minrtt/median"] == data["results"]["t1_4g_5g"]["schedulers"]["minrtt"][
@@ -70,16 +88,18 @@ def test_quick_suite_end_to_end(compose, tmp_path):
 def test_condition_list_from_the_command_line(run_cli, tmp_path, compose):
     out = tmp_path / "one"
     res = run_cli("train", "experiment=learnability", "quick=true", "tracking=none", f"output={out}",
-                  "learnability.learners=[]", "learnability.fixed_split_shares=[0.5,1.0]", "runs=2",
+                  "learnability.learners=[]", "learnability.fixed_split_shares=[0.0,0.5,1.0]", "runs=2",
+                  "learnability.oracle=false",
                   "runtime.workers=1",
                   f"learnability.conditions=[{SLOW_FAST}]")
     assert res.returncode == 0, res.stderr
     data = json.loads((out / "learnability.json").read_text())
     assert [c["name"] for c in data["conditions"]] == ["x"]
     assert data["conditions"][0]["app"]["size_bytes"] == 200_000          # quick: 200 kB files
-    assert set(data["results"]["x"]["schedulers"]["best_fixed_split"]["shares"]) == {"0.5", "1.0"}
+    assert set(data["results"]["x"]["schedulers"]["best_fixed_split"]["shares"]) == {"0.0", "0.5", "1.0"}
+    assert "oracle" not in data["results"]["x"]["schedulers"]
     jobs = [line for line in res.stderr.splitlines() if line.startswith("learnability: [")]
-    assert len(jobs) == 7 and all(" x " in line for line in jobs)          # one line per rule + fixed split
+    assert len(jobs) == 10 and all(" x " in line for line in jobs)         # one line per rule + fixed split
     # without quick: a condition with no app is a 2 MB bulk download
     _, _, conds, _ = lb.settings(compose("train", ["experiment=learnability", f"learnability.conditions=[{SLOW_FAST}]",
                                                    "learnability.learners=[]", "learnability.deployed=[]"]))
@@ -116,6 +136,9 @@ def test_bad_condition_exits_2_before_training(run_cli, tmp_path, path0, message
     (["learnability.deployed=[dqn_off]"], "dqn_off listed more than once"),
     (["learnability.rules=[dqn_on]", "learnability.learners=[]"], "'dqn_on' has a train: section"),
     (["learnability.fixed_split_shares=[0.5,1.5]"], "fixed_split_shares: share: expected a number in [0, 1]"),
+    (["learnability.fixed_split_shares=[0.0,0.5]"], "must include 0 and 1"),
+    (["learnability.oracle={thresholds: [0.5], reinject: [false]}"], "oracle.thresholds: threshold: expected"),
+    (["learnability.oracle={thresholds: [null], reinject: [maybe]}"], "oracle.reinject: expected"),
     (["learnability.agent_overrides={nosuch: {epsilon: 0}}"], "agent_overrides: unknown agent 'nosuch'"),
     (["learnability.rules=[nosuch]"], "unknown agent 'nosuch'"),
 ])
@@ -129,7 +152,8 @@ def test_results_do_not_depend_on_the_runtime(compose):
     """Inline and a two-process pool give the same numbers (learner included)."""
     cfg = compose("train", ["experiment=learnability", "quick=true", "runs=2", "learnability.max_conditions=1",
                             "learnability.rules=[minrtt,rr]", "learnability.learners=[dqn_on]",
-                            "learnability.fixed_split_shares=[0.3,0.7]",
+                            "learnability.fixed_split_shares=[0.0,0.3,1.0]",
+                            "learnability.oracle={thresholds: [null, 2], reinject: [true]}",
                             "learnability.agent_overrides={dqn_on: {train: {episodes: 1}}}"])
     _, sec, conds, agents = lb.settings(cfg)
 
@@ -159,11 +183,12 @@ def test_a_deployed_scheduler_is_evaluated_from_its_config_and_scored_like_a_lea
     cfg = compose("train", ["experiment=learnability", "runs=2", "learnability.max_conditions=1",
                             "learnability.bulk_size_bytes=200000", "progress=false",
                             "learnability.rules=[minrtt,rr]", "learnability.learners=[]",
-                            "learnability.deployed=[falcon]", "learnability.fixed_split_shares=[0.5]",
+                            "learnability.deployed=[falcon]", "learnability.fixed_split_shares=[0.0,0.5,1.0]",
+                            "learnability.oracle=false",
                             f"learnability.agent_overrides={{falcon: {{bank: '{bank}'}}}}"])
     _, sec, conds, agents = lb.settings(cfg)
     res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
-    assert res["schedulers"] == ["minrtt", "rr", "best_fixed_split", "falcon"]
+    assert res["schedulers"] == ["minrtt", "rr", "best_single_path", "best_fixed_split", "falcon"]
     st = res["results"]["t1_4g_5g"]["schedulers"]["falcon"]
     assert len(st["download_time_s"]["values"]) == 2 and "train" not in st
     best = res["results"]["t1_4g_5g"]["best_rule"]["median_s"]
@@ -185,7 +210,7 @@ def test_each_learner_ratio_gets_a_bootstrap_interval_and_resolvably_behind_is_c
            "slow": runs([t * 1.20 for t in base]), "close": runs([t * 1.01 for t in base]),
            FIXED: {"shares": {0.5: [{METRIC: t * 1.3, "timed_out": 0.0} for t in base]}, "wall_s": 0.0}}
     sec = {"rules": ["minrtt", "rr"], "learners": ["slow", "close"], "deployed": [], "within": 1.05,
-           "beat_margin": 0.1}
+           "beat_margin": 0.1, "headroom_margin": 0.1}
     res = score_condition(out, sec)
     slow, close = res["schedulers"]["slow"]["vs_best_rule"], res["schedulers"]["close"]["vs_best_rule"]
     assert slow["best"] == "minrtt" and slow["paired"] == pytest.approx(1.20)
@@ -194,3 +219,40 @@ def test_each_learner_ratio_gets_a_bootstrap_interval_and_resolvably_behind_is_c
     summary = suite_summary({"c": res}, sec)
     assert summary["resolvably_behind"]["slow"]["conditions"] == ["c"]
     assert summary["resolvably_behind"]["close"]["count"] == 0
+
+
+def test_the_oracle_takes_per_seed_the_fastest_candidate():
+    from falcon.experiments.oracle import (
+        captured,
+        check_oracle,
+        label,
+        member_groups,
+        per_seed_best,
+    )
+
+    nan = math.nan
+    best, chosen = per_seed_best({"a": [3.0, nan, 2.0, nan], "b": [1.0, 5.0, 2.0, nan]})
+    assert best[:3] == [1.0, 5.0, 2.0] and math.isnan(best[3])
+    assert chosen == ["b", "b", "a", None]                     # ties: the first listed
+    groups = member_groups([0.0, 0.5, 1.0], {"thresholds": [None, 2.0], "reinject": [False, True]})
+    assert [len(g) for g in groups] == [3, 3, 3]               # (none, off) is the fixed split's own
+    assert {(g[0]["threshold"], g[0]["reinject"]) for g in groups} == {(None, True), (2.0, False), (2.0, True)}
+    assert label(0.3, None, False) == "share=0.3,threshold=none,reinject=off"
+    assert captured(2.0, 1.0, 1.5) == 0.5 and captured(2.0, 2.0, 1.5) is None
+    with pytest.raises(ConfigError, match=r"x: unknown key\(s\) \['shares'\]"):
+        check_oracle({"thresholds": [None], "reinject": [True], "shares": [1]}, "x")
+    assert check_oracle(False, "x") is None
+
+
+def test_the_oracle_is_reproducible_from_the_seed(compose):
+    cfg = compose("train", ["experiment=learnability", "quick=true", "runs=2", "learnability.max_conditions=1",
+                            "learnability.learners=[]", "learnability.rules=[minrtt]",
+                            "learnability.fixed_split_shares=[0.0,0.5,1.0]"])
+    _, sec, conds, agents = lb.settings(cfg)
+
+    def oracle():
+        res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
+        o = res["results"]["t1_4g_5g"]["schedulers"]["oracle"]
+        return o["download_time_s"]["values"], o["chosen"]
+
+    assert oracle() == oracle()

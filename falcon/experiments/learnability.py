@@ -1,4 +1,5 @@
-"""Learnability suite: can the learners match the best rule on each condition?
+"""Learnability suite: where do the rules fail, how much better is possible, and
+how much of that do the learners find?
 
     python -m falcon.train experiment=learnability                   # ~12 min on 2 cores (runtime.workers=2; +2 min to build the quick bank on a first run)
     python -m falcon.train experiment=learnability quick=true        # < 1 min (the quick_variant)
@@ -16,11 +17,19 @@ section ``learnability``):
    starts; a bad one stops the run with one error line (exit status 2) and
    no output.
 2. **Schedulers.** Per condition: every rule of ``rules`` (default minRTT,
-   BLEST, ECF, RR, DAPS, STMS); the fixed split
+   BLEST, ECF, RR, DAPS, STMS and the three that copy data in flight onto
+   another path: ``minrtt_or``, ``minrtt_xlink``, ``redundant``,
+   :mod:`baselines.rule_based.reinjection`); the fixed split
    (:class:`baselines.rule_based.fixed_split.FixedSplit`) at every share of
    ``fixed_split_shares`` (0.0, 0.1, ..., 1.0; share = fraction of the
-   packets on path 0), of which the share with the lowest median is
-   reported as ``best_fixed_split``; and every learner of ``learners``
+   packets on path 0; 0 and 1 must be among them), of which the share with
+   the lowest median is reported as ``best_fixed_split`` and the better of
+   shares 0 and 1 as ``best_single_path``; the hindsight ``oracle`` (unless
+   ``oracle: false``): per seed the fastest of every rule, every fixed share
+   and every other member of the policy family
+   :class:`baselines.rule_based.policy_family.SplitThreshold` over
+   ``fixed_split_shares`` x ``oracle.thresholds`` x ``oracle.reinject``
+   (:mod:`falcon.experiments.oracle`); and every learner of ``learners``
    (default DQN-Off, DQN-On), trained on that condition by falcon.train's
    own training step (:func:`falcon.train.train_agents`: the agent
    config's ``train:`` section, ``fit(scenario=..., app=...,
@@ -50,39 +59,58 @@ section ``learnability``):
    Per learner: the conditions where its ratio <= ``within`` (1.05). Per
    condition: whether some rule beats minRTT by ``beat_margin`` (10 %:
    median <= 0.9 x minRTT's median) and, where one does, whether each
-   learner does too.
+   learner does too. The *best known* median is the lowest of every rule,
+   reference and scored scheduler; *headroom* = best rule's median / best
+   known median, and a condition *has headroom* when the best known median
+   <= (1 - ``headroom_margin``) x the best rule's (default 10 %). Every
+   scheduler and reference also gets its ratio to the best known (and a
+   suite score of those), the share of the headroom it captures ((best rule
+   - its median) / (best rule - best known)) and its median
+   ``redundancy_overhead`` (re-injected bytes / file size; 0 for schedulers
+   that never copy data).
 
 Jobs: one per (condition, scheduler) (a learner's job trains, then
-evaluates; the fixed split's job runs all its shares), run through
+evaluates; the fixed split's job runs all its shares; the oracle's family
+runs as one job per (threshold, reinject) pair), run through
 :func:`falcon.runtime.run_jobs` (``runtime.workers=N``, ``runtime=ray``),
 longest first; one progress line per job on stderr.
 
 Outputs (staged folder, MLflow artifacts): ``learnability.json``,
 ``table.txt`` (conditions x schedulers: ratios, the best rule and its
-median, a suite-score row), ``learnability.png`` (ratio per condition, log
-scale, lines at 1 and ``within``), ``models/<condition>/<learner>/``
+median, the best known and the headroom, a suite-score row; then the ratios
+to the best known with the headroom captured and the overhead),
+``learnability.png`` (ratio per condition, log scale, lines at 1, ``within``
+and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<learner>/``
 (trained models), ``config.json``, ``summary.json``. MLflow metrics:
-``suite_score/<scheduler>``, ``<condition>/<scheduler>/median`` and
+``suite_score/<scheduler>``, ``suite_score_best_known/<scheduler>``,
+``headroom_conditions``, ``<condition>/headroom``, ``<condition>/<scheduler>/median`` and
 ``/ratio``, ``within/<learner>``, training curves
 ``train/<condition>/<learner>/<metric>``.
 
 ``learnability.json`` (times in s, sizes in bytes; null where undefined)::
 
-    {"job": "learnability", "schema_version": 1, "wall_s": float, "mlflow_run_id": str | null,
+    {"job": "learnability", "schema_version": 2, "wall_s": float, "mlflow_run_id": str | null,
      "settings": {"runs", "seed", "seeds": [int], "train_seed", "rules": [str], "learners": [str], "deployed": [str],
                   "fixed_split_shares": [float], "within", "beat_margin", "bulk_size_bytes",
                   "max_conditions", "agent_overrides", "agents": {name: agent config},
-                  "runtime": str, "evaluation": str},
-     "schedulers": [rules..., "best_fixed_split", learners..., deployed...],
+                  "oracle": {"thresholds": [float | null], "reinject": [bool]} | null, "headroom_margin",
+                  "split": str | null, "runtime": str, "evaluation": str},
+     "schedulers": [rules..., "best_single_path", "best_fixed_split", "oracle", learners..., deployed...],
      "conditions": [{"index", "name", "scenario": {...as given}, "app": {...normalised},
                      "train_seed", "agent_seed"}],
      "results": {<condition>: {
          "best_rule": {"name": str, "median_s": float},
+         "best_known": {"name": str, "median_s": float}, "headroom": float, "has_headroom": bool,
          "schedulers": {<scheduler>: {
              "download_time_s": {"n", "median", "p25", "p75", "mean", "values": [per seed]},
-             "timed_out": int, "ratio": float, "wall_s": float,
+             "timed_out": int, "ratio": float, "ratio_best_known": float, "headroom_captured": float | null,
+             "redundancy_overhead": float, "wall_s": float,
              # best_fixed_split only:
              "share": float, "shares": {"<share>": {"median", "p25", "p75", "values"}},
+             # best_single_path only: the path it uses
+             "path": 0 | 1,
+             # oracle only: per seed the candidate it took ("share=..,threshold=..,reinject=.." or a rule)
+             "chosen": [str | null], "chosen_counts": {str: int}, "candidates": int,
              # learners and deployed ones: the ratio against the best rule with 95 %
              # bootstrap intervals over the seeds (falcon.compare.compare_to_references)
              "vs_best_rule": {"best", "n", "ratio", "ratio_ci", "paired", "paired_ci"} | null,
@@ -92,6 +120,9 @@ scale, lines at 1 and ``within``), ``models/<condition>/<learner>/``
          "rule_beats_minrtt": bool | null,
          "learner_beats_minrtt": {<learner>: bool} | null}},
      "suite_score": {<scheduler>: float | null},
+     "suite_score_best_known": {<scheduler>: float | null},
+     "headroom": {"margin", "count", "of", "conditions": [str], "geometric_mean"},
+     "headroom_captured": {<scheduler>: {"mean": float | null, "conditions": {<condition>: float | null}}},
      "within_best_rule": {<learner or deployed>: {"count": int, "of": int, "conditions": [str]}},
      "resolvably_behind": {<learner or deployed>: {"count", "of", "conditions"}},   # interval above `within`
      "beats_minrtt": {"rule_conditions": [str], "learners": {<learner>: {"count", "of", "conditions"}}}}
@@ -118,26 +149,29 @@ from falcon.experiments.learnability_report import (
     flat_metrics,
     geometric_mean,
     plot,
+    references,
     score_condition,
     scored,
     suite_summary,
     table,
 )
 from falcon.experiments.learnability_settings import (
-    BEST_FIXED,
     DEFAULT_APP,
+    FAMILY,
     FIXED,
     JOB,
     METRIC,
+    OVERHEAD,
     SCHEMA_VERSION,
     check_condition,
     settings,
 )
+from falcon.experiments.oracle import ORACLE, label, member_groups
 from falcon.runtime import run_jobs
 from falcon.tracking import NullTracker
 
 #: job kinds, in the order the jobs are started (longest first)
-_KIND_ORDER = {"learner": 0, "deployed": 1, FIXED: 2, "rule": 3}
+_KIND_ORDER = {"learner": 0, ORACLE: 1, "deployed": 2, FIXED: 3, "rule": 4}
 
 
 @dataclass(frozen=True)
@@ -147,13 +181,14 @@ class Unit:
     condition: int
     condition_name: str
     scheduler: str
-    kind: str                    # "rule" | "fixed_split" | "learner" | "deployed"
+    kind: str                    # "rule" | "fixed_split" | "oracle" | "learner" | "deployed"
     scenario: dict
     app: dict
     agent: dict                  # agent config (_target_ + arguments; train: for learners)
     seeds: tuple[int, ...]
     shares: tuple[float, ...] = ()
     train_seed: int = 0
+    members: tuple[dict, ...] = ()   # oracle: the family members of this job (falcon.experiments.oracle)
 
 
 # ---------------------------------------------------------------- jobs
@@ -168,6 +203,10 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
             units.append(Unit(scheduler=name, kind="rule", agent=agents[name], **base))
         units.append(Unit(scheduler=FIXED, kind=FIXED, agent=agents[FIXED],
                           shares=tuple(sec["fixed_split_shares"]), **base))
+        if sec.get("oracle"):
+            for j, group in enumerate(member_groups(sec["fixed_split_shares"], sec["oracle"])):
+                units.append(Unit(scheduler=f"{ORACLE}#{j}", kind=ORACLE, agent=agents[FAMILY],
+                                  members=group, **base))
         for name in sec["learners"]:
             agent = dict(agents[name])
             if "seed" in agent:
@@ -240,14 +279,16 @@ def train_learner(unit: Unit):
 
 
 def _times(unit: Unit, agent) -> list[dict]:
-    """``download_time_s`` and ``timed_out`` of one run per seed (falcon.jobs.run_episode_job)."""
+    """``download_time_s``, ``timed_out`` and ``redundancy_overhead`` (0 for a scheduler
+    that never copies data) of one run per seed (falcon.jobs.run_episode_job)."""
     from falcon.jobs import Job, run_episode_job
 
     out = []
     for k, s in enumerate(unit.seeds):
         m = run_episode_job(Job(k, unit.condition_name, unit.condition_name, unit.scheduler, s, unit.scenario,
                         unit.app, agent))["metrics"]
-        out.append({METRIC: m[METRIC], "timed_out": m.get("timed_out", 0.0)})
+        out.append({METRIC: m[METRIC], "timed_out": m.get("timed_out", 0.0),
+                    OVERHEAD: m.get(OVERHEAD, 0.0)})
     return out
 
 
@@ -260,6 +301,8 @@ def run_unit(unit: Unit) -> dict:
         agent, out["train"], out["curve"], out["models"] = train_learner(unit)
     if unit.kind == FIXED:
         out["shares"] = {s: _times(unit, {**unit.agent, "share": s}) for s in unit.shares}
+    elif unit.kind == ORACLE:
+        out["members"] = {label(**m): _times(unit, {**unit.agent, **m}) for m in unit.members}
     else:
         out["runs"] = _times(unit, agent)
     out["wall_s"] = time.perf_counter() - t0
@@ -268,12 +311,14 @@ def run_unit(unit: Unit) -> dict:
 
 # ---------------------------------------------------------------- the experiment
 def _progress_line(unit: Unit, res: dict, n_done: int, n_jobs: int, elapsed: float, width: int) -> str:
-    if unit.kind == FIXED:
-        med = {s: report.describe([r[METRIC] for r in runs])["median"] for s, runs in res["shares"].items()}
+    if unit.kind in (FIXED, ORACLE):
+        runs_of = res["shares"] if unit.kind == FIXED else res["members"]
+        med = {s: report.describe([r[METRIC] for r in runs])["median"] for s, runs in runs_of.items()}
         ok = {s: m for s, m in med.items() if m is not None}
         best = min(ok, key=ok.get) if ok else None
-        what = (f"best share {best:g}: median {ok[best]:.3f} s" if best is not None else "no finished run") + \
-            f" ({len(med)} shares x {len(unit.seeds)} runs)"
+        name = (f"share {best:g}" if unit.kind == FIXED else best) if best is not None else None
+        what = (f"best {name}: median {ok[best]:.3f} s" if best is not None else "no finished run") + \
+            f" ({len(med)} {'shares' if unit.kind == FIXED else 'policies'} x {len(unit.seeds)} runs)"
     else:
         m = report.describe([r[METRIC] for r in res["runs"]])["median"]
         what = (f"median {m:.3f} s" if m is not None else "no finished run") + f" ({len(unit.seeds)} runs)"
@@ -315,7 +360,12 @@ def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict],
     by_key = {(u.condition, u.scheduler): r for u, r in zip(jobs, outs, strict=True)}
     results = {}
     for c in conditions:
-        out = {u.scheduler: by_key[(u.condition, u.scheduler)] for u in units if u.condition == c["index"]}
+        out = {u.scheduler: by_key[(u.condition, u.scheduler)] for u in units
+               if u.condition == c["index"] and u.kind != ORACLE}
+        chunks = [by_key[(u.condition, u.scheduler)] for u in units if u.condition == c["index"] and u.kind == ORACLE]
+        if chunks:       # the oracle's jobs, one family member group each, as one result
+            out[ORACLE] = {"members": {k: v for ch in chunks for k, v in ch["members"].items()},
+                           "wall_s": sum(ch["wall_s"] for ch in chunks)}
         for name in sec["learners"]:
             o = out[name]
             if log is not None:
@@ -330,7 +380,7 @@ def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict],
     settings_out = {k: sec[k] for k in ("runs", "seed", "train_seed", "rules", "learners", "deployed",
                                         "fixed_split_shares",
                                         "within", "beat_margin", "bulk_size_bytes", "max_conditions",
-                                        "agent_overrides")}
+                                        "agent_overrides", "oracle", "headroom_margin")}
     settings_out.update(seeds=list(units[0].seeds), agents=agents, runtime=rt["name"],
                         evaluation="every run from a fresh scheduler (rules; deployed schedulers as "
                                    "configured, e.g. FALCON from its bank, adapting within the run) or a copy "
@@ -339,7 +389,7 @@ def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict],
                  "train_seed": sec["train_seed"] + 1000 * c["index"], "agent_seed": sec["seed"] + c["index"]}
                 for c in conditions]
     return {"job": JOB, "schema_version": SCHEMA_VERSION, "settings": settings_out,
-            "schedulers": [*sec["rules"], BEST_FIXED, *scored(sec)], "conditions": cond_out,
+            "schedulers": [*sec["rules"], *references(sec), *scored(sec)], "conditions": cond_out,
             "results": results, **suite_summary(results, sec), "wall_s": time.perf_counter() - t0}
 
 

@@ -14,13 +14,38 @@ from baselines.palette import color
 from falcon import report
 from falcon.compare import compare_to_references
 from falcon.experiments import common
-from falcon.experiments.learnability_settings import BEST_FIXED, FIXED, METRIC
+from falcon.experiments.learnability_settings import BEST_FIXED, FIXED, METRIC, OVERHEAD
+from falcon.experiments.oracle import BEST_SINGLE, ORACLE, captured, label, per_seed_best
 
 
 # ---------------------------------------------------------------- scores
 def _stats(runs: list[dict]) -> dict:
     return {METRIC: report.describe([r[METRIC] for r in runs]),
-            "timed_out": int(sum(r["timed_out"] > 0 for r in runs))}
+            "timed_out": int(sum(r["timed_out"] > 0 for r in runs)),
+            OVERHEAD: report.describe([r.get(OVERHEAD, 0.0) for r in runs])["median"]}
+
+
+def _reference(values: list[float], overheads: list[float], chosen: list[str | None]) -> dict:
+    """A per-seed reference's statistics (the oracle), with what it chose on each seed."""
+    runs = [{METRIC: v, "timed_out": 0.0 if math.isfinite(v) else 1.0, OVERHEAD: o}
+            for v, o in zip(values, overheads, strict=True)]
+    counts: dict[str, int] = {}
+    for c in chosen:
+        if c is not None:
+            counts[c] = counts.get(c, 0) + 1
+    return {**_stats(runs), "chosen": chosen, "chosen_counts": dict(sorted(counts.items(), key=lambda kv: -kv[1]))}
+
+
+def _oracle(out: dict[str, dict], sec: Mapping) -> dict:
+    """The hindsight oracle (falcon.experiments.oracle): per seed the fastest of the fixed
+    split's shares, the family's other members and the rules."""
+    runs = {label(s, None, False): r for s, r in out[FIXED]["shares"].items()}
+    runs.update(out[ORACLE]["members"])
+    runs.update({r: out[r]["runs"] for r in sec["rules"]})
+    values, chosen = per_seed_best({k: [x[METRIC] for x in r] for k, r in runs.items()})
+    overheads = [runs[c][k].get(OVERHEAD, 0.0) if c is not None else 0.0 for k, c in enumerate(chosen)]
+    return {**_reference(values, overheads, chosen), "wall_s": out[ORACLE]["wall_s"],
+            "candidates": len(runs)}
 
 
 def _ratio(median, best):
@@ -50,11 +75,25 @@ def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
     scheds[BEST_FIXED] = {**fixed, "share": best_share, "wall_s": out[FIXED]["wall_s"],
                           "shares": {str(s): {k: st[METRIC][k] for k in ("median", "p25", "p75", "values")}
                                      for s, st in shares.items()}}
+    singles = {s: shares[s][METRIC]["median"] for s in (0.0, 1.0)
+               if s in shares and shares[s][METRIC]["median"] is not None}
+    single = min(singles, key=singles.get) if singles else None
+    scheds[BEST_SINGLE] = {**(shares[single] if single is not None else _stats([])),
+                           "path": None if single is None else (0 if single == 1.0 else 1)}
+    references = [BEST_SINGLE, BEST_FIXED]
+    if ORACLE in out:
+        scheds[ORACLE] = _oracle(out, sec)
+        references.append(ORACLE)
     finished = [r for r in rules if scheds[r][METRIC]["median"] is not None]
     best = min(finished, key=lambda r: scheds[r][METRIC]["median"]) if finished else None
     best_median = scheds[best][METRIC]["median"] if best is not None else None
+    known = {n: st[METRIC]["median"] for n, st in scheds.items() if st[METRIC]["median"] is not None}
+    best_known = min(known, key=known.get) if known else None
+    known_median = known[best_known] if best_known is not None else None
     for st in scheds.values():
         st["ratio"] = _ratio(st[METRIC]["median"], best_median)
+        st["ratio_best_known"] = _ratio(st[METRIC]["median"], known_median)
+        st["headroom_captured"] = captured(best_median, known_median, st[METRIC]["median"])
     rule_values = {r: scheds[r][METRIC]["values"] for r in rules}
     for n in learners:     # the ratio's 95 % bootstrap interval over the seeds (falcon.compare)
         scheds[n]["vs_best_rule"] = compare_to_references(scheds[n][METRIC]["values"], rule_values) or None
@@ -65,8 +104,13 @@ def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
     if rule_beats:
         learner_beats = {n: scheds[n][METRIC]["median"] is not None and bool(scheds[n][METRIC]["median"] <= bound)
                          for n in learners}
-    order = [*rules, BEST_FIXED, *learners]
+    order = [*rules, *references, *learners]
+    headroom = _ratio(best_median, known_median)
     return {"best_rule": {"name": best, "median_s": best_median},
+            "best_known": {"name": best_known, "median_s": known_median},
+            "headroom": headroom,
+            "has_headroom": None if headroom is None else bool(known_median <= (1.0 - sec["headroom_margin"])
+                                                               * best_median),
             "schedulers": {n: scheds[n] for n in order},
             "rule_beats_minrtt": rule_beats, "learner_beats_minrtt": learner_beats}
 
@@ -76,11 +120,26 @@ def scored(sec: Mapping) -> list[str]:
     return [*sec["learners"], *sec.get("deployed", [])]
 
 
+def references(sec: Mapping) -> list[str]:
+    """The reference columns: the best single path, the best fixed split, the oracle (if run)."""
+    return [BEST_SINGLE, BEST_FIXED, *([ORACLE] if sec.get("oracle") else [])]
+
+
 def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
-    """Suite scores, within-``within`` counts and the beats-minRTT summary."""
-    names = [*sec["rules"], BEST_FIXED, *scored(sec)]
+    """Suite scores (against the best rule and the best known), within-``within`` counts,
+    the headroom summary and the beats-minRTT summary."""
+    names = [*sec["rules"], *references(sec), *scored(sec)]
     conds = list(results)
     score = {n: geometric_mean([results[c]["schedulers"][n]["ratio"] for c in conds]) for n in names}
+    score_known = {n: geometric_mean([results[c]["schedulers"][n]["ratio_best_known"] for c in conds])
+                   for n in names}
+    room = [c for c in conds if results[c]["has_headroom"]]
+    capture = {}
+    for n in names:
+        per = {c: results[c]["schedulers"][n]["headroom_captured"] for c in room}
+        vals = [v for v in per.values() if v is not None]
+        capture[n] = {"mean": float(np.mean(vals)) if vals and len(vals) == len(per) else None,
+                      "conditions": per}
     within, behind = {}, {}
     for n in scored(sec):
         ok = [c for c in conds if (r := results[c]["schedulers"][n]["ratio"]) is not None and r <= sec["within"]]
@@ -94,14 +153,23 @@ def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
     for n in scored(sec):
         ok = [c for c in rule_conds if results[c]["learner_beats_minrtt"][n]]
         beats[n] = {"count": len(ok), "of": len(rule_conds), "conditions": ok}
-    return {"suite_score": score, "within_best_rule": within, "resolvably_behind": behind,
+    return {"suite_score": score, "suite_score_best_known": score_known,
+            "headroom": {"margin": sec["headroom_margin"], "count": len(room), "of": len(conds), "conditions": room,
+                         "geometric_mean": geometric_mean([results[c]["headroom"] for c in conds])},
+            "headroom_captured": capture,
+            "within_best_rule": within, "resolvably_behind": behind,
             "beats_minrtt": {"rule_conditions": rule_conds, "learners": beats}}
 
 
 def flat_metrics(results: dict) -> dict[str, float]:
     """MLflow metrics: suite scores, per-condition medians and ratios, within counts."""
     out = {f"suite_score/{n}": v for n, v in results["suite_score"].items() if v is not None}
+    out.update({f"suite_score_best_known/{n}": v for n, v in results["suite_score_best_known"].items()
+                if v is not None})
+    out["headroom_conditions"] = float(results["headroom"]["count"])
     for c, res in results["results"].items():
+        if res["headroom"] is not None:
+            out[f"{c}/headroom"] = res["headroom"]
         for n, st in res["schedulers"].items():
             if st[METRIC]["median"] is not None:
                 out[f"{c}/{n}/median"] = st[METRIC]["median"]
@@ -118,26 +186,57 @@ def _val(x) -> float:
     return math.nan if x is None else float(x)
 
 
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _known_cell(st: dict) -> str:
+    cell = _fmt(st["ratio_best_known"])
+    if st["headroom_captured"] is not None:
+        cell += f" [{st['headroom_captured']:.2f}]"
+    if st.get(OVERHEAD):
+        cell += f" {{{st[OVERHEAD]:.2f}}}"
+    return cell
+
+
 def table(results: dict) -> str:
     names = results["schedulers"]
-    head = ["condition", "best rule", "best s", *names, "split share"]
+    s = results["settings"]
+    head = ["condition", "best rule", "best s", *names, "split share", "best known", "known s", "headroom"]
     rows = []
     for c, res in results["results"].items():
         st = res["schedulers"]
         share = st[BEST_FIXED]["share"]
         rows.append([c, res["best_rule"]["name"] or "-", _val(res["best_rule"]["median_s"]),
-                     *(_val(st[n]["ratio"]) for n in names), "-" if share is None else f"{share:g}"])
-    rows.append(["suite score", "", "", *(_val(results["suite_score"][n]) for n in names), ""])
-    s = results["settings"]
-    text = (f"ratio = median download time / the best rule's median on the condition ({len(s['seeds'])} runs, "
-            f"seeds {s['seeds'][0]}..{s['seeds'][-1]}); best s = that median [s]; suite score = geometric mean "
-            "of the ratios over the conditions; rules: " + ", ".join(s["rules"]) + f"; {BEST_FIXED}: the best of "
-            f"{len(s['fixed_split_shares'])} fixed shares on path 0 (a reference, not a rule)\n")
+                     *(_val(st[n]["ratio"]) for n in names), "-" if share is None else f"{share:g}",
+                     res["best_known"]["name"] or "-", _val(res["best_known"]["median_s"]), _val(res["headroom"])])
+    rows.append(["suite score", "", "", *(_val(results["suite_score"][n]) for n in names), "", "", "",
+                 _val(results["headroom"]["geometric_mean"])])
+    split = f" ({s['split']} list)" if s.get("split") else ""
+    text = (f"ratio = median download time / the best rule's median on the condition{split} ({len(s['seeds'])} "
+            f"runs, seeds {s['seeds'][0]}..{s['seeds'][-1]}); best s = that median [s]; suite score = geometric "
+            "mean of the ratios over the conditions; rules: " + ", ".join(s["rules"]) + "; references (not "
+            f"rules): {BEST_SINGLE}, {BEST_FIXED} (the best of {len(s['fixed_split_shares'])} fixed shares on "
+            "path 0)" + (f", {ORACLE} (per seed the fastest of a policy family run on that seed)"
+                         if s.get("oracle") else "") + "; best known = the lowest median of all; headroom = "
+            "best rule / best known\n")
     text += common.format_table(head, rows)
+    # against the best known: ratio, share of the headroom captured, redundancy overhead
+    head2 = ["condition", *names]
+    rows2 = [[c, *(_known_cell(res["schedulers"][n]) for n in names)] for c, res in results["results"].items()]
+    rows2.append(["suite score", *(_fmt(results["suite_score_best_known"][n]) for n in names)])
+    cap = results["headroom_captured"]
+    rows2.append(["captured", *(_fmt(cap[n]["mean"]) for n in names)])
+    text += ("\nagainst the best known: ratio [share of the headroom captured] {redundancy overhead: re-injected "
+             "bytes / file size, median}; captured = mean share over the conditions with headroom\n")
+    text += common.format_table(head2, rows2)
+    h = results["headroom"]
+    lines = [f"headroom: the best known is at least {h['margin'] * 100:g} % below the best rule on {h['count']}/"
+             f"{h['of']} conditions" + (f" ({', '.join(h['conditions'])})" if h["conditions"] else "")]
     margin = f"{s['beat_margin'] * 100:g} %"
-    lines = [f"{n}: within {(s['within'] - 1) * 100:g} % of the best rule on {w['count']}/{w['of']} conditions"
-             + (f" ({', '.join(w['conditions'])})" if w["conditions"] else "")
-             for n, w in results["within_best_rule"].items()]
+    lines += [f"{n}: within {(s['within'] - 1) * 100:g} % of the best rule on {w['count']}/{w['of']} conditions"
+              + (f" ({', '.join(w['conditions'])})" if w["conditions"] else "")
+              for n, w in results["within_best_rule"].items()]
     for n, b in results.get("resolvably_behind", {}).items():
         lines.append(f"{n}: the 95 % interval of its ratio lies above {s['within']:g} on {b['count']}/{b['of']} "
                      "conditions" + (f" ({', '.join(b['conditions'])})" if b["conditions"] else ""))
@@ -173,8 +272,15 @@ def plot(results: dict, path) -> Path:
             label = f"{n} (score {score:.3f})" if score is not None else n
             ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none", marker=MARKERS[j % len(MARKERS)],
                     markersize=6, label=label, color=color(n), fillstyle="none" if n in results["settings"]["rules"] else "full")
+    known = [(xi, 1.0 / h) for xi, c in zip(x, conds) if (h := results["results"][c]["headroom"])]
+    if known:            # the best known median on the same scale: 1 / headroom
+        ax.plot([k[0] for k in known], [k[1] for k in known], linestyle="none", marker="_", markersize=22,
+                markeredgewidth=2, color="black", label="best known")
     ax.axhline(1.0, color="grey", linestyle="-", linewidth=1)
     ax.axhline(results["settings"]["within"], color="grey", linestyle="--", linewidth=1)
+    margin = results["settings"].get("headroom_margin")
+    if margin:
+        ax.axhline(1.0 - margin, color="grey", linestyle=":", linewidth=1)
     ax.set_yscale("log")
     lo, hi = ax.get_ylim()
     grid = (0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0) if hi / lo < 4 else (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
@@ -185,11 +291,12 @@ def plot(results: dict, path) -> Path:
     ax.set_xticks(x)
     ax.set_xticklabels(conds, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("median download time / best rule's median")
-    ax.set_title("Learnability: ratio to the best rule per condition")
+    split = results["settings"].get("split")
+    ax.set_title("Learnability: ratio to the best rule per condition" + (f" ({split} list)" if split else ""))
     ax.grid(alpha=0.3, axis="y", which="both")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     report.save_figure(fig, path)
     return Path(path)
 
 
-__all__ = ["geometric_mean", "score_condition", "scored", "suite_summary", "flat_metrics", "table", "plot"]
+__all__ = ["geometric_mean", "score_condition", "scored", "references", "suite_summary", "flat_metrics", "table", "plot"]

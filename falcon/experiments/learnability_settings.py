@@ -14,16 +14,19 @@ from envs.scenario import normalise_scenario
 from falcon.config import Plan, check_int, check_runtime, group_options
 from falcon.experiments import common
 from falcon.experiments.condition_lists import check_learners, check_list_files, check_list_name
+from falcon.experiments.oracle import check_oracle, label, member_groups
 
 JOB = "learnability"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FIXED = "fixed_split"              # agent config of the fixed split
 BEST_FIXED = "best_fixed_split"    # its best share, as a column of the results
 DEFAULT_APP = {"kind": "bulk", "size_bytes": 2_000_000}
 METRIC = "download_time_s"
+OVERHEAD = "redundancy_overhead"   # re-injected bytes / file size (0 for schedulers that never copy)
+FAMILY = "split_threshold"         # agent config of the oracle's policy family (falcon.experiments.oracle)
 CONDITION_KEYS = ("name", "scenario", "app")
 SECTION_KEYS = ("runs", "rules", "learners", "deployed", "agent_overrides", "fixed_split_shares", "within",
-                "beat_margin", "bulk_size_bytes", "max_conditions", "conditions", "split")
+                "beat_margin", "bulk_size_bytes", "max_conditions", "conditions", "oracle", "headroom_margin", "split")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # ---------------------------------------------------------------- settings
@@ -132,6 +135,7 @@ def agent_configs(rules: list[str], learners: list[str], overrides: Mapping,
     if FIXED in rules or FIXED in learners or FIXED in deployed:
         raise ConfigError(f"{JOB}: {FIXED} is the suite's reference (fixed_split_shares), not a rule or learner")
     cfgs = {name: common.agent_config(name, overrides.get(name)) for name in known}
+    cfgs[FAMILY] = common.agent_config(FAMILY, None)      # the oracle's family (a reference, not a rule)
     for name in rules:
         if is_trainable(cfgs[name]):
             raise ConfigError(f"{JOB}.rules: {name!r} has a train: section (list it under {JOB}.learners)")
@@ -162,6 +166,12 @@ def settings(cfg):
     sec["fixed_split_shares"] = check_shares(sec)
     sec["within"] = _number(sec, "within", 1.0)
     sec["beat_margin"] = _number(sec, "beat_margin", 0.0, 1.0)
+    sec["headroom_margin"] = _number(sec, "headroom_margin", 0.0, 1.0)
+    sec["oracle"] = check_oracle(sec.get("oracle"), f"{JOB}.oracle")
+    missing = [s for s in (0.0, 1.0) if s not in sec["fixed_split_shares"]]
+    if missing:
+        raise ConfigError(f"{JOB}.fixed_split_shares: must include 0 and 1 (the best single path, and the "
+                          f"oracle contains it), missing {missing}")
     sec["bulk_size_bytes"] = _optional_int(sec, "bulk_size_bytes")
     sec["max_conditions"] = _optional_int(sec, "max_conditions")
     sec["agent_overrides"] = sec.get("agent_overrides") or {}
@@ -196,12 +206,16 @@ def validate(conditions: list[dict], agents: dict[str, dict], sec: Mapping) -> N
     from falcon.experiment import validate_plan
 
     shares = [(f"{FIXED}@{s:g}", {**agents[FIXED], "share": s}) for s in sec["fixed_split_shares"]]
+    if sec.get("oracle"):      # one member per (threshold, reinject) pair: the others differ by share only
+        for group in member_groups(sec["fixed_split_shares"], sec["oracle"]):
+            shares.append((f"{FAMILY}@{label(**group[0])}", {**agents[FAMILY], **group[0]}))
     plan = Plan(scenarios=[(c["name"], c["scenario"]) for c in conditions],
                 apps=[(c["name"], c["app"]) for c in conditions],
-                agents=[(n, a) for n, a in agents.items() if n != FIXED] + shares, seeds=[sec["seed"]])
+                agents=[(n, a) for n, a in agents.items() if n not in (FIXED, FAMILY)] + shares,
+                seeds=[sec["seed"]])
     validate_plan(plan)
 
 
-__all__ = ["JOB", "SCHEMA_VERSION", "FIXED", "BEST_FIXED", "DEFAULT_APP", "METRIC", "CONDITION_KEYS", "SECTION_KEYS",
+__all__ = ["JOB", "SCHEMA_VERSION", "FIXED", "BEST_FIXED", "OVERHEAD", "FAMILY", "DEFAULT_APP", "METRIC", "CONDITION_KEYS", "SECTION_KEYS",
            "check_condition", "check_conditions", "check_shares", "agent_configs", "settings", "with_run_bank",
            "validate"]

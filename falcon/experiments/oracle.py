@@ -1,0 +1,109 @@
+"""The learnability suite's references beside the best fixed split
+(:mod:`falcon.experiments.learnability`): the best single path and the
+hindsight oracle, and what a condition's *best known* time is.
+
+* **Best single path**: the better of the fixed split's shares 0 and 1
+  (every packet on path 1, every packet on path 0), by median.
+* **Hindsight oracle**: for each seed, the fastest member of a policy family
+  run on that very seed (the emulator is deterministic, so this is what one
+  would get by choosing the policy knowing the seed's network). The family
+  is :class:`baselines.rule_based.policy_family.SplitThreshold` over
+  ``fixed_split_shares`` x ``oracle.thresholds`` x ``oracle.reinject``;
+  its members with no threshold and no re-injection are the fixed split
+  itself, whose runs the suite already has. The rules' runs of the seed are
+  candidates too. So the oracle contains the best single path, the best
+  fixed split and every rule seed by seed (never slower than any of them on
+  any seed).
+* **Best known** (per condition): the lowest median of every rule, every
+  reference and every scheduler the run scored. *Headroom* = the best rule's
+  median / the best known median; a scheduler's *headroom captured* = (best
+  rule's median - its median) / (best rule's median - best known median).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from envs.errors import ConfigError
+
+ORACLE = "oracle"
+BEST_SINGLE = "best_single_path"
+FAMILY_AGENT = "split_threshold"     # configs/agent/split_threshold.yaml
+ORACLE_KEYS = ("thresholds", "reinject")
+
+
+def check_oracle(value, where: str) -> dict | None:
+    """The validated ``oracle`` setting: ``{thresholds: [float | None], reinject: [bool]}``,
+    or None (false/null: no oracle)."""
+    if value is None or value is False:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected a mapping {{thresholds: [...], reinject: [...]}} or false, "
+                          f"got {value!r}")
+    unknown = sorted(set(value) - set(ORACLE_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {list(ORACLE_KEYS)}")
+    from baselines.rule_based.policy_family import check_threshold
+
+    thresholds, reinject = value.get("thresholds"), value.get("reinject")
+    if not isinstance(thresholds, list) or not thresholds:
+        raise ConfigError(f"{where}.thresholds: expected a non-empty list of numbers >= 1 or null, got {thresholds!r}")
+    for t in thresholds:
+        try:
+            check_threshold(t)
+        except ConfigError as e:
+            raise ConfigError(f"{where}.thresholds: {e}") from None
+    if not isinstance(reinject, list) or not reinject or not all(isinstance(r, bool) for r in reinject):
+        raise ConfigError(f"{where}.reinject: expected a non-empty list of true/false, got {reinject!r}")
+    if len(set(map(str, thresholds))) != len(thresholds) or len(set(reinject)) != len(reinject):
+        raise ConfigError(f"{where}: a threshold or reinject value is listed twice")
+    return {"thresholds": [None if t is None else float(t) for t in thresholds], "reinject": list(reinject)}
+
+
+def label(share: float, threshold: float | None, reinject: bool) -> str:
+    """A family member's name, e.g. ``share=0.3,threshold=1.5,reinject=on``."""
+    t = "none" if threshold is None else f"{threshold:g}"
+    return f"share={share:g},threshold={t},reinject={'on' if reinject else 'off'}"
+
+
+def member_groups(shares: Sequence[float], oracle: Mapping) -> list[tuple[dict, ...]]:
+    """The family members the suite must run, one group per (threshold, reinject)
+    pair (a job each): every share of the group; the fixed split's own members
+    (no threshold, no re-injection) are left out (the fixed split's job has them)."""
+    groups = []
+    for t in oracle["thresholds"]:
+        for r in oracle["reinject"]:
+            if t is None and not r:
+                continue
+            groups.append(tuple({"share": s, "threshold": t, "reinject": r} for s in shares))
+    return groups
+
+
+def per_seed_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float], list[str | None]]:
+    """Per seed, the lowest value over ``candidates`` (``{label: value per seed}``,
+    NaN = did not finish) and the label that has it (first in order on ties);
+    NaN and None where no candidate finished."""
+    n = len(next(iter(candidates.values()))) if candidates else 0
+    best, chosen = [], []
+    for k in range(n):
+        v, who = math.nan, None
+        for name, values in candidates.items():
+            x = values[k]
+            if x is not None and math.isfinite(x) and (who is None or x < v):
+                v, who = x, name
+        best.append(v)
+        chosen.append(who)
+    return best, chosen
+
+
+def captured(best_rule: float | None, best_known: float | None, median: float | None) -> float | None:
+    """The share of the headroom a median captures (module docstring); None where there is
+    no headroom (best known = best rule) or a median is missing."""
+    if best_rule is None or best_known is None or median is None or not best_known < best_rule:
+        return None
+    return (best_rule - median) / (best_rule - best_known)
+
+
+__all__ = ["ORACLE", "BEST_SINGLE", "FAMILY_AGENT", "check_oracle", "label", "member_groups", "per_seed_best",
+           "captured"]
