@@ -381,6 +381,7 @@ def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict],
                                         "fixed_split_shares",
                                         "within", "beat_margin", "bulk_size_bytes", "max_conditions",
                                         "agent_overrides", "oracle", "headroom_margin")}
+    settings_out["split"] = sec.get("split")
     settings_out.update(seeds=list(units[0].seeds), agents=agents, runtime=rt["name"],
                         evaluation="every run from a fresh scheduler (rules; deployed schedulers as "
                                    "configured, e.g. FALCON from its bank, adapting within the run) or a copy "
