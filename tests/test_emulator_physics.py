@@ -427,6 +427,23 @@ def test_secondary_path_carries_data_one_rtt_after_the_request():
     assert all(p.is_open and p.packets_sent > 0 for p in conn.paths)
 
 
+@pytest.mark.parametrize("handshake, ready_rtts", [("quic", 1), ("gquic", 2), ("tcp_tls", 1), ("zero_rtt", 1)])
+def test_mutual_validation_opens_a_path_after_the_servers_own_challenge(handshake, ready_rtts):
+    """``path_validation: mutual``: the client's challenge leaves when its handshake is complete
+    (``ready_rtts`` of the 20 ms path 0), reaches the server half an RTT of the 100 ms path 1 later,
+    and the server sends data after its own challenge's round trip: 1.5 RTTs of path 1 in all."""
+    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
+          "setup": {"handshake": handshake, "path_validation": "mutual"}}
+    t_open = ready_rtts * 0.020 + 1.5 * 0.100
+    emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0)
+    assert conn.paths[1].open_time == pytest.approx(t_open)
+    emu.sim.run(t_open - 1e-6)
+    assert not conn.paths[1].is_open and conn.paths[1].packets_sent == 0
+    emu.sim.run(t_open + 1e-6)
+    assert conn.paths[1].is_open and conn.paths[1].packets_sent > 0
+    assert conn.paths[1].srtt == pytest.approx(0.100)        # the server's challenge round trip: its first sample
+
+
 def test_streams_requested_during_the_setup_open_when_the_connection_is_up():
     """A stream trace's streams released before the request reached the
     server open together then; later ones at their release time."""
@@ -454,8 +471,10 @@ def test_setup_block_is_validated():
     assert normalise_scenario({**base, "setup": "none"})["setup"] == {"handshake": "none", "path_validation": False,
                                                                      "rtt_samples": False}
     assert normalise_scenario({**base, "setup": "gquic"})["setup"] == {"handshake": "gquic", **full}
+    assert normalise_scenario({**base, "setup": {"path_validation": "mutual"}})["setup"]["path_validation"] == "mutual"
     for bad, msg in (("tls", "handshake: unknown 'tls'"), ({"handshake": "quic", "x": 1}, "unknown key"),
-                     ({"path_validation": "yes"}, "expected true or false"), (3, "expected none, a handshake")):
+                     ({"path_validation": "yes"}, "expected true, false or 'mutual'"),
+                     ({"rtt_samples": "yes"}, "expected true or false"), (3, "expected none, a handshake")):
         with pytest.raises(ConfigError, match=msg):
             normalise_scenario({**base, "setup": bad})
 
