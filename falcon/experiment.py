@@ -2,7 +2,9 @@
 
 :func:`run_pipeline` resolves the plan from the composed config, checks it
 before anything is started (every agent instantiated, every scenario and app
-built once), opens an MLflow run, runs every (scenario, app, agent, seed)
+built once), prints how each trace file was read (falcon.trace_provenance:
+one line per file; each file's SHA-256 goes into plan.yaml and the MLflow
+params), opens an MLflow run, runs every (scenario, app, agent, seed)
 episode on the configured runtime, and writes the output folder (summary
 JSON, table, plots, configs; a ``prepare`` hook, used by falcon.train, adds
 models) in one atomic step before logging it to MLflow.
@@ -25,6 +27,7 @@ from falcon.cli import staged_output_named
 from falcon.config import Plan, check_runtime, make_plan, to_plain
 from falcon.jobs import Job, instantiate_agent, run_episode_job
 from falcon.runtime import run_jobs
+from falcon.trace_provenance import plan_traces, summary_lines, trace_params, traces_read
 from falcon.tracking import flatten, tracked_run
 
 
@@ -129,6 +132,9 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
     table_metrics = list(to_plain(cfg.get("report", {}).get("table_metrics")) or ["download_time_s"])
     plot_metrics = list(to_plain(cfg.get("report", {}).get("plot_metrics")) or [])
     validate_plan(plan)
+    traces = traces_read(plan.scenarios)
+    for line in summary_lines(traces):       # how every trace file was read, before anything runs
+        info(line)
     cfg_plain = to_plain(cfg)
 
     names = ",".join(n for n, _ in plan.agents)
@@ -141,7 +147,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
     t_job = time.perf_counter()
     started = datetime.now()
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
-        tracker.log_params(_params(cfg_plain, plan))
+        tracker.log_params(_params(cfg_plain, plan) | trace_params(traces, len(plan.scenarios)))
         # named when done: the run id may still be on its way (falcon.tracking_worker)
         name = output_dir(cfg, job, None) if cfg.get("output") else \
             (lambda: output_dir(cfg, job, tracker.run_id, started))
@@ -163,7 +169,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
             (tmp / "config.yaml").write_text(yaml.safe_dump(cfg_plain, sort_keys=False))
             used = {"scenarios": dict(plan.scenarios), "apps": dict(plan.apps),
                     "agents": {n: (a if isinstance(a, dict) else type(a).__qualname__) for n, a in plan.agents},
-                    "seeds": plan.seeds}
+                    "seeds": plan.seeds, "traces": plan_traces(traces)}
             (tmp / "plan.yaml").write_text(yaml.safe_dump(used, sort_keys=False))
             report.write_json(summary, tmp / "summary.json")  # last: marks a complete output
         out = staged.final

@@ -83,7 +83,10 @@ def test_named_column_csv_with_units(tmp_path):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"rate_column": "Throughput"}, "needs rate_column= and unit="),
+    ({"rate_column": "Throughput"}, "needs unit=: column 'Throughput' does not name its unit"),
+    ({}, "needs rate_column= and unit="),
+    ({"rate_column": "Throughput", "unit": "Mbit/s"}, "no column names a time unit"),
+    ({"rate_column": "Throughput", "unit": "Mbit/s", "time_column": "Time"}, "needs time_unit=: column 'Time'"),
     ({"rate_column": "goodput", "unit": "Mbit/s"}, "missing column 'goodput' \\(have: Time, RSSI, Throughput\\)"),
     ({"rate_column": "Throughput", "unit": "Mbit"}, "unknown rate unit 'Mbit'"),
     ({"rate_column": "Throughput", "unit": "Mbit/s", "time_column": "Time", "time_unit": "min"}, "time_unit='min'"),
@@ -103,7 +106,7 @@ def test_named_column_csv_cell_and_time_errors_name_the_line(tmp_path):
     assert err.value.line == 3
     p = write(tmp_path, "log2.csv", "t,rate\n0,1\n2,1\n1,1\n")
     with pytest.raises(TraceError, match="time 1 is not after the previous 2") as err:
-        load_trace(p, "csv", rate_column="rate", unit="Mbps", time_column="t")
+        load_trace(p, "csv", rate_column="rate", unit="Mbps", time_column="t", time_unit="s")
     assert err.value.line == 4
 
 
@@ -120,3 +123,53 @@ def _minrtt():
     from baselines import make_scheduler
 
     return make_scheduler("minrtt")
+
+
+@pytest.mark.parametrize("text, fmt, mean_mbps", [
+    ("time_s,rate_kbps\n0,12500\n1,12500\n", "step", 12.5),          # was read as Mbit/s: 12 500
+    ("time_ms,rate_mbps\n0,12.5\n1000,12.5\n", "step", 12.5),        # was read as step's kbit/s: 0.0125
+    ("time_ms bandwidth_Mbps\n0 10\n500 20\n", "step", 15.0),
+    ("Time (s),RSSI,Throughput (MB/s)\n0,-70,1\n1,-71,3\n", "csv", 16.0),
+    ("timeInSeconds,BytesPerSecond\n0,1000000\n1,3000000\n", "step", 16.0),
+    ("Value,Unit\n4.09,Mbits/sec,,,\n5.91,Mbits/sec,,,\n", "unit_series", 5.0),
+])
+def test_units_named_in_a_header_are_honoured(tmp_path, text, fmt, mean_mbps):
+    tr = load_trace(write(tmp_path, "mine.csv", text))
+    assert tr.format == fmt and mbps_mean(tr) == pytest.approx(mean_mbps)
+
+
+@pytest.mark.parametrize("fmt", ["rate_series", "step", "csv"])
+def test_an_explicit_format_does_not_override_a_named_unit(tmp_path, fmt):
+    p = write(tmp_path, "mine.csv", "time_ms,rate_kbps\n0,4000\n1000,8000\n")
+    assert mbps_mean(load_trace(p, fmt)) == pytest.approx(6.0)
+
+
+def test_step_header_names_rtt_and_loss_percent(tmp_path):
+    tr = load_trace(write(tmp_path, "s.csv", "time_s,rate_mbps,rtt_ms,loss_pct\n0,8,40,1\n1,16,80,0\n"))
+    assert tr.delay.value_at(0.5) == pytest.approx(0.020) and tr.loss.value_at(0.5) == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0 5\n1 6\n", "two numeric columns and no header naming their units"),
+    ("0\n10\n20\n", "one number per line, units unknown: pass fmt='mahimahi'"),
+    ("0,1,2\n", "numeric columns and no header naming their units"),
+    ("time,rate\n0,5\n1,6\n", "no column names its rate unit \\(columns: time, rate\\)"),
+    ("t_s,dl_kbps,ul_kbps\n0,1,2\n", "several columns name a rate unit \\(dl_kbps, ul_kbps\\)"),
+    ("rate_mbps\n5\n6\n", "no column names a time unit"),
+    ("time_s,rate_MBPS\n0,5\n", "no column names its rate unit"),
+])
+def test_a_file_whose_units_are_unknown_is_a_one_line_error(tmp_path, text, message):
+    with pytest.raises(TraceError, match=message) as err:
+        load_trace(write(tmp_path, "mine.txt", text))
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"unit": "kbps"}, "unit='kbps' contradicts column 'rate_mbps', which names 'mbps'"),
+    ({"time_unit": "s"}, "time_unit='s' contradicts column 'time_ms'"),
+    ({"period_s": 1.0, "time_column": "time_ms"}, "not both"),
+])
+def test_options_that_contradict_a_named_unit_are_errors(tmp_path, options, message):
+    p = write(tmp_path, "mine.csv", "time_ms,rate_mbps\n0,5\n1000,6\n")
+    with pytest.raises(TraceError, match=message):
+        load_trace(p, "csv", **options)

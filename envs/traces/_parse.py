@@ -7,6 +7,7 @@ forward fill, window). Units: seconds; values in the unit of their series.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from pathlib import Path
@@ -32,7 +33,8 @@ class _Parsed(NamedTuple):
     loss: _Series | None = None   # probability
 
 
-def _read_text(path: Path) -> str:
+def _read_file(path: Path) -> tuple[str, str]:
+    """The text of a trace file and the SHA-256 of its bytes (hex)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -48,7 +50,7 @@ def _read_text(path: Path) -> str:
         raise TraceError(path, "not a text file (invalid UTF-8)", line) from None
     if not text.strip():
         raise TraceError(path, "empty file")
-    return text
+    return text, hashlib.sha256(data).hexdigest()
 
 
 def _is_num(s: str) -> bool:
@@ -74,20 +76,35 @@ def _num(path, s: str, line: int, missing_ok: bool = False, what: str = "value")
     return v
 
 
+class _Header(NamedTuple):
+    names: list[str]  # column names, as spelled in the file
+    line: int         # 1-based line of the header
+
+
+def _header_fields(line: str) -> list[str]:
+    """The names of a header line: comma-separated when it has a comma, else
+    whitespace-separated; trailing empty names (``a,b,,,``) dropped."""
+    fields = [f.strip() for f in line.split(",")] if "," in line else line.split()
+    while fields and not fields[-1]:
+        fields.pop()
+    return fields
+
+
 def _table(path, text: str, min_cols: int, max_cols: int):
     """Numeric rows of a small text table.
 
     Blank lines and ``#`` comments are skipped; a first line with no numeric
-    field is a header. Returns (line numbers, 2-D float array, header or None).
+    field is a header; trailing separators of a row (``0,5,,``) are dropped.
+    Returns (line numbers, 2-D float array, :class:`_Header` or None).
     """
     lines, rows, header = [], [], None
     for i, raw in enumerate(text.splitlines(), 1):
-        s = raw.strip()
+        s = raw.strip().rstrip(", \t")
         if not s or s.startswith("#"):
             continue
         fields = _SEP.split(s)
         if not rows and header is None and not any(map(_is_num, fields)):
-            header = [f.lower() for f in fields]
+            header = _Header(_header_fields(s), i)
             continue
         want = len(rows[0]) if rows else None
         if not min_cols <= len(fields) <= max_cols or (want and len(fields) != want):
@@ -100,14 +117,16 @@ def _table(path, text: str, min_cols: int, max_cols: int):
     return np.array(lines), np.array(rows, dtype=np.float64), header
 
 
-def _csv(path, text: str):
-    """Header (stripped names), its line, and [(line, fields)] of a plain CSV."""
+def _csv(path, text: str, spaces_ok: bool = False):
+    """Header (stripped names), its line, and [(line, fields)] of a plain CSV
+    (``spaces_ok``: a header without a comma means whitespace-separated columns)."""
     it = ((i, s) for i, s in enumerate(text.splitlines(), 1) if s.strip())
     head_line, head = next(it)
-    header = [h.strip() for h in head.split(",")]
+    by_spaces = spaces_ok and "," not in head
+    header = head.split() if by_spaces else [h.strip() for h in head.split(",")]
     rows = []
     for i, s in it:
-        fields = s.split(",")
+        fields = s.split() if by_spaces else s.split(",")
         if len(fields) < len(header):
             raise TraceError(path, f"expected {len(header)} fields, found {len(fields)}", i)
         rows.append((i, fields))

@@ -137,10 +137,16 @@ class PathTrace:
     ``loss`` (packet loss probability) are present only when the file has them
     (e.g. the step format ``time_ms,bw_kbps,delay_ms,loss``, or Raca 5G ping
     columns) and override the scenario's constant values.
-    ``source``: the file it came from, for provenance in logs.
+    Provenance, for logs (set by :func:`envs.traces.load_trace`): ``source``,
+    the file it came from; ``format``, how it was read; ``sha256``, the
+    digest of the file's bytes; ``sample_period_s``, the file's sampling
+    interval [s] (0: not from a file).
     """
 
     capacity: CapacityTrace
     delay: StepSeries | None = None
     loss: StepSeries | None = None
     source: str = ""
+    format: str = ""
+    sha256: str = ""
+    sample_period_s: float = 0.0

@@ -1,10 +1,14 @@
 """Read trace files of every supported format into one :class:`PathTrace`.
 
 ``load_trace(path, fmt="auto", **options)``. Units on the way in are those of
-each format (below); on the way out capacity is bytes/s, delay is one-way
-seconds, loss is a probability in [0, 1]. Every problem with a file raises
-:class:`~envs.errors.TraceError` naming the file and, where there is one, the
-1-based line.
+each format (below), except that a unit a column's name carries (``time_ms``,
+``rate_kbps``, ``Throughput (Mbit/s)``: :mod:`envs.traces.columns`) is always
+honoured; on the way out capacity is bytes/s, delay is one-way seconds, loss
+is a probability in [0, 1]. Units are never guessed: a file that does not say
+them is an error asking for ``fmt=`` / ``unit=``. Every problem with a file
+raises :class:`~envs.errors.TraceError` naming the file and, where there is
+one, the 1-based line. The :class:`PathTrace` records how it was read
+(``format``, ``sample_period_s``) and the file's ``sha256``.
 
 Formats (``TRACE_FORMATS``):
 
@@ -16,8 +20,9 @@ Formats (``TRACE_FORMATS``):
     in ``mm-link``). Rate per bin = count*1500/0.001 bytes/s; the mean rate is
     exactly ``lines*1500/period``.
 ``rate_series`` (alias ``pensieve``)
-    ``time_s rate_mbps`` per line (whitespace or comma, optional header).
-    Each rate holds until the next sample; period = last time + last interval.
+    ``time_s rate_mbps`` per line (whitespace or comma, optional header; a
+    header's units win: ``time_ms,rate_kbps``). Each rate holds until the next
+    sample; period = last time + last interval.
 ``raca``
     Raca et al. 4G (2018) / 5G (2020) CSV. Rate column ``DL_bitrate`` [kbit/s]
     (option ``column="UL_bitrate"``). ``-`` = missing (forward-filled). The
@@ -32,7 +37,7 @@ Formats (``TRACE_FORMATS``):
     forward-filled between pings (leading gap back-filled).
 ``lumos``
     Lumos5G derived runs: ``seq_num throughput`` with throughput in **MB/s**
-    (x8 = Mbit/s); one row = 1 s.
+    (x8 = Mbit/s; a header's rate unit wins); one row = 1 s.
 ``5gophers``
     5Gophers mobility CSVs: ``walking-trace.csv`` (``throughput_mbps``) or
     ``car-driving-trace-*.csv`` (one ``<Carrier>_throughput_mbps`` column per
@@ -40,26 +45,34 @@ Formats (``TRACE_FORMATS``):
     ``seq_num`` must increase, gaps in it are closed up (each driving trace
     misses 6 s).
 ``aydin``
-    MP-Traces ``timeInSeconds,BytesPerSecond``, no header; one row = 1 s.
+    MP-Traces ``timeInSeconds,BytesPerSecond``, no header (a header's rate
+    unit wins); one row = 1 s.
 ``unit_series``, ``csv``
-    Rates with units: ``value unit`` lines (``5.59,Mbits/sec``) one per
-    ``period_s``, and CSVs with named time and rate columns and a rate unit
-    (``rate_column``, ``unit``, ``time_column``, ``time_unit``); see
-    :mod:`envs.traces.units`.
+    Rates with units: ``value unit`` lines (``5.59,Mbits/sec``; a header row
+    and trailing empty columns are skipped) one per ``period_s``
+    (:mod:`envs.traces.units`), and CSVs with named time and rate columns
+    whose units the names carry or options give (``rate_column``, ``unit``,
+    ``time_column``, ``time_unit``, or ``period_s`` between rows;
+    :mod:`envs.traces.columns`).
 ``step``
-    ``time_ms,bw_kbps[,delay_ms[,loss]]``, header optional. ``delay_ms`` is
-    **one-way** (option ``delay_is_rtt=True`` halves it); ``loss`` is a
-    probability in [0, 1]. Values hold until the next row; period = last time
-    + last interval.
+    ``time_ms,bw_kbps[,delay_ms[,loss]]``, header optional; the units a header
+    names win (``time_s,rate_mbps,rtt_ms,loss_pct``). The delay is **one-way**
+    unless its column is named ``rtt...`` or option ``delay_is_rtt=True`` is
+    given (then halved); ``loss`` is a probability in [0, 1] (``loss_pct``:
+    percent). Values hold until the next row; period = last time + last
+    interval.
 
 ``auto`` detection, first rule that matches: extension ``.down``/``.up`` ->
-mahimahi; name contains ``lumos`` -> lumos; name ``<n>_<n>_{wifi,cellular}.csv``
--> aydin; first line has ``Timestamp`` and ``DL_bitrate`` -> raca; has
-``throughput_mbps`` -> 5gophers; has ``time_ms`` or ``bw_kbps`` -> step; one
-integer per line -> mahimahi; a number and a rate unit -> unit_series
-(``csv`` is never guessed: it needs its column names); two numbers (or a
-two-field header) ->
-rate_series; three or four numbers -> step; anything else -> TraceError.
+mahimahi. A first line without a number is a header: ``Timestamp`` and
+``DL_bitrate`` -> raca; a ``throughput_mbps`` column and none naming a time
+unit -> 5gophers; ``value unit`` lines below it -> unit_series; columns
+time, rate[, delay[, loss]] whose names carry their units -> step; one
+column naming a rate unit (and at most one a time unit) -> csv; else a
+TraceError saying which unit is missing. Without a header: name contains
+``lumos`` -> lumos; name ``<n>_<n>_{wifi,cellular}.csv`` -> aydin; a number
+and a rate unit -> unit_series; numbers alone (one integer per line, two
+to four columns) do not say their units -> TraceError asking for ``fmt=``
+(e.g. ``mahimahi``, ``rate_series``, ``step``) or a header naming them.
 
 Options common to all formats: ``scale`` (multiply every rate), ``start_s`` /
 ``duration_s`` (cut a window out of the looped trace; the window becomes the
@@ -85,20 +98,22 @@ from envs.traces._parse import (
     _compact,
     _csv,
     _ffill,
+    _header_fields,
     _hold,
     _is_num,
     _num,
     _Parsed,
     _per_second,
-    _read_text,
+    _read_file,
     _Series,
     _table,
     _window,
 )
 from envs.traces.base import CapacityTrace, PathTrace, StepSeries
 from envs.traces.catalog import resolve_trace_path
+from envs.traces.columns import Role, Scale, column_scales, column_unit, named_csv
 from envs.traces.guard import check_read
-from envs.traces.units import looks_like_unit_line, named_csv, unit_series
+from envs.traces.units import looks_like_unit_line, unit_series
 
 PACKET_BYTES = 1500  # one mahimahi delivery opportunity [bytes]
 TRACE_FORMATS = ("mahimahi", "rate_series", "pensieve", "raca", "lumos",
@@ -148,48 +163,60 @@ def _mahimahi(path, text) -> _Parsed:
     return _Parsed(_Series(starts / 1000.0, rates, period_ms / 1000.0))
 
 
+_MBIT = Scale(mul=1e6 / 8)  # Mbit/s -> bytes/s
+
+
 def _rate_series(path, text) -> _Parsed:
-    lines, rows, _ = _table(path, text, 2, 2)
-    t, mbps = rows[:, 0], rows[:, 1]
+    lines, rows, header = _table(path, text, 2, 2)
+    to_s, to_bytes = column_scales(path, header, [Role("time", Scale()), Role("rate", _MBIT)])
+    t, rate = to_s(rows[:, 0]), to_bytes(rows[:, 1])
     _check_nonneg(path, t, lines, "time")
-    _check_nonneg(path, mbps, lines, "rate")
+    _check_nonneg(path, rate, lines, "rate")
     _check_time(path, t, lines)
-    return _Parsed(_hold(t, mbps * 1e6 / 8))
+    return _Parsed(_hold(t, rate))
 
 
 def _lumos(path, text) -> _Parsed:
-    lines, rows, _ = _table(path, text, 2, 2)
+    lines, rows, header = _table(path, text, 2, 2)
+    _, to_bytes = column_scales(path, header, [Role("index", Scale()), Role("rate", Scale(mul=1e6))])  # MB/s
     _check_time(path, rows[:, 0], lines)
     _check_nonneg(path, rows[:, 1], lines, "throughput")
-    return _Parsed(_per_second(rows[:, 1] * 1e6))  # MB/s -> bytes/s
+    return _Parsed(_per_second(to_bytes(rows[:, 1])))
 
 
 def _aydin(path, text) -> _Parsed:
-    lines, rows, _ = _table(path, text, 2, 2)
+    lines, rows, header = _table(path, text, 2, 2)
+    _, to_bytes = column_scales(path, header, [Role("index", Scale()), Role("rate", Scale())])  # B/s
     _check_nonneg(path, rows[:, 0], lines, "time")
     _check_time(path, rows[:, 0], lines)
     _check_nonneg(path, rows[:, 1], lines, "rate")
-    return _Parsed(_per_second(rows[:, 1]))
+    return _Parsed(_per_second(to_bytes(rows[:, 1])))
+
+
+#: the step format's own units: ms, kbit/s, ms one-way, probability
+_STEP_ROLES = [Role("time", Scale(div=1000.0)), Role("rate", Scale(mul=1000.0 / 8)),
+               Role("delay", Scale(div=1000.0)), Role("loss", Scale())]
 
 
 def _step(path, text, delay_is_rtt: bool = False) -> _Parsed:
-    lines, rows, _ = _table(path, text, 2, 4)
-    t = rows[:, 0] / 1000.0
+    lines, rows, header = _table(path, text, 2, 4)
+    scales = column_scales(path, header, _STEP_ROLES[:rows.shape[1]])
     _check_nonneg(path, rows[:, 0], lines, "time")
     _check_time(path, rows[:, 0], lines)
     for k, what in enumerate(("bandwidth", "delay", "loss")[:rows.shape[1] - 1], 1):
         _check_nonneg(path, rows[:, k], lines, what)
-    rate = _hold(t, rows[:, 1] * 1000.0 / 8)
+    rate = _hold(scales[0](rows[:, 0]), scales[1](rows[:, 1]))
     delay = loss = None
     if rows.shape[1] > 2:
-        d = rows[:, 2] / 1000.0 / (2.0 if delay_is_rtt else 1.0)
-        delay = rate._replace(values=d)
+        rtt = delay_is_rtt or (header is not None and header.names[2].lower().startswith("rtt"))
+        delay = rate._replace(values=scales[2](rows[:, 2]) / (2.0 if rtt else 1.0))
     if rows.shape[1] > 3:
-        bad = np.flatnonzero(rows[:, 3] > 1)
+        p = scales[3](rows[:, 3])
+        bad = np.flatnonzero(p > 1)
         if bad.size:
             raise TraceError(path, f"loss {rows[bad[0], 3]:g} is not a probability in [0, 1]",
                              int(lines[bad[0]]))
-        loss = rate._replace(values=rows[:, 3])
+        loss = rate._replace(values=p)
     return _Parsed(rate, delay, loss)
 
 
@@ -279,34 +306,77 @@ _OPTIONS = {"raca": {"column", "duplicates", "ping"}, "5gophers": {"carrier"},
 
 
 def detect_format(path, text: str) -> str:
-    """The format of ``text`` read from ``path`` (rules in the module doc)."""
+    """The format of ``text`` read from ``path`` (rules in the module doc);
+    :class:`TraceError` when the file does not say its units."""
     name = Path(path).name.lower()
     if name.endswith((".down", ".up")):
         return "mahimahi"
+    (line, first), (_, second) = _first_lines(text)
+    if not any(map(_is_num, _SEP.split(first))):        # a header row
+        return _header_format(path, first, line, second)
     if "lumos" in name:
         return "lumos"
     if re.fullmatch(r"\d+_\d+_(wifi|cellular)\.csv", name):
         return "aydin"
-    first = next((s.strip() for s in text.splitlines()
-                  if s.strip() and not s.lstrip().startswith("#")), "")
-    low = first.lower()
-    fields = _SEP.split(first)
+    if looks_like_unit_line(first):
+        return "unit_series"
+    fields = _SEP.split(first.rstrip(", \t"))
+    if all(map(_is_num, fields)):
+        raise TraceError(path, _UNITS_UNKNOWN[min(len(fields), 3)], line)
+    raise TraceError(path, f"cannot detect the trace format; pass fmt= one of {', '.join(TRACE_FORMATS)}", line)
+
+
+#: what a headerless numeric file could be, by its number of columns (3: more)
+_UNITS_UNKNOWN = {
+    1: "one number per line, units unknown: pass fmt='mahimahi' (delivery times in ms; or name the "
+       "file *.down / *.up) or, for one rate per row, add a header naming its unit (e.g. rate_kbps) "
+       "and pass period_s=",
+    2: "two numeric columns and no header naming their units: add one (e.g. time_s,rate_mbps) or pass "
+       "fmt='rate_series' (s, Mbit/s), fmt='step' (ms, kbit/s) or fmt='csv' with unit= and time_unit=",
+    3: "numeric columns and no header naming their units: add one (e.g. time_ms,rate_kbps,delay_ms,loss) "
+       "or pass fmt='step' (ms, kbit/s, one-way ms, probability) or fmt='csv' with unit= and time_unit=",
+}
+
+
+def _first_lines(text: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    """The first two lines that are not blank or ``#`` comments: (1-based line, stripped text)."""
+    found = [(i, s.strip()) for i, s in enumerate(text.splitlines(), 1)
+             if s.strip() and not s.lstrip().startswith("#")][:2]
+    return tuple((found + [(1, ""), (1, "")])[:2])
+
+
+def _step_layout(names: list[str], kinds: list[str | None]) -> bool:
+    """True for the step format's columns with named units: time, rate[, delay[, loss]]."""
+    delay = len(names) < 3 or (kinds[2] == "time" and re.match(r"(delay|rtt|owd|latency)", names[2].lower()))
+    loss = len(names) < 4 or (kinds[3] in (None, "loss") and names[3].lower().startswith("loss"))
+    return len(names) <= 4 and kinds[:2] == ["time", "rate"] and bool(delay) and loss
+
+
+def _header_format(path, header: str, line: int, row: str) -> str:
+    """The format of a file whose first line ``header`` names its columns (``row``: the next line)."""
+    low, names = header.lower(), _header_fields(header)
+    units = [column_unit(n) for n in names]
+    kinds = [u.kind if u else None for u in units]
     if "timestamp" in low and "dl_bitrate" in low:
         return "raca"
-    if "throughput_mbps" in low:
+    if any(n.lower().endswith("throughput_mbps") for n in names) and "time" not in kinds:
         return "5gophers"
-    if "time_ms" in low or "bw_kbps" in low:
-        return "step"
-    numeric = all(map(_is_num, fields))
-    if not numeric and looks_like_unit_line(first):
+    if looks_like_unit_line(row):
         return "unit_series"
-    if len(fields) == 1 and re.fullmatch(r"\d+", first):
-        return "mahimahi"
-    if len(fields) == 2 and (numeric or not any(map(_is_num, fields))):
-        return "rate_series"
-    if numeric and len(fields) in (3, 4):
+    if not row or not all(map(_is_num, _SEP.split(row.rstrip(", \t")))):
+        raise TraceError(path, f"cannot detect the trace format; pass fmt= one of {', '.join(TRACE_FORMATS)}", line)
+    if _step_layout(names, kinds):
         return "step"
-    raise TraceError(path, f"cannot detect the trace format; pass fmt= one of {', '.join(TRACE_FORMATS)}", 1)
+    rates, times = ([n for n, k in zip(names, kinds, strict=True) if k == kind] for kind in ("rate", "time"))
+    for cols, what in ((rates, "rate"), (times, "time")):
+        if len(cols) > 1:
+            raise TraceError(path, f"several columns name a {what} unit ({', '.join(cols)}): pass fmt='csv' "
+                                   f"with {what}_column=", line)
+    if rates:
+        return "csv"
+    raise TraceError(path, f"no column names its rate unit (columns: {', '.join(names)}): name it (e.g. "
+                           f"rate_mbps, bw_kbps, 'throughput (MB/s)') or pass fmt= (one of {', '.join(TRACE_FORMATS)})"
+                           " and, for 'csv', unit=", line)
 
 
 # -------------------------------------------------------------- public API --
@@ -326,14 +396,25 @@ def load_trace(path, fmt: str = "auto", *, scale: float = 1.0, start_s: float = 
     check_read(path)
     if fmt not in TRACE_FORMATS and fmt != "auto":
         raise TraceError(path, f"unknown format {fmt!r} (known: auto, {', '.join(TRACE_FORMATS)})")
-    text = _read_text(path)
+    text, sha256 = _read_file(path)
     if fmt == "auto":
         fmt = detect_format(path, text)
     extra = set(options) - _OPTIONS.get(fmt, set())
     if extra:
         raise TraceError(path, f"option(s) {', '.join(sorted(extra))} do not apply to format {fmt!r}")
     parsed = _PARSERS[fmt](path, text, **options)
-    return _finish(path, parsed, scale, start_s, duration_s, min_rate_mbps)
+    trace = _finish(path, parsed, scale, start_s, duration_s, min_rate_mbps)
+    trace.format, trace.sha256 = fmt, sha256
+    trace.sample_period_s = _sample_period_s(fmt, parsed.rate)
+    return trace
+
+
+def _sample_period_s(fmt: str, rate: _Series) -> float:
+    """The file's sampling interval [s]: 1 ms for Mahimahi's bins, else the
+    median interval between the rate samples as read."""
+    if fmt == "mahimahi":
+        return 1e-3
+    return float(np.median(np.diff(np.append(rate.times, rate.period))))
 
 
 def _finish(path, p: _Parsed, scale, start_s, duration_s, min_rate_mbps) -> PathTrace:

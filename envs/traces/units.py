@@ -1,15 +1,15 @@
-"""Rate units, and the two trace formats that carry them (:mod:`envs.traces.loaders`).
+"""Rate units, and the trace format that carries one on every line (:mod:`envs.traces.loaders`).
 
 ``unit_series``
     One ``value unit`` sample per line (separated by a comma, spaces or
     nothing: ``5.59,Mbits/sec``, ``5.59 Mbits/sec``, ``5590kbps``), as
     iperf-derived data sets ship them; one sample every ``period_s``
-    seconds (default 1). Blank lines and ``#`` comments are skipped.
-``csv``
-    A CSV with a header and named columns: ``rate_column`` in ``unit``
-    (required), ``time_column`` in ``time_unit`` (``s``, ``ms`` or ``us``;
-    without a time column the rows are ``period_s`` apart). Each rate holds
-    until the next row. Column names match case-insensitively.
+    seconds (default 1, iperf's report interval). Blank lines and ``#``
+    comments are skipped, as are a header row (``Value,Unit``: a first line
+    without a number) and trailing empty columns (``4.09,Mbits/sec,,,``).
+
+The ``csv`` format (columns by name, units from the names or options) is
+:func:`envs.traces.columns.named_csv`.
 
 Units (:func:`rate_unit`, bytes per second per unit):
 
@@ -33,12 +33,11 @@ import re
 import numpy as np
 
 from envs.errors import TraceError
-from envs.traces._parse import _check_nonneg, _check_time, _csv, _hold, _num, _Parsed, _Series
+from envs.traces._parse import _check_nonneg, _Parsed, _Series
 
 _UNIT = re.compile(r"(?P<prefix>[kKmMgG]i?)?(?P<base>bits?|bytes?|Bytes?|b|B)(?:/s(?:ec)?|ps)")
 _VALUE_UNIT = re.compile(r"\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*,?\s*(?P<unit>\S+)\s*")
 _POWER = {"k": 1, "m": 2, "g": 3}
-TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 #: examples of every unit family, for error messages
 UNIT_EXAMPLES = "bps, kbps, Mbit/s, Gbits/sec, B/s, kB/s, MB/s, MiB/s, MBytes/sec"
 
@@ -58,7 +57,7 @@ def rate_unit(unit: str) -> float:
 
 def looks_like_unit_line(line: str) -> bool:
     """True when ``line`` is one ``value unit`` sample with a known unit."""
-    m = _VALUE_UNIT.fullmatch(line)
+    m = _VALUE_UNIT.fullmatch(_without_empty_columns(line))
     if m is None:
         return False
     try:
@@ -66,6 +65,16 @@ def looks_like_unit_line(line: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _without_empty_columns(line: str) -> str:
+    """``line`` without trailing empty columns (``4.09,Mbits/sec,,,`` -> ``4.09,Mbits/sec``)."""
+    return line.strip().rstrip(",;\t ")
+
+
+def _is_header(line: str) -> bool:
+    """A first line without any number (``Value,Unit``)."""
+    return not re.search(r"\d", line)
 
 
 def _positive(path, name: str, value) -> float:
@@ -77,10 +86,13 @@ def _positive(path, name: str, value) -> float:
 def unit_series(path, text: str, period_s: float = 1.0) -> _Parsed:
     """The ``unit_series`` format (module docstring)."""
     period_s = _positive(path, "period_s", period_s)
-    lines, values = [], []
+    lines, values, seen = [], [], False
     for i, raw in enumerate(text.splitlines(), 1):
-        s = raw.strip()
+        s = _without_empty_columns(raw)
         if not s or s.startswith("#"):
+            continue
+        first, seen = not seen, True
+        if first and _is_header(s):
             continue
         m = _VALUE_UNIT.fullmatch(s)
         if m is None:
@@ -101,39 +113,4 @@ def unit_series(path, text: str, period_s: float = 1.0) -> _Parsed:
     return _Parsed(_Series(np.arange(len(v)) * period_s, v, len(v) * period_s))
 
 
-def named_csv(path, text: str, rate_column: str | None = None, unit: str | None = None,
-              time_column: str | None = None, time_unit: str = "s", period_s: float = 1.0) -> _Parsed:
-    """The ``csv`` format (module docstring)."""
-    if not rate_column or not unit:
-        raise TraceError(path, "format 'csv' needs rate_column= and unit= (e.g. {rate_column: throughput, "
-                               "unit: Mbit/s})")
-    try:
-        factor = rate_unit(str(unit))
-    except ValueError as exc:
-        raise TraceError(path, str(exc)) from None
-    if time_unit not in TIME_UNITS:
-        raise TraceError(path, f"time_unit={time_unit!r}: use one of {', '.join(TIME_UNITS)}")
-    header, head_line, rows = _csv(path, text)
-    low = [h.lower() for h in header]
-
-    def column(name: str) -> int:
-        if name.lower() not in low:
-            raise TraceError(path, f"missing column {name!r} (have: {', '.join(header)})", head_line)
-        return low.index(name.lower())
-
-    def cells(j: int, what: str) -> np.ndarray:
-        return np.array([_num(path, fields[j], i, what=what) for i, fields in rows])
-
-    lines = np.array([i for i, _ in rows])
-    rate = cells(column(rate_column), rate_column) * factor
-    _check_nonneg(path, rate, lines, "rate")
-    if time_column is None:
-        step = _positive(path, "period_s", period_s)
-        return _Parsed(_Series(np.arange(len(rate)) * step, rate, len(rate) * step))
-    t = cells(column(time_column), time_column) * TIME_UNITS[time_unit]
-    _check_nonneg(path, t, lines, "time")
-    _check_time(path, t, lines)
-    return _Parsed(_hold(t, rate))
-
-
-__all__ = ["rate_unit", "looks_like_unit_line", "unit_series", "named_csv", "TIME_UNITS", "UNIT_EXAMPLES"]
+__all__ = ["rate_unit", "looks_like_unit_line", "unit_series", "UNIT_EXAMPLES"]
