@@ -29,7 +29,7 @@ packets' model), then the request's one-way trip (half an RTT draw); the
 server opens the app's streams when the request arrives (``t_up``). Path
 ``i >= 1`` carries data from
 
-* ``path_validation: mutual``: as QUIC stacks and MPTCP's MP_JOIN open a
+* ``path_validation: mutual`` (the default): as QUIC stacks and MPTCP's MP_JOIN open a
   path. The client starts when its handshake is complete (``t_hs``: after
   the first round trip of path 0 for ``quic``, ``tcp_tls`` and ``zero_rtt``,
   the second for ``gquic``); its PATH_CHALLENGE (SYN + MP_JOIN) reaches the
@@ -65,7 +65,7 @@ HANDSHAKE_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 2, "zero_rtt
 #: it may open another path (QUIC: handshake confirmed; MPTCP: the TCP handshake before MP_JOIN)
 CLIENT_READY_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 1, "zero_rtt": 1}
 MUTUAL = "mutual"
-SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": True, "rtt_samples": True}
+SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": MUTUAL, "rtt_samples": True}
 #: ``setup: none``: today's model (no handshake, every path open at once)
 SETUP_NONE: dict = {"handshake": "none", "path_validation": False, "rtt_samples": False}
 

@@ -47,8 +47,9 @@ from metalearning.reptile import ReptileConfig, reptile_cells
 
 #: bumped whenever task collection or the inner loop changes what a build
 #: computes (part of the fingerprint, so an older bank is rebuilt, not reused)
-BUILD_VERSION = 7              # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit;
-#                                7: pacing and the setup's RTT samples (envs/path_sender.py, envs/setup.py)
+BUILD_VERSION = 8              # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit;
+#                                7: pacing and the setup's RTT samples (envs/path_sender.py, envs/setup.py);
+#                                8: secondary paths open as QUIC stacks open them (path_validation: mutual)
 
 #: keys of a bank build config (``configs/bank/*.yaml``)
 BUILD_KEYS = ("name", "path", "seed", "reward", "generalist", "hidden", "grid", "dqn", "reptile", "chunk_size",

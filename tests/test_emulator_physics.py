@@ -410,10 +410,11 @@ def test_setup_costs_the_handshake_and_request_trips_of_the_initial_path(rtt_ms,
 
 
 def test_secondary_path_carries_data_one_rtt_after_the_request():
-    """Path validation: path 1 (100 ms) stays closed until one of its RTTs
+    """``path_validation: true``: path 1 (100 ms) stays closed until one of its RTTs
     after the server has the request (1.5 RTTs of the 20 ms path 0 after the
     start), then carries data; ``path_validation: false`` opens it with path 0."""
-    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}]}
+    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
+          "setup": {"path_validation": True}}
     t_up, t_open = 0.030, 0.130
     emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0)
     emu.sim.run(t_open - 1e-6)
@@ -466,7 +467,7 @@ def test_setup_block_is_validated():
     from envs.scenario import normalise_scenario
 
     base = {"paths": [{"bandwidth_mbps": 10}]}
-    full = {"path_validation": True, "rtt_samples": True}
+    full = {"path_validation": "mutual", "rtt_samples": True}
     assert normalise_scenario(base)["setup"] == {"handshake": "quic", **full}
     assert normalise_scenario({**base, "setup": "none"})["setup"] == {"handshake": "none", "path_validation": False,
                                                                      "rtt_samples": False}
@@ -491,7 +492,7 @@ def test_the_setup_round_trips_are_the_first_rtt_samples():
     p0, p1 = conn.paths
     assert p0.has_rtt_sample and p0.srtt == pytest.approx(0.020) and p0.packets_sent == 0
     assert not p1.has_rtt_sample
-    emu.sim.run(0.130 + 1e-6)                    # path 1 opens 100 ms after the request (30 ms)
+    emu.sim.run(0.170 + 1e-6)                    # path 1 opens 1.5 x 100 ms after the handshake (20 ms)
     assert p1.is_open and p1.has_rtt_sample and p1.min_rtt == pytest.approx(0.100)
     for setup in ({"rtt_samples": False}, "zero_rtt"):
         emu, conn, app, _ = setup_episode({**sc, "setup": setup}, {"kind": "bulk", "size_bytes": 10**6},
@@ -556,3 +557,24 @@ def test_pacing_block_is_validated():
                      ({"burst_packets": 0}, "scenario.pacing.burst_packets")):
         with pytest.raises(ConfigError, match=msg):
             normalise_scenario({**base, "pacing": bad})
+
+
+def test_a_trace_paths_default_buffer_is_one_bdp_at_its_p95_rate():
+    """A capacity trace's default buffer (``buffer_bdp: 1``) is sized by the 95th percentile of
+    its 100-ms window rates, not its whole-period mean: the Mahimahi T-Mobile LTE trace (mean
+    16.7, p95 39.5 Mbit/s) gets ~220 packets at 60 ms instead of 93, and a 20 MB download then
+    uses most of the capacity the trace offers (it used 55 % with the mean-rate buffer)."""
+    from envs.scenario import buffer_rate
+
+    def bdp_packets(rate):
+        return math.ceil(rate * 0.060 / 1350)
+
+    sc = {"paths": [{"trace": "mahimahi_cellular_lte/TMobile-LTE-short.down", "rtt_ms": 60}]}
+    emu, conn, _app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 10**6}, make_scheduler("minrtt"), 0)
+    link = conn.paths[0].path.link
+    cap = link.capacity
+    assert buffer_rate(cap) > 2 * cap.mean_rate
+    assert link.buffer_packets == bdp_packets(buffer_rate(cap)) > 2 * bdp_packets(cap.mean_rate)
+    emu.close()
+    m = run_episode(sc, {"kind": "bulk", "size_bytes": 20_000_000}, make_scheduler("minrtt"), 0).metrics
+    assert m["path0_utilisation"] > 0.8
