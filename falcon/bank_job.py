@@ -8,7 +8,10 @@ metrics and as a plot, and a summary. A bank that already exists with the
 same settings is reused unless ``rebuild=true``.
 
 :func:`ensure_bank` is the same step for the agents that need a bank (FALCON's
-``fit``): reuse or build, then return the loaded bank.
+``fit``): reuse or build, then return the loaded bank. Jobs that ask for the
+same bank at once build it once: the first builds under the lock file
+``<path>.lock`` (:mod:`falcon.locks`), the others wait, saying so in one
+line, and reuse it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING
 from envs.errors import ConfigError
 from falcon.config import check_runtime, load_group, to_plain
 from falcon.experiment import info, output_dir
+from falcon.locks import lock_beside
 
 if TYPE_CHECKING:
     from metalearning.bank import MetaModelBank
@@ -53,13 +57,10 @@ def _runner(runtime: Mapping | None, progress: bool):
 def ensure_bank(bank, runtime: Mapping | None = None, *, rebuild: bool = False, progress: bool = True,
                 log=None) -> tuple[MetaModelBank, bool]:
     """The bank of ``bank`` (preset name or config): read it from its path when
-    it was built with the same settings, else build it. Returns
-    ``(bank, built)``."""
-    from metalearning.build import (  # torch: only when a bank is needed
-        BankBuildSpec,
-        bank_matches,
-        build_bank,
-    )
+    it was built with the same settings, else build it (once across processes:
+    one that finds another building it waits, then reuses it, even with
+    ``rebuild``). Returns ``(bank, built)``."""
+    from metalearning.build import BankBuildSpec, bank_matches  # torch: only when a bank is needed
 
     cfg = bank_config(bank)
     path = cfg.get("path")
@@ -67,10 +68,23 @@ def ensure_bank(bank, runtime: Mapping | None = None, *, rebuild: bool = False, 
         raise ConfigError("bank.path: where the bank file goes is not set")
     spec = BankBuildSpec.from_config(cfg)
     if not rebuild and bank_matches(path, spec):
-        from falcon.online.bank_cache import cached_bank  # the copy FALCON's schedulers then share
+        return _reused(path, spec), False
+    with lock_beside(path, waiting=f"bank: another process is building {path}; waiting for it") as waited:
+        if (waited or not rebuild) and bank_matches(path, spec):
+            return _reused(path, spec, ", built by another process meanwhile,"), False
+        return _build(spec, path, runtime, progress, log), True
 
-        info(f"bank: reusing {path} (preset {spec.name!r}, fingerprint {spec.fingerprint()})")
-        return cached_bank(str(path)), False
+
+def _reused(path, spec, how: str = "") -> MetaModelBank:
+    from falcon.online.bank_cache import cached_bank  # the copy FALCON's schedulers then share
+
+    info(f"bank: reusing {path}{how} (preset {spec.name!r}, fingerprint {spec.fingerprint()})")
+    return cached_bank(str(path))
+
+
+def _build(spec, path, runtime: Mapping | None, progress: bool, log) -> MetaModelBank:
+    from metalearning.build import build_bank
+
     run_jobs, rt = _runner(runtime, progress)
     n_chunks = len(spec.chunks())
     info(f"bank: building {spec.grid.n_cells} meta-models (preset {spec.name!r}, "
@@ -80,7 +94,7 @@ def ensure_bank(bank, runtime: Mapping | None = None, *, rebuild: bool = False, 
     bank_obj = build_bank(spec, path, run_jobs=run_jobs, progress=progress, runtime_label=rt["name"],
                           log=log)
     info(f"bank: {spec.grid.n_cells} meta-models in {time.perf_counter() - t0:.1f} s -> {path}")
-    return bank_obj, True
+    return bank_obj
 
 
 def resolve_agent_banks(plan, bank, runtime: Mapping | None = None, progress: bool = True):

@@ -4,7 +4,8 @@
 (unknown config name, override syntax, a key that does not exist) come out as
 one ``error: ...`` line on stderr with exit status 2 instead of Hydra's
 multi-line report; :func:`guard` does the same for errors raised inside the
-job (``FalconInputError`` from the emulator, OmegaConf errors, missing files).
+job (``FalconInputError`` from the emulator, OmegaConf errors, missing files,
+and any failure of the tracking store: ``TrackingError``).
 Set ``FALCON_DEBUG=1`` to get the full traceback instead. Errors that are not
 about the input (bugs) keep their traceback.
 
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from envs.errors import ConfigError, FalconInputError
 from falcon import tracking_worker
+from falcon.tracking_store import TrackingError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -41,7 +43,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    return (FalconInputError, HydraException, OmegaConfBaseException, FileNotFoundError,
+    return (FalconInputError, TrackingError, HydraException, OmegaConfBaseException, FileNotFoundError,
             IsADirectoryError, NotADirectoryError)
 
 
@@ -49,6 +51,8 @@ def one_line(exc: BaseException) -> str:
     """A one-line message for an input error (Hydra's multi-line reports folded)."""
     from hydra.errors import OverrideParseException
 
+    if isinstance(exc, TrackingError):   # one line already, with its cause summarised
+        return str(exc)
     if isinstance(exc, OverrideParseException):
         hint = " (list items are addressed as key.0.field=value)" if "[" in exc.override.split("=")[0] else ""
         return f"cannot parse override {exc.override!r}{hint}"

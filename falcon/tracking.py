@@ -8,7 +8,10 @@ artifacts in ``mlartifacts/`` next to it, so that
 
 shows every run with nothing else to set up. :func:`tracked_run` marks a run
 FINISHED when its block completes, FAILED when it raises (KILLED on Ctrl-C),
-so no run is left RUNNING. MLflow is imported only when a run starts.
+so no run is left RUNNING. MLflow is imported only when a run starts. A new
+store is made once however many jobs start together, and every failure of
+the store is a one-line :class:`falcon.tracking_store.TrackingError`
+(:mod:`falcon.tracking_store`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from falcon import tracking_worker
+from falcon.tracking_store import TrackingError, open_client, reported, sqlite_file
 
 DB_NAME = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
@@ -44,10 +48,8 @@ def resolve_uri(uri: str | None, base_dir: str | Path | None = None) -> str:
 
 def default_artifact_location(uri: str) -> str | None:
     """``mlartifacts/`` next to a SQLite store; the server's choice otherwise."""
-    if uri.startswith("sqlite:///"):
-        db = Path(uri[len("sqlite:///"):])
-        return (db.parent / ARTIFACT_DIR).resolve().as_uri()
-    return None
+    db = sqlite_file(uri)
+    return None if db is None else (db.parent / ARTIFACT_DIR).resolve().as_uri()
 
 
 def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:
@@ -103,7 +105,8 @@ class NullTracker:
 
 
 class Tracker(NullTracker):
-    """One MLflow run, driven through ``MlflowClient`` (no global active run)."""
+    """One MLflow run, driven through ``MlflowClient`` (no global active run);
+    a failure of the store raises :class:`TrackingError`."""
 
     enabled = True
 
@@ -116,8 +119,9 @@ class Tracker(NullTracker):
         from mlflow.entities import Param
 
         items = [Param(str(k)[:250], str(v)[:MAX_PARAM_LEN]) for k, v in params.items()]
-        for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
-            self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
+        with reported(self.uri):
+            for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
+                self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         import time
@@ -126,15 +130,23 @@ class Tracker(NullTracker):
 
         ts = int(time.time() * 1000)
         items = [Metric(k, float(v), ts, int(step or 0)) for k, v in metrics.items()]
-        for i in range(0, len(items), MAX_METRICS_PER_BATCH):
-            self.client.log_batch(self.run_id, metrics=items[i:i + MAX_METRICS_PER_BATCH])
+        with reported(self.uri):
+            for i in range(0, len(items), MAX_METRICS_PER_BATCH):
+                self.client.log_batch(self.run_id, metrics=items[i:i + MAX_METRICS_PER_BATCH])
 
     def log_artifacts(self, local_dir: str | Path, artifact_path: str | None = None) -> None:
-        self.client.log_artifacts(self.run_id, str(local_dir), artifact_path)
+        with reported(self.uri):
+            self.client.log_artifacts(self.run_id, str(local_dir), artifact_path)
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        for k, v in tags.items():
-            self.client.set_tag(self.run_id, str(k), str(v))
+        with reported(self.uri):
+            for k, v in tags.items():
+                self.client.set_tag(self.run_id, str(k), str(v))
+
+    def end(self, status: str) -> None:
+        """End the run (FINISHED, FAILED, KILLED)."""
+        with reported(self.uri):
+            self.client.set_terminated(self.run_id, status)
 
 
 def quiet_mlflow() -> None:
@@ -149,7 +161,8 @@ def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, A
     """A tracked MLflow run around a block (a :class:`NullTracker` when disabled).
 
     The run ends FINISHED if the block completes, KILLED on KeyboardInterrupt,
-    FAILED on any other exception (which is re-raised).
+    FAILED on any other exception (which is re-raised). A failure of the
+    store raises :class:`TrackingError`.
     """
     tracking = dict(tracking or {})
     if not tracking.get("enabled", True):
@@ -165,42 +178,58 @@ def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, A
         tracker = tracking_worker.BackgroundTracker(proc, uri, {
             "uri": uri, "experiment": exp_name, "artifact_location": location, "run_name": run_name,
             "tags": all_tags})
-        end = tracker.end
     else:
-        from mlflow.tracking import MlflowClient
+        import mlflow.tracking  # noqa: F401
 
         quiet_mlflow()  # after the import: importing mlflow configures its loggers
-        tracker = start_run(MlflowClient(tracking_uri=uri), uri, exp_name, location, run_name, all_tags)
-
-        def end(status: str) -> None:
-            tracker.client.set_terminated(tracker.run_id, status)
+        tracker = start_run(open_client(uri), uri, exp_name, location, run_name, all_tags)
     try:
         yield tracker
     except KeyboardInterrupt:
-        _end_quietly(end, "KILLED")
+        _end_quietly(tracker.end, "KILLED")
+        raise
+    except TrackingError:
+        # the store failed: ending the run would fail the same way, and the error says so once
+        _end_quietly(tracker.end, "FAILED", warn=False)
         raise
     except BaseException:
-        _end_quietly(end, "FAILED")
+        _end_quietly(tracker.end, "FAILED")
         raise
-    end("FINISHED")
+    tracker.end("FINISHED")
 
 
 def start_run(client, uri: str, experiment: str, artifact_location: str | None, run_name: str,
               tags: Mapping[str, str]) -> Tracker:
-    """A new run of ``experiment`` (created, with ``artifact_location``, if missing) in ``client``'s store."""
-    exp = client.get_experiment_by_name(experiment)
-    exp_id = exp.experiment_id if exp is not None else \
-        client.create_experiment(experiment, artifact_location=artifact_location)
-    run = client.create_run(exp_id, run_name=run_name, tags=dict(tags))
+    """A new run of ``experiment`` (created, with ``artifact_location``, if missing) in
+    ``client``'s store; a failure of the store raises :class:`TrackingError`."""
+    with reported(uri):
+        exp_id = _experiment_id(client, experiment, artifact_location)
+        run = client.create_run(exp_id, run_name=run_name, tags=dict(tags))
     return Tracker(client, run.info.run_id, uri)
 
 
-def _end_quietly(end: Callable[[str], None], status: str) -> None:
+def _experiment_id(client, experiment: str, artifact_location: str | None) -> str:
+    exp = client.get_experiment_by_name(experiment)
+    if exp is not None:
+        return exp.experiment_id
+    try:
+        return client.create_experiment(experiment, artifact_location=artifact_location)
+    except Exception:
+        # jobs started together: another one may have created it since we looked
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+def _end_quietly(end: Callable[[str], None], status: str, warn: bool = True) -> None:
     """End a run whose block raised; a tracking failure then must not hide the block's error."""
     try:
         end(status)
     except Exception as e:  # noqa: BLE001
-        logging.getLogger(__name__).warning("could not mark the MLflow run %s: %s", status, e)
+        if warn:
+            logging.getLogger(__name__).warning("could not mark the MLflow run %s: %s", status, e)
 
 
-__all__ = ["tracked_run", "start_run", "Tracker", "NullTracker", "resolve_uri", "flatten", "default_artifact_location"]
+__all__ = ["tracked_run", "start_run", "Tracker", "NullTracker", "TrackingError", "resolve_uri", "flatten",
+           "default_artifact_location"]

@@ -10,7 +10,9 @@ then drives the run through it (:class:`BackgroundTracker`).
 
 Protocol: one JSON object per line on the child's stdin; the child answers
 ``start`` (``{"run_id": ...}``), ``sync`` and ``end`` with one JSON line on
-its stdout, ``{"error": "..."}`` if that or an earlier request failed. The
+its stdout, ``{"error": "..."}`` (the cause, one line) if that or an earlier
+request failed; the parent raises it as a
+:class:`falcon.tracking_store.TrackingError` of the run's store. The
 parent waits only where it must: for the run id, for artifacts (their files
 must still exist when the child copies them) and at the end of the run. The
 child exits when its stdin closes (the parent ended, or died).
@@ -27,6 +29,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from falcon.tracking_store import TrackingError, cause_of
 
 #: set to 0 to keep tracking in the job's own process
 PREWARM_ENV = "FALCON_TRACKING_PROCESS"
@@ -81,7 +85,7 @@ class BackgroundTracker:
         self._proc = proc
         self.uri = uri
         self._run_id: str | None = None
-        self._start_error: RuntimeError | None = None
+        self._start_error: TrackingError | None = None
         self._send({"op": "start", **start})
 
     @property
@@ -92,7 +96,7 @@ class BackgroundTracker:
         if self._run_id is None:
             try:
                 self._run_id = self._reply()["run_id"]
-            except RuntimeError as e:
+            except TrackingError as e:
                 self._start_error = e
                 raise
         return self._run_id
@@ -130,15 +134,15 @@ class BackgroundTracker:
             self._proc.stdin.write(json.dumps(msg) + "\n")
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            raise RuntimeError("tracking: the MLflow tracking process ended unexpectedly") from None
+            raise TrackingError(self.uri, "the MLflow tracking process ended unexpectedly") from None
 
     def _reply(self) -> dict:
         line = self._proc.stdout.readline()
         if not line:
-            raise RuntimeError("tracking: the MLflow tracking process ended unexpectedly")
+            raise TrackingError(self.uri, "the MLflow tracking process ended unexpectedly")
         out = json.loads(line)
         if "error" in out:
-            raise RuntimeError(f"tracking: {out['error']}")
+            raise TrackingError(self.uri, out["error"])
         return out
 
 
@@ -146,23 +150,23 @@ class BackgroundTracker:
 def _default_store_client():
     """``(uri, client)`` of the default store (``falcon.tracking.resolve_uri``) opened
     ahead of the job when it is an existing SQLite file (opening one costs about 1 s:
-    SQLAlchemy's engine and mappers); ``(None, None)`` otherwise, so nothing is created."""
-    from mlflow.tracking import MlflowClient
-
+    SQLAlchemy's engine and mappers); ``(None, None)`` otherwise, so nothing is created
+    (a file there is complete: :mod:`falcon.tracking_store` makes a store beside it)."""
     from falcon.tracking import resolve_uri
+    from falcon.tracking_store import open_client, sqlite_file, store_made
 
     uri = resolve_uri(None)
-    if not (uri.startswith("sqlite:///") and Path(uri[len("sqlite:///"):]).is_file()):
+    db = sqlite_file(uri)
+    if db is None or not store_made(db):
         return None, None
-    return uri, MlflowClient(tracking_uri=uri)
+    return uri, open_client(uri)
 
 
 def _start(msg: dict, opened: dict):
-    from mlflow.tracking import MlflowClient
-
     from falcon.tracking import start_run
+    from falcon.tracking_store import open_client
 
-    client = opened.get(msg["uri"]) or MlflowClient(tracking_uri=msg["uri"])
+    client = opened.get(msg["uri"]) or open_client(msg["uri"])
     return start_run(client, msg["uri"], msg["experiment"], msg["artifact_location"], msg["run_name"], msg["tags"])
 
 
@@ -188,9 +192,9 @@ def serve(lines, write, opened: dict | None = None) -> None:
                 elif op == "tags":
                     tracker.set_tags(msg["tags"])
                 elif op == "end":
-                    tracker.client.set_terminated(tracker.run_id, msg["status"])
+                    tracker.end(msg["status"])
         except Exception as e:  # reported to the parent at its next wait
-            error = error or f"{type(e).__name__}: {' '.join(str(e).split())}"[:500]
+            error = error or cause_of(e)
             if op == "start":
                 write({"error": error})
                 continue

@@ -90,12 +90,11 @@ def _mlflow_experiment(tracking: dict) -> tuple[str | None, str | None]:
     """The tracking store's URI and the id of its experiment (for the run links)."""
     if not tracking.get("enabled", True):
         return None, None
-    from mlflow.tracking import MlflowClient
-
     from falcon.tracking import resolve_uri
+    from falcon.tracking_store import open_client
 
     uri = resolve_uri(tracking.get("uri"))
-    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name(str(tracking.get("experiment") or "falcon"))
+    exp = open_client(uri).get_experiment_by_name(str(tracking.get("experiment") or "falcon"))
     return (exp.experiment_id if exp else None), uri
 
 

@@ -12,7 +12,9 @@ tracking off, the output folder alone decides.
 
 The command runs in a child process (``python -m ...``), so that a crash in
 one experiment is reported and the others still run; its output goes to
-``<folder>.log``.
+``<folder>.log``. Reproductions started together run an experiment once:
+the first holds ``<folder>.lock`` (:mod:`falcon.locks`) while it runs it,
+the others wait, saying so in one line, and reuse it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from falcon.locks import lock_beside
 from falcon.reproduce.catalog import Experiment
 
 KEY_TAG = "falcon.reproduce.key"
@@ -77,11 +80,10 @@ def _finished_run(tracking: dict, key: str) -> str | None:
     """The id of a FINISHED run with this key in the tracking store, if any."""
     if not tracking.get("enabled", True):
         return None
-    from mlflow.tracking import MlflowClient
-
     from falcon.tracking import resolve_uri
+    from falcon.tracking_store import open_client
 
-    client = MlflowClient(tracking_uri=resolve_uri(tracking.get("uri")))
+    client = open_client(resolve_uri(tracking.get("uri")))
     exp = client.get_experiment_by_name(str(tracking.get("experiment") or "falcon"))
     if exp is None:
         return None
@@ -98,12 +100,18 @@ def _say(msg: str) -> None:
 def run_one(exp: Experiment, scale: str, root: Path, tracking: dict, bank_preset: str,
             state: dict, index: str = "", rerun: bool = False) -> Outcome:
     """Run ``exp`` at ``scale`` into ``root/<scale>/`` (or reuse it unless
-    ``rerun``); never raises for the experiment's own failure: the outcome
-    says ``failed``."""
-    from falcon.tracking import tracked_run
-
+    ``rerun``, or unless another process ran it while this one waited);
+    never raises for the experiment's own failure: the outcome says ``failed``."""
     key = run_key(exp, scale, exp.command(scale, "OUT", bank_preset), state)
     out = (root / scale / f"{exp.name}-{key}").resolve()
+    with lock_beside(out, waiting=f"{index} {exp.name}: another process is running it; waiting for it") as waited:
+        return _run_or_reuse(exp, scale, key, out, tracking, bank_preset, state, index, rerun and not waited)
+
+
+def _run_or_reuse(exp: Experiment, scale: str, key: str, out: Path, tracking: dict, bank_preset: str,
+                  state: dict, index: str, rerun: bool) -> Outcome:
+    from falcon.tracking import tracked_run
+
     argv = exp.command(scale, str(out), bank_preset)
     log = out.with_name(out.name + ".log")
     if (out / exp.result).is_file() and not rerun:
