@@ -38,15 +38,22 @@ def _env() -> dict:
     return env
 
 
-def _together(commands: list[list[str]], cwd: Path, timeout_s: float = 300) -> list[subprocess.CompletedProcess]:
-    """Start every command at once in ``cwd``; wait for all."""
-    procs = [subprocess.Popen(c, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for c in commands]
+def _start(commands: list[list[str]], cwd: Path) -> list[subprocess.Popen]:
+    """Start every command at once in ``cwd``."""
+    return [subprocess.Popen(c, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for c in commands]
+
+
+def _finish(procs: list[subprocess.Popen], timeout_s: float = 300) -> list[subprocess.CompletedProcess]:
     done = []
-    for c, p in zip(commands, procs):
+    for p in procs:
         out, err = p.communicate(timeout=timeout_s)
-        done.append(subprocess.CompletedProcess(c, p.returncode, out, err))
+        done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
     return done
+
+
+def _together(commands: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
+    return _finish(_start(commands, cwd))
 
 
 def test_jobs_started_together_make_a_new_store_and_a_missing_bank_once(tmp_path):
@@ -61,7 +68,12 @@ def test_jobs_started_together_make_a_new_store_and_a_missing_bank_once(tmp_path
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     bank = {**TINY_BANK, "path": str(tmp_path / "bank.h5")}
     job = [sys.executable, str(TESTS / "concurrent_job.py"), str(meet), str(n), uri, json.dumps(bank)]
-    done = _together([job] * n, tmp_path)
+    jobs = _start([job] * n, tmp_path)
+    # meanwhile (while one job makes the store, the others wait): the bank one job builds alone
+    alone = build_bank(BankBuildSpec.from_config(TINY_BANK), tmp_path / "alone.h5", progress=False)
+    import mlflow.tracking  # noqa: F401  (for mlflow_runs below, also meanwhile)
+
+    done = _finish(jobs)
     assert [r.returncode for r in done] == [0] * n, [r.stderr[-2000:] for r in done]
     assert sorted(r.stdout.strip() for r in done) == ["built"] + ["reused"] * (n - 1)
     for r in done:
@@ -75,8 +87,6 @@ def test_jobs_started_together_make_a_new_store_and_a_missing_bank_once(tmp_path
     assert all(len(r.data.metrics) == n_metrics for r in runs)
     assert sum(r.data.metrics["built"] for r in runs) == 1
     assert len({r.data.metrics["bank_params_sum"] for r in runs}) == 1
-    # the bank one job builds alone
-    alone = build_bank(BankBuildSpec.from_config(TINY_BANK), tmp_path / "alone.h5", progress=False)
     assert np.array_equal(MetaModelBank.read(tmp_path / "bank.h5").params, alone.params)
     # nothing half-made beside them: the store, the bank and their lock files
     assert sorted(p.name for p in tmp_path.iterdir()) == \
