@@ -176,7 +176,7 @@ def test_the_readme_config_table_lists_every_option():
 
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     rows = dict(re.findall(r"^\| `(\w+)/` \| (.+?) \|", text, re.M))
-    for group in ("scenario", "app", "agent", "experiment", "bank", "tracking", "runtime"):
+    for group in ("scenario", "app", "agent", "experiment", "conditions", "bank", "tracking", "runtime"):
         assert group in rows, group
         assert set(re.findall(r"`(\w+)`", rows[group])) == set(group_options(group)), group
 
