@@ -12,7 +12,8 @@ Simplifications against a real QUIC stack, each documented where it lives: no
 persistent-congestion collapse, one frame per packet, the receiver's flow-control
 auto-tuning uses the sender's smallest smoothed RTT. Paths are paced
 (:mod:`envs.path_sender`) unless ``pacing`` is off. Packets in flight: :mod:`envs.sent`;
-on the wire: :mod:`envs.wire`.
+on the wire: :mod:`envs.wire`; ACKs, loss detection and its timer: :mod:`envs.recovery`;
+re-injection: :mod:`envs.reinject`.
 """
 
 from __future__ import annotations
@@ -20,23 +21,20 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from envs.path_sender import K_GRANULARITY, PathSender, pace_wake_time
-from envs.receiver import Receiver
+from envs import reinject
+from envs.path_sender import PathSender, pace_wake_time
+from envs.recovery import ACKED_PRUNE_MIN, Recovery
 from envs.rules import native_decision, rule_code
 from envs.scheduler import Scheduler
-from envs.sent import live_frames
 from envs.setup import SETUP_NONE
 from envs.streams import RecvStream, SendStream, any_holes, wrr_pick
 
-K_PACKET_THRESHOLD = 3          # RFC 9002 kPacketThreshold
-K_TIME_THRESHOLD = 9.0 / 8.0    # RFC 9002 kTimeThreshold
 REASK_DELAY = 0.001             # s; see Connection._maybe_reask
-ACKED_PRUNE_MIN = 65536         # acked frames remembered before the first prune (Connection._prune_acked)
 OQS_SERIES_CAP = 2**18          # OQS samples kept (Receiver._record_oqs); an episode sends far fewer packets
 INF = math.inf
 
 
-class Connection(Receiver):
+class Connection(Recovery):
     """One multipath connection between a server (sender) and a client.
 
     ``app`` drives it: ``open_stream`` releases data, ``on_stream_complete``
@@ -82,14 +80,11 @@ class Connection(Receiver):
                             record_oqs, oqs_series_cap)
         self.app = None
         self.feedback = scheduler.wants_packet_feedback
-        #: re-injection (envs.scheduler): asked also when nothing new can be sent
-        self.reinjects = bool(getattr(scheduler, "reinjects", False))
-        self.reinjected_bytes = 0                 # payload bytes of re-injected copies
-        self.reinjected_packets = 0
-        #: per path, the packet number below which no frame is a single copy in flight
-        #: (only re-injection and loss change that, so the candidate search resumes there)
-        self._reinject_from = [0] * len(self.paths)
-        self._penalised_at = [-INF] * len(self.paths)   # last penalise() of each path [s]
+        # re-injection (envs.reinject): copies sent [bytes, packets], per path the candidate search's start
+        # and the last penalise() [s]
+        self.reinjects = bool(getattr(scheduler, "reinjects", False))   # asked also when no new data can go
+        self.reinjected_bytes = self.reinjected_packets = 0
+        self._reinject_from, self._penalised_at = [0] * len(self.paths), [-INF] * len(self.paths)
         self.start_time = sim.now
         self.finished = False
         #: the connection setup (envs.setup; a normalised ``setup:`` block); None: none
@@ -131,70 +126,15 @@ class Connection(Receiver):
         """New data waits for connection flow-control credit (no hole to fill)."""
         return self._pending_new > 0 and self.max_data <= self.fc_consumed and not any_holes(self.active)
 
-    # ----------------------------------------------------------- re-injection (envs.scheduler)
-    def _reinject_candidate(self, path: int):
-        """``(source path, packet number)`` of the frame a re-injection on ``path`` would
-        copy: the earliest sent of the frames in flight as their only copy on the other
-        paths (ties: the lower path index); None if there is none."""
-        best = None
-        best_t = INF
-        cursor = self._reinject_from
-        for q in self.paths:
-            i = q.index
-            if i == path:
-                continue
-            pn = q.sent.first_single(cursor[i])
-            if pn < 0:
-                cursor[i] = q.sent.hi
-                continue
-            cursor[i] = pn
-            t = q.sent[pn][0]
-            if t < best_t:
-                best_t = t
-                best = (i, pn)
-        return best
-
+    # the re-injection view and calls (envs.scheduler; bodies in envs.reinject)
     def reinject_source(self, path: int):
-        """The path whose frame a re-injection on ``path`` would copy; None if none."""
-        c = self._reinject_candidate(path)
-        return None if c is None else c[0]
+        return reinject.source(self, path)
 
     def reinject_sent_time(self, path: int):
-        """When the frame a re-injection on ``path`` would copy was sent [s]; None if none."""
-        c = self._reinject_candidate(path)
-        return None if c is None else self.paths[c[0]].sent[c[1]][0]
-
-    def _may_reinject(self) -> bool:
-        """Some open path could carry a copy of a frame in flight on another path."""
-        for p in self.paths:
-            if p.is_open and self._reinject_candidate(p.index) is not None:
-                return True
-        return False
-
-    def _reinject_on(self, ps: PathSender) -> bool:
-        """Send on ``ps`` a copy of the frame :meth:`_reinject_candidate` names; False if none."""
-        c = self._reinject_candidate(ps.index)
-        if c is None:
-            return False
-        sent = self.paths[c[0]].sent
-        _t, _size, sid, off, length = sent[c[1]]
-        sent.mark_shared(c[1])          # two copies of its frame now (envs.sent)
-        self.reinjected_bytes += length
-        self.reinjected_packets += 1
-        self._transmit(ps, sid, off, length, True)
-        return True
+        return reinject.sent_time(self, path)
 
     def penalise(self, path: int) -> bool:
-        """Linux MPTCP's penalisation of ``path`` (``mptcp_rcv_buf_optimization``):
-        halve its congestion window (:meth:`envs.cc.base.CongestionController.penalise`),
-        at most once per its smoothed RTT; returns whether it did."""
-        ps = self.paths[path]
-        now = self.sim.now
-        if now - self._penalised_at[path] < ps.srtt:
-            return False
-        self._penalised_at[path] = now
-        ps.cc.penalise()
-        return True
+        return reinject.penalise(self, path)
 
     # ----------------------------------------------------------- app API
     def wake_at(self, time: float) -> None:
@@ -249,48 +189,40 @@ class Connection(Receiver):
                     return
                 self._send_on(ps, blocked[1], blocked[2])
                 continue
-            tail = False      # nothing new to send: only a re-injection may go
-            if not self.retx and (self._pending_new <= 0 or
-                                  (self.max_data <= self.fc_consumed and not any_holes(self.active))):
-                if not self.reinjects or not self._may_reinject():
-                    return
-                tail = True
+            # tail: nothing new can be sent; only a re-injection may go (envs.reinject)
+            tail = not self.retx and (self._pending_new <= 0 or
+                                      (self.max_data <= self.fc_consumed and not any_holes(self.active)))
+            if tail and (not self.reinjects or not reinject.possible(self)):
+                return
             for p in paths:   # a packet can be sent only if some path has room
                 if p.may_send(now):
                     break
             else:
                 self._arm_pace_wake(now)
                 return
-            rule = self.native_rule
-            if rule == 0:
+            if self.native_rule == 0:
                 d = decide(self)
             else:
-                d = native_decision(rule, paths, self.scheduler, self, now)
+                d = native_decision(self.native_rule, paths, self.scheduler, self, now)
             if d is None:
                 self._maybe_reask()
                 if not self.sim.stopped:   # else an outside agent decides and calls again (envs.gym_env)
                     self._arm_pace_wake(now)
                 return
+            if tail and (type(d) is int or not d.reinject):
+                return                     # no copy asked for, and nothing else can go
             if type(d) is int:
-                if tail:
-                    return
                 ps = paths[d]
                 sid = None
                 gap = 0
+            elif d.reinject:
+                if self._reinject_decision(d, tail, now):
+                    continue
+                return
             else:
                 ps = paths[d.path]
                 sid = d.stream_id
                 gap = d.gap
-                if d.reinject:
-                    if not ps.may_send(now):    # a copy goes only on a path with room: a wait
-                        self._arm_pace_wake(now)
-                        return
-                    if self._reinject_on(ps):
-                        continue
-                    if tail:
-                        return
-                elif tail:
-                    return
             if not ps.may_send(now):
                 self._blocked = (ps.index, sid, gap)
                 self._arm_pace_wake(now)
@@ -298,9 +230,7 @@ class Connection(Receiver):
             active = self.active
             if sid is None and not gap and not self.retx and len(active) == 1 \
                     and active[0].unsent[0][0] == active[0].sent_offset:
-                # the common case, inlined: new in-order data of the only
-                # stream, no holes, so every byte costs flow-control credit
-                # (credit > 0 here: checked above)
+                # inlined common case: the only stream's next in-order data, credit > 0 (above)
                 st = active[0]
                 iv = st.unsent[0]
                 credit = self.max_data - self.fc_consumed
@@ -322,6 +252,19 @@ class Connection(Receiver):
                 self._transmit(ps, st.stream_id, off, length, False)
             else:
                 self._send_on(ps, sid, gap)
+
+    def _reinject_decision(self, d, tail: bool, now: float) -> bool:
+        """Carry out a :class:`envs.scheduler.Decision` that asks for a re-injection (``tail``:
+        nothing new can be sent); True: something may have been sent, ask again."""
+        ps = self.paths[d.path]
+        if not ps.may_send(now):               # a copy goes only on a path with room: a wait
+            self._arm_pace_wake(now)
+            return False
+        if reinject.send_copy(self, ps):
+            return True
+        if not tail:                           # nothing to copy: the next data as usual
+            self._send_on(ps, d.stream_id, d.gap)
+        return not tail
 
     def _next_frame(self, stream_id, gap):
         """Pick the data of the next packet: retransmissions first, then new data."""
@@ -431,20 +374,6 @@ class Connection(Receiver):
                 sim.schedule(deadline, self._on_timer, ps)
 
     # ----------------------------------------------------------- timers
-    def _arm(self, ps: PathSender, deadline: float) -> None:
-        ps.timer_deadline = deadline
-        if deadline < ps.timer_pending_at:
-            ps.timer_pending_at = deadline
-            self.sim.schedule(deadline, self._on_timer, ps)
-
-    def _set_loss_detection_timer(self, ps: PathSender) -> None:
-        if ps.loss_time < INF:
-            self._arm(ps, ps.loss_time)
-        elif ps.bytes_in_flight > 0:
-            self._arm(ps, ps.time_of_last_ack_eliciting + ps.pto_period() * (1 << ps.pto_count))
-        else:
-            ps.timer_deadline = INF
-
     def _on_timer(self, ps: PathSender) -> None:
         now = self.sim.now
         if now != ps.timer_pending_at:
@@ -477,120 +406,6 @@ class Connection(Receiver):
             ps.sent.mark_shared(oldest)      # two copies of its frame now
             ps.retransmissions += 1
             self._transmit(ps, sid, off, length, True)
-
-    # ----------------------------------------------------------- ACK processing
-    def _on_ack(self, pidx) -> None:
-        """Event: the oldest ACK frame on path ``pidx``'s wire reaches the sender."""
-        self._ack_frame(pidx)
-
-    def _ack_frame(self, pidx) -> None:
-        """Process the oldest ACK frame of path ``pidx`` (:class:`envs.wire.AckWire`)."""
-        acks = self.ack_wires[pidx]
-        r = acks.arrive(self.sim, self._ack_event, pidx)
-        npn = acks.npn[r]
-        if self.finished:
-            acks.skip_pns(npn)
-            return
-        largest = acks.largest[r]
-        ack_delay = acks.ack_delay[r]
-        max_data = acks.max_data[r]
-        self.peer_oqs = acks.oqs[r]
-        now = self.sim.now
-        ps = self.paths[pidx]
-        ps.ack_delay = ack_delay if ack_delay < ps.max_ack_delay else ps.max_ack_delay
-        sent = ps.sent
-        acked_bytes = 0
-        n_acked = 0
-        largest_sent_time = -1.0
-        last_sent_time = 0.0
-        feedback = self.feedback
-        for _k in range(npn):
-            pn = acks.pop_pn()
-            copies = sent.take(pn)
-            if copies == 0:
-                continue                         # not in flight (acknowledged or declared lost)
-            i = pn & sent.mask
-            t_sent = sent.t_sent[i]
-            size = sent.size[i]
-            length = sent.length[i]
-            if copies == 1:
-                self.bytes_acked += length       # its frame's only copy: acknowledged once
-            else:
-                key = (sent.sid[i], sent.off[i])
-                if key not in self.acked_frames:
-                    self.acked_frames.add(key)
-                    self.bytes_acked += length
-            acked_bytes += size
-            n_acked += 1
-            ps.payload_bytes_acked += length
-            if t_sent > last_sent_time:
-                last_sent_time = t_sent
-            if pn == largest:
-                largest_sent_time = t_sent
-            if feedback:
-                self.scheduler.on_packet_acked(self, pidx, size, t_sent)
-        if len(self.acked_frames) > self._prune_at:
-            self._prune_acked()
-        if max_data > self.max_data:
-            self.max_data = max_data
-        if largest > ps.largest_acked:
-            ps.largest_acked = largest
-        if acked_bytes:
-            ps.bytes_in_flight -= acked_bytes
-            ps.packets_acked += n_acked
-            if largest_sent_time >= 0.0:
-                ps.update_rtt(now - largest_sent_time, ack_delay)
-            ps.pto_count = 0
-            ps.cc.on_ack(now, acked_bytes, last_sent_time, ps)
-            self._detect_lost(ps, now)
-            self._set_loss_detection_timer(ps)
-        self.try_send()
-
-    def _prune_acked(self) -> None:
-        """Forget the acknowledged frames nothing can ask about (:func:`envs.sent.live_frames`);
-        runs when the set has doubled since the last prune."""
-        self.acked_frames &= live_frames(self.paths, self.retx)
-        n = 2 * len(self.acked_frames)
-        self._prune_at = n if n > ACKED_PRUNE_MIN else ACKED_PRUNE_MIN
-
-    def _detect_lost(self, ps: PathSender, now: float) -> None:
-        """RFC 9002 §6.1: packet and time thresholds. Both are monotone in the packet number, so lost
-        packets form a prefix of the in-flight ones and the scan stops at the first survivor."""
-        ps.loss_time = INF
-        largest = ps.largest_acked
-        if largest < 0:
-            return
-        rtt = ps.latest_rtt if ps.latest_rtt > ps.srtt else ps.srtt
-        loss_delay = K_TIME_THRESHOLD * rtt
-        if loss_delay < K_GRANULARITY:
-            loss_delay = K_GRANULARITY
-        sent = ps.sent
-        first = sent.lo
-        pn = sent.survivor(largest, now, loss_delay, K_PACKET_THRESHOLD)   # lost: those in flight before pn
-        if pn <= largest and sent.has(pn):
-            # the same float expression as SentPackets.survivor's, so a timer set
-            # for loss_time always finds the packet lost when it fires
-            ps.loss_time = sent.t_sent[pn & sent.mask] + loss_delay
-        cc = ps.cc
-        feedback = self.feedback
-        for lost in range(first, pn):
-            copies = sent.take(lost)
-            if copies == 0:
-                continue
-            i = lost & sent.mask
-            t_sent = sent.t_sent[i]
-            size = sent.size[i]
-            sid = sent.sid[i]
-            off = sent.off[i]
-            length = sent.length[i]
-            ps.bytes_in_flight -= size
-            ps.packets_lost += 1
-            if copies == 1 or (sid, off) not in self.acked_frames:
-                self.retx.append((sid, off, length))
-                self.retransmit_bytes += length
-            cc.on_loss(now, size, t_sent)
-            if feedback:
-                self.scheduler.on_packet_lost(self, ps.index, size, t_sent)
 
     # ----------------------------------------------------------- summary
     @property

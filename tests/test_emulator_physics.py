@@ -333,13 +333,15 @@ def test_pruning_acknowledged_frames_changes_nothing_and_bounds_memory(monkeypat
     spurious ones included) gives the same episode with pruning every ~40
     frames as with none, and the set stays bounded. The set holds only frames
     that had several copies (envs.sent: shared records), not one entry per packet."""
+    import envs.recovery as recovery
     import envs.transport as transport
 
     sc = {"paths": [{"bandwidth_mbps": 80, "rtt_ms": 20, "rtt_std_ms": 8, "loss": 0.02},
                     {"bandwidth_mbps": 40, "rtt_ms": 60, "rtt_std_ms": 20, "loss": 0.01}]}
 
     def episode(prune_min: int):
-        monkeypatch.setattr(transport, "ACKED_PRUNE_MIN", prune_min)
+        monkeypatch.setattr(transport, "ACKED_PRUNE_MIN", prune_min)    # the first prune
+        monkeypatch.setattr(recovery, "ACKED_PRUNE_MIN", prune_min)     # the floor of the later ones
         emu, conn, app, s = setup_episode(sc, {"kind": "bulk", "size_bytes": 12_000_000}, make_scheduler("ecf"), 4)
         largest = 0
         t = 0.0

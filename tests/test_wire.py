@@ -114,4 +114,7 @@ def test_only_the_oldest_entry_of_a_wire_has_its_arrival_event_queued():
         emu.sim.run(t)
         events = max(events, emu.sim.pending)
         on_wire = max(on_wire, sum(w.count for w in conn.data_wires) + sum(w.count for w in conn.ack_wires))
-    assert on_wire > 300 and events <= 12   # per path: an arrival each way and two timers; and the connection's
+    # per path: an arrival each way and two timers, and the connection's; plus loss-detection timer events
+    # superseded by an earlier deadline, which wait in the queue until their time (17 at most here, at the
+    # moment the second path opens: its first RTT samples move its deadline earlier several times)
+    assert on_wire > 300 and events <= 20

@@ -1,0 +1,33 @@
+# C types of envs/recovery.py for the compiled emulator core (setup.py, envs/_core.py).
+cimport cython
+from envs.path_sender cimport PathSender
+from envs.receiver cimport Receiver
+from envs.sent cimport SentPackets
+from envs.wire cimport AckWire
+
+# module constants as C numbers (a Python float compared with a C double is boxed)
+cdef double INF, K_TIME_THRESHOLD, K_GRANULARITY
+cdef long long K_PACKET_THRESHOLD
+
+cdef class Recovery(Receiver):
+    cdef public object scheduler, retx, acked_frames
+    cdef public long long retransmit_bytes, bytes_acked, max_data, peer_oqs
+    cdef public bint feedback, finished
+    cdef public Py_ssize_t _prune_at
+
+    cpdef try_send(self)
+    cpdef _arm(self, PathSender ps, double deadline)
+    cpdef _set_loss_detection_timer(self, PathSender ps)
+    @cython.locals(ps=PathSender, acks=AckWire, sent=SentPackets, r=Py_ssize_t, i=Py_ssize_t,
+                   npn=cython.longlong, _k=cython.longlong, pn=cython.longlong, acked_bytes=cython.longlong,
+                   n_acked=cython.longlong, largest_sent_time=cython.double, last_sent_time=cython.double,
+                   t_sent=cython.double, size=cython.longlong, length=cython.longlong, now=cython.double,
+                   largest=cython.longlong, max_data=cython.longlong, ack_delay=cython.double,
+                   feedback=cython.bint, copies=cython.longlong)
+    cpdef _ack_frame(self, long long pidx)
+    @cython.locals(largest=cython.longlong, rtt=cython.double, loss_delay=cython.double, t_sent=cython.double,
+                   size=cython.longlong, sent=SentPackets, first=cython.longlong,
+                   pn=cython.longlong, lost=cython.longlong, i=Py_ssize_t, sid=cython.longlong,
+                   off=cython.longlong, length=cython.longlong, copies=cython.longlong, feedback=cython.bint)
+    cpdef _detect_lost(self, PathSender ps, double now)
+    cpdef _prune_acked(self)
