@@ -97,14 +97,14 @@ def test_a_test_file_on_the_train_list_fails_before_anything_runs(run_cli, tmp_p
 
 @pytest.mark.parametrize("name, allowed", [("dev", True), ("validation", False)])
 def test_a_file_in_no_split_is_refused_on_a_split_list(compose, tmp_path, name, allowed):
-    other = tmp_path / "own.log"
+    other = tmp_path / "own_lumos.log"       # a Lumos5G file by its name (its units: MB/s)
     shutil.copy(traces_dir() / "lumos5g_mmwave_runs/lumos_trace_3.log", other)
     other.write_text(other.read_text() + "999 1.5\n")
     overrides = [f"conditions={name}", "learnability.learners=[]", _one("own", other)]
     if allowed:
         assert [c["name"] for c in _settings(compose, *overrides)[2]] == ["own"]
     else:
-        with pytest.raises(ConfigError, match=r"paths\[0\].trace .*own.log is in no split \(not listed\) of "
+        with pytest.raises(ConfigError, match=r"paths\[0\].trace .*own_lumos.log is in no split \(not listed\) of "
                                               r"split.yaml; the validation list takes validation files only"):
             _settings(compose, *overrides)
 
