@@ -65,7 +65,7 @@ section ``learnability``):
    <= (1 - ``headroom_margin``) x the best rule's (default 10 %). Every
    scheduler and reference also gets its ratio to the best known (and a
    suite score of those), the share of the headroom it captures ((best rule
-   - its median) / (best rule - best known)) and its median
+   - its median) / (best rule - best known), on conditions with headroom) and its median
    ``redundancy_overhead`` (re-injected bytes / file size; 0 for schedulers
    that never copy data).
 

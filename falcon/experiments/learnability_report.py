@@ -90,10 +90,14 @@ def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
     known = {n: st[METRIC]["median"] for n, st in scheds.items() if st[METRIC]["median"] is not None}
     best_known = min(known, key=known.get) if known else None
     known_median = known[best_known] if best_known is not None else None
+    headroom = _ratio(best_median, known_median)
+    has_headroom = None if headroom is None else bool(known_median <= (1.0 - sec["headroom_margin"]) * best_median)
     for st in scheds.values():
         st["ratio"] = _ratio(st[METRIC]["median"], best_median)
         st["ratio_best_known"] = _ratio(st[METRIC]["median"], known_median)
-        st["headroom_captured"] = captured(best_median, known_median, st[METRIC]["median"])
+        # only where there is headroom: a share of a sliver of headroom says nothing
+        st["headroom_captured"] = captured(best_median, known_median, st[METRIC]["median"]) if has_headroom \
+            else None
     rule_values = {r: scheds[r][METRIC]["values"] for r in rules}
     for n in learners:     # the ratio's 95 % bootstrap interval over the seeds (falcon.compare)
         scheds[n]["vs_best_rule"] = compare_to_references(scheds[n][METRIC]["values"], rule_values) or None
@@ -105,12 +109,9 @@ def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
         learner_beats = {n: scheds[n][METRIC]["median"] is not None and bool(scheds[n][METRIC]["median"] <= bound)
                          for n in learners}
     order = [*rules, *references, *learners]
-    headroom = _ratio(best_median, known_median)
     return {"best_rule": {"name": best, "median_s": best_median},
             "best_known": {"name": best_known, "median_s": known_median},
-            "headroom": headroom,
-            "has_headroom": None if headroom is None else bool(known_median <= (1.0 - sec["headroom_margin"])
-                                                               * best_median),
+            "headroom": headroom, "has_headroom": has_headroom,
             "schedulers": {n: scheds[n] for n in order},
             "rule_beats_minrtt": rule_beats, "learner_beats_minrtt": learner_beats}
 
