@@ -262,10 +262,11 @@ def test_real_world_morning_update_touches_only_visited_cells(compose, tiny_bank
     setting = sec["settings"]["mobile_4g_5g"]
     base = real_world.base_scenario(setting)
     before = tiny_bank.params.copy()
-    # no connection setup and no pacing: the untrained networks must select
-    # within two short downloads (paced, the first one ends at 0.40 s, before
-    # FALCON's window, restarted by the slow start's change signals, closes)
-    mornings = [{**s, "setup": "none", "pacing": False} for s in real_world.morning_scenarios(base, setting, 2, 5, 0)]
+    # no connection setup, no pacing and half-BDP buffers (a trace path's default is one BDP at its
+    # p95 rate): the untrained networks must select within two short downloads (paced, the first
+    # one ends at 0.40 s, before FALCON's window, restarted by the slow start's change signals, closes)
+    mornings = [{**s, "setup": "none", "pacing": False, "paths": [{**p, "buffer_bdp": 0.5} for p in s["paths"]]}
+                for s in real_world.morning_scenarios(base, setting, 2, 5, 0)]
     bank, rec = real_world.morning_bank(tiny_bank, "falcon", None, mornings, app, 5, progress=False)
     assert rec["cells"] and np.array_equal(tiny_bank.params, before)     # the built bank is untouched
     for c in range(tiny_bank.grid.n_cells):

@@ -335,3 +335,20 @@ def test_from_stats():
     plain = from_stats(10)
     assert plain.capacity.is_constant and plain.delay is None and plain.loss is None
     assert from_stats(10, rtt_ms=40).delay.value_at(3.0) == 0.020
+
+
+def test_a_trace_is_parsed_once_per_process_until_its_file_changes(tmp_path):
+    """load_trace keeps what it parsed (a trace condition loads the same files every episode);
+    an edited file, or other options, are parsed again."""
+    import os
+
+    f = tmp_path / "t.csv"
+    f.write_text("time_s,rate_mbps\n0,10\n1,20\n")
+    a = load_trace(f)
+    assert load_trace(f) is a
+    assert load_trace(f, scale=2.0) is not a
+    st = f.stat()
+    f.write_text("time_s,rate_mbps\n0,30\n1,20\n")           # same size, same modification time
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    b = load_trace(f)
+    assert b is not a and b.capacity.mean_rate == pytest.approx(25e6 / 8)

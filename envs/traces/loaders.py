@@ -397,6 +397,9 @@ def load_trace(path, fmt: str = "auto", *, scale: float = 1.0, start_s: float = 
     if fmt not in TRACE_FORMATS and fmt != "auto":
         raise TraceError(path, f"unknown format {fmt!r} (known: auto, {', '.join(TRACE_FORMATS)})")
     text, sha256 = _read_file(path)
+    key = _cache_key(path, sha256, fmt, scale, start_s, duration_s, min_rate_mbps, options)
+    if key in _CACHE:
+        return _CACHE[key]
     if fmt == "auto":
         fmt = detect_format(path, text)
     extra = set(options) - _OPTIONS.get(fmt, set())
@@ -406,7 +409,30 @@ def load_trace(path, fmt: str = "auto", *, scale: float = 1.0, start_s: float = 
     trace = _finish(path, parsed, scale, start_s, duration_s, min_rate_mbps)
     trace.format, trace.sha256 = fmt, sha256
     trace.sample_period_s = _sample_period_s(fmt, parsed.rate)
+    if len(_CACHE) >= CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))            # the oldest entry
+    _CACHE[key] = trace
     return trace
+
+
+#: traces parsed by this process, by file content and load options (:func:`_cache_key`): a
+#: trace condition's episodes load the same files again and again, and parsing a Raca CSV or a
+#: Mahimahi file (80-130 ms) costs several times a 2 MB episode. Loaded traces are never
+#: modified, so one object serves every caller. The guard (check_read) runs before the lookup.
+_CACHE: dict = {}
+CACHE_SIZE = 64
+
+
+def _cache_key(path, sha256, fmt, scale, start_s, duration_s, min_rate_mbps, options) -> tuple:
+    """The file (its path and content hash: an edited file is parsed again; reading and
+    hashing cost a few ms, parsing far more) and every load option; options that are not
+    plain values make the key unique (no caching)."""
+    try:
+        opts = tuple(sorted(options.items()))
+        hash(opts)
+    except TypeError:
+        opts = (object(),)
+    return (str(path), sha256, fmt, scale, start_s, duration_s, min_rate_mbps, opts)
 
 
 def _sample_period_s(fmt: str, rate: _Series) -> float:
