@@ -53,6 +53,7 @@ SCENARIO_DEFAULTS: dict = {
     "ack": {"every": 2, "max_delay_ms": 25.0, "size_bytes": 50},
     "flow_control": {"initial_window_bytes": 786432, "max_window_bytes": 15728640, "autotune": True},
     "cc": "olia",
+    "hystart": False,
     "setup": dict(SETUP_DEFAULTS),
     "pacing": dict(PACING_DEFAULTS),
     "paths": [],
@@ -293,6 +294,8 @@ def normalise_scenario(cfg) -> dict:
         if not isinstance(s[key], dict):
             raise ConfigError(f"scenario.{key}: expected a mapping of {sorted(SCENARIO_DEFAULTS[key])}, "
                               f"got {s[key]!r}")
+    if not isinstance(s["hystart"], bool):
+        raise ConfigError(f"scenario.hystart: expected true or false, got {s['hystart']!r}")
     s["setup"] = normalise_setup(s["setup"])
     s["pacing"] = normalise_pacing(s["pacing"])
     s["ack"]["every"] = int(_number(s["ack"]["every"], "scenario.ack.every", 1))
@@ -345,6 +348,13 @@ def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:
     except TypeError as e:
         raise ConfigError(f"synthetic {kind}: {e}") from None
     return out if isinstance(out, PathTrace) else PathTrace(capacity=out, source=f"synthetic:{kind}")
+
+
+def cc_options(name, scenario: dict) -> dict:
+    """The scenario's options of the congestion control ``name``: ``hystart`` for CUBIC."""
+    if scenario["hystart"] and isinstance(name, str) and name.strip().lower() == "cubic":
+        return {"hystart": True}
+    return {}
 
 
 class Emulation:
@@ -451,7 +461,8 @@ class Emulation:
         paths = [self.build_path(p, s) for p in s["paths"]]
         group = CouplingGroup()
         ccs = [make_cc(p["cc"] or s["cc"], s["packet_size"], s["initial_window_packets"],
-                       group=group, min_window_packets=s["min_window_packets"]) for p in s["paths"]]
+                       group=group, min_window_packets=s["min_window_packets"], **cc_options(p["cc"] or s["cc"], s))
+               for p in s["paths"]]
         conn = Connection(
             self.sim, paths, ccs, scheduler,
             packet_size=s["packet_size"], header_bytes=s["header_bytes"],

@@ -41,9 +41,21 @@ server opens the app's streams when the request arrives (``t_up``). Path
   RTT with ``true``;
 * ``path_validation: true``: ``t_up`` plus one RTT draw of path ``i`` (the
   model before ``mutual``);
-* ``false``: ``t_up``. Handshake packets
-are small: their serialisation time, queueing and loss are not modelled
-(a lost handshake packet would cost a PTO, about a second, in a real stack).
+* ``false``: ``t_up``.
+
+Handshake packets are small: their loss and the queue they may meet are not
+modelled (a lost handshake packet would cost a PTO, about a second, in a real
+stack). With ``handshake_link: false`` (the default) they take no capacity
+either: a round trip is one RTT draw, even when the path's trace is in an
+outage. With ``handshake_link: true`` the server's half of every setup round
+trip (its handshake flight on path 0, its PATH_CHALLENGE on path ``i``) is
+one datagram of :data:`FLIGHT_BYTES` that leaves the path's bottleneck when
+the link has offered its bytes (:func:`crossed`): a real server's flight waits
+out an outage at the connection's start, so the request, and the download, start
+after it (measured through the link relay with tquic, ``python -m
+falcon.deploy.fidelity``: on a Mahimahi LTE trace started 0.78 s before the
+end of an outage the server's first flight was acknowledged 0.74 s after it
+left, where the emulator's request reached the server during the outage).
 
 The server measures round trips during the setup, as a real stack does (RFC
 9002 §5: the handshake's acknowledgements are RTT samples; MP-QUIC path
@@ -65,9 +77,12 @@ HANDSHAKE_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 2, "zero_rtt
 #: it may open another path (QUIC: handshake confirmed; MPTCP: the TCP handshake before MP_JOIN)
 CLIENT_READY_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 1, "zero_rtt": 1}
 MUTUAL = "mutual"
-SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": MUTUAL, "rtt_samples": True}
+SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": MUTUAL, "rtt_samples": True, "handshake_link": False}
 #: ``setup: none``: today's model (no handshake, every path open at once)
-SETUP_NONE: dict = {"handshake": "none", "path_validation": False, "rtt_samples": False}
+SETUP_NONE: dict = {"handshake": "none", "path_validation": False, "rtt_samples": False, "handshake_link": False}
+#: ``handshake_link: true``: the server's setup datagram on the wire [bytes] (a full Initial's
+#: 1200 bytes of UDP payload, RFC 9000 §14.1, which tquic's coalesced Initial + Handshake fills, plus IPv4 and UDP)
+FLIGHT_BYTES = 1228
 
 
 def normalise_setup(value) -> dict:
@@ -88,12 +103,31 @@ def normalise_setup(value) -> dict:
     if not isinstance(out["handshake"], str) or out["handshake"] not in HANDSHAKE_RTTS:
         raise ConfigError(f"scenario.setup.handshake: unknown {out['handshake']!r}; "
                           f"choose one of {list(HANDSHAKE_RTTS)}")
-    if not isinstance(out["rtt_samples"], bool):
-        raise ConfigError(f"scenario.setup.rtt_samples: expected true or false, got {out['rtt_samples']!r}")
+    for key in ("rtt_samples", "handshake_link"):
+        if not isinstance(out[key], bool):
+            raise ConfigError(f"scenario.setup.{key}: expected true or false, got {out[key]!r}")
     if not isinstance(out["path_validation"], bool) and out["path_validation"] != MUTUAL:
         raise ConfigError(f"scenario.setup.path_validation: expected true, false or {MUTUAL!r}, "
                           f"got {out['path_validation']!r}")
     return out
+
+
+def crossed(path, t_send: float, size: int = FLIGHT_BYTES) -> float:
+    """When a datagram of ``size`` bytes sent at ``t_send`` [s] has left ``path``'s
+    bottleneck (``envs.link.Path``): when its link has offered ``size`` bytes
+    from ``t_send`` on, as on an empty queue [s] (a trace's outage: after it)."""
+    link = path.link
+    cap, off = link.capacity, link.offset
+    return cap.time_at(cap.cum_bytes(t_send + off) + size) - off
+
+
+def _round_trip(path, t: float, rtt: float, on_link: bool) -> float:
+    """A setup round trip started at ``t`` [s] with the RTT draw ``rtt`` [s]; with
+    ``on_link`` the server's half waits for its datagram to cross the link (:func:`crossed`)."""
+    if not on_link:
+        return rtt
+    t_srv = t + 0.5 * rtt
+    return rtt + crossed(path, t_srv) - t_srv
 
 
 def setup_timeline(paths, setup: dict, t0: float) -> tuple[float, list[float], list]:
@@ -110,8 +144,9 @@ def setup_timeline(paths, setup: dict, t0: float) -> tuple[float, list[float], l
     t = t0
     rtt0 = None
     k = HANDSHAKE_RTTS[setup["handshake"]]
+    on_link = setup["handshake_link"]
     for _ in range(k):
-        rtt0 = d0.sample_rtt(t)
+        rtt0 = _round_trip(paths[0], t, d0.sample_rtt(t), on_link)
         t += rtt0
     t_up = t + 0.5 * d0.sample_rtt(t)          # the request's trip to the server
     opens, rtts = [t_up], [rtt0]
@@ -121,11 +156,16 @@ def setup_timeline(paths, setup: dict, t0: float) -> tuple[float, list[float], l
         t_hs = t if hs == k else t0 + d0.sample_rtt(t0)    # zero_rtt: the handshake still takes a round trip
         for p in paths[1:]:
             rtt = p.delay.sample_rtt(t_hs)
-            opens.append(t_hs + 1.5 * rtt)
-            rtts.append(rtt)
+            if on_link:                          # the server's own challenge leaves half of it later
+                server = _round_trip(p, t_hs + 0.5 * rtt, rtt, on_link)
+                opens.append(t_hs + 0.5 * rtt + server)
+                rtts.append(server)
+            else:
+                opens.append(t_hs + 1.5 * rtt)
+                rtts.append(rtt)
         return t_up, opens, rtts
     for p in paths[1:]:
-        rtt = p.delay.sample_rtt(t_up) if validation else None
+        rtt = _round_trip(p, t_up, p.delay.sample_rtt(t_up), on_link) if validation else None
         opens.append(t_up if rtt is None else t_up + rtt)
         rtts.append(rtt)
     return t_up, opens, rtts
@@ -158,4 +198,5 @@ def _open_path(arg) -> None:
     conn._on_path_open(index)
 
 
-__all__ = ["HANDSHAKE_RTTS", "CLIENT_READY_RTTS", "MUTUAL", "SETUP_DEFAULTS", "SETUP_NONE", "establish", "normalise_setup", "setup_timeline"]
+__all__ = ["HANDSHAKE_RTTS", "CLIENT_READY_RTTS", "MUTUAL", "SETUP_DEFAULTS", "SETUP_NONE", "FLIGHT_BYTES", "establish",
+           "normalise_setup", "setup_timeline", "crossed"]

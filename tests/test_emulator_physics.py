@@ -469,15 +469,16 @@ def test_setup_block_is_validated():
     from envs.scenario import normalise_scenario
 
     base = {"paths": [{"bandwidth_mbps": 10}]}
-    full = {"path_validation": "mutual", "rtt_samples": True}
+    full = {"path_validation": "mutual", "rtt_samples": True, "handshake_link": False}
     assert normalise_scenario(base)["setup"] == {"handshake": "quic", **full}
     assert normalise_scenario({**base, "setup": "none"})["setup"] == {"handshake": "none", "path_validation": False,
-                                                                     "rtt_samples": False}
+                                                                     "rtt_samples": False, "handshake_link": False}
     assert normalise_scenario({**base, "setup": "gquic"})["setup"] == {"handshake": "gquic", **full}
     assert normalise_scenario({**base, "setup": {"path_validation": "mutual"}})["setup"]["path_validation"] == "mutual"
     for bad, msg in (("tls", "handshake: unknown 'tls'"), ({"handshake": "quic", "x": 1}, "unknown key"),
                      ({"path_validation": "yes"}, "expected true, false or 'mutual'"),
-                     ({"rtt_samples": "yes"}, "expected true or false"), (3, "expected none, a handshake")):
+                     ({"rtt_samples": "yes"}, "expected true or false"),
+                     ({"handshake_link": 1}, "handshake_link: expected true or false"), (3, "expected none, a handshake")):
         with pytest.raises(ConfigError, match=msg):
             normalise_scenario({**base, "setup": bad})
 

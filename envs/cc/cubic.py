@@ -15,7 +15,9 @@ segment, i.e. ``(target - cwnd) * acked_bytes / cwnd`` bytes per
 
 Behaviour:
 
-* slow start, recovery period and minimum/maximum window as NewReno;
+* slow start, recovery period and minimum/maximum window as NewReno; with
+  ``hystart=True`` slow start also ends when the RTT rises (HyStart++, RFC
+  9406, :mod:`envs.cc.hystart`), as tquic's and Linux's CUBIC do;
 * congestion event: ``W_max = cwnd`` (fast convergence: ``cwnd*(1+beta)/2``
   if ``cwnd`` is below the previous ``W_max``), ``cwnd_prior = cwnd``,
   ``ssthresh = cwnd*beta`` (beta = 0.7), ``cwnd = max(ssthresh, min_window)``;
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+from .hystart import EXIT, HyStartPP
 from .newreno import NewReno
 
 #: RFC 9438 constants.
@@ -46,9 +49,11 @@ class Cubic(NewReno):
     def __init__(self, mss: int, initial_window_packets: int = 32,
                  min_window_packets: int = 2, max_window_bytes: float = float("inf"),
                  group=None, *, c: float = CUBIC_C, beta: float = CUBIC_BETA,
-                 fast_convergence: bool = True):
+                 fast_convergence: bool = True, hystart: bool = False):
         super().__init__(mss, initial_window_packets, min_window_packets,
                          max_window_bytes, group)
+        #: HyStart++ state (:mod:`envs.cc.hystart`); None: slow start ends only on a loss
+        self.hystart = HyStartPP() if hystart else None
         self.beta = float(beta)
         self.c = float(c)
         #: C scaled to bytes: [bytes / s^3]
@@ -90,7 +95,15 @@ class Cubic(NewReno):
             return
         cwnd = self.cwnd
         if cwnd < self.ssthresh:
-            cwnd += acked_bytes
+            hs = self.hystart
+            if hs is None or hs.exited:         # (after a loss: plain slow start up to ssthresh)
+                cwnd += acked_bytes
+            else:
+                divisor = hs.on_ack(now, sent_time, rtt.latest_rtt)
+                if divisor == EXIT:
+                    self.ssthresh = cwnd        # congestion avoidance from the next ACK on
+                else:
+                    cwnd += acked_bytes / divisor
         else:
             if self.t_epoch < 0.0:
                 self._start_epoch(now)
@@ -118,7 +131,10 @@ class Cubic(NewReno):
         self.cwnd = cwnd if cwnd < self.max_window else self.max_window
 
     def _reduce(self, now: float) -> None:
-        """RFC 9438 §4.6 multiplicative decrease and §4.7 fast convergence."""
+        """RFC 9438 §4.6 multiplicative decrease and §4.7 fast convergence
+        (a congestion event also ends HyStart++)."""
+        if self.hystart is not None:
+            self.hystart.on_congestion()
         cwnd = self.cwnd
         if self.fast_convergence and cwnd < self.w_max:
             self.w_max = cwnd * (1.0 + self.beta) * 0.5
