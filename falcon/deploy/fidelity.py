@@ -304,7 +304,10 @@ def _write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then rename it there."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes it private; a written file is not
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)
