@@ -6,7 +6,7 @@ plus a stochastic adjustment, and (per the FALCON related-work section)
 change-point detection. The FALCON paper reports it as light, converging in
 about 6 000 packets, and competitive with (in its Fig. 2 slightly better
 than) minRTT and BLEST in static conditions. Everything more specific below
-is this framework's reconstruction (``design/SPEC-baselines.md``), not the
+is this framework's reconstruction, not the
 authors' code; the choices are justified by measurements (end of docstring).
 
 Notation: *f* = the lowest-srtt path (with or without room), "room" =

@@ -1,5 +1,5 @@
-"""Peekaboo (Wu et al., IEEE JSAC 2020), as released, with the fixes of
-``design/SPEC-baselines.md`` (floats, unit-range features).
+"""Peekaboo (Wu et al., IEEE JSAC 2020), as released, with this framework's fixes
+(floats, unit-range features).
 
 Notation: *f* = the lowest-srtt path (with or without cwnd room), *s* = the
 lowest-srtt path with room among the others (:mod:`baselines.rule_based.common`).

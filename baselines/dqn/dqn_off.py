@@ -1,6 +1,6 @@
 """DQN-Off and DQN-Off*: a DQN trained offline from logged experience, never adapting.
 
-The FALCON paper's offline baseline (Sec. V-C, ``SPEC-falcon.md``): the same
+The FALCON paper's offline baseline (Sec. V-C): the same
 state, action, reward and network as FALCON, trained *off-policy* from
 experience logged beforehand on the examined conditions (no simulator in the
 loop), then deployed greedily with no online update.

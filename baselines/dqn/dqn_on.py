@@ -1,6 +1,6 @@
 """DQN-On: a DQN scheduler that learns online, from scratch, with asynchronous updates.
 
-The baseline of the FALCON paper (Sec. V-C, ``SPEC-falcon.md``): FALCON's
+The baseline of the FALCON paper (Sec. V-C): FALCON's
 state, action and reward; a DQN that learns while it schedules, with the
 trainer apart from the network process (:mod:`baselines.dqn.async_trainer`:
 each gradient step costs emulated time, the old weights keep scheduling

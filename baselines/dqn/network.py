@@ -1,6 +1,6 @@
 """The Q-network: a fully connected ReLU network with functional, stackable parameters.
 
-FALCON's Q-network (paper Sec. V-A, ``SPEC-falcon.md``): the FALCON state in
+FALCON's Q-network (paper Sec. V-A): the FALCON state in
 (``4 * n_paths`` features, :mod:`envs.gym_env`), three hidden ReLU layers
 (64 units each by default), one linear output per action (path).
 

@@ -14,7 +14,7 @@ environment's definitions, so an agent trained here and one trained through
 closes the last (``done`` when the application completed).
 
 Reward ``"packet_rate"`` (the paper MDP's) is the per-packet
-credit of ``SPEC-falcon.md`` attributed to the decision that sent the packet:
+credit of FALCON's MDP attributed to the decision that sent the packet:
 the throughput obtained upon the selection, ``RTT_SCALE_S / (t_ack -
 t_decision)`` (:func:`envs.gym_env.ack_credit`, the unit of the
 environment's ``"ack_rate"``) when the packet the decision sent is

@@ -1,4 +1,4 @@
-"""GAPS (seed 001): a DDPG agent with a Transformer encoder that sets per-subflow
+"""GAPS: a DDPG agent with a Transformer encoder that sets per-subflow
 GAPs to keep the receiver's out-of-order queue small, the baselines as GAP
 schedulers, and the TRUE GAP sweep.
 
