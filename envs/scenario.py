@@ -53,7 +53,7 @@ SCENARIO_DEFAULTS: dict = {
     "ack": {"every": 2, "max_delay_ms": 25.0, "size_bytes": 50},
     "flow_control": {"initial_window_bytes": 786432, "max_window_bytes": 15728640, "autotune": True},
     "cc": "olia",
-    "hystart": False,
+    "hystart": True,
     "setup": dict(SETUP_DEFAULTS),
     "pacing": dict(PACING_DEFAULTS),
     "paths": [],

@@ -45,9 +45,9 @@ server opens the app's streams when the request arrives (``t_up``). Path
 
 Handshake packets are small: their loss and the queue they may meet are not
 modelled (a lost handshake packet would cost a PTO, about a second, in a real
-stack). With ``handshake_link: false`` (the default) they take no capacity
-either: a round trip is one RTT draw, even when the path's trace is in an
-outage. With ``handshake_link: true`` the server's half of every setup round
+stack). With ``handshake_link: false`` (the model before #46) they take no
+capacity either: a round trip is one RTT draw, even when the path's trace is in
+an outage. With ``handshake_link: true`` (the default) the server's half of every setup round
 trip (its handshake flight on path 0, its PATH_CHALLENGE on path ``i``) is
 one datagram of :data:`FLIGHT_BYTES` that leaves the path's bottleneck when
 the link has offered its bytes (:func:`crossed`): a real server's flight waits
@@ -77,7 +77,7 @@ HANDSHAKE_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 2, "zero_rtt
 #: it may open another path (QUIC: handshake confirmed; MPTCP: the TCP handshake before MP_JOIN)
 CLIENT_READY_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 1, "zero_rtt": 1}
 MUTUAL = "mutual"
-SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": MUTUAL, "rtt_samples": True, "handshake_link": False}
+SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": MUTUAL, "rtt_samples": True, "handshake_link": True}
 #: ``setup: none``: today's model (no handshake, every path open at once)
 SETUP_NONE: dict = {"handshake": "none", "path_validation": False, "rtt_samples": False, "handshake_link": False}
 #: ``handshake_link: true``: the server's setup datagram on the wire [bytes] (a full Initial's

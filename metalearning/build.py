@@ -47,9 +47,10 @@ from metalearning.reptile import ReptileConfig, reptile_cells
 
 #: bumped whenever task collection or the inner loop changes what a build
 #: computes (part of the fingerprint, so an older bank is rebuilt, not reused)
-BUILD_VERSION = 8              # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit;
+BUILD_VERSION = 9              # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit;
 #                                7: pacing and the setup's RTT samples (envs/path_sender.py, envs/setup.py);
-#                                8: secondary paths open as QUIC stacks open them (path_validation: mutual)
+#                                8: secondary paths open as QUIC stacks open them (path_validation: mutual);
+#                                9: the server's setup datagram crosses the link, CUBIC's HyStart++ (defaults)
 
 #: keys of a bank build config (``configs/bank/*.yaml``)
 BUILD_KEYS = ("name", "path", "seed", "reward", "generalist", "hidden", "grid", "dqn", "reptile", "chunk_size",

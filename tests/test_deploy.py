@@ -155,3 +155,8 @@ def test_scenario_differences_and_cc():
                                   "flow_control": {"initial_window_bytes": 10_485_760},
                                   "paths": [{"link": "4g"}, {"link": "wlan"}]})
     assert transport_cc("scenario", matched)[0] == "cubic" and scenario_differences(matched, "cubic") == []
+    # the model before #46 differs from what tquic runs, and says so (HyStart++ only where both run CUBIC)
+    before = normalise_scenario({**matched, "hystart": False, "setup": {**matched["setup"], "handshake_link": False}})
+    diffs = scenario_differences(before, "cubic")
+    assert [d.split(":")[0] for d in diffs] == ["setup.handshake_link", "hystart"]
+    assert [d.split(":")[0] for d in scenario_differences({**before, "cc": "bbr"}, "bbr")] == ["setup.handshake_link"]

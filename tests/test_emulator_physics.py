@@ -400,7 +400,8 @@ def test_setup_costs_the_handshake_and_request_trips_of_the_initial_path(rtt_ms,
     packet_time = WIRE * 8 / 5e6
     rtt = rtt_ms / 1000
 
-    def run(setup):
+    def run(setup):     # round trips of one RTT draw each (handshake_link: its own tests)
+        setup = setup if setup == "none" else {"handshake": setup, "handshake_link": False}
         return run_episode(one_path(5, rtt_ms, setup=setup), {"kind": "bulk", "size_bytes": 2_000_000},
                            make_scheduler("minrtt"), 0).metrics
 
@@ -416,7 +417,7 @@ def test_secondary_path_carries_data_one_rtt_after_the_request():
     after the server has the request (1.5 RTTs of the 20 ms path 0 after the
     start), then carries data; ``path_validation: false`` opens it with path 0."""
     sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
-          "setup": {"path_validation": True}}
+          "setup": {"path_validation": True, "handshake_link": False}}
     t_up, t_open = 0.030, 0.130
     emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0)
     emu.sim.run(t_open - 1e-6)
@@ -424,7 +425,8 @@ def test_secondary_path_carries_data_one_rtt_after_the_request():
     assert p0.packets_sent > 0 and not p1.is_open and p1.packets_sent == 0 and not p1.has_room
     emu.sim.run(t_open + 1e-6)
     assert p1.is_open and p1.packets_sent > 0
-    emu, conn, app, _ = setup_episode({**sc, "setup": {"path_validation": False}}, {"kind": "bulk", "size_bytes": 10**6},
+    emu, conn, app, _ = setup_episode({**sc, "setup": {"path_validation": False, "handshake_link": False}},
+                                      {"kind": "bulk", "size_bytes": 10**6},
                                       make_scheduler("rr"), 0)
     emu.sim.run(t_up + 1e-6)
     assert all(p.is_open and p.packets_sent > 0 for p in conn.paths)
@@ -436,7 +438,7 @@ def test_mutual_validation_opens_a_path_after_the_servers_own_challenge(handshak
     (``ready_rtts`` of the 20 ms path 0), reaches the server half an RTT of the 100 ms path 1 later,
     and the server sends data after its own challenge's round trip: 1.5 RTTs of path 1 in all."""
     sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
-          "setup": {"handshake": handshake, "path_validation": "mutual"}}
+          "setup": {"handshake": handshake, "path_validation": "mutual", "handshake_link": False}}
     t_open = ready_rtts * 0.020 + 1.5 * 0.100
     emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0)
     assert conn.paths[1].open_time == pytest.approx(t_open)
@@ -453,7 +455,7 @@ def test_streams_requested_during_the_setup_open_when_the_connection_is_up():
     from envs.apps import StreamsApp
 
     emu = Emulation(0)
-    conn = emu.connect(one_path(20, 40, setup=None), make_scheduler("minrtt"))
+    conn = emu.connect(one_path(20, 40, setup={"handshake_link": False}), make_scheduler("minrtt"))
     app = StreamsApp([{"release_s": 0.0, "size_bytes": 5000}, {"release_s": 0.01, "size_bytes": 5000},
                       {"release_s": 0.2, "size_bytes": 5000}])
     app.start(conn)
@@ -469,7 +471,7 @@ def test_setup_block_is_validated():
     from envs.scenario import normalise_scenario
 
     base = {"paths": [{"bandwidth_mbps": 10}]}
-    full = {"path_validation": "mutual", "rtt_samples": True, "handshake_link": False}
+    full = {"path_validation": "mutual", "rtt_samples": True, "handshake_link": True}
     assert normalise_scenario(base)["setup"] == {"handshake": "quic", **full}
     assert normalise_scenario({**base, "setup": "none"})["setup"] == {"handshake": "none", "path_validation": False,
                                                                      "rtt_samples": False, "handshake_link": False}
@@ -490,14 +492,15 @@ def test_the_setup_round_trips_are_the_first_rtt_samples():
     """The handshake's round trip is path 0's first RTT sample before any
     data, a validated path's round trip is its sample when it opens;
     ``rtt_samples: false`` and ``zero_rtt`` leave path 0 without one."""
-    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}]}
+    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
+          "setup": {"handshake_link": False}}      # RTT draws only (the link's share: tests/test_replay_physics.py)
     emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 10**6}, make_scheduler("minrtt"), 0)
     p0, p1 = conn.paths
     assert p0.has_rtt_sample and p0.srtt == pytest.approx(0.020) and p0.packets_sent == 0
     assert not p1.has_rtt_sample
     emu.sim.run(0.170 + 1e-6)                    # path 1 opens 1.5 x 100 ms after the handshake (20 ms)
     assert p1.is_open and p1.has_rtt_sample and p1.min_rtt == pytest.approx(0.100)
-    for setup in ({"rtt_samples": False}, "zero_rtt"):
+    for setup in ({"rtt_samples": False}, {"handshake": "zero_rtt"}):
         emu, conn, app, _ = setup_episode({**sc, "setup": setup}, {"kind": "bulk", "size_bytes": 10**6},
                                           make_scheduler("minrtt"), 0)
         assert not conn.paths[0].has_rtt_sample
@@ -509,7 +512,7 @@ def _first_flight(pacing, rtt_ms=80, buffer_packets=100_000):
     request reaches the server at 1.5 RTT)."""
     rtt = rtt_ms / 1000
     sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": rtt_ms, "buffer_packets": buffer_packets}],
-          "cc": "newreno", "pacing": pacing}
+          "cc": "newreno", "pacing": pacing, "setup": {"handshake_link": False}}
     emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 10**7}, make_scheduler("minrtt"), 0)
     emu.sim.run(1.5 * rtt + rtt - 1e-3)
     p = conn.paths[0]

@@ -57,8 +57,8 @@ def test_cubic_with_hystart_leaves_slow_start_before_the_deep_queue_overflows():
     scen = {"cc": "cubic", "initial_window_packets": 10,
             "paths": [{"bandwidth_mbps": 20, "rtt_ms": 60, "buffer_bdp": 3}]}
     app = {"kind": "bulk", "size_bytes": 2_000_000}
-    plain = run_episode(scen, app, make_scheduler("minrtt"), seed=0).metrics
-    hy = run_episode({**scen, "hystart": True}, app, make_scheduler("minrtt"), seed=0).metrics
+    plain = run_episode({**scen, "hystart": False}, app, make_scheduler("minrtt"), seed=0).metrics
+    hy = run_episode(scen, app, make_scheduler("minrtt"), seed=0).metrics          # HyStart++: the default
     assert plain["retransmissions"] > 200
     assert hy["retransmissions"] < 0.5 * plain["retransmissions"]
     assert hy["download_time_s"] == pytest.approx(plain["download_time_s"], rel=0.05)
@@ -87,8 +87,8 @@ def _outage_path(tmp_path, rtt_ms: float = 40.0):
 
 def test_handshake_crosses_the_link_and_waits_out_an_outage(tmp_path):
     path, s = _outage_path(tmp_path)
-    off = dict(s["setup"])
-    on = {**off, "handshake_link": True}
+    on = dict(s["setup"])                          # the default
+    off = {**on, "handshake_link": False}          # the model before
     t_up_off, _, rtts_off = setup_timeline([path], off, 0.0)
     path2, _ = _outage_path(tmp_path)              # the same delay draws
     t_up_on, _, rtts_on = setup_timeline([path2], on, 0.0)
@@ -100,7 +100,7 @@ def test_handshake_crosses_the_link_and_waits_out_an_outage(tmp_path):
 
 
 def test_handshake_link_on_a_constant_path_costs_one_datagrams_serialisation():
-    s = normalise_scenario({"setup": {"handshake_link": True}, "paths": [{"bandwidth_mbps": 10, "rtt_ms": 30},
+    s = normalise_scenario({"paths": [{"bandwidth_mbps": 10, "rtt_ms": 30},
                                                                           {"bandwidth_mbps": 5, "rtt_ms": 50}]})
     paths = [Emulation(0).build_path(p, s) for p in s["paths"]]
     t_up, opens, rtts = setup_timeline(paths, s["setup"], 0.0)
@@ -122,7 +122,7 @@ def test_handshake_link_lets_a_download_start_after_the_outage(tmp_path):
     f.write_text("time_s,rate_Mbps\n0,0\n1,20\n4,20\n")
     scen = {"paths": [{"trace": str(f), "rtt_ms": 40}]}
     app = {"kind": "bulk", "size_bytes": 500_000}
-    before = emulated_episode(scen, app, make_scheduler("minrtt"), 0)
-    after = emulated_episode({**scen, "setup": {"handshake_link": True}}, app, make_scheduler("minrtt"), 0)
+    before = emulated_episode({**scen, "setup": {"handshake_link": False}}, app, make_scheduler("minrtt"), 0)
+    after = emulated_episode(scen, app, make_scheduler("minrtt"), 0)           # the default
     assert before["download_time_s"] > 0.9 > after["download_time_s"] > 0.2
     assert after["handshake_s"] > 1.0 and math.isfinite(after["connection_time_s"])

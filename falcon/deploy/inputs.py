@@ -34,7 +34,10 @@ TQUIC_FIXED = {
     "flow_control.initial_window_bytes": (10_485_760, "connection flow-control window [bytes] (initial_max_data)"),
     "packet_size": (1500, "full packet on the wire [bytes] (1472-byte UDP payload once PMTU discovery has "
                           "probed loopback; 1200 before)"),
+    "setup.handshake_link": (True, "the server's handshake datagram crosses the link (waits out an outage)"),
 }
+#: what tquic's CUBIC runs (checked only when both worlds run CUBIC)
+TQUIC_CUBIC_FIXED = {"hystart": (True, "CUBIC's slow start also ends on a rising RTT (HyStart++)")}
 
 
 
@@ -203,7 +206,10 @@ def scenario_differences(scenario: Mapping, cc: str | None) -> list[str]:
     transport runs (:data:`TQUIC_FIXED`, the congestion control): the
     transport does not read these keys, the emulator does."""
     out = []
-    for key, (value, what) in TQUIC_FIXED.items():
+    fixed = dict(TQUIC_FIXED)
+    if cc == "cubic":
+        fixed.update(TQUIC_CUBIC_FIXED)
+    for key, (value, what) in fixed.items():
         node = scenario
         for part in key.split("."):
             node = node.get(part) if isinstance(node, Mapping) else None
@@ -267,4 +273,4 @@ def ensure_transport(build: bool) -> str | None:
 
 __all__ = ["agent_names", "resolve_model", "write_model_onnx", "transport_cc", "scenario_differences", "hostport",
            "check_listen", "ensure_transport", "ModelSource", "TRANSPORT_SCHEDULERS", "EMULATOR_AGENTS",
-           "TQUIC_CC", "TQUIC_FIXED", "RELAY_RATE_MBPS"]
+           "TQUIC_CC", "TQUIC_FIXED", "TQUIC_CUBIC_FIXED", "RELAY_RATE_MBPS"]
