@@ -56,6 +56,7 @@ COLORS: dict[str, str] = {
     "dqn_off": "#e377c2",
     "dqn_off_star": "#f7b6d2",
     "dqn_off_paper": "#ce6dbd",
+    "dqn_modes": "#a55194",
     # FALCON
     "falcon": "#d62728",
     "falcon_n": "#ff9896",

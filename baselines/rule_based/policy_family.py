@@ -68,7 +68,7 @@ class SplitThreshold(Scheduler):
     def decide(self, view):
         p0, p1 = view.paths
         if self.reinjects and view.no_new_data:
-            return self._tail(view, p0, p1)
+            return tail_decision(view, p0, p1)
         sent0 = p0.packets_sent
         t, o = (p0, p1) if sent0 < self.share * (sent0 + p1.packets_sent + 1) else (p1, p0)
         if self.threshold < math.inf and t.has_rtt_sample and o.has_rtt_sample \
@@ -76,13 +76,17 @@ class SplitThreshold(Scheduler):
             t = o
         return t.index if t.has_room else None
 
-    @staticmethod
-    def _tail(view, p0, p1):
-        order = (p0, p1) if predicted_delivery(p0) <= predicted_delivery(p1) else (p1, p0)
-        for p in order:
-            if p.has_room and view.reinject_source(p.index) is not None:
-                return Decision(p.index, reinject=True)
-        return None
 
 
-__all__ = ["SplitThreshold", "check_threshold", "predicted_delivery"]
+def tail_decision(view, p0, p1):
+    """Tail re-injection of two paths (nothing new to send): the path with room
+    and the earlier :func:`predicted_delivery` re-injects the oldest frame in
+    flight alone on the other path; None (wait) when neither can."""
+    order = (p0, p1) if predicted_delivery(p0) <= predicted_delivery(p1) else (p1, p0)
+    for p in order:
+        if p.has_room and view.reinject_source(p.index) is not None:
+            return Decision(p.index, reinject=True)
+    return None
+
+
+__all__ = ["SplitThreshold", "check_threshold", "predicted_delivery", "tail_decision"]

@@ -1,0 +1,170 @@
+"""Behaviour data and transitions of the mode MDP (:mod:`baselines.modes`).
+
+**Behaviour.** Every mode held for a whole download on ``seeds_per_mode``
+seeds (so the log contains every member of the oracle family's grid that
+the modes span, the single paths among them), then ``switching_episodes``
+episodes that start in a random mode and switch to a uniformly random one at
+each epoch with probability ``switch_prob`` (so the log contains mode
+changes, and their consequences, in states the constant modes reach).
+
+**Reward.** Per epoch ``k`` (decision at ``t_k``, the next at ``t_{k+1}``, the
+last epoch ending when the download completes):
+``r_k = -(t_{k+1} - t_k) / u + gamma * phi_{k+1} - phi_k`` with the potential
+``phi = -unacknowledged bytes / (rate_ref * u)`` (0 at completion). The
+shaping is potential-based (Ng, Harada and Russell, ICML 1999), so the
+optimal policy is that of ``-download time``; it tells an epoch that moved
+data from one that did not, long before the download ends. The condition's
+constants: ``u`` = its median behaviour download time / :data:`EPOCHS_PER_MEDIAN`
+(an episode's return is then about ``-EPOCHS_PER_MEDIAN`` whatever the
+bandwidth), ``rate_ref`` = the median of the episodes' first unacknowledged
+bytes / that median time [bytes/s].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from baselines.modes.scheduler import ModeScheduler
+from envs import run_episode
+from envs.errors import ConfigError
+
+#: the reward's time unit is the median behaviour download time / this
+EPOCHS_PER_MEDIAN = 20.0
+
+
+@dataclass
+class Episode:
+    """One logged download: per decision the state, mode, time [s] and
+    unacknowledged bytes; ``end_s``: when it completed or was cut at the
+    scenario's time limit (``truncated``) [s, the same clock]."""
+
+    states: np.ndarray
+    modes: np.ndarray
+    times: np.ndarray
+    unacked: np.ndarray
+    end_s: float
+    download_time_s: float
+    truncated: bool = False
+
+
+class _Behaviour:
+    """A chooser: a fixed mode, or a random mode that changes at each epoch with
+    probability ``switch_prob`` (``once``: at most one change, then held)."""
+
+    def __init__(self, n_modes: int, rng: np.random.Generator | None, fixed: int | None, switch_prob: float,
+                 once: bool = False):
+        self.n, self.rng, self.fixed, self.p, self.once = n_modes, rng, fixed, switch_prob, once
+        self.current = fixed if fixed is not None else int(rng.integers(n_modes))
+        self.switched = False
+
+    def __call__(self, state) -> int:
+        if self.fixed is None and not (self.once and self.switched) and self.rng.random() < self.p:
+            self.current = int(self.rng.integers(self.n))
+            self.switched = True
+        return self.current
+
+
+def log_episode(scenario, app, modes, chooser, seed: int) -> Episode:
+    """Run one download with ``chooser`` and return its log (an episode cut at
+    the scenario's time limit is kept, ``truncated``, its download time the
+    time limit: a lower bound)."""
+    sched = ModeScheduler(modes, chooser)
+    m = run_episode(scenario, app, sched, seed=seed).metrics
+    if not sched.trace:
+        raise ConfigError(f"modes: a behaviour episode (seed {seed}) made no decision")
+    states, chosen, times, unacked = zip(*sched.trace)
+    done = math.isfinite(m["download_time_s"])
+    return Episode(np.stack(states), np.asarray(chosen, np.int64), np.asarray(times), np.asarray(unacked),
+                   float(m["elapsed_s"]), float(m["download_time_s"] if done else m["elapsed_s"]), not done)
+
+
+def collect(scenario, app, modes, seed: int, seeds_per_mode: int, switching_episodes: int,
+            switch_prob: float, progress=None, once: bool = False) -> list[Episode]:
+    """The behaviour log (module docstring); seeds ``seed + k``; ``once``: the
+    switching episodes change mode at most once."""
+    rng = np.random.default_rng(seed)
+    episodes, k = [], 0
+    for mode in range(len(modes)):
+        for _ in range(int(seeds_per_mode)):
+            episodes.append(log_episode(scenario, app, modes, _Behaviour(len(modes), None, mode, 0.0), seed + k))
+            k += 1
+    for _ in range(int(switching_episodes)):
+        behaviour = _Behaviour(len(modes), rng, None, switch_prob, once)
+        episodes.append(log_episode(scenario, app, modes, behaviour, seed + k))
+        k += 1
+    if progress is not None:
+        progress(f"modes: logged {len(episodes)} behaviour episodes, "
+                 f"{sum(len(e.modes) for e in episodes)} decisions")
+    return episodes
+
+
+@dataclass
+class Transitions:
+    """Arrays over transitions; ``weights``: sampling probabilities (None: uniform)."""
+
+    states: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_states: np.ndarray
+    dones: np.ndarray
+    weights: np.ndarray | None = None
+
+
+def reward_constants(episodes: Sequence[Episode]) -> tuple[float, float]:
+    """``(u [s], rate_ref [bytes/s])`` of a condition (module docstring)."""
+    median = float(np.median([e.download_time_s for e in episodes]))
+    first = float(np.median([e.unacked[0] for e in episodes]))
+    return median / EPOCHS_PER_MEDIAN, first / max(median, 1e-9)
+
+
+def mc_transitions(episodes: Sequence[Episode], unit_s: float) -> Transitions:
+    """Each episode's epochs from its last change of mode on (every epoch of a
+    constant-mode episode), with their return-to-go as a terminal reward:
+    ``r_k = -(end - t_k) / u``, done. A Q-network fitted to them (a DQN
+    update with ``gamma = 0`` is a regression) estimates, per mode, the
+    remaining download time if that mode is held from the state on; acting
+    greedily on it is generalised policy improvement over the modes (Barreto
+    et al., NeurIPS 2017): never worse than holding the best of them, where
+    the estimates are right. An episode that changed mode once contributes the
+    epochs after the change: the value of a mode from a state another mode
+    led to, which constant episodes never show. ``weights``: each episode's
+    epochs share one unit of weight, so a slow episode (many epochs) does not
+    outweigh a fast one."""
+    s, r, a, w = [], [], [], []
+    for e in episodes:
+        changes = np.flatnonzero(e.modes[1:] != e.modes[:-1])
+        start = int(changes[-1]) + 1 if len(changes) else 0
+        s.append(e.states[start:])
+        r.append(-(e.end_s - e.times[start:]) / unit_s)
+        a.append(e.modes[start:])
+        w.append(np.full(len(e.modes) - start, 1.0 / (len(e.modes) - start)))
+    states = np.concatenate(s).astype(np.float32)
+    n = len(states)
+    return Transitions(states, np.concatenate(a), np.concatenate(r).astype(np.float32), states.copy(),
+                       np.ones(n, np.float32), np.concatenate(w) / len(episodes))
+
+
+def transitions(episodes: Sequence[Episode], gamma: float, unit_s: float, rate_ref: float) -> Transitions:
+    """Every episode's epochs as ``(s, a, r, s', done)`` (module docstring)."""
+    s, a, r, s2, d = [], [], [], [], []
+    for e in episodes:
+        n = len(e.modes)
+        ends = np.append(e.times[1:], e.end_s)
+        phi = -e.unacked / (rate_ref * unit_s)
+        phi_next = np.append(phi[1:], phi[-1] if e.truncated else 0.0)
+        r.append(-(ends - e.times) / unit_s + gamma * phi_next - phi)
+        s.append(e.states)
+        a.append(e.modes)
+        # the last s' is bootstrapped only for a cut episode (from its last state: the best guess there is)
+        s2.append(np.concatenate([e.states[1:], e.states[-1:]]))
+        d.append(np.append(np.zeros(n - 1), 0.0 if e.truncated else 1.0))
+    return Transitions(np.concatenate(s).astype(np.float32), np.concatenate(a), np.concatenate(r).astype(np.float32),
+                       np.concatenate(s2).astype(np.float32), np.concatenate(d).astype(np.float32))
+
+
+__all__ = ["Episode", "Transitions", "EPOCHS_PER_MEDIAN", "log_episode", "collect", "reward_constants",
+           "transitions", "mc_transitions"]

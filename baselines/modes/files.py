@@ -1,0 +1,97 @@
+"""The mode scheduler's model file (HDF5, format ``falcon-modes-model``
+version 1): attributes ``format``, ``format_version``, ``framework_version``,
+``created``, ``modes`` (JSON ``[[share, reinject], ..., "rule", ...]``), ``spec`` (JSON of
+:class:`baselines.dqn.network.QNetSpec`); datasets ``weights/W0, b0, ...``
+(float32, ``W`` ``[in, out]``). Written to a temporary file and renamed;
+read back with one-line errors (:class:`baselines.dqn.files.ModelFileError`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from baselines.dqn.files import (
+    ModelFileError,
+    atomic_path,
+    dataset_options,
+    hdf5_error_line,
+    integer_attribute,
+    open_hdf5_for_writing,
+    write_header,
+)
+from baselines.dqn.network import QNetSpec
+from baselines.modes.scheduler import make_modes
+
+FORMAT = "falcon-modes-model"
+FORMAT_VERSION = 1
+
+
+def write_model(path, weights, spec: QNetSpec, modes) -> Path:
+    """Write a trained mode scheduler to ``path``; returns it."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with open_hdf5_for_writing(tmp) as f:
+            write_header(f, FORMAT, FORMAT_VERSION)
+            f.attrs["modes"] = json.dumps([m if isinstance(m, str) else [float(m[0]), bool(m[1])] for m in modes])
+            f.attrs["spec"] = json.dumps(spec.to_dict())
+            g = f.create_group("weights")
+            for k, w in enumerate(weights):
+                name = f"{'Wb'[k % 2]}{k // 2}"
+                g.create_dataset(name, data=np.asarray(w, np.float32), **dataset_options(w))
+    return path
+
+
+def read_model(path):
+    """``(weights, spec, modes)`` of a file :func:`write_model` wrote; a
+    missing, foreign or damaged file is a one-line :class:`ModelFileError`."""
+    import h5py
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "model.h5"
+    if not p.is_file():
+        raise ModelFileError(f"{p}: no such mode-scheduler model file")
+    try:
+        with h5py.File(p, "r") as f:
+            if f.attrs.get("format") != FORMAT:
+                raise ModelFileError(f"{p}: not a {FORMAT} file (format {f.attrs.get('format')!r})")
+            version = integer_attribute(f.attrs.get("format_version"), "format_version")
+            if version != FORMAT_VERSION:
+                raise ModelFileError(f"{p}: {FORMAT} version {version}, this reader knows {FORMAT_VERSION}")
+            spec = QNetSpec(**json.loads(f.attrs["spec"]))
+            modes = make_modes_from(json.loads(f.attrs["modes"]))
+            g = f["weights"]
+            weights = []
+            for k in range(2 * len(spec.layer_sizes)):
+                weights.append(np.asarray(g[f"{'Wb'[k % 2]}{k // 2}"][()], np.float32))
+    except ModelFileError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        raise ModelFileError(f"{p}: unreadable mode-scheduler model ({hdf5_error_line(e)})") from None
+    for (i, o), w, b in zip(spec.layer_sizes, weights[::2], weights[1::2]):
+        if w.shape != (i, o) or b.shape != (o,):
+            raise ModelFileError(f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})")
+    if spec.n_actions != len(modes):
+        raise ModelFileError(f"{p}: {spec.n_actions} Q-values for {len(modes)} modes")
+    return weights, spec, modes
+
+
+def make_modes_from(entries) -> list:
+    """The mode list of a file's ``modes`` attribute, checked."""
+    if not isinstance(entries, list) or not all(isinstance(x, str) or (isinstance(x, list) and len(x) == 2)
+                                                for x in entries):
+        raise ValueError(f"modes attribute: expected [[share, reinject], ..., rule, ...], got {entries!r}")
+    pairs = [(float(x[0]), bool(x[1])) for x in entries if not isinstance(x, str)]
+    rules = [x for x in entries if isinstance(x, str)]
+    shares = list(dict.fromkeys(s for s, _ in pairs))
+    reinject = list(dict.fromkeys(r for _, r in pairs))
+    modes = make_modes(shares, reinject, rules)
+    if modes != pairs + rules:
+        raise ValueError("modes attribute: not a shares x reinject grid followed by rules")
+    return modes
+
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "write_model", "read_model"]

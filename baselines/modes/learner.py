@@ -1,0 +1,201 @@
+"""DQN-Off on the mode MDP: a Q-network over traffic-split modes, trained
+offline per condition from behaviour data that covers the oracle family.
+
+:meth:`DQNModes.fit` logs the behaviour episodes
+(:func:`baselines.modes.experience.collect`), trains ``models`` Q-networks
+side by side on the log (:class:`baselines.dqn.learner.BatchedDQN`, inputs
+normalised by the log's mean and spread) keeping ``checkpoints`` snapshots
+of each, and deploys the candidate with the lowest mean log download time on
+``validation_episodes`` fresh episodes of the training condition
+(:func:`baselines.dqn.selection.successive_halving`; seeds ``seed +
+VALIDATION_SEED_OFFSET + k``, disjoint from the logged ones and from an
+evaluation's ``0 .. runs-1``), as DQN-Off does. Deployed greedily: at each
+epoch the mode with the highest Q-value.
+
+Why a second MDP beside the completion MDP (:mod:`envs.mdp`): there the
+action is a path per packet and the reward a fluid prediction from the
+congestion controllers' estimates, discounted at 0.9 per decision, so the
+learned policy is greedy in that prediction, which is the reasoning of ECF
+and minRTT: it cannot see a path that stalls (its estimates do not move
+without ACKs) and it never weighs a choice whose pay-off comes seconds later
+(sending nothing on a path that will collapse). Here a decision holds for an
+epoch, the state has what each path delivered and how long it has been
+silent, and the return is the download time itself (README, "Learners that
+capture the headroom").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from baselines.dqn.dqn_off import VALIDATION_SEED_OFFSET
+from baselines.dqn.learner import BatchedDQN, DQNConfig
+from baselines.dqn.network import NumpyQNet, QNetSpec
+from baselines.dqn.selection import download_cost, successive_halving
+from baselines.modes import files
+from baselines.modes.experience import collect, mc_transitions, reward_constants, transitions
+from baselines.modes.features import n_inputs
+from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes
+from envs import run_episode
+from envs.errors import ConfigError
+from envs.scheduler import Scheduler, Trainable
+
+#: what the Q-network is fitted to: ``mc``, each constant mode's return-to-go
+#: (:func:`baselines.modes.experience.mc_transitions`, generalised policy
+#: improvement over the modes); ``td``, DQN's bootstrapped target on the shaped
+#: per-epoch reward over every logged epoch (:func:`baselines.modes.experience.transitions`)
+TARGETS = ("mc", "td")
+
+
+def hold_or_switch(q: np.ndarray, current: int | None, margin: float) -> int:
+    """The argmax of ``q``, or ``current`` where no mode beats it by more than ``margin``."""
+    best = int(np.argmax(q))
+    if current is None or q[best] > q[current] + margin:
+        return best
+    return current
+
+
+class DQNModes(Scheduler, Trainable):
+    """A learned mode scheduler (module docstring).
+
+    Args:
+        shares: the modes' shares of packets on path 0.
+        reinject: the modes' tail re-injection values.
+        rules: rules of the field that are modes too (``configs/agent`` names).
+        hidden: hidden-layer widths of the Q-network.
+        gamma: discount per epoch (``target: td``).
+        target: :data:`TARGETS`.
+        switch_margin: a deployed model changes mode only for a Q-value gain above
+            this (reward units: ``u``, a twentieth of the median download time).
+        lr, batch_size, tau, double_q, cql_alpha: :class:`baselines.dqn.learner.DQNConfig`
+            (``cql_alpha``: conservative Q-learning, which keeps the greedy
+            mode on what the log supports).
+        seed: initial weights and mini-batches.
+        model: a saved model (``model.h5`` or its folder) instead of training.
+    """
+
+    name = "dqn_modes"
+    reinjects = True
+
+    def __init__(self, shares: Sequence[float] = DEFAULT_SHARES, reinject: Sequence[bool] = (False, True),
+                 rules: Sequence[str] = (), hidden: Sequence[int] = (64, 64), gamma: float = 0.98, lr: float = 1e-3,
+                 batch_size: int = 64, tau: float = 0.01, double_q: bool = True, cql_alpha: float = 0.0,
+                 target: str = "mc", switch_margin: float = 0.0, seed: int = 0,
+                 model: str | None = None) -> None:
+        if target not in TARGETS:
+            raise ConfigError(f"target: unknown {target!r}; known: {list(TARGETS)}")
+        self.target = target
+        self.switch_margin = float(switch_margin)
+        self._current: int | None = None
+        self.modes = make_modes(list(shares), list(reinject), list(rules))
+        self.hidden = tuple(int(h) for h in hidden)
+        self.config = DQNConfig(lr=float(lr), batch_size=int(batch_size), gamma=0.0 if target == "mc" else float(gamma),
+                                tau=float(tau),
+                                double_q=bool(double_q), cql_alpha=float(cql_alpha))
+        self.seed = int(seed)
+        self.net: NumpyQNet | None = None
+        self.spec: QNetSpec | None = None
+        self._inner: ModeScheduler | None = None
+        if model is not None:
+            self.load(model)
+
+    # ------------------------------------------------------------ acting
+    def chooser(self, state: np.ndarray) -> int:
+        """The greedy mode; the mode in force is kept unless another's Q-value
+        is higher by more than ``switch_margin`` (reward units)."""
+        if self.net is None:
+            raise ConfigError(f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)")
+        return hold_or_switch(self.net(state), self._current, self.switch_margin)
+
+    def _choose(self, state: np.ndarray) -> int:
+        self._current = self.chooser(state)
+        return self._current
+
+    def reset(self, view) -> None:
+        self._current = None
+        self._inner = ModeScheduler(self.modes, self._choose)
+        self._inner.reset(view)
+
+    def decide(self, view):
+        return self._inner.decide(view)
+
+    # ------------------------------------------------------------ training
+    def fit(self, scenario, app, seed: int = 0, seeds_per_mode: int = 3, switching_episodes: int = 30,
+            switch_prob: float = 0.3, gradient_steps: int = 4000, models: int = 4, checkpoints: int = 4,
+            validation_episodes: int = 64, log: Callable | None = None, progress: bool = True) -> dict:
+        """Log, train, select (module docstring); returns summary metrics."""
+        say = print if progress else None
+        episodes = collect(scenario, app, self.modes, seed, seeds_per_mode, switching_episodes, switch_prob, say,
+                           once=self.target == "mc")
+        unit_s, rate_ref = reward_constants(episodes)
+        data = (mc_transitions(episodes, unit_s) if self.target == "mc"
+                else transitions(episodes, self.config.gamma, unit_s, rate_ref))
+        mean = data.states.mean(0)
+        spread = np.maximum(data.states.std(0), 1e-3)
+        self.spec = QNetSpec(n_inputs(2), len(self.modes), self.hidden, input_offset=tuple(mean.tolist()),
+                             input_scale=tuple(spread.tolist()))
+        candidates, losses = self._train(data, int(models), int(checkpoints), int(gradient_steps))
+        best, record = self._select(candidates, scenario, app, seed, int(validation_episodes), say)
+        self.net = NumpyQNet(candidates[best], self.spec)
+        out = {"behaviour_episodes": float(len(episodes)), "transitions": float(len(data.actions)),
+               "reward_unit_s": unit_s, "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
+               "selected_candidate": float(best),
+               "selected_mean_cost": float(record[best]["mean_cost"] or math.nan)}
+        if log is not None:
+            log({f"train/{self.name}/{k}": v for k, v in out.items()}, None)
+        return out
+
+    def _train(self, data, n_models: int, n_checkpoints: int, steps: int):
+        """``(candidate weight lists, per-step losses)``: ``n_checkpoints`` evenly spaced
+        snapshots of each of ``n_models`` networks."""
+        if n_models < 1 or n_checkpoints < 1 or steps < n_checkpoints:
+            raise ConfigError("modes: models and checkpoints must be >= 1 and gradient_steps >= checkpoints")
+        learner = BatchedDQN(self.spec, n_models, self.config, seed=self.seed)
+        rng = np.random.default_rng(self.seed + 1)
+        n, b = len(data.actions), self.config.batch_size
+        marks = {round(steps * (k + 1) / n_checkpoints) for k in range(n_checkpoints)}
+        snaps, losses = [], []
+        for step in range(1, steps + 1):
+            idx = (rng.integers(0, n, size=(n_models, b)) if data.weights is None
+                   else rng.choice(n, size=(n_models, b), p=data.weights))
+            loss = learner.update(data.states[idx], data.actions[idx], data.rewards[idx],
+                                  data.next_states[idx], data.dones[idx])
+            losses.append(loss.detach().numpy())
+            if step in marks:
+                snaps.append([learner.get_weights(m) for m in range(n_models)])
+        return [snap[m] for m in range(n_models) for snap in snaps], losses
+
+    def _select(self, candidates, scenario, app, seed: int, budget: int, say):
+        if len(candidates) == 1:
+            return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None}]
+        nets = [NumpyQNet(w, self.spec) for w in candidates]
+
+        def evaluate(i: int, k: int) -> float:
+            held = [None]
+
+            def choose(state):
+                held[0] = hold_or_switch(nets[i](state), held[0], self.switch_margin)
+                return held[0]
+
+            sched = ModeScheduler(self.modes, choose)
+            return download_cost(run_episode(scenario, app, sched, seed=seed + VALIDATION_SEED_OFFSET + k).metrics)
+
+        return successive_halving(len(candidates), evaluate, max(budget, len(candidates)), progress=say)
+
+    # ------------------------------------------------------------ files
+    def save(self, directory) -> Path:
+        """``directory/model.h5`` (:mod:`baselines.modes.files`)."""
+        if self.net is None:
+            raise ConfigError(f"{self.name}: nothing to save (not trained)")
+        return files.write_model(Path(directory) / "model.h5", self.net.weights, self.spec, self.modes)
+
+    def load(self, path) -> None:
+        weights, self.spec, self.modes = files.read_model(path)
+        self.net = NumpyQNet(weights, self.spec)
+
+
+__all__ = ["DQNModes", "TARGETS", "hold_or_switch"]

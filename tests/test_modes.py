@@ -1,0 +1,147 @@
+"""The mode MDP (baselines/modes/): modes executed as the fixed split and the
+rules execute them, the epoch state, the return-to-go targets, the learner
+on a condition where one path should be left alone, and the model file."""
+
+import math
+
+import numpy as np
+import pytest
+
+from baselines import make_scheduler
+from baselines.dqn.files import ModelFileError
+from baselines.modes import DQNModes, ModeScheduler, make_modes
+from baselines.modes.experience import Episode, mc_transitions, transitions
+from baselines.modes.features import feature_names, n_inputs
+from baselines.modes.learner import hold_or_switch
+from envs import run_episode
+from envs.errors import ConfigError
+
+SCEN = {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 30}, {"bandwidth_mbps": 10, "rtt_ms": 80}]}
+APP = {"kind": "bulk", "size_bytes": 600_000}
+
+
+def _held(mode_index, modes):
+    sched = ModeScheduler(modes, lambda state: mode_index)
+    return sched, run_episode(SCEN, APP, sched, seed=3).metrics
+
+
+def test_single_path_modes_are_the_fixed_split_and_every_epoch_is_recorded():
+    modes = make_modes()
+    for share in (0.0, 1.0):
+        sched, m = _held(modes.index((share, False)), modes)
+        ref = run_episode(SCEN, APP, make_scheduler("fixed_split", share=share), seed=3).metrics
+        assert m["download_time_s"] == ref["download_time_s"]
+        assert m["path0_share"] == share
+        times = [t for _, _, t, _ in sched.trace]
+        assert len(times) >= 3 and times == sorted(times)
+        assert all(state.shape == (n_inputs(2),) for state, _, _, _ in sched.trace)
+
+
+def test_a_share_holds_within_each_epoch_and_a_rule_mode_is_the_rule():
+    modes = make_modes(rules=["ecf"])
+    _, m = _held(modes.index((0.25, False)), modes)
+    assert m["path0_share"] == pytest.approx(0.25, abs=0.03)
+    _, m = _held(modes.index("ecf"), modes)
+    ref = run_episode(SCEN, APP, make_scheduler("ecf"), seed=3).metrics
+    assert m["download_time_s"] == ref["download_time_s"]
+
+
+def test_modes_are_checked():
+    with pytest.raises(ConfigError, match="listed twice"):
+        make_modes([0.5, 0.5])
+    with pytest.raises(ConfigError, match="modes.rules: 'nope'"):
+        make_modes(rules=["nope"])
+    with pytest.raises(ConfigError, match="per-packet feedback"):
+        make_modes(rules=["stms"])
+    with pytest.raises(ConfigError, match="target"):
+        DQNModes(target="sarsa")
+    three = {"paths": SCEN["paths"] * 2}
+    with pytest.raises(ConfigError, match="exactly 2 paths"):
+        run_episode({"paths": three["paths"][:3]}, APP, ModeScheduler(make_modes(), lambda s: 0), seed=0)
+
+
+def test_state_sees_a_path_that_stopped_delivering(tmp_path):
+    """An outage on path 1 from 0.3 s (its trace reads 0): its delivery entry
+    falls to 0 and its ACK age grows, where its estimates have nothing new."""
+    trace = tmp_path / "outage.csv"
+    trace.write_text("time_s,rate_Mbps\n0,20\n0.3,0\n4,0\n4.1,20\n6,20\n")
+    sched = ModeScheduler(make_modes([0.5], [False]), lambda state: 0)
+    scen = {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 30}, {"trace": str(trace), "rtt_ms": 30}]}
+    run_episode(scen, {"kind": "bulk", "size_bytes": 3_000_000}, sched, seed=0)
+    names = feature_names(2)
+    late = [s for s, _, t, _ in sched.trace if t > 0.8]
+    assert late, "the download should outlast the outage's start"
+    state = late[0]
+    assert state[names.index("path1_log_delivery")] == 0.0
+    assert state[names.index("path1_ack_age")] > 3.0
+    assert state[names.index("path0_log_delivery")] > 0.0 and state[names.index("path0_ack_age")] < 2.0
+
+
+def _episode(times, end, modes, unacked):
+    n = len(times)
+    return Episode(np.zeros((n, n_inputs(2)), np.float32), np.asarray(modes), np.asarray(times, float),
+                   np.asarray(unacked, float), end, end)
+
+
+def test_return_to_go_targets_and_the_shaped_reward():
+    const = _episode([0.0, 0.1, 0.3], 0.5, [2, 2, 2], [1000.0, 600.0, 200.0])
+    mixed = _episode([0.0, 0.2, 0.4], 0.6, [1, 3, 3], [1000.0, 400.0, 100.0])
+    d = mc_transitions([const, mixed], unit_s=0.1)
+    # the changing episode counts from its change on; each episode weighs one half
+    assert d.rewards.tolist() == pytest.approx([-5.0, -4.0, -2.0, -4.0, -2.0])
+    assert d.dones.tolist() == [1.0] * 5 and d.actions.tolist() == [2, 2, 2, 3, 3]
+    assert d.weights.tolist() == pytest.approx([1 / 6] * 3 + [1 / 4] * 2)
+    t = transitions([const], gamma=1.0, unit_s=0.1, rate_ref=1000.0)
+    # with gamma 1 the shaping telescopes: the return is -(download time) / u - phi_0
+    assert t.rewards.sum() == pytest.approx(-0.5 / 0.1 + 1000.0 / (1000.0 * 0.1))
+    assert t.dones.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_hold_or_switch():
+    q = np.array([1.0, 1.5, 0.2])
+    assert hold_or_switch(q, None, 1.0) == 1
+    assert hold_or_switch(q, 0, 1.0) == 0 and hold_or_switch(q, 0, 0.4) == 1
+
+
+def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_path):
+    """Path 1 (1 Mbit/s, 150 ms, 5 % loss) only slows a 2 MB download: the
+    learned modes come within 10 % of sending everything on path 0, where
+    minRTT, ECF and BLEST (which use path 1 when path 0's window is full) are
+    15-70 % slower."""
+    scen = {"paths": [{"bandwidth_mbps": 30, "rtt_ms": 20},
+                      {"bandwidth_mbps": 1, "rtt_ms": 150, "loss": 0.05}]}
+    app = {"kind": "bulk", "size_bytes": 2_000_000}
+    agent = DQNModes(shares=[0.0, 0.5, 1.0], reinject=[False], rules=["minrtt"], hidden=[32])
+    out = agent.fit(scen, app, seed=100, seeds_per_mode=3, switching_episodes=12, gradient_steps=600, models=2, checkpoints=2,
+                    validation_episodes=8, progress=False)
+    assert out["transitions"] > 0 and math.isfinite(out["final_loss"])
+
+    def median(s):
+        return float(np.median([run_episode(scen, app, s, seed=k).metrics["download_time_s"] for k in range(5)]))
+
+    single = median(make_scheduler("fixed_split", share=1.0))
+    learned = median(agent)
+    assert learned <= 1.10 * single < min(median(make_scheduler(n)) for n in ("minrtt", "ecf", "blest"))
+    agent.save(tmp_path)
+    again = DQNModes(model=str(tmp_path))
+    assert again.modes == agent.modes and median(again) == learned
+    (tmp_path / "bad.h5").write_bytes(b"not hdf5")
+    with pytest.raises(ModelFileError, match="bad.h5: unreadable"):
+        DQNModes(model=str(tmp_path / "bad.h5"))
+
+
+def test_the_agent_config_builds_a_trainable_scheduler_with_rule_modes():
+    from pathlib import Path
+
+    import yaml
+    from hydra.utils import instantiate
+
+    from envs.scheduler import Trainable
+
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs/agent/dqn_modes.yaml").read_text())
+    train = cfg.pop("train")
+    agent = instantiate(cfg)
+    assert isinstance(agent, Trainable) and set(train) <= set(DQNModes.fit.__code__.co_varnames)
+    assert len(agent.modes) == len(cfg["shares"]) * len(cfg["reinject"]) + len(cfg["rules"])
+    with pytest.raises(ConfigError, match="no trained model"):
+        agent.chooser(np.zeros(n_inputs(2), np.float32))
