@@ -55,6 +55,8 @@ def test_modes_are_checked():
         make_modes(rules=["stms"])
     with pytest.raises(ConfigError, match="target"):
         DQNModes(target="sarsa")
+    with pytest.raises(ConfigError, match="switch_margins"):
+        DQNModes(switch_margins=[-1.0])
     three = {"paths": SCEN["paths"] * 2}
     with pytest.raises(ConfigError, match="exactly 2 paths"):
         run_episode({"paths": three["paths"][:3]}, APP, ModeScheduler(make_modes(), lambda s: 0), seed=0)
@@ -88,7 +90,7 @@ def test_return_to_go_targets_and_the_shaped_reward():
     mixed = _episode([0.0, 0.2, 0.4], 0.6, [1, 3, 3], [1000.0, 400.0, 100.0])
     d = mc_transitions([const, mixed], unit_s=0.1)
     # the changing episode counts from its change on; each episode weighs one half
-    assert d.rewards.tolist() == pytest.approx([-5.0, -4.0, -2.0, -4.0, -2.0])
+    assert d.rewards.tolist() == pytest.approx([-math.log1p(x) for x in (5.0, 4.0, 2.0, 4.0, 2.0)])
     assert d.dones.tolist() == [1.0] * 5 and d.actions.tolist() == [2, 2, 2, 3, 3]
     assert d.weights.tolist() == pytest.approx([1 / 6] * 3 + [1 / 4] * 2)
     t = transitions([const], gamma=1.0, unit_s=0.1, rate_ref=1000.0)
@@ -111,8 +113,9 @@ def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_
     scen = {"paths": [{"bandwidth_mbps": 30, "rtt_ms": 20},
                       {"bandwidth_mbps": 1, "rtt_ms": 150, "loss": 0.05}]}
     app = {"kind": "bulk", "size_bytes": 2_000_000}
-    agent = DQNModes(shares=[0.0, 0.5, 1.0], reinject=[False], rules=["minrtt"], hidden=[32])
-    out = agent.fit(scen, app, seed=100, seeds_per_mode=3, switching_episodes=12, gradient_steps=600, models=2, checkpoints=2,
+    agent = DQNModes(shares=[0.0, 0.5, 1.0], reinject=[False], rules=["minrtt"], hidden=[32],
+                     switch_margins=[0.0, None])
+    out = agent.fit(scen, app, seed=100, seeds_per_mode=3, switching_episodes=12, gradient_steps=600, models=2,
                     validation_episodes=8, progress=False)
     assert out["transitions"] > 0 and math.isfinite(out["final_loss"])
 
@@ -124,7 +127,7 @@ def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_
     assert learned <= 1.10 * single < min(median(make_scheduler(n)) for n in ("minrtt", "ecf", "blest"))
     agent.save(tmp_path)
     again = DQNModes(model=str(tmp_path))
-    assert again.modes == agent.modes and median(again) == learned
+    assert again.modes == agent.modes and again.switch_margin == agent.switch_margin and median(again) == learned
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     with pytest.raises(ModelFileError, match="bad.h5: unreadable"):
         DQNModes(model=str(tmp_path / "bad.h5"))

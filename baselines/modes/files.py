@@ -1,14 +1,16 @@
 """The mode scheduler's model file (HDF5, format ``falcon-modes-model``
 version 1): attributes ``format``, ``format_version``, ``framework_version``,
 ``created``, ``modes`` (JSON ``[[share, reinject], ..., "rule", ...]``), ``spec`` (JSON of
-:class:`baselines.dqn.network.QNetSpec`); datasets ``weights/W0, b0, ...``
-(float32, ``W`` ``[in, out]``). Written to a temporary file and renamed;
+:class:`baselines.dqn.network.QNetSpec`), ``switch_margin`` (JSON number, or
+null for infinity), ``members`` (the ensemble's size); datasets
+``weights/<member>/W0, b0, ...`` (float32, ``W`` ``[in, out]``). Written to a temporary file and renamed;
 read back with one-line errors (:class:`baselines.dqn.files.ModelFileError`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -29,24 +31,26 @@ FORMAT = "falcon-modes-model"
 FORMAT_VERSION = 1
 
 
-def write_model(path, weights, spec: QNetSpec, modes) -> Path:
-    """Write a trained mode scheduler to ``path``; returns it."""
+def write_model(path, members, spec: QNetSpec, modes, switch_margin: float) -> Path:
+    """Write a trained mode scheduler (``members``: each network's weight list) to ``path``; returns it."""
     path = Path(path)
     with atomic_path(path) as tmp:
         with open_hdf5_for_writing(tmp) as f:
             write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["modes"] = json.dumps([m if isinstance(m, str) else [float(m[0]), bool(m[1])] for m in modes])
             f.attrs["spec"] = json.dumps(spec.to_dict())
-            g = f.create_group("weights")
-            for k, w in enumerate(weights):
-                name = f"{'Wb'[k % 2]}{k // 2}"
-                g.create_dataset(name, data=np.asarray(w, np.float32), **dataset_options(w))
+            f.attrs["switch_margin"] = json.dumps(switch_margin if math.isfinite(switch_margin) else None)
+            f.attrs["members"] = len(members)
+            for i, weights in enumerate(members):
+                g = f.create_group(f"weights/{i}")
+                for k, w in enumerate(weights):
+                    g.create_dataset(f"{'Wb'[k % 2]}{k // 2}", data=np.asarray(w, np.float32), **dataset_options(w))
     return path
 
 
 def read_model(path):
-    """``(weights, spec, modes)`` of a file :func:`write_model` wrote; a
-    missing, foreign or damaged file is a one-line :class:`ModelFileError`."""
+    """``(members, spec, modes, switch_margin)`` of a file :func:`write_model`
+    wrote; a missing, foreign or damaged file is a one-line :class:`ModelFileError`."""
     import h5py
 
     p = Path(path)
@@ -63,20 +67,24 @@ def read_model(path):
                 raise ModelFileError(f"{p}: {FORMAT} version {version}, this reader knows {FORMAT_VERSION}")
             spec = QNetSpec(**json.loads(f.attrs["spec"]))
             modes = make_modes_from(json.loads(f.attrs["modes"]))
-            g = f["weights"]
-            weights = []
-            for k in range(2 * len(spec.layer_sizes)):
-                weights.append(np.asarray(g[f"{'Wb'[k % 2]}{k // 2}"][()], np.float32))
+            margin = json.loads(f.attrs["switch_margin"])
+            margin = math.inf if margin is None else float(margin)
+            n = integer_attribute(f.attrs.get("members"), "members")
+            members = [[np.asarray(f[f"weights/{i}/{'Wb'[k % 2]}{k // 2}"][()], np.float32)
+                        for k in range(2 * len(spec.layer_sizes))] for i in range(n)]
     except ModelFileError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as e:
         raise ModelFileError(f"{p}: unreadable mode-scheduler model ({hdf5_error_line(e)})") from None
-    for (i, o), w, b in zip(spec.layer_sizes, weights[::2], weights[1::2]):
-        if w.shape != (i, o) or b.shape != (o,):
-            raise ModelFileError(f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})")
+    if not members or not margin >= 0:
+        raise ModelFileError(f"{p}: {len(members)} networks, switch margin {margin}: not a trained model")
+    for weights in members:
+        for (i, o), w, b in zip(spec.layer_sizes, weights[::2], weights[1::2]):
+            if w.shape != (i, o) or b.shape != (o,):
+                raise ModelFileError(f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})")
     if spec.n_actions != len(modes):
         raise ModelFileError(f"{p}: {spec.n_actions} Q-values for {len(modes)} modes")
-    return weights, spec, modes
+    return members, spec, modes, margin
 
 
 def make_modes_from(entries) -> list:

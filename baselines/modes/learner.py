@@ -4,13 +4,16 @@ offline per condition from behaviour data that covers the oracle family.
 :meth:`DQNModes.fit` logs the behaviour episodes
 (:func:`baselines.modes.experience.collect`), trains ``models`` Q-networks
 side by side on the log (:class:`baselines.dqn.learner.BatchedDQN`, inputs
-normalised by the log's mean and spread) keeping ``checkpoints`` snapshots
-of each, and deploys the candidate with the lowest mean log download time on
+normalised by the log's mean and spread) and deploys their mean Q-values (an
+ensemble: one network's estimates of a return-to-go are noisy enough to
+switch on noise). At each epoch the mode with the highest mean Q-value is
+chosen, unless the mode in force is within a switch margin of it; the margin
+is chosen from ``switch_margins`` by the lowest mean log download time on
 ``validation_episodes`` fresh episodes of the training condition
 (:func:`baselines.dqn.selection.successive_halving`; seeds ``seed +
 VALIDATION_SEED_OFFSET + k``, disjoint from the logged ones and from an
-evaluation's ``0 .. runs-1``), as DQN-Off does. Deployed greedily: at each
-epoch the mode with the highest Q-value.
+evaluation's ``0 .. runs-1``). A margin of infinity holds the first choice:
+the best mode for the condition's start.
 
 Why a second MDP beside the completion MDP (:mod:`envs.mdp`): there the
 action is a path per packet and the reward a fluid prediction from the
@@ -59,6 +62,34 @@ def hold_or_switch(q: np.ndarray, current: int | None, margin: float) -> int:
     return current
 
 
+class Ensemble:
+    """The mean Q-values of several networks (one state ``[n_inputs]``)."""
+
+    def __init__(self, nets: Sequence[NumpyQNet]) -> None:
+        self.nets = list(nets)
+
+    def __call__(self, state: np.ndarray) -> np.ndarray:
+        q = self.nets[0](state).astype(np.float64)
+        for net in self.nets[1:]:
+            q += net(state)
+        return q / len(self.nets)
+
+
+def check_margins(margins) -> list[float]:
+    """``switch_margins`` as floats >= 0 (null: infinity, never switch after the first choice)."""
+    if not isinstance(margins, list | tuple) or not margins:
+        raise ConfigError(f"switch_margins: expected a non-empty list of numbers >= 0 or null, got {margins!r}")
+    out = []
+    for m in margins:
+        if m is None:
+            out.append(math.inf)
+        elif isinstance(m, bool) or not isinstance(m, int | float) or not m >= 0:
+            raise ConfigError(f"switch_margins: expected numbers >= 0 or null, got {m!r}")
+        else:
+            out.append(float(m))
+    return out
+
+
 class DQNModes(Scheduler, Trainable):
     """A learned mode scheduler (module docstring).
 
@@ -66,11 +97,14 @@ class DQNModes(Scheduler, Trainable):
         shares: the modes' shares of packets on path 0.
         reinject: the modes' tail re-injection values.
         rules: rules of the field that are modes too (``configs/agent`` names).
-        hidden: hidden-layer widths of the Q-network.
+        hidden: hidden-layer widths of the Q-networks.
         gamma: discount per epoch (``target: td``).
         target: :data:`TARGETS`.
-        switch_margin: a deployed model changes mode only for a Q-value gain above
-            this (reward units: ``u``, a twentieth of the median download time).
+        switch_margins: the candidate margins (in Q's units: ``target: mc``,
+            the log of the remaining time, so 0.1 is about 10 %; null: never
+            switch after the first choice): a deployed model changes mode only for a mean Q-value gain
+            above the margin; ``fit`` keeps the one with the lowest validation
+            download time.
         lr, batch_size, tau, double_q, cql_alpha: :class:`baselines.dqn.learner.DQNConfig`
             (``cql_alpha``: conservative Q-learning, which keeps the greedy
             mode on what the log supports).
@@ -84,20 +118,20 @@ class DQNModes(Scheduler, Trainable):
     def __init__(self, shares: Sequence[float] = DEFAULT_SHARES, reinject: Sequence[bool] = (False, True),
                  rules: Sequence[str] = (), hidden: Sequence[int] = (64, 64), gamma: float = 0.98, lr: float = 1e-3,
                  batch_size: int = 64, tau: float = 0.01, double_q: bool = True, cql_alpha: float = 0.0,
-                 target: str = "mc", switch_margin: float = 0.0, seed: int = 0,
+                 target: str = "mc", switch_margins: Sequence[float | None] = (0.0,), seed: int = 0,
                  model: str | None = None) -> None:
         if target not in TARGETS:
             raise ConfigError(f"target: unknown {target!r}; known: {list(TARGETS)}")
         self.target = target
-        self.switch_margin = float(switch_margin)
+        self.margins = check_margins(list(switch_margins))
+        self.switch_margin = self.margins[0]
         self._current: int | None = None
         self.modes = make_modes(list(shares), list(reinject), list(rules))
         self.hidden = tuple(int(h) for h in hidden)
-        self.config = DQNConfig(lr=float(lr), batch_size=int(batch_size), gamma=0.0 if target == "mc" else float(gamma),
-                                tau=float(tau),
-                                double_q=bool(double_q), cql_alpha=float(cql_alpha))
+        self.config = DQNConfig(lr=float(lr), batch_size=int(batch_size), tau=float(tau), double_q=bool(double_q),
+                                gamma=0.0 if target == "mc" else float(gamma), cql_alpha=float(cql_alpha))
         self.seed = int(seed)
-        self.net: NumpyQNet | None = None
+        self.q: Ensemble | None = None
         self.spec: QNetSpec | None = None
         self._inner: ModeScheduler | None = None
         if model is not None:
@@ -105,11 +139,11 @@ class DQNModes(Scheduler, Trainable):
 
     # ------------------------------------------------------------ acting
     def chooser(self, state: np.ndarray) -> int:
-        """The greedy mode; the mode in force is kept unless another's Q-value
-        is higher by more than ``switch_margin`` (reward units)."""
-        if self.net is None:
+        """The greedy mode; the mode in force is kept unless another's mean
+        Q-value is higher by more than ``switch_margin`` (reward units)."""
+        if self.q is None:
             raise ConfigError(f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)")
-        return hold_or_switch(self.net(state), self._current, self.switch_margin)
+        return hold_or_switch(self.q(state), self._current, self.switch_margin)
 
     def _choose(self, state: np.ndarray) -> int:
         self._current = self.chooser(state)
@@ -124,10 +158,11 @@ class DQNModes(Scheduler, Trainable):
         return self._inner.decide(view)
 
     # ------------------------------------------------------------ training
-    def fit(self, scenario, app, seed: int = 0, seeds_per_mode: int = 3, switching_episodes: int = 30,
-            switch_prob: float = 0.3, gradient_steps: int = 4000, models: int = 4, checkpoints: int = 4,
-            validation_episodes: int = 64, log: Callable | None = None, progress: bool = True) -> dict:
-        """Log, train, select (module docstring); returns summary metrics."""
+    def fit(self, scenario, app, seed: int = 0, seeds_per_mode: int = 24, switching_episodes: int = 120,
+            switch_prob: float = 0.3, gradient_steps: int = 4000, models: int = 4,
+            validation_episodes: int = 128, log: Callable | None = None, progress: bool = True) -> dict:
+        """Log, train ``models`` networks (their mean is the deployed Q), select
+        the switch margin (module docstring); returns summary metrics."""
         say = print if progress else None
         episodes = collect(scenario, app, self.modes, seed, seeds_per_mode, switching_episodes, switch_prob, say,
                            once=self.target == "mc")
@@ -138,64 +173,63 @@ class DQNModes(Scheduler, Trainable):
         spread = np.maximum(data.states.std(0), 1e-3)
         self.spec = QNetSpec(n_inputs(2), len(self.modes), self.hidden, input_offset=tuple(mean.tolist()),
                              input_scale=tuple(spread.tolist()))
-        candidates, losses = self._train(data, int(models), int(checkpoints), int(gradient_steps))
-        best, record = self._select(candidates, scenario, app, seed, int(validation_episodes), say)
-        self.net = NumpyQNet(candidates[best], self.spec)
+        weights, losses = self._train(data, int(models), int(gradient_steps))
+        self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
+        best, record = self._select(scenario, app, seed, int(validation_episodes), say)
+        self.switch_margin = self.margins[best]
         out = {"behaviour_episodes": float(len(episodes)), "transitions": float(len(data.actions)),
                "reward_unit_s": unit_s, "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
-               "selected_candidate": float(best),
+               "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
                "selected_mean_cost": float(record[best]["mean_cost"] or math.nan)}
         if log is not None:
             log({f"train/{self.name}/{k}": v for k, v in out.items()}, None)
         return out
 
-    def _train(self, data, n_models: int, n_checkpoints: int, steps: int):
-        """``(candidate weight lists, per-step losses)``: ``n_checkpoints`` evenly spaced
-        snapshots of each of ``n_models`` networks."""
-        if n_models < 1 or n_checkpoints < 1 or steps < n_checkpoints:
-            raise ConfigError("modes: models and checkpoints must be >= 1 and gradient_steps >= checkpoints")
+    def _train(self, data, n_models: int, steps: int):
+        """``(final weight list of each of n_models networks, per-step losses)``."""
+        if n_models < 1 or steps < 1:
+            raise ConfigError("modes: models and gradient_steps must be >= 1")
         learner = BatchedDQN(self.spec, n_models, self.config, seed=self.seed)
         rng = np.random.default_rng(self.seed + 1)
         n, b = len(data.actions), self.config.batch_size
-        marks = {round(steps * (k + 1) / n_checkpoints) for k in range(n_checkpoints)}
-        snaps, losses = [], []
-        for step in range(1, steps + 1):
+        losses = []
+        for _ in range(steps):
             idx = (rng.integers(0, n, size=(n_models, b)) if data.weights is None
                    else rng.choice(n, size=(n_models, b), p=data.weights))
             loss = learner.update(data.states[idx], data.actions[idx], data.rewards[idx],
                                   data.next_states[idx], data.dones[idx])
             losses.append(loss.detach().numpy())
-            if step in marks:
-                snaps.append([learner.get_weights(m) for m in range(n_models)])
-        return [snap[m] for m in range(n_models) for snap in snaps], losses
+        return [learner.get_weights(m) for m in range(n_models)], losses
 
-    def _select(self, candidates, scenario, app, seed: int, budget: int, say):
-        if len(candidates) == 1:
+    def _select(self, scenario, app, seed: int, budget: int, say):
+        """The margin with the lowest mean log download time on validation episodes."""
+        if len(self.margins) == 1:
             return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None}]
-        nets = [NumpyQNet(w, self.spec) for w in candidates]
 
         def evaluate(i: int, k: int) -> float:
             held = [None]
 
             def choose(state):
-                held[0] = hold_or_switch(nets[i](state), held[0], self.switch_margin)
+                held[0] = hold_or_switch(self.q(state), held[0], self.margins[i])
                 return held[0]
 
             sched = ModeScheduler(self.modes, choose)
             return download_cost(run_episode(scenario, app, sched, seed=seed + VALIDATION_SEED_OFFSET + k).metrics)
 
-        return successive_halving(len(candidates), evaluate, max(budget, len(candidates)), progress=say)
+        return successive_halving(len(self.margins), evaluate, max(budget, len(self.margins)), progress=say)
 
     # ------------------------------------------------------------ files
     def save(self, directory) -> Path:
         """``directory/model.h5`` (:mod:`baselines.modes.files`)."""
-        if self.net is None:
+        if self.q is None:
             raise ConfigError(f"{self.name}: nothing to save (not trained)")
-        return files.write_model(Path(directory) / "model.h5", self.net.weights, self.spec, self.modes)
+        return files.write_model(Path(directory) / "model.h5", [n.weights for n in self.q.nets], self.spec,
+                                 self.modes, self.switch_margin)
 
     def load(self, path) -> None:
-        weights, self.spec, self.modes = files.read_model(path)
-        self.net = NumpyQNet(weights, self.spec)
+        members, self.spec, self.modes, self.switch_margin = files.read_model(path)
+        self.margins = [self.switch_margin]
+        self.q = Ensemble([NumpyQNet(w, self.spec) for w in members])
 
 
-__all__ = ["DQNModes", "TARGETS", "hold_or_switch"]
+__all__ = ["DQNModes", "TARGETS", "Ensemble", "hold_or_switch", "check_margins"]
