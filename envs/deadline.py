@@ -1,4 +1,4 @@
-"""A deadline block transport (HOP, seed 003): blocks of coded packets sent in
+"""A deadline block transport (HOP: Chiariotti et al., IEEE/ACM ToN 2021): blocks of coded packets sent in
 per-path bursts, no retransmission, recovery by an MDS code.
 
 The application releases a block every ``period_s``; block ``n`` must be
@@ -35,7 +35,7 @@ from envs.errors import ConfigError
 from envs.scenario import Emulation, normalise_scenario
 from envs.sim import collector_paused
 
-#: the block contract (``block:`` config; SPEC-hop): bytes, seconds, probability; the
+#: the block contract (``block:`` config; the HOP paper's): bytes, seconds, probability; the
 #: period, deadline and duration are the blocks app's (:data:`envs.apps.BLOCK_DEFAULTS`)
 BLOCK_DEFAULTS: dict = {"block_bytes": 140_000,
                         **{k: APP_BLOCK_DEFAULTS[k] for k in ("period_s", "deadline_s", "duration_s")},

@@ -1,6 +1,6 @@
 """Distributed edge learning (DEL): n workers and one aggregation server over
-shared multipath access paths (SPEC-hybrid, "Workload: distributed edge
-learning"; the ``workload`` keys: envs/SCHEMA.md, section ``del``).
+shared multipath access paths (the workload of Pokhrel et al., IEEE/ACM ToN
+2023; the ``workload`` keys: envs/SCHEMA.md, section ``del``).
 
 Topology. The scenario's paths are the shared paths. Every worker has, per
 direction it uses (``download``: server to worker, ``upload``: worker to

@@ -25,8 +25,8 @@ credits that became known during it (the final step adds all the rest) and
 the final ``info["decision_rewards"]`` gives each step its own decision's
 credit (the RLlib backend trains on those).
 
-**Paper MDP** (``SPEC-falcon.md``, "Learning elements"; the other rewards)
---------------------------------------------------------------------------
+**Paper MDP** (FALCON paper Sec. IV-B, "Learning elements"; the other rewards)
+------------------------------------------------------------------------------
 
 **Observation**: ``Box(0, OBS_HIGH, (4 * n_paths,), float32)``, one block of four
 features per path, in path order (see :data:`FEATURES` and
@@ -71,7 +71,7 @@ when some path could send.
   during the step, ``MSS / time to ACK``, in units of ``MSS`` per
   :data:`RTT_SCALE_S` (i.e. ``0.1 s / time_to_ack``), averaged over those
   packets; 0 when none was acked.
-* ``"packet_rate"`` (the per-decision credit of ``SPEC-falcon.md``, the DQN
+* ``"packet_rate"`` (the per-decision credit of FALCON's MDP, the DQN
   agents' reward in :mod:`baselines.dqn.policy`): every decision earns
   ``RTT_SCALE_S / (t_ack - t_decision)`` for the packet it sent (0 if that
   packet is declared lost; :func:`ack_credit`), matched to the path's

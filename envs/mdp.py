@@ -88,7 +88,7 @@ GOODPUT_RATE_SCALE_BPS = 100e6
 FEATURES = ("cwnd_per_rtt", "inflight_per_rtt", "swnd_per_rtt", "rtt")
 #: step rewards of the paper MDP (computed between two decisions)
 REWARDS = ("goodput", "goodput_rate", "ack_rate")
-#: the paper's per-decision credit (``SPEC-falcon.md``)
+#: the paper's per-decision credit (FALCON paper Sec. IV-B: the throughput obtained upon the selection)
 PACKET_RATE = "packet_rate"
 
 # ------------------------------------------------------------- completion MDP

@@ -1,6 +1,6 @@
 """Experience of one meta-learning task: an emulated episode acted eps-greedily.
 
-A *task* of the meta-learner (``SPEC-falcon.md``, "Meta-models") is a scenario
+A *task* of the meta-learner (FALCON paper Sec. IV-A) is a scenario
 sampled inside a condition cell. Its experience is the transitions of one
 emulated bulk download acted by the cell's current meta-model with fixed
 epsilon-greedy exploration (eps_l = 0.3 while building meta-models), in the

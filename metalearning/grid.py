@@ -1,6 +1,7 @@
 """The network-condition grid: which meta-model covers which path conditions.
 
-FALCON (Sec. IV-A, ``SPEC-falcon.md`` "Meta-models") splits each path's
+FALCON (Wu et al., "FALCON: Fast and Accurate Multipath Scheduling using
+Offline and Online Learning", arXiv:2201.08969, 2022, Sec. IV-A) splits each path's
 conditions along three dimensions, each into three ranges:
 
 =============  ==========================================  ======================
@@ -24,7 +25,7 @@ ranges are [0, 25), [25, 50), [50, 125), [125, 200), [200, 400), [400, inf)
 ms, and the loss ranges end in [0.05, 0.125), [0.125, 1.0].
 
 Tasks for building a cell's meta-model are drawn uniformly inside the cell;
-the open upper ranges are capped for sampling (decision of the spec): loss
+the open upper ranges are capped for sampling (our decision): loss
 below 0.20, mean RTT below 600 ms, RTT std below 1.5 x the mean; the mean
 RTT is at least 1 ms (the emulator needs a positive delay). A task's
 bandwidths come from the Table I links (:data:`envs.scenario.LINKS`: 30,

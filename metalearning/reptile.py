@@ -1,6 +1,6 @@
 """Reptile over DQN parameters, batched over many condition cells.
 
-FALCON's meta-models (paper Sec. IV-A, V-A; ``SPEC-falcon.md``, "Meta-models")
+FALCON's meta-models (Wu et al., arXiv 2022, Sec. IV-A, V-A)
 are one DQN per condition cell, each meta-trained with Reptile (Nichol et al.
 2018) on tasks sampled inside its cell. One meta-iteration ``i`` of a cell
 with meta-parameters ``Theta``:

@@ -1,5 +1,5 @@
 """The exact fluid model of stream-aware scheduling (baselines.stream_aware.fluid)
-against the SRPT-ECF paper's toy examples (design/SPEC-srpt-ecf.md) and its
+against the SRPT-ECF paper's toy examples (Jonglez et al., FIT 2020, Figs. 3, 5, 6) and its
 theorem. Toy units: bytes, milliseconds, bytes/ms (200 KB/s = 200 B/ms)."""
 
 import itertools

@@ -1,4 +1,4 @@
-"""HOP (seed 003): the deadline block transport, JUMP/LEAP/FLIP, SKIP and the references."""
+"""HOP (Chiariotti et al., IEEE/ACM ToN 2021): the deadline block transport, JUMP/LEAP/FLIP, SKIP and the references."""
 
 import itertools
 import math

@@ -1,6 +1,7 @@
 """The packages import one way only: envs <- baselines <- metalearning <- falcon
-(ARCHITECTURE.md). Every import counts, at module level or inside a function,
-and so does a module named by a string to importlib."""
+(README.md, section "Layout"): a lower layer never imports a higher one.
+Every import counts, at module level or inside a function, and so does a
+module named by a string to importlib."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ update of model ``m`` is exactly the update it would get alone (the summed
 loss has block-diagonal gradients, and Adam is element-wise). ``M = 1`` is an
 ordinary DQN learner; the meta-model bank trains its 729 models side by side.
 
-Update (Mnih et al. 2015, with the SPEC's decisions; every value is a
+Update (Mnih et al. 2015, with our choices where the FALCON paper gives none; every value is a
 :class:`DQNConfig` field and a key of the agent configs):
 
 * target ``y = r + gamma * (1 - done) * max_a' Q_target(s', a')`` (or the
@@ -77,12 +77,12 @@ def torch_threads(n: int | None):
 
 @dataclass(frozen=True)
 class DQNConfig:
-    """Hyperparameters of the DQN update (defaults: paper + SPEC decisions)."""
+    """Hyperparameters of the DQN update (defaults: the FALCON paper's, and ours where it gives none)."""
 
     lr: float = 1e-3            # Adam learning rate (paper)
     batch_size: int = 32        # mini-batch size (paper)
-    gamma: float = 0.9          # discount per decision (SPEC decision)
-    tau: float = 0.01           # soft target-network update (SPEC decision)
+    gamma: float = 0.9          # discount per decision (ours)
+    tau: float = 0.01           # soft target-network update (ours)
     loss: str = "huber"         # huber | mse
     huber_delta: float = 1.0
     double_q: bool = False      # double-DQN target

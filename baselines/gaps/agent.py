@@ -1,5 +1,7 @@
 """GAPS: a DDPG agent that sets per-subflow GAPs to keep the receiver's
-out-of-order queue (OQS) small (seed 001, ``design/SPEC-gaps.md``).
+out-of-order queue (OQS) small (Liao et al., "Precise and Adaptable:
+Leveraging Deep Reinforcement Learning for GAP-based Multipath Scheduler",
+IFIP Networking 2020).
 
 How it acts in this framework's scheduler hook (the paper's design first;
 the variants below change three of its choices, and ours are the defaults):
@@ -10,7 +12,8 @@ the variants below change three of its choices, and ours are the defaults):
   room) observes the state (:mod:`baselines.gaps.features`), runs the actor
   and applies its action: GAP_i += round(a_i x ``max_step_packets``),
   clamped to [0, ``max_gap_packets``], for every subflow but the fastest,
-  whose GAP is 0 (SPEC-gaps).
+  whose GAP is 0 (GAPs count from the fastest subflow; the paper works one
+  pair, the order of more subflows by sRTT is ours).
 * **Path and data**: the path is minRTT's (unprobed paths first); on the
   fastest path, with retransmissions pending or on an unprobed path, the
   next in-order data (a plain ``int``); on a slower path ``Decision(path,
@@ -20,8 +23,8 @@ the variants below change three of its choices, and ours are the defaults):
 * **Reward** of an epoch's action: ``-OQS x reward_scale`` at the next epoch,
   OQS in payload packets as the latest ACK reported it (``view.peer_oqs``,
   the paper's DSS-checksum feedback). ``reward_scale`` (0.01, ours) keeps the
-  critic's targets near 1 (SPEC-gaps' O(1..100) rewards at gamma 0.99 sum
-  to thousands).
+  critic's targets near 1 (-OQS in packets is O(1..100) per epoch, and at
+  gamma 0.99 the returns sum to thousands).
 
 Four of the paper's choices are selectable (``configs/agent/gaps_paper.yaml``
 is the paper's: ``epoch: ack``, ``reward: oqs``, ``gap_base: zero``,
@@ -49,7 +52,7 @@ warm-up transitions; ``gaps.yaml`` and the constructor's defaults are ours:
 
 Training (:meth:`fit`, through ``python -m falcon.train agent=gaps``): online
 DDPG over ``episodes`` downloads, each on the scenario with its paths' RTTs
-redrawn from ``rtt_ranges_ms`` (SPEC-gaps' default setting: the fast path
+redrawn from ``rtt_ranges_ms`` (the paper's default setting: the fast path
 U[20, 50] ms, the slow one U[50, 100] ms), OU exploration noise, one gradient
 step every ``train_every`` epochs once ``warmup`` transitions are stored.
 Evaluation is greedy (the actor alone). :meth:`save` writes ``model.h5``

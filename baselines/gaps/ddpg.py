@@ -1,10 +1,10 @@
-"""DDPG for GAPS (Lillicrap et al. 2016; SPEC-gaps' hyperparameters).
+"""DDPG for GAPS (Lillicrap et al. 2016; the GAPS paper's hyperparameters, ours where it gives none).
 
 Actor mu(s) and critic Q(s, a) (:mod:`baselines.gaps.network`), each with a
 target copy updated softly (tau); critic target ``r + gamma (1 - done)
-Q'(s', mu'(s'))`` (the standard DDPG target, as SPEC-gaps decides despite
-the paper's Eq. 6); actor step on ``-Q(s, mu(s))``. Replay: a FIFO ring of
-NumPy arrays. Exploration: Ornstein-Uhlenbeck noise per subflow, its sigma
+Q'(s', mu'(s'))`` (the standard DDPG target, our decision despite the
+paper's Eq. 6, which has no target networks in it); actor step on
+``-Q(s, mu(s))``. Replay: a FIFO ring of NumPy arrays. Exploration: Ornstein-Uhlenbeck noise per subflow, its sigma
 decaying per decision.
 
 :class:`DDPG` and :class:`Replay` only assume networks called as ``actor(x,

@@ -1,8 +1,8 @@
 """GAPS's state: one token of features per subflow, in ascending sRTT order.
 
-SPEC-gaps lists RTT, CWND, PDR (decision: delivery rate), PLR, RWND and data
-ACKed per subflow. Three more are ours, because the action is a *change* of
-the GAP and the reward is the out-of-order queue: without the current GAP
+The GAPS paper lists RTT, CWND, PDR (undefined there; ours: delivery rate),
+PLR, RWND and data ACKed per subflow. Three more are ours, because the
+action is a *change* of the GAP and the reward is the out-of-order queue: without the current GAP
 and OQS the state does not tell what the action changes (not Markov), and
 without the window fill it does not tell whether a subflow is about to send.
 ``model_gap`` is the GAP a fluid model predicts (:func:`model_gaps`): what

@@ -1,4 +1,4 @@
-"""Rule-based baselines as GAP schedulers (``design/SPEC-gaps.md``, GAPS paper).
+"""Rule-based baselines as GAP schedulers, as the GAPS paper casts them (Liao et al., IFIP Networking 2020).
 
 A GAP scheduler picks a path and, for a path slower than the fastest, how
 many not-yet-sent packets at the head of the send queue it leaves for the
@@ -29,7 +29,7 @@ Common rules (:class:`GapScheduler`), *f* = the fastest path
   the paths faster than it (by srtt rank).
 
 Packets are payload packets (``view.payload`` bytes): the unit of the GAP in
-the spec ("about 1 KB").
+the GAPS paper ("about 1KB").
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ class FixedGap(GapScheduler):
 
 
 class BlestGap(BLEST):
-    """BLEST as a GAP scheduler (SPEC-gaps). For the chosen slower path s
+    """BLEST as a GAP scheduler (the GAPS paper's form). For the chosen slower path s
     and the fastest path f:
 
     X = MSS_f * (CWND_f + (RTT_s/RTT_f - 1)/2) * (RTT_s/RTT_f) * lambda

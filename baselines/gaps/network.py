@@ -31,7 +31,7 @@ from torch import nn
 
 from envs.errors import ConfigError
 
-#: the largest number of subflows the encoder takes (SPEC-gaps: up to 8)
+#: the largest number of subflows the encoder takes (the GAPS paper's: up to 8)
 MAX_SUBFLOWS = 8
 #: additive attention bias of a padded key (large and finite: exp underflows to 0 in float32)
 MASK_BIAS = -1e9
@@ -39,9 +39,9 @@ MASK_BIAS = -1e9
 
 @dataclass(frozen=True)
 class GapsNetConfig:
-    """Sizes of the networks. ``paper`` is SPEC-gaps' (6 layers of 512, 8
-    heads, FFN 2048, dropout 0.1); ``cpu`` (the default) is small enough to
-    train in minutes on two cores."""
+    """Sizes of the networks. ``paper`` is the GAPS paper's (6 layers of 512;
+    8 heads, FFN 2048 and dropout 0.1, which it does not give, are ours);
+    ``cpu`` (the default) is small enough to train in minutes on two cores."""
 
     n_features: int
     d_model: int = 32
@@ -154,7 +154,7 @@ class Actor(nn.Module):
         self.cfg = cfg
         self.encoder = Encoder(cfg)
         self.head = mlp([cfg.d_model, *cfg.actor_hidden, 1])
-        # token 0 is the fastest subflow, whose GAP is 0 by definition (SPEC-gaps): no action
+        # token 0 is the fastest subflow, whose GAP is 0 by definition (GAPs count from it): no action
         self.register_buffer("controllable", (torch.arange(cfg.max_subflows) > 0).float())
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

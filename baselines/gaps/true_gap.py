@@ -6,7 +6,7 @@
   around the best by ``refine_step``) on every seed; the TRUE GAP is the GAP
   with the smallest mean OQS (mean over seeds of the episodes' time-sampled
   ``oqs_mean_bytes``; ties: the smallest GAP). p99 OQS is reported beside it
-  (SPEC-gaps: "sweep the GAP, take the one with minimal OQS").
+  (the GAPS paper finds the TRUE GAP by brute force in the same way).
 * :class:`GapRecorder`: wraps any scheduler, forwards every call and
   records the GAP [packets] of each decision that sends on a path other
   than the fastest one (:func:`~baselines.rule_based.common.fastest`: the

@@ -1,4 +1,4 @@
-"""HOP's block code: a systematic MDS packet-erasure code (SPEC-hop).
+"""HOP's block code: a systematic MDS packet-erasure code (Chiariotti et al., IEEE/ACM ToN 2021).
 
 Reed-Solomon over GF(2^8) from the `zfec` library (C, Vandermonde matrix):
 a block of ``block_len`` bytes is cut into ``k`` source packets of

@@ -1,5 +1,6 @@
 """The HOP sender: SKIP forecasts per path, and JUMP, LEAP or FLIP per block
-(SPEC-hop). Runs on the deadline block transport, :mod:`envs.deadline`.
+(Chiariotti et al., IEEE/ACM ToN 2021). Runs on the deadline block transport,
+:mod:`envs.deadline`.
 
 * ``mode: jump``: the application's block size ``k`` and deadline are fixed;
   the smallest schedule meeting ``P_thr`` (or the maximal one, flagged).
@@ -18,7 +19,7 @@
   past RTT's own capacity. The paper's HOP is ``HOP()``; ours is
   ``HOP(calibrate=True, cap="lateness", queue="joint")``.
 
-Start-up (SPEC-hop): until a path has its first capacity sample, it gets a
+Start-up (the paper's slow start): until a path has its first capacity sample, it gets a
 slow-start burst (``initial_packets``, doubled every block) and the block is
 flagged infeasible.
 """

@@ -1,5 +1,5 @@
 """Ground-truth references for HOP: the "ideal JUMP" estimator and the
-no-queueing bound (SPEC-hop "References").
+no-queueing bound (the HOP paper's two references).
 
 Both read the emulator's links, which no sender can: they are yardsticks.
 

@@ -1,5 +1,5 @@
 """JUMP, LEAP and FLIP: block schedules from per-path lateness probabilities
-(SPEC-hop "Scheduling", paper §IV). Pure functions of NumPy arrays.
+(Chiariotti et al., IEEE/ACM ToN 2021, §IV). Pure functions of NumPy arrays.
 
 ``lam[i][j - 1]`` is ``lambda_i(j)``: the probability that the ``j``-th packet
 of the burst on path ``i`` misses the deadline; non-decreasing in ``j``
@@ -144,7 +144,8 @@ def flip(lams_at, k: int, p_thr: float, caps_at, t_max: float = 0.2, quantum: fl
 
 def path_cap(rate: float, deadline_s: float, one_way_s: float, packet_bytes: int) -> int:
     """``S_i = mu_i (T - tau_min,i / 2) / L`` packets: what the path can serve
-    before the deadline at its mean rate (SPEC-hop: the one-way form)."""
+    before the deadline at its mean rate (the one-way form, ours: the paper's
+    printed ``T - tau_min`` contradicts its own results)."""
     w = deadline_s - one_way_s
     if w <= 0.0 or rate <= 0.0:
         return 0

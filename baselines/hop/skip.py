@@ -1,4 +1,4 @@
-"""SKIP: HOP's sender-side capacity estimator and forecast (SPEC-hop, paper §V).
+"""SKIP: HOP's sender-side capacity estimator and forecast (Chiariotti et al., IEEE/ACM ToN 2021, §V).
 
 Per path:
 

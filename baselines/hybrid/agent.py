@@ -1,4 +1,5 @@
-"""Hybrid MPTCP (seed 002, ``design/SPEC-hybrid.md``) and DRL-MPTCP.
+"""Hybrid MPTCP (Pokhrel et al., "Fair and Efficient Distributed Edge Learning
+with Hybrid Multipath TCP", IEEE/ACM ToN 2023) and DRL-MPTCP.
 
 Two timescales on one connection of the emulator:
 
@@ -39,9 +40,9 @@ pending, nothing in flight) the timer stops, and the next decision restarts
 it; the slot after an idle time has no previous action to score.
 
 Training (:meth:`fit`, ``python -m falcon.train agent=hybrid``): online DDPG
-(:class:`baselines.gaps.ddpg.DDPG` with this package's networks; SPEC-hybrid's
-hyperparameters) over emulated episodes whose per-path conditions are drawn
-from the ``train:`` ranges, optionally with CUBIC flows sharing one path's
+(:class:`baselines.gaps.ddpg.DDPG` with this package's networks; the paper's
+hyperparameters, ours where it gives none) over emulated episodes whose
+per-path conditions are drawn from the ``train:`` ranges, optionally with CUBIC flows sharing one path's
 bottleneck (:mod:`baselines.hybrid.training`). Exploration: Gaussian noise
 ``N(0, noise_sigma)`` added to the actions, clipped to [-1, 1]; greedy
 after training. Rewards enter the replay times ``reward_scale`` (ours,

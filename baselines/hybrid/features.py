@@ -1,6 +1,6 @@
 """Hybrid MPTCP's state: six features per subflow, measured over one time slot.
 
-SPEC-hybrid's six, per subflow i (row i of the state, in path order), each
+The paper's six, per subflow i (row i of the state, in path order), each
 scaled to O(1) over the training ranges (4-128 Mbit/s, 3-300 ms):
 
 ====================  =====================================================
@@ -20,7 +20,7 @@ scaled to O(1) over the training ranges (4-128 Mbit/s, 3-300 ms):
                       sample, its own sRTT: 0), ms / 100, in [0, 10]
 ====================  =====================================================
 
-The reward of a slot (of the action taken at its start) is SPEC-hybrid's
+The reward of a slot (of the action taken at its start) is the paper's
 ``sum_i log(rate_i)``, ``rate_i`` the subflow's ``throughput`` over the slot
 in Mbit/s, floored at ``rate_floor_mbps`` (a subflow that delivered nothing,
 e.g. one not open yet, costs ``log(floor)`` rather than minus infinity).

@@ -3,15 +3,15 @@
 Input: ``x`` [batch, S, F] (one row per subflow in path order, F = 6
 features, :mod:`baselines.hybrid.features`) and ``mask`` [batch, S] (1.0 for
 a subflow, 0.0 for padding). Padding may only follow the real subflows: the
-LSTM reads the rows one after another (SPEC-hybrid: "an LSTM reads the
-subflows one after another"), so a real subflow never sees a padded one, and
+LSTM reads the rows one after another (as in the paper, which takes any
+subflow count this way), so a real subflow never sees a padded one, and
 the *final state* is the LSTM output at the last real subflow (gathered at
 index ``sum(mask) - 1``), exactly what the LSTM gives on the unpadded rows.
 
 * :class:`Actor`: the per-step LSTM outputs ``o_i`` [batch, S, H] and the
   final state ``h`` [batch, H]; each subflow's head reads ``[o_i, h]`` (its
   own step, which has seen the subflows before it, plus the summary of all of
-  them) through ``hidden`` ReLU layers (SPEC: two of 128) and one tanh unit:
+  them) through ``hidden`` ReLU layers (the paper's: two of 128) and one tanh unit:
   the window exponent ``a_i`` in [-1, 1] [batch, S] (0 for padding). One head
   shared by every subflow, so any subflow count is served by the same weights.
 * :class:`Critic`: its own LSTM reading ``[x_i, a_i]`` per subflow (the
@@ -40,7 +40,7 @@ MAX_SUBFLOWS = 8
 
 @dataclass(frozen=True)
 class HybridNetConfig:
-    """Sizes of the networks: ``hidden`` is SPEC-hybrid's (two layers of
+    """Sizes of the networks: ``hidden`` is the paper's (two layers of
     128, ReLU); ``lstm_hidden`` (the LSTM state) is ours, the paper gives none."""
 
     n_features: int

@@ -6,7 +6,7 @@ its paths replaced: per path and per episode, the bottleneck rate is drawn
 log-uniformly from ``bandwidth_mbps``, the base RTT log-uniformly from
 ``rtt_ms`` (both ranges span a factor 30-100, so small values are drawn as
 often as large ones), the drop-tail buffer uniformly (integer) from
-``buffer_packets`` and the loss rate uniformly from ``loss`` (SPEC-hybrid's
+``buffer_packets`` and the loss rate uniformly from ``loss`` (the paper's
 training ranges: 4-128 Mbit/s, 3-300 ms, 20-500 packets). With
 ``cross_flows`` = N > 0, 0..N single-path bulk flows (uniform per episode,
 congestion control ``cross_cc``, CUBIC by default) share the bottleneck of
@@ -15,12 +15,13 @@ paths (LIA: the Hybrid's inner loop; DRL-MPTCP replaces it with a held
 window anyway); null keeps the scenario's.
 
 Every slot after the first of an episode adds one transition to the replay
-(``samples`` of them in all: the session's training samples, SPEC-hybrid's
-30 000); a gradient step of actor and critic follows every slot once the
-replay holds ``warmup`` transitions (and a batch). The replay keeps the
+(``samples`` of them in all: the session's training samples, 30 000 by
+default, ours: the paper gives no number); a gradient step of actor and
+critic follows every slot once the replay holds ``warmup`` transitions (and
+a batch). The replay keeps the
 subflow count fixed (the training scenario's paths, no padding). The
 learning curve (``log``, one point per episode): ``score``, the mean reward
-per slot (SPEC-hybrid's learning score, unscaled), the mean connection
+per slot (the paper's learning score, unscaled), the mean connection
 throughput [Mbit/s], the losses and update count. Episode seeds derive from
 ``seed``; with the agent's own seed the run is reproducible bit for bit.
 """

@@ -5,7 +5,8 @@ tail re-injection, redundant), and the references of the learnability suite
 (the fixed split and the oracle's policy family).
 
 Each is a :class:`envs.scheduler.Scheduler` with a registry ``name``; the
-exact rules are in ``design/SPEC-baselines.md`` and each module's docstring.
+exact rules (reconstructed from the papers and the released implementations)
+are in each module's docstring.
 """
 
 from baselines.rule_based.blest import BLEST

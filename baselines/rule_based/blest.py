@@ -1,6 +1,6 @@
 """BLEST: blocking-estimation scheduler (Ferlin et al., IFIP Networking 2016).
 
-Rules of ``design/SPEC-baselines.md`` (reconstructed from the paper and the
+Rules (reconstructed from the paper and the
 Linux MPTCP v0.95 module, with floats instead of its fixed-point arithmetic):
 
 * BLEST is evaluated only when minRTT would pick *s* over *f* (so *f* has no
@@ -15,7 +15,7 @@ Linux MPTCP v0.95 module, with floats instead of its fixed-point arithmetic):
 * Linger time of *s*: n = inflight_s + 1 (packets); T = maxsrtt_s if
   n >= c_s, else minsrtt_s + (maxsrtt_s - minsrtt_s) n / c_s; T = max(T, srtt_s).
 * Packets *f* sends in T: k = T / ((minsrtt_f + maxsrtt_f) / 2) + 1 (a float,
-  as the spec writes it); slow start: c_f (2^min(k, 16) - 1); congestion
+  not rounded); slow start: c_f (2^min(k, 16) - 1); congestion
   avoidance: (max(c_f, ssthresh_f + 1) + (k - 1) / 2) k.
   X = packets * MSS * lambda.
 * Wait if X > max(0, send_wnd - (MSS + unacked bytes on s)).

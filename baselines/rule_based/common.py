@@ -1,11 +1,11 @@
 """Helpers shared by the rule-based schedulers.
 
-Notation of ``design/SPEC-baselines.md``: *f* is the path with the lowest
+Notation of the rule-based and bandit schedulers: *f* is the path with the lowest
 smoothed RTT whether or not it has congestion-window room; *s* is the
 lowest-RTT path among the others that has room; "room" means
 ``bytes_in_flight + mss <= cwnd`` (the view's ``has_room``).
 
-Decisions taken here for every scheduler (the spec is silent on them):
+Decisions taken here for every scheduler (the papers are silent on them):
 
 * *f* is chosen among the paths that have an RTT sample: an unprobed path's
   ``srtt`` is the RFC 9002 initial guess (333 ms), not a measurement. Only

@@ -1,6 +1,6 @@
 """DAPS: delay-aware packet scheduler (Kuhn et al., ICC 2014).
 
-Rules of ``design/SPEC-baselines.md`` (and the released MPTCP DAPS module):
+Rules (reconstructed from the paper and the released MPTCP DAPS module):
 
 * Paths with an RTT sample are sorted by srtt; d_i = srtt_i / 2 rounded to a
   multiple of 4 ms (half up; at least one 4 ms tick); cwnd_i is a smoothed
@@ -12,7 +12,7 @@ Rules of ``design/SPEC-baselines.md`` (and the released MPTCP DAPS module):
   handed out; if it yields nothing (no path has an RTT sample) the decision
   falls back to minRTT.
 
-How the plan is executed with this framework's scheduler hook (the spec is
+How the plan is executed with this framework's scheduler hook (the paper is
 silent): the kernel module hands each in-order segment to the subflow that
 owns it and lets it queue there; here a decision committed to a path without
 room blocks the connection, so DAPS uses gaps instead. Each path, when it has

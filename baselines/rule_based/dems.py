@@ -29,8 +29,9 @@ How it maps onto the scheduler hook (:mod:`envs.scheduler`):
 * Paths without an RTT sample count as slow (back) paths; *f* is chosen as
   in :mod:`baselines.rule_based.common` (path 0 before any sample).
 * Retransmissions go first (the transport's rule; the gap then does not
-  apply). Decision of ``design/SPEC-hop.md``: no extra redundancy where the
-  two ends meet (the paper's optional duplicate sending is left out).
+  apply). A decision of this project for the HOP comparison: no extra
+  redundancy where the two ends meet (the paper's optional duplicate sending
+  is left out).
 """
 
 from __future__ import annotations

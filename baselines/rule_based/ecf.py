@@ -1,6 +1,6 @@
 """ECF: earliest completion first (Lim et al., CoNEXT 2017).
 
-Rules of ``design/SPEC-baselines.md``:
+Rules (reconstructed from the paper and the released mp-quic ECF):
 
 * Consulted when *f* has no room and minRTT would send on *s* (as in the
   mp-quic ECF). Unlike the released mp-quic version, whose send loop never

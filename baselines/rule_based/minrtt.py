@@ -14,7 +14,7 @@ class MinRTT(Scheduler):
     The kernel's optional opportunistic retransmission and penalisation
     (re-send the data holding the window back on the fast path, halve the
     slow path's window) is :class:`baselines.rule_based.reinjection.MinRTTOpportunistic`
-    (``minrtt_or``); this class is minRTT without them, the spec's default.
+    (``minrtt_or``); this class is minRTT without them, our default.
     """
 
     name = "minrtt"

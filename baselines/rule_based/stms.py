@@ -1,13 +1,13 @@
 """STMS: slide-together multipath scheduler (Shi et al., 2018), a RECONSTRUCTION.
 
 There is no public code of STMS; this class is rebuilt from the description
-in the GAPS paper (seed 001) and ``design/SPEC-gaps.md``. What is STMS's:
+in the GAPS paper (Liao et al., IFIP Networking 2020). What is STMS's:
 the fast path takes in-order data; a slower path sends later sequence
 numbers, leaving a gap that the fast path fills meanwhile, so that data
 arrives in order; the gap is adapted from acknowledged data ("delta =
 data_acked if > 2 and sent on the slower path, else -data_acked; GAP +=
 EWMA(delta) over an adjust interval", EWMA gain 1/8). What is ours (the
-spec is silent), documented here:
+description is silent), documented here:
 
 Path choice
     minRTT (unprobed paths probed first). If the choice is *f* (the lowest
@@ -46,8 +46,8 @@ Adapting corr_i from acked data (``wants_packet_feedback``)
     (no wind-up).
 
 Any number of paths: each slower path has its own gap and correction
-(SPEC-gaps: the fastest has gap 0, path i sends the first unsent packet at
-offset >= GAP_i from the head).
+(as for GAPS, :mod:`baselines.gaps.agent`: the fastest has gap 0, path i
+sends the first unsent packet at offset >= GAP_i from the head).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Stream-aware multipath scheduling (SRPT-ECF paper, ``design/SPEC-srpt-ecf.md``).
+"""Stream-aware multipath scheduling (Jonglez, Heusse, Gaujal, "SRPT-ECF:
+Challenging Round-Robin for Stream-Aware Multipath Scheduling", FIT 2020).
 
 * :mod:`~baselines.stream_aware.fluid`: the exact fluid-model calculator
   (ECF, SRPT-ECF offline/online, the offline oracle, SA-ECF).

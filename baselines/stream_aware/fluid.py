@@ -1,5 +1,6 @@
 """Exact fluid model of stream-aware multipath scheduling (Jonglez, Heusse,
-Gaujal, "SRPT-ECF", FIT 2020; spec: ``design/SPEC-srpt-ecf.md``).
+Gaujal, "SRPT-ECF: Challenging Round-Robin for Stream-Aware Multipath
+Scheduling", FIT 2020).
 
 Model. Path ``p`` has a fixed rate ``R_p`` (bytes per time unit) and a fixed
 latency ``D_p``: a byte sent on ``p`` at ``t`` arrives at ``t + D_p``. A

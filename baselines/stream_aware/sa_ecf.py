@@ -1,6 +1,6 @@
 """SA-ECF (Rabitsch, Hurtig, Brunstrom, EPIQ 2018) as the SRPT-ECF paper runs it.
 
-``design/SPEC-srpt-ecf.md``: weighted round robin across streams (150-byte
+The paper's setting: weighted round robin across streams (150-byte
 quantum, equal weights) with ECF applied to the aggregate unsent bytes.
 
 * **Streams**: deficit round robin, byte-exact. Each visit adds ``quantum x

@@ -1,6 +1,6 @@
 """SRPT-ECF (Jonglez, Heusse, Gaujal, FIT 2020), packet level.
 
-The rule of ``design/SPEC-srpt-ecf.md`` and :func:`baselines.stream_aware.fluid.srpt_ecf`,
+The paper's rule, as :func:`baselines.stream_aware.fluid.srpt_ecf` computes it,
 applied at every sending opportunity:
 
 1. *Order.* Streams are ordered lexicographically by (priority, isolated

@@ -1,6 +1,6 @@
 """Shared pieces of FALCON's online experiments.
 
-* **Relative score** (``SPEC-falcon.md``): median download time of the
+* **Relative score** (FALCON paper Sec. VI-B): median download time of the
   DQN-Off reference / median download time of the scheduler under test
   (> 1: faster than DQN-Off). :func:`relative_score`. Where both ran the
   very same downloads (the stress test), :func:`paired_score` is the

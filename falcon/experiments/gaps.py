@@ -1,4 +1,5 @@
-"""GAPS (seed 001, ``design/SPEC-gaps.md``): the out-of-order queue experiment.
+"""GAPS (Liao et al., "Precise and Adaptable: Leveraging Deep Reinforcement Learning
+for GAP-based Multipath Scheduler", IFIP Networking 2020): the out-of-order queue experiment.
 
     python -m falcon.train experiment=gaps
     python -m falcon.train experiment=gaps quick=true     # seconds (the quick_variant)

@@ -10,7 +10,7 @@ from baselines.palette import color, colors
 from falcon import report, seeds
 from falcon.experiments import common
 
-#: THE PAPER'S numbers (GAPS, seed 001), not ours: every value of the "gaps"
+#: THE PAPER'S numbers (GAPS: Liao et al., IFIP Networking 2020), not ours: every value of the "gaps"
 #: figure's claims in data/seed_claims.yaml (their one home), shown beside
 #: ours in gaps.txt and gaps.json
 PAPER: dict = {"source": seeds.source("gaps"),

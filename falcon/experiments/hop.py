@@ -1,4 +1,5 @@
-"""HOP (seed 003, ``design/SPEC-hop.md`` "Experiments"): deadline blocks over two paths.
+"""HOP (Chiariotti et al., "The HOP Protocol: Reliable Latency-Bounded End-to-End
+Multipath Communication", IEEE/ACM ToN 2021, Sec. VI): deadline blocks over two paths.
 
     python -m falcon.train experiment=hop
     python -m falcon.train experiment=hop quick=true     # seconds (the quick_variant)

@@ -10,7 +10,7 @@ from baselines.palette import color
 from falcon import report, seeds
 from falcon.experiments.common import format_table
 
-#: the paper's headline claims (seed 003), from data/seed_claims.yaml
+#: the paper's headline claims (Chiariotti et al., IEEE/ACM ToN 2021), from data/seed_claims.yaml
 PAPER = seeds.claim_texts("hop")
 
 
@@ -43,7 +43,7 @@ def claims(summary: Mapping, sec: Mapping) -> dict:
 
 def table(res: Mapping) -> str:
     sec = res["settings"]
-    lines = [f"HOP (seed 003): {sec['runs']} run(s) x {sec['duration_s']:g} s, p_thr {sec['block']['p_thr']}, "
+    lines = [f"HOP (Chiariotti et al., IEEE/ACM ToN 2021): {sec['runs']} run(s) x {sec['duration_s']:g} s, p_thr {sec['block']['p_thr']}, "
              f"deadline {sec['block']['deadline_s'] * 1e3:g} ms, period {sec['block']['period_s'] * 1e3:g} ms; "
              f"failure = mean over runs (+- 95 % t-interval)\n"]
     for case, cs in res["summary"].items():

@@ -1,4 +1,5 @@
-"""Hybrid MPTCP for distributed edge learning (seed 002, ``design/SPEC-hybrid.md``).
+"""Hybrid MPTCP for distributed edge learning (Pokhrel, Choi, Walid, "Fair and Efficient
+Distributed Edge Learning with Hybrid Multipath TCP", IEEE/ACM ToN 2023).
 
     python -m falcon.train experiment=hybrid
     python -m falcon.train experiment=hybrid quick=true     # seconds (the quick_variant)

@@ -12,7 +12,7 @@ from baselines.palette import color
 from falcon import report, seeds
 from falcon.experiments.common import format_table
 
-#: the paper's headline claims (seed 002; all qualitative but two), from data/seed_claims.yaml
+#: the paper's headline claims (Pokhrel et al., IEEE/ACM ToN 2023; all qualitative but two), from data/seed_claims.yaml
 PAPER = seeds.claim_texts("hybrid")
 
 
@@ -87,7 +87,7 @@ def claims(summary: Mapping, sec: Mapping) -> dict:
 def table(res: Mapping) -> str:
     sec = res["settings"]
     s = res["summary"]
-    lines = [f"Hybrid MPTCP for DEL (seed 002): {sec['sessions']} session(s) / seed(s); "
+    lines = [f"Hybrid MPTCP for DEL (Pokhrel et al., IEEE/ACM ToN 2023): {sec['sessions']} session(s) / seed(s); "
              f"training {sec['train'].get('samples', 'default')} samples per session; mean (+- 95 % t-interval)\n"]
     for name, t in s["training"].items():
         lines.append(f"training {name}: learning score {t['learning_score']:.3f} (+- {t['learning_score_ci95']:.3f}),"

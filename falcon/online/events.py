@@ -56,7 +56,7 @@ class AdaptationEvent:
 
 
 def table1_prior() -> tuple[dict, dict]:
-    """Table I 4G and 5G (SPEC-falcon.md; :data:`envs.scenario.LINKS`): the
+    """Table I 4G and 5G (FALCON paper Sec. V-D; :data:`envs.scenario.LINKS`): the
     default prior conditions of the fallback, ``{loss, rtt_ms, rtt_std_ms}``."""
     from envs.scenario import LINKS
 
