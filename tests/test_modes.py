@@ -10,7 +10,7 @@ import pytest
 from baselines import make_scheduler
 from baselines.dqn.files import ModelFileError
 from baselines.modes import DQNModes, ModeScheduler, make_modes
-from baselines.modes.experience import Episode, mc_transitions, transitions
+from baselines.modes.experience import Episode, best_constant_mode, mc_transitions, transitions
 from baselines.modes.features import feature_names, n_inputs
 from baselines.modes.learner import hold_or_switch
 from envs import run_episode
@@ -99,6 +99,12 @@ def test_return_to_go_targets_and_the_shaped_reward():
     assert t.dones.tolist() == [0.0, 0.0, 1.0]
 
 
+def test_the_constant_candidate_is_the_mode_with_the_lowest_median():
+    eps = [_episode([0.0], t, [m], [1.0]) for m, t in ((0, 1.0), (0, 9.0), (0, 1.1), (1, 2.0), (1, 2.1), (1, 1.9))]
+    eps.append(_episode([0.0, 0.1], 0.2, [2, 3], [1.0, 1.0]))       # changed mode: not a constant candidate
+    assert best_constant_mode(eps, 4) == 0          # median 1.1 s against 2.0 s (mean 3.7 s against 2.0 s)
+
+
 def test_hold_or_switch():
     q = np.array([1.0, 1.5, 0.2])
     assert hold_or_switch(q, None, 1.0) == 1
@@ -114,7 +120,7 @@ def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_
                       {"bandwidth_mbps": 1, "rtt_ms": 150, "loss": 0.05}]}
     app = {"kind": "bulk", "size_bytes": 2_000_000}
     agent = DQNModes(shares=[0.0, 0.5, 1.0], reinject=[False], rules=["minrtt"], hidden=[32],
-                     switch_margins=[0.0, None])
+                     switch_margins=[0.0, None], constant_candidate=True)
     out = agent.fit(scen, app, seed=100, seeds_per_mode=3, switching_episodes=12, gradient_steps=600, models=2,
                     validation_episodes=8, progress=False)
     assert out["transitions"] > 0 and math.isfinite(out["final_loss"])
@@ -128,6 +134,7 @@ def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_
     agent.save(tmp_path)
     again = DQNModes(model=str(tmp_path))
     assert again.modes == agent.modes and again.switch_margin == agent.switch_margin and median(again) == learned
+    assert again.constant_mode == agent.constant_mode
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     with pytest.raises(ModelFileError, match="bad.h5: unreadable"):
         DQNModes(model=str(tmp_path / "bad.h5"))

@@ -114,6 +114,17 @@ class Transitions:
     weights: np.ndarray | None = None
 
 
+def best_constant_mode(episodes: Sequence[Episode], n_modes: int) -> int:
+    """The mode whose constant-mode episodes have the lowest median download time."""
+    times: dict[int, list[float]] = {}
+    for e in episodes:
+        if len(set(e.modes.tolist())) == 1:
+            times.setdefault(int(e.modes[0]), []).append(e.download_time_s)
+    if not times:
+        raise ConfigError("modes: no constant-mode episode to choose a constant mode from (seeds_per_mode >= 1)")
+    return min(times, key=lambda m: (float(np.median(times[m])), m))
+
+
 def reward_constants(episodes: Sequence[Episode]) -> tuple[float, float]:
     """``(u [s], rate_ref [bytes/s])`` of a condition (module docstring)."""
     median = float(np.median([e.download_time_s for e in episodes]))
@@ -173,4 +184,4 @@ def transitions(episodes: Sequence[Episode], gamma: float, unit_s: float, rate_r
 
 
 __all__ = ["Episode", "Transitions", "EPOCHS_PER_MEDIAN", "log_episode", "collect", "reward_constants",
-           "transitions", "mc_transitions"]
+           "transitions", "mc_transitions", "best_constant_mode"]

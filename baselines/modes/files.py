@@ -2,7 +2,8 @@
 version 1): attributes ``format``, ``format_version``, ``framework_version``,
 ``created``, ``modes`` (JSON ``[[share, reinject], ..., "rule", ...]``), ``spec`` (JSON of
 :class:`baselines.dqn.network.QNetSpec`), ``switch_margin`` (JSON number, or
-null for infinity), ``members`` (the ensemble's size); datasets
+null for infinity), ``constant_mode`` (JSON mode index held instead of the
+Q-values, or null), ``members`` (the ensemble's size); datasets
 ``weights/<member>/W0, b0, ...`` (float32, ``W`` ``[in, out]``). Written to a temporary file and renamed;
 read back with one-line errors (:class:`baselines.dqn.files.ModelFileError`).
 """
@@ -31,7 +32,7 @@ FORMAT = "falcon-modes-model"
 FORMAT_VERSION = 1
 
 
-def write_model(path, members, spec: QNetSpec, modes, switch_margin: float) -> Path:
+def write_model(path, members, spec: QNetSpec, modes, switch_margin: float, constant_mode: int | None = None) -> Path:
     """Write a trained mode scheduler (``members``: each network's weight list) to ``path``; returns it."""
     path = Path(path)
     with atomic_path(path) as tmp:
@@ -40,6 +41,7 @@ def write_model(path, members, spec: QNetSpec, modes, switch_margin: float) -> P
             f.attrs["modes"] = json.dumps([m if isinstance(m, str) else [float(m[0]), bool(m[1])] for m in modes])
             f.attrs["spec"] = json.dumps(spec.to_dict())
             f.attrs["switch_margin"] = json.dumps(switch_margin if math.isfinite(switch_margin) else None)
+            f.attrs["constant_mode"] = json.dumps(constant_mode)
             f.attrs["members"] = len(members)
             for i, weights in enumerate(members):
                 g = f.create_group(f"weights/{i}")
@@ -49,7 +51,7 @@ def write_model(path, members, spec: QNetSpec, modes, switch_margin: float) -> P
 
 
 def read_model(path):
-    """``(members, spec, modes, switch_margin)`` of a file :func:`write_model`
+    """``(members, spec, modes, switch_margin, constant_mode)`` of a file :func:`write_model`
     wrote; a missing, foreign or damaged file is a one-line :class:`ModelFileError`."""
     import h5py
 
@@ -69,6 +71,7 @@ def read_model(path):
             modes = make_modes_from(json.loads(f.attrs["modes"]))
             margin = json.loads(f.attrs["switch_margin"])
             margin = math.inf if margin is None else float(margin)
+            constant = json.loads(f.attrs["constant_mode"])
             n = integer_attribute(f.attrs.get("members"), "members")
             members = [[np.asarray(f[f"weights/{i}/{'Wb'[k % 2]}{k // 2}"][()], np.float32)
                         for k in range(2 * len(spec.layer_sizes))] for i in range(n)]
@@ -84,7 +87,9 @@ def read_model(path):
                 raise ModelFileError(f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})")
     if spec.n_actions != len(modes):
         raise ModelFileError(f"{p}: {spec.n_actions} Q-values for {len(modes)} modes")
-    return members, spec, modes, margin
+    if constant is not None and (not isinstance(constant, int) or not 0 <= constant < len(modes)):
+        raise ModelFileError(f"{p}: constant_mode {constant!r} is not one of the {len(modes)} modes")
+    return members, spec, modes, margin, constant
 
 
 def make_modes_from(entries) -> list:

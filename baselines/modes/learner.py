@@ -40,7 +40,13 @@ from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.selection import download_cost, successive_halving
 from baselines.modes import files
-from baselines.modes.experience import collect, mc_transitions, reward_constants, transitions
+from baselines.modes.experience import (
+    best_constant_mode,
+    collect,
+    mc_transitions,
+    reward_constants,
+    transitions,
+)
 from baselines.modes.features import n_inputs
 from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes
 from envs import run_episode
@@ -105,6 +111,10 @@ class DQNModes(Scheduler, Trainable):
             switch after the first choice): a deployed model changes mode only for a mean Q-value gain
             above the margin; ``fit`` keeps the one with the lowest validation
             download time.
+        constant_candidate: the selection may also deploy, instead of the
+            Q-values, the mode with the lowest median behaviour download time
+            held for the whole download (so the learned policy is never judged
+            worse than the best constant mode it could have kept).
         lr, batch_size, tau, double_q, cql_alpha: :class:`baselines.dqn.learner.DQNConfig`
             (``cql_alpha``: conservative Q-learning, which keeps the greedy
             mode on what the log supports).
@@ -118,13 +128,16 @@ class DQNModes(Scheduler, Trainable):
     def __init__(self, shares: Sequence[float] = DEFAULT_SHARES, reinject: Sequence[bool] = (False, True),
                  rules: Sequence[str] = (), hidden: Sequence[int] = (64, 64), gamma: float = 0.98, lr: float = 1e-3,
                  batch_size: int = 64, tau: float = 0.01, double_q: bool = True, cql_alpha: float = 0.0,
-                 target: str = "mc", switch_margins: Sequence[float | None] = (0.0,), seed: int = 0,
-                 model: str | None = None) -> None:
+                 target: str = "mc", switch_margins: Sequence[float | None] = (0.0,),
+                 constant_candidate: bool = False, seed: int = 0, model: str | None = None) -> None:
         if target not in TARGETS:
             raise ConfigError(f"target: unknown {target!r}; known: {list(TARGETS)}")
         self.target = target
         self.margins = check_margins(list(switch_margins))
         self.switch_margin = self.margins[0]
+        self.constant_candidate = bool(constant_candidate)
+        #: a mode held for the whole download instead of the Q-values (the selected candidate), or None
+        self.constant_mode: int | None = None
         self._current: int | None = None
         self.modes = make_modes(list(shares), list(reinject), list(rules))
         self.hidden = tuple(int(h) for h in hidden)
@@ -143,6 +156,8 @@ class DQNModes(Scheduler, Trainable):
         Q-value is higher by more than ``switch_margin`` (reward units)."""
         if self.q is None:
             raise ConfigError(f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)")
+        if self.constant_mode is not None:
+            return self.constant_mode
         return hold_or_switch(self.q(state), self._current, self.switch_margin)
 
     def _choose(self, state: np.ndarray) -> int:
@@ -175,11 +190,16 @@ class DQNModes(Scheduler, Trainable):
                              input_scale=tuple(spread.tolist()))
         weights, losses = self._train(data, int(models), int(gradient_steps))
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
-        best, record = self._select(scenario, app, seed, int(validation_episodes), say)
-        self.switch_margin = self.margins[best]
+        constant = best_constant_mode(episodes, len(self.modes)) if self.constant_candidate else None
+        best, record = self._select(scenario, app, seed, int(validation_episodes), say, constant)
+        if best < len(self.margins):
+            self.switch_margin, self.constant_mode = self.margins[best], None
+        else:
+            self.constant_mode = constant
         out = {"behaviour_episodes": float(len(episodes)), "transitions": float(len(data.actions)),
                "reward_unit_s": unit_s, "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
                "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
+               "constant_mode": -1.0 if self.constant_mode is None else float(self.constant_mode),
                "selected_mean_cost": float(record[best]["mean_cost"] or math.nan)}
         if log is not None:
             log({f"train/{self.name}/{k}": v for k, v in out.items()}, None)
@@ -201,22 +221,27 @@ class DQNModes(Scheduler, Trainable):
             losses.append(loss.detach().numpy())
         return [learner.get_weights(m) for m in range(n_models)], losses
 
-    def _select(self, scenario, app, seed: int, budget: int, say):
-        """The margin with the lowest mean log download time on validation episodes."""
-        if len(self.margins) == 1:
+    def _select(self, scenario, app, seed: int, budget: int, say, constant: int | None):
+        """The candidate with the lowest mean log download time on validation
+        episodes: a switch margin (index into ``margins``), or, index
+        ``len(margins)``, holding the mode ``constant``."""
+        n = len(self.margins) + (constant is not None)
+        if n == 1:
             return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None}]
 
         def evaluate(i: int, k: int) -> float:
             held = [None]
 
             def choose(state):
+                if i == len(self.margins):
+                    return constant
                 held[0] = hold_or_switch(self.q(state), held[0], self.margins[i])
                 return held[0]
 
             sched = ModeScheduler(self.modes, choose)
             return download_cost(run_episode(scenario, app, sched, seed=seed + VALIDATION_SEED_OFFSET + k).metrics)
 
-        return successive_halving(len(self.margins), evaluate, max(budget, len(self.margins)), progress=say)
+        return successive_halving(n, evaluate, max(budget, n), progress=say)
 
     # ------------------------------------------------------------ files
     def save(self, directory) -> Path:
@@ -224,10 +249,10 @@ class DQNModes(Scheduler, Trainable):
         if self.q is None:
             raise ConfigError(f"{self.name}: nothing to save (not trained)")
         return files.write_model(Path(directory) / "model.h5", [n.weights for n in self.q.nets], self.spec,
-                                 self.modes, self.switch_margin)
+                                 self.modes, self.switch_margin, self.constant_mode)
 
     def load(self, path) -> None:
-        members, self.spec, self.modes, self.switch_margin = files.read_model(path)
+        members, self.spec, self.modes, self.switch_margin, self.constant_mode = files.read_model(path)
         self.margins = [self.switch_margin]
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in members])
 
