@@ -107,7 +107,7 @@ def test_self_test_measures_the_configured_delay_and_rate():
     fast, slow = rep["paths"]
     assert fast["configured_rtt_ms"] == pytest.approx(20.0) and slow["configured_rtt_ms"] == pytest.approx(80.0)
     assert fast["rtt_ms"] == pytest.approx(20.0, rel=0.01) and slow["rtt_ms"] == pytest.approx(80.0, rel=0.01)
-    assert fast["rate_mbps"] == pytest.approx(10.0) and slow["rate_mbps"] == pytest.approx(5.0)
+    assert fast["rate_mbps"] == pytest.approx(10.0, rel=0.02) and slow["rate_mbps"] == pytest.approx(5.0, rel=0.02)
     assert fast["dropped"] > 0                               # overloaded: the drop-tail queue overflows
     assert "relay self-test passed" in format_report(rep)
 
