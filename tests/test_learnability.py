@@ -34,7 +34,7 @@ def test_quick_suite_end_to_end(compose, tmp_path):
     rules, learners = data["settings"]["rules"], data["settings"]["learners"]
     assert rules == ["minrtt", "blest", "ecf", "rr", "daps", "stms", "minrtt_or", "minrtt_xlink", "redundant"]
     assert learners == ["dqn_off", "dqn_on"]
-    refs = ["best_single_path", "best_fixed_split", "oracle"]
+    refs = ["best_single_path", "best_fixed_split", "oracle", "crossfit_policy"]
     assert data["schedulers"] == [*rules, *refs, *learners]
     assert [c["name"] for c in data["conditions"]] == ["t1_4g_5g", "t1_4g_wlan", "t1_5g_wlan"]
     assert data["settings"]["seeds"] == [0, 1, 2]
@@ -62,6 +62,9 @@ def test_quick_suite_end_to_end(compose, tmp_path):
         assert res_c["best_known"]["median_s"] == min(known.values())
         assert res_c["headroom"] == pytest.approx(res_c["best_rule"]["median_s"] / min(known.values()))
         assert sch["oracle"]["ratio_best_known"] >= 1.0 and sch["oracle"]["ratio"] <= 1.0
+        # the cross-fitted policy: each seed gets one of the candidates, never faster than the oracle there
+        cross = sch["crossfit_policy"]["download_time_s"]["values"]
+        assert all(c >= o for c, o in zip(cross, oracle)) and sch["crossfit_policy"]["candidates"] == 11 * 4 + 9
         assert sch["minrtt_xlink"]["redundancy_overhead"] > 0 and sch["minrtt"]["redundancy_overhead"] == 0
         for n in learners:
             exp = sch[n]["train"]["experience"]
@@ -256,3 +259,18 @@ def test_the_oracle_is_reproducible_from_the_seed(compose):
         return o["download_time_s"]["values"], o["chosen"]
 
     assert oracle() == oracle()
+
+
+def test_crossfit_picks_each_seeds_policy_on_the_other_half_of_the_seeds():
+    from falcon.experiments.oracle import crossfit_best, per_seed_best
+
+    nan = float("nan")
+    # a is best on the even positions' medians, b on the odd ones'; c never finishes
+    cands = {"a": [1.0, 5.0, 1.2, 5.0], "b": [3.0, 2.0, 3.0, 2.2], "c": [nan, nan, nan, nan]}
+    values, chosen = crossfit_best(cands)
+    # even positions are scored with the choice made on the odd ones (b), and the reverse
+    assert chosen == ["b", "a", "b", "a"] and values == [3.0, 5.0, 3.0, 5.0]
+    best, _ = per_seed_best(cands)
+    assert best == [1.0, 2.0, 1.2, 2.2] and all(v >= b for v, b in zip(values, best))
+    values, chosen = crossfit_best({"c": [nan, nan]})
+    assert chosen == [None, None] and all(v != v for v in values)

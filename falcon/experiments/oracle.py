@@ -14,6 +14,14 @@ hindsight oracle, and what a condition's *best known* time is.
   candidates too. So the oracle contains the best single path, the best
   fixed split and every rule seed by seed (never slower than any of them on
   any seed).
+* **Cross-fitted policy**: the same candidates, but on each seed the one
+  with the lowest median over the seeds of the *other* half (seeds are split
+  by the parity of their position; :func:`crossfit_best`), run on that seed.
+  It chooses one policy for the condition without seeing the seed it is
+  scored on: what a learner that only picks the right member for the
+  condition could reach. The gap between it and the oracle is the oracle's
+  hindsight (the choice made knowing the seed's network), which no causal
+  policy is guaranteed to close.
 * **Best known** (per condition): the lowest median of every rule, every
   reference and every scheduler the run scored. *Headroom* = the best rule's
   median / the best known median; a scheduler's *headroom captured* = (best
@@ -28,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from envs.errors import ConfigError
 
 ORACLE = "oracle"
+CROSSFIT = "crossfit_policy"
 BEST_SINGLE = "best_single_path"
 FAMILY_AGENT = "split_threshold"     # configs/agent/split_threshold.yaml
 ORACLE_KEYS = ("thresholds", "reinject")
@@ -97,6 +106,34 @@ def per_seed_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float
     return best, chosen
 
 
+def crossfit_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float], list[str | None]]:
+    """Per seed ``k``: the value on ``k`` of the candidate with the lowest median
+    over the seeds of the other fold (positions of the other parity; NaN = did
+    not finish, left out of the median; a candidate with no finished run in the
+    fold is not chosen), and that candidate's label (first in order on ties);
+    NaN and None where no candidate can be chosen."""
+    n = len(next(iter(candidates.values()))) if candidates else 0
+    pick: dict[int, str | None] = {}
+    for fold in (0, 1):
+        best, who = math.inf, None
+        for name, values in candidates.items():
+            xs = sorted(x for k, x in enumerate(values) if k % 2 != fold and x is not None and math.isfinite(x))
+            if not xs:
+                continue
+            m = len(xs)
+            med = xs[m // 2] if m % 2 else 0.5 * (xs[m // 2 - 1] + xs[m // 2])
+            if med < best:
+                best, who = med, name
+        pick[fold] = who
+    values, chosen = [], []
+    for k in range(n):
+        who = pick[k % 2]
+        x = candidates[who][k] if who is not None else math.nan
+        values.append(x if x is not None else math.nan)
+        chosen.append(who)
+    return values, chosen
+
+
 def captured(best_rule: float | None, best_known: float | None, median: float | None) -> float | None:
     """The share of the headroom a median captures (module docstring); None where there is
     no headroom (best known = best rule) or a median is missing."""
@@ -105,5 +142,5 @@ def captured(best_rule: float | None, best_known: float | None, median: float | 
     return (best_rule - median) / (best_rule - best_known)
 
 
-__all__ = ["ORACLE", "BEST_SINGLE", "FAMILY_AGENT", "check_oracle", "label", "member_groups", "per_seed_best",
+__all__ = ["ORACLE", "CROSSFIT", "crossfit_best", "BEST_SINGLE", "FAMILY_AGENT", "check_oracle", "label", "member_groups", "per_seed_best",
            "captured"]
