@@ -1,7 +1,7 @@
 """The seed papers' numbers: ``data/seed_claims.yaml``, their one home.
 
 Every number the project quotes from a seed paper (in a report, beside ours)
-is read from that file, with its source: the seed file, the figure, table or
+is read from that file, with its source: the paper's citation, the figure, table or
 section. :func:`load` checks the file's shape and fails with one line that
 names the problem; :func:`claim_values` is what the experiments' reports read.
 """
@@ -39,7 +39,7 @@ def validate(doc, where: str = FILE_NAME) -> dict:
         raise ConfigError(f"{where}: expected a mapping with seeds: and figures:")
     seeds = _need(doc, "seeds", Mapping, where)
     for sid, s in seeds.items():
-        for key in ("file", "paper"):
+        for key in ("paper", "cite"):
             _need(s, key, str, f"{where}: seeds.{sid}")
     ids: set[str] = set()
     for i, fig in enumerate(_need(doc, "figures", list, where)):
@@ -119,10 +119,10 @@ def claim_texts(figure_id: str) -> dict[str, str]:
 
 
 def source(figure_id: str, doc: Mapping | None = None) -> str:
-    """``"<seed file>, <where>"`` of a figure."""
+    """``"<citation>, <where>"`` of a figure: the paper by authors, title, venue and year."""
     doc = doc if doc is not None else load()
     fig = figure(figure_id, doc)
-    return f"{doc['seeds'][fig['seed']]['file']}, {fig['where']}"
+    return f"{doc['seeds'][fig['seed']]['cite']}, {fig['where']}"
 
 
 __all__ = ["load", "validate", "figure", "claim", "claim_values", "claim_texts", "source", "default_path"]

@@ -14,17 +14,12 @@ from envs.errors import ConfigError
 from falcon import seeds
 from falcon.reproduce import catalog, claims, runs
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 # ---------------------------------------------------------------- the data file
 def test_seed_claims_file_is_complete_and_consistent():
     doc = seeds.load()
-    seed_files = {p.name for p in (REPO.parent / "shared" / "seeds").glob("*.txt")}
-    for sid, s in doc["seeds"].items():
-        assert s["file"].endswith(".txt"), sid
-        if seed_files:                       # ../shared is beside the checkout in CI
-            assert s["file"] in seed_files, s["file"]
+    for sid, s in doc["seeds"].items():      # cited by authors, title, venue and year
+        assert s["paper"] and s["cite"][-4:].isdigit(), sid
     assert {f["experiment"] for f in doc["figures"]} <= set(catalog.BY_NAME)
     assert {f["id"] for f in doc["figures"]} == set(claims.CHECKS)
     # every seed paper has at least one figure
@@ -33,6 +28,7 @@ def test_seed_claims_file_is_complete_and_consistent():
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.pop("figures"), "missing key 'figures'"),
+    (lambda d: d["seeds"]["falcon"].pop("cite"), "seeds.falcon: missing key 'cite'"),
     (lambda d: d["figures"][0].update(seed="nope"), "unknown seed 'nope'"),
     (lambda d: d["figures"].append(dict(d["figures"][0])), "duplicate figure id"),
     (lambda d: d["figures"][0]["claims"][0].pop("values"), "missing key 'values'"),
@@ -153,7 +149,7 @@ def test_reproduce_writes_the_report_and_reuses_finished_runs(compose, tmp_path,
     res = json.loads((Path(model["experiments"]["srpt_toys"]["output"]) / "srpt_toys.json").read_text())
     assert "12.86" in md and f"{res['fig8']['stream0_gain_pct']:.4g}" in md
     # the paper's number and its source come from the data file
-    assert "stream0_gain_pct: 18" in md and seeds.load()["seeds"]["srpt_ecf"]["file"] in md
+    assert "stream0_gain_pct: 18" in md and seeds.load()["seeds"]["srpt_ecf"]["cite"] in md
     assert (out / "figures" / "srpt_toys-srpt_toys.png").is_file()
     from mlflow.tracking import MlflowClient
 

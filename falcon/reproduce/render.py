@@ -65,7 +65,7 @@ def build(doc: Mapping, figures: Sequence[Mapping], *, scale: str, state: Mappin
     for item in figures:
         fig, exp, outcome = item["fig"], item["experiment"], item["outcome"]
         seed = doc["seeds"][fig["seed"]]
-        sec = sections.setdefault(fig["seed"], {"seed": seed, "figures": []})
+        sec = sections.setdefault(fig["seed"], {"id": fig["seed"], "seed": seed, "figures": []})
         plots = []
         if outcome is not None and outcome.status != "failed":
             for pattern in exp.plots:
@@ -105,7 +105,7 @@ def markdown(model: Mapping) -> str:
              + (f" with uncommitted changes `{st['changes']}`" if st.get("changes") else "") + ".",
              f"Claims: **{t['reproduced']} reproduced**, **{t['not reproduced']} not reproduced**, "
              f"{t['not assessed']} not assessed at this scale.", "",
-             "The paper's numbers come from `data/seed_claims.yaml` (seed file and figure of each); ours are read "
+             "The paper's numbers come from `data/seed_claims.yaml` (paper and figure of each); ours are read "
              "from each experiment's results JSON. Each experiment is an MLflow run "
              + (f"in `{model['tracking_uri']}` " if model["tracking_uri"] else "")
              + "(`mlflow ui --backend-store-uri <store>` opens the links). "
@@ -116,10 +116,10 @@ def markdown(model: Mapping) -> str:
         for f in sec["figures"]:
             n_ok = sum(r["verdict"] == "reproduced" for r in f["rows"])
             run = f"[{f['run_id'][:8]}]({f['run_link']})" if f["run_link"] else (f["status"])
-            lines.append(f"| {sec['seed']['file'][:3]} {f['where']}: {f['title']} | `{f['experiment']}` | {run} | "
+            lines.append(f"| {sec['id']} {f['where']}: {f['title']} | `{f['experiment']}` | {run} | "
                          f"{n_ok}/{len(f['rows'])} |")
     for sec in model["sections"]:
-        lines += ["", f"## {sec['seed']['paper']}", "", f"Seed `{sec['seed']['file']}`."]
+        lines += ["", f"## {sec['seed']['paper']}", "", f"{sec['seed']['cite']}."]
         for f in sec["figures"]:
             lines += ["", f"### {f['where']}: {f['title']}", "",
                       f"Experiment `{f['experiment']}` ({f['what']}): {f['status']}"
@@ -158,7 +158,7 @@ def html(model: Mapping) -> str:
            f"{t['not assessed']} not assessed at this scale. The paper's numbers come from "
            "<code>data/seed_claims.yaml</code>; ours from each experiment's results JSON.</p>"]
     for sec in model["sections"]:
-        out.append(f"<h2>{e(sec['seed']['paper'])}</h2><p>Seed <code>{e(sec['seed']['file'])}</code>.</p>")
+        out.append(f"<h2>{e(sec['seed']['paper'])}</h2><p>{e(sec['seed']['cite'])}.</p>")
         for f in sec["figures"]:
             run = (f" MLflow run <a href='{e(f['run_link'])}'>{e(f['run_id'])}</a>." if f["run_link"] else "")
             out.append(f"<h3>{e(f['where'])}: {e(f['title'])}</h3><p>Experiment <code>{e(f['experiment'])}</code> "
