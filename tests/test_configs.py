@@ -223,7 +223,7 @@ def test_the_schema_doc_shows_the_emulator_defaults():
         {k: v for k, v in SCENARIO_DEFAULTS.items() if k not in ("name", "paths")}
 
 
-@pytest.mark.parametrize("name", ["dqn_on", "dqn_off", "gaps"])
+@pytest.mark.parametrize("name", ["dqn_on", "dqn_off", "gaps", "dqn_modes"])
 def test_learning_agent_configs_state_their_constructors_defaults(name):
     """Every constructor argument an agent config spells out (for the command
     line) has the constructor's default: one value, checked (FALCON's own
@@ -234,9 +234,11 @@ def test_learning_agent_configs_state_their_constructors_defaults(name):
     from baselines.dqn.dqn_on import DQNOn
     from baselines.dqn.policy import DQNScheduler
     from baselines.gaps.agent import GAPS
+    from baselines.modes.learner import DQNModes
     from falcon.experiments.common import agent_config
 
-    classes = {"dqn_on": (DQNScheduler, DQNOn), "dqn_off": (DQNScheduler, DQNOff), "gaps": (GAPS,)}[name]
+    classes = {"dqn_on": (DQNScheduler, DQNOn), "dqn_off": (DQNScheduler, DQNOff), "gaps": (GAPS,),
+               "dqn_modes": (DQNModes,)}[name]
     defaults = {k: p.default for c in classes for k, p in inspect.signature(c.__init__).parameters.items()}
     cfg = agent_config(name)
     assert set(cfg) - {"_target_", "train"} <= set(defaults)

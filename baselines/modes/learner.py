@@ -68,6 +68,27 @@ def hold_or_switch(q: np.ndarray, current: int | None, margin: float) -> int:
     return current
 
 
+#: the rules that are modes too, and the candidate switch margins, by default
+DEFAULT_RULES = ("ecf", "blest", "minrtt", "minrtt_xlink")
+DEFAULT_MARGINS = (0.0, 0.1, 0.3, None)
+
+
+class ModePolicy:
+    """The chooser of one download: ``constant`` at every epoch if given, else
+    the argmax of ``q``, unless the mode in force is within ``margin`` of it
+    (:func:`hold_or_switch`)."""
+
+    def __init__(self, q, margin: float = 0.0, constant: int | None = None) -> None:
+        self.q, self.margin, self.constant = q, margin, constant
+        self.current: int | None = None
+
+    def __call__(self, state: np.ndarray) -> int:
+        if self.constant is not None:
+            return self.constant
+        self.current = hold_or_switch(self.q(state), self.current, self.margin)
+        return self.current
+
+
 class Ensemble:
     """The mean Q-values of several networks (one state ``[n_inputs]``)."""
 
@@ -126,10 +147,10 @@ class DQNModes(Scheduler, Trainable):
     reinjects = True
 
     def __init__(self, shares: Sequence[float] = DEFAULT_SHARES, reinject: Sequence[bool] = (False, True),
-                 rules: Sequence[str] = (), hidden: Sequence[int] = (64, 64), gamma: float = 0.98, lr: float = 1e-3,
+                 rules: Sequence[str] = DEFAULT_RULES, hidden: Sequence[int] = (64, 64), gamma: float = 0.98, lr: float = 1e-3,
                  batch_size: int = 64, tau: float = 0.01, double_q: bool = True, cql_alpha: float = 0.0,
-                 target: str = "mc", switch_margins: Sequence[float | None] = (0.0,),
-                 constant_candidate: bool = False, seed: int = 0, model: str | None = None) -> None:
+                 target: str = "mc", switch_margins: Sequence[float | None] = DEFAULT_MARGINS,
+                 constant_candidate: bool = True, seed: int = 0, model: str | None = None) -> None:
         if target not in TARGETS:
             raise ConfigError(f"target: unknown {target!r}; known: {list(TARGETS)}")
         self.target = target
@@ -138,7 +159,6 @@ class DQNModes(Scheduler, Trainable):
         self.constant_candidate = bool(constant_candidate)
         #: a mode held for the whole download instead of the Q-values (the selected candidate), or None
         self.constant_mode: int | None = None
-        self._current: int | None = None
         self.modes = make_modes(list(shares), list(reinject), list(rules))
         self.hidden = tuple(int(h) for h in hidden)
         self.config = DQNConfig(lr=float(lr), batch_size=int(batch_size), tau=float(tau), double_q=bool(double_q),
@@ -151,22 +171,15 @@ class DQNModes(Scheduler, Trainable):
             self.load(model)
 
     # ------------------------------------------------------------ acting
-    def chooser(self, state: np.ndarray) -> int:
-        """The greedy mode; the mode in force is kept unless another's mean
-        Q-value is higher by more than ``switch_margin`` (reward units)."""
+    def policy(self) -> ModePolicy:
+        """A fresh chooser for one download: the selected constant mode, or the
+        greedy mode of the mean Q-values with the selected switch margin."""
         if self.q is None:
             raise ConfigError(f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)")
-        if self.constant_mode is not None:
-            return self.constant_mode
-        return hold_or_switch(self.q(state), self._current, self.switch_margin)
-
-    def _choose(self, state: np.ndarray) -> int:
-        self._current = self.chooser(state)
-        return self._current
+        return ModePolicy(self.q, self.switch_margin, self.constant_mode)
 
     def reset(self, view) -> None:
-        self._current = None
-        self._inner = ModeScheduler(self.modes, self._choose)
+        self._inner = ModeScheduler(self.modes, self.policy())
         self._inner.reset(view)
 
     def decide(self, view):
@@ -230,15 +243,8 @@ class DQNModes(Scheduler, Trainable):
             return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None}]
 
         def evaluate(i: int, k: int) -> float:
-            held = [None]
-
-            def choose(state):
-                if i == len(self.margins):
-                    return constant
-                held[0] = hold_or_switch(self.q(state), held[0], self.margins[i])
-                return held[0]
-
-            sched = ModeScheduler(self.modes, choose)
+            policy = ModePolicy(self.q, self.margins[i]) if i < len(self.margins) else ModePolicy(None, constant=constant)
+            sched = ModeScheduler(self.modes, policy)
             return download_cost(run_episode(scenario, app, sched, seed=seed + VALIDATION_SEED_OFFSET + k).metrics)
 
         return successive_halving(n, evaluate, max(budget, n), progress=say)
@@ -257,4 +263,4 @@ class DQNModes(Scheduler, Trainable):
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in members])
 
 
-__all__ = ["DQNModes", "TARGETS", "Ensemble", "hold_or_switch", "check_margins"]
+__all__ = ["DQNModes", "ModePolicy", "TARGETS", "Ensemble", "hold_or_switch", "check_margins"]

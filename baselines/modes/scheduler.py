@@ -71,10 +71,11 @@ def rule_scheduler(name: str) -> Scheduler:
     return sched
 
 
-def mode_entries(mode) -> tuple[float, float]:
-    """The state's ``mode_share`` and ``mode_reinject`` of a mode (a rule: share -1)."""
+def mode_entries(mode, rule: Scheduler | None = None) -> tuple[float, float]:
+    """The state's ``mode_share`` and ``mode_reinject`` of a mode (a rule mode,
+    with its scheduler ``rule``: share -1)."""
     if isinstance(mode, str):
-        return -1.0, 1.0 if rule_scheduler(mode).reinjects else 0.0
+        return -1.0, 1.0 if rule.reinjects else 0.0
     return float(mode[0]), 1.0 if mode[1] else 0.0
 
 
@@ -93,7 +94,7 @@ class ModeScheduler(Scheduler):
     def __init__(self, modes: Sequence, chooser: Callable[[np.ndarray], int]) -> None:
         self.modes = list(modes)
         self.rules = {m: rule_scheduler(m) for m in self.modes if isinstance(m, str)}
-        self.entries = [mode_entries(m) for m in self.modes]
+        self.entries = [mode_entries(m, self.rules.get(m)) for m in self.modes]
         self.chooser = chooser
         self.observer = EpochObserver()
         self.trace: list[tuple[np.ndarray, int, float, float]] = []

@@ -31,6 +31,7 @@ hindsight oracle, and what a condition's *best known* time is.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 
 from envs.errors import ConfigError
@@ -117,11 +118,10 @@ def crossfit_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float
     for fold in (0, 1):
         best, who = math.inf, None
         for name, values in candidates.items():
-            xs = sorted(x for k, x in enumerate(values) if k % 2 != fold and x is not None and math.isfinite(x))
+            xs = [x for k, x in enumerate(values) if k % 2 != fold and x is not None and math.isfinite(x)]
             if not xs:
                 continue
-            m = len(xs)
-            med = xs[m // 2] if m % 2 else 0.5 * (xs[m // 2 - 1] + xs[m // 2])
+            med = statistics.median(xs)
             if med < best:
                 best, who = med, name
         pick[fold] = who
