@@ -46,17 +46,27 @@ def extensions() -> list:
     try:
         from Cython.Build import cythonize
     except ImportError:
-        print("falcon-mpsched: Cython is not installed; installing the pure-Python emulator core",
-              file=sys.stderr)
+        print(
+            "falcon-mpsched: Cython is not installed; installing the pure-Python emulator core",
+            file=sys.stderr,
+        )
         return []
-    exts = [Extension(path[:-3].replace("/", "."), [path], extra_compile_args=VECTORISED.get(path, CFLAGS),
-                      optional=True)
-            for path in COMPILED]
+    exts = [
+        Extension(
+            path[:-3].replace("/", "."),
+            [path],
+            extra_compile_args=VECTORISED.get(path, CFLAGS),
+            optional=True,
+        )
+        for path in COMPILED
+    ]
     try:
         return cythonize(exts, compiler_directives=DIRECTIVES, quiet=True)
     except Exception as e:  # a Cython error must not block the install: the .py core still works
-        print(f"falcon-mpsched: could not compile the emulator core ({e}); installing the pure-Python core",
-              file=sys.stderr)
+        print(
+            f"falcon-mpsched: could not compile the emulator core ({e}); installing the pure-Python core",
+            file=sys.stderr,
+        )
         return []
 
 

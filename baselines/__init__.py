@@ -67,7 +67,8 @@ def scheduler_class(name: str):
         entry = SCHEDULERS[name]
     except (KeyError, TypeError):
         raise ConfigError(
-            f"unknown scheduler {name!r}; known: {', '.join(sorted(SCHEDULERS))}") from None
+            f"unknown scheduler {name!r}; known: {', '.join(sorted(SCHEDULERS))}"
+        ) from None
     if isinstance(entry, str):
         module, _, attr = entry.partition(":")
         entry = getattr(importlib.import_module(module), attr)
@@ -80,5 +81,17 @@ def make_scheduler(name: str, **kwargs):
     return scheduler_class(name)(**kwargs)
 
 
-__all__ = ["SCHEDULERS", "make_scheduler", "scheduler_class",
-           "RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS", "STTF", "DEMS", "FixedSplit"]
+__all__ = [
+    "SCHEDULERS",
+    "make_scheduler",
+    "scheduler_class",
+    "RoundRobin",
+    "MinRTT",
+    "BLEST",
+    "ECF",
+    "DAPS",
+    "STMS",
+    "STTF",
+    "DEMS",
+    "FixedSplit",
+]

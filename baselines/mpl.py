@@ -15,7 +15,10 @@ def use_agg() -> None:
     """Select Agg unless running in a Jupyter kernel (its inline backend stays)."""
     import matplotlib
 
-    if "ipykernel" in sys.modules or "inline" in str(matplotlib.rcParams.get("backend", "")).lower():
+    if (
+        "ipykernel" in sys.modules
+        or "inline" in str(matplotlib.rcParams.get("backend", "")).lower()
+    ):
         return
     matplotlib.use("Agg", force=True)
 

@@ -68,8 +68,9 @@ def spread(n_cells: int, k: int, offset: int = 0) -> list[int]:
     return sorted({(offset + (i * n_cells) // k) % n_cells for i in range(k)})
 
 
-def bench_collect(grid: ConditionGrid, spec: QNetSpec, cfg: ReptileConfig, n_cells: int,
-                  repeats: int) -> dict:
+def bench_collect(
+    grid: ConditionGrid, spec: QNetSpec, cfg: ReptileConfig, n_cells: int, repeats: int
+) -> dict:
     cells = spread(grid.n_cells, n_cells)
     collector = TaskCollector(spec, cfg.epsilon)
     tasks = [grid.sample_task(c, np.random.default_rng(c), base=cfg.task_base) for c in cells]
@@ -78,40 +79,63 @@ def bench_collect(grid: ConditionGrid, spec: QNetSpec, cfg: ReptileConfig, n_cel
     for _ in range(repeats):
         n_total, cpu, short = 0, 0.0, 0
         for i, task in enumerate(tasks):
-            exp = collector.collect(task, None, i, cfg.decisions_per_task, app, cfg.task_max_duration_s)
+            exp = collector.collect(
+                task, None, i, cfg.decisions_per_task, app, cfg.task_max_duration_s
+            )
             n_total += exp.n
             cpu += collector.last_info["cpu_s"]
             short += exp.n < cfg.decisions_per_task
         rates.append(n_total / cpu)
         cpu_per_task.append(cpu / len(tasks))
-    return {"figure": "collect", "tasks": len(tasks), "decisions_per_task": cfg.decisions_per_task,
-            "transitions": n_total, "short_tasks": int(short),
-            "decisions_per_cpu_s": statistics.median(rates), "repeats": rates,
-            "cpu_ms_per_task": 1000 * statistics.median(cpu_per_task)}
+    return {
+        "figure": "collect",
+        "tasks": len(tasks),
+        "decisions_per_task": cfg.decisions_per_task,
+        "transitions": n_total,
+        "short_tasks": int(short),
+        "decisions_per_cpu_s": statistics.median(rates),
+        "repeats": rates,
+        "cpu_ms_per_task": 1000 * statistics.median(cpu_per_task),
+    }
 
 
-def bench_inner(spec: QNetSpec, cfg: ReptileConfig, dqn: DQNConfig, sizes: list[int], repeats: int) -> list[dict]:
+def bench_inner(
+    spec: QNetSpec, cfg: ReptileConfig, dqn: DQNConfig, sizes: list[int], repeats: int
+) -> list[dict]:
     out = []
     k, b, n_in = cfg.inner_steps, cfg.mini_batch(dqn), spec.n_inputs
     for m in sizes:
         rng = np.random.default_rng(m)
-        batches = (rng.uniform(0, 5, (k, m, b, n_in)).astype(np.float32), rng.integers(0, 2, (k, m, b)),
-                   rng.uniform(0, 5, (k, m, b)).astype(np.float32),
-                   rng.uniform(0, 5, (k, m, b, n_in)).astype(np.float32), np.zeros((k, m, b), np.float32))
+        batches = (
+            rng.uniform(0, 5, (k, m, b, n_in)).astype(np.float32),
+            rng.integers(0, 2, (k, m, b)),
+            rng.uniform(0, 5, (k, m, b)).astype(np.float32),
+            rng.uniform(0, 5, (k, m, b, n_in)).astype(np.float32),
+            np.zeros((k, m, b), np.float32),
+        )
         t0 = time.perf_counter()
         learner = BatchedDQN(spec, m, dqn, seed=0, technique=cfg.technique, threads=LEARNER_THREADS)
         create = time.perf_counter() - t0
         thetas = np.tile(initial_params(spec, 0), (m, 1))
-        inner_loop(learner, thetas, batches)          # warm-up
+        inner_loop(learner, thetas, batches)  # warm-up
         times = []
         for _ in range(max(repeats, 3)):
             t0 = time.perf_counter()
             inner_loop(learner, thetas, batches)
             times.append(time.perf_counter() - t0)
         ms = 1000 * statistics.median(times)
-        out.append({"figure": "inner_loop", "models": m, "steps": k, "batch_size": b, "ms": ms,
-                    "ms_per_model": ms / m, "learner_create_ms": 1000 * create,
-                    "repeats_ms": [1000 * t for t in times]})
+        out.append(
+            {
+                "figure": "inner_loop",
+                "models": m,
+                "steps": k,
+                "batch_size": b,
+                "ms": ms,
+                "ms_per_model": ms / m,
+                "learner_create_ms": 1000 * create,
+                "repeats_ms": [1000 * t for t in times],
+            }
+        )
     return out
 
 
@@ -141,12 +165,20 @@ def bench_meta_iteration(grid, spec, dqn, cfg: ReptileConfig, n_cells: int, repe
         split.append((info["collect_s"], info["train_s"]))
     s, b = statistics.median(seq), statistics.median(bat)
     sc, bc = statistics.median(seq_cpu), statistics.median(bat_cpu)
-    return {"figure": "meta_iteration", "cells": len(cells), "sequential_cells_per_s": s,
-            "batched_cells_per_s": b, "speedup": b / s, "sequential_cells_per_cpu_s": sc,
-            "batched_cells_per_cpu_s": bc, "speedup_cpu": bc / sc,
-            "batched_collect_s": statistics.median(x[0] for x in split),
-            "batched_train_s": statistics.median(x[1] for x in split),
-            "repeats_sequential": seq, "repeats_batched": bat}
+    return {
+        "figure": "meta_iteration",
+        "cells": len(cells),
+        "sequential_cells_per_s": s,
+        "batched_cells_per_s": b,
+        "speedup": b / s,
+        "sequential_cells_per_cpu_s": sc,
+        "batched_cells_per_cpu_s": bc,
+        "speedup_cpu": bc / sc,
+        "batched_collect_s": statistics.median(x[0] for x in split),
+        "batched_train_s": statistics.median(x[1] for x in split),
+        "repeats_sequential": seq,
+        "repeats_batched": bat,
+    }
 
 
 def _worker(args) -> None:
@@ -160,13 +192,30 @@ def _worker(args) -> None:
     queue.put((time.perf_counter() - t0, time.process_time() - c0))
 
 
-def bench_parallel(grid, spec, dqn, cfg: ReptileConfig, n_cells: int, repeats: int, workers: int = 2) -> dict:
+def bench_parallel(
+    grid, spec, dqn, cfg: ReptileConfig, n_cells: int, repeats: int, workers: int = 2
+) -> dict:
     ctx = mp.get_context("spawn")
     barrier, queue = ctx.Barrier(workers), ctx.Queue()
     chunks = [spread(grid.n_cells, n_cells, offset=w * 4 + 1) for w in range(workers)]
-    procs = [ctx.Process(target=_worker, args=((barrier, queue, chunk, grid.to_dict(), spec.to_dict(),
-                                                 dqn.to_dict(), cfg.to_dict(), repeats),))
-             for chunk in chunks]
+    procs = [
+        ctx.Process(
+            target=_worker,
+            args=(
+                (
+                    barrier,
+                    queue,
+                    chunk,
+                    grid.to_dict(),
+                    spec.to_dict(),
+                    dqn.to_dict(),
+                    cfg.to_dict(),
+                    repeats,
+                ),
+            ),
+        )
+        for chunk in chunks
+    ]
     for p in procs:
         p.start()
     times = [queue.get(timeout=600) for _ in procs]
@@ -174,21 +223,34 @@ def bench_parallel(grid, spec, dqn, cfg: ReptileConfig, n_cells: int, repeats: i
         p.join()
     total = sum(len(c) for c in chunks) * repeats
     walls = [t[0] for t in times]
-    return {"figure": "parallel", "workers": workers, "cells_per_worker": len(chunks[0]),
-            "iterations": repeats, "cells_per_s": total / max(walls), "worker_wall_s": walls,
-            "worker_cpu_s": [t[1] for t in times]}
+    return {
+        "figure": "parallel",
+        "workers": workers,
+        "cells_per_worker": len(chunks[0]),
+        "iterations": repeats,
+        "cells_per_s": total / max(walls),
+        "worker_wall_s": walls,
+        "worker_cpu_s": [t[1] for t in times],
+    }
 
 
-def extrapolate(batched_cells_per_s: float, parallel_cells_per_s: float | None = None,
-                batched_cells_per_cpu_s: float | None = None) -> dict:
+def extrapolate(
+    batched_cells_per_s: float,
+    parallel_cells_per_s: float | None = None,
+    batched_cells_per_cpu_s: float | None = None,
+) -> dict:
     """Wall time [s] of the bank build (729 cells x 100 meta-iterations):
     ``workers_1_s`` at the measured batched rate, ``workers_2_s`` at the
     measured rate of 2 workers, and ``*_idle_s``: the same from the CPU-time
     rate, i.e. on otherwise idle cores (``workers_2_idle_s`` assumes 2 free
     cores and no contention between the workers)."""
     work = BANK_CELLS * BANK_ITERATIONS
-    out = {"figure": "extrapolation", "cells": BANK_CELLS, "meta_iterations": BANK_ITERATIONS,
-           "workers_1_s": work / batched_cells_per_s}
+    out = {
+        "figure": "extrapolation",
+        "cells": BANK_CELLS,
+        "meta_iterations": BANK_ITERATIONS,
+        "workers_1_s": work / batched_cells_per_s,
+    }
     if parallel_cells_per_s:
         out["workers_2_s"] = work / parallel_cells_per_s
     if batched_cells_per_cpu_s:
@@ -202,15 +264,19 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cells", type=int, default=81, help="cells of the batched meta-iteration")
     ap.add_argument("--collect-cells", type=int, default=27, help="tasks of the collection figure")
-    ap.add_argument("--models", type=int, nargs="+", default=[1, 27, 81, 729], help="M of the inner-loop figure")
+    ap.add_argument(
+        "--models", type=int, nargs="+", default=[1, 27, 81, 729], help="M of the inner-loop figure"
+    )
     ap.add_argument("--no-parallel", action="store_true", help="skip the 2-worker measurement")
-    ap.add_argument("--quick", action="store_true", help="tiny settings (a smoke test, not a measurement)")
+    ap.add_argument(
+        "--quick", action="store_true", help="tiny settings (a smoke test, not a measurement)"
+    )
     ap.add_argument("--out", help="also write the JSON lines to this file")
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.cells, args.collect_cells, args.models = 1, 3, 3, [1, 3]
     grid = ConditionGrid()
-    spec = QNetSpec(n_inputs(grid.n_paths, COMPLETION), grid.n_paths)   # the bank presets' MDP
+    spec = QNetSpec(n_inputs(grid.n_paths, COMPLETION), grid.n_paths)  # the bank presets' MDP
     dqn = DQNConfig()
     cfg = ReptileConfig(decisions_per_task=64 if args.quick else 512)
     t_start = time.perf_counter()
@@ -223,11 +289,24 @@ def main(argv=None) -> list[dict]:
     if not args.no_parallel:
         par = bench_parallel(grid, spec, dqn, cfg, args.cells, args.repeats)
         report.append(par)
-    report.append(extrapolate(meta["batched_cells_per_s"], par["cells_per_s"] if par else None,
-                              meta["batched_cells_per_cpu_s"]))
+    report.append(
+        extrapolate(
+            meta["batched_cells_per_s"],
+            par["cells_per_s"] if par else None,
+            meta["batched_cells_per_cpu_s"],
+        )
+    )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    report.append({"figure": "run", "wall_s": time.perf_counter() - t_start, "cpus": os.cpu_count(),
-                   "load_avg_1min_start": load0, "load_avg_1min": load, "quick": bool(args.quick)})
+    report.append(
+        {
+            "figure": "run",
+            "wall_s": time.perf_counter() - t_start,
+            "cpus": os.cpu_count(),
+            "load_avg_1min_start": load0,
+            "load_avg_1min": load,
+            "quick": bool(args.quick),
+        }
+    )
     lines = [json.dumps(r) for r in report]
     print("\n".join(lines))
     if args.out:
@@ -242,29 +321,51 @@ def _table(report: list[dict]) -> None:
     for r in report:
         f = r["figure"]
         if f == "collect":
-            print(f"collection: {r['decisions_per_cpu_s']:8.0f} decisions/CPU-s  ({r['cpu_ms_per_task']:.1f} ms "
-                  f"CPU per {r['decisions_per_task']}-decision task; {r['short_tasks']}/{r['tasks']} short)",
-                  file=err)
+            print(
+                f"collection: {r['decisions_per_cpu_s']:8.0f} decisions/CPU-s  ({r['cpu_ms_per_task']:.1f} ms "
+                f"CPU per {r['decisions_per_task']}-decision task; {r['short_tasks']}/{r['tasks']} short)",
+                file=err,
+            )
         elif f == "inner_loop":
-            print(f"inner loop M={r['models']:4d}: {r['ms']:8.1f} ms  ({r['ms_per_model']:.2f} ms/model)", file=err)
+            print(
+                f"inner loop M={r['models']:4d}: {r['ms']:8.1f} ms  ({r['ms_per_model']:.2f} ms/model)",
+                file=err,
+            )
         elif f == "meta_iteration":
-            print(f"meta-iteration, {r['cells']} cells: sequential {r['sequential_cells_per_s']:.1f} cells/s, "
-                  f"batched {r['batched_cells_per_s']:.1f} cells/s (speed-up {r['speedup']:.2f}x; batched "
-                  f"collect {r['batched_collect_s']:.2f} s + train {r['batched_train_s']:.2f} s)", file=err)
-            print(f"  per CPU-s: sequential {r['sequential_cells_per_cpu_s']:.1f}, batched "
-                  f"{r['batched_cells_per_cpu_s']:.1f} cells (speed-up {r['speedup_cpu']:.2f}x)", file=err)
+            print(
+                f"meta-iteration, {r['cells']} cells: sequential {r['sequential_cells_per_s']:.1f} cells/s, "
+                f"batched {r['batched_cells_per_s']:.1f} cells/s (speed-up {r['speedup']:.2f}x; batched "
+                f"collect {r['batched_collect_s']:.2f} s + train {r['batched_train_s']:.2f} s)",
+                file=err,
+            )
+            print(
+                f"  per CPU-s: sequential {r['sequential_cells_per_cpu_s']:.1f}, batched "
+                f"{r['batched_cells_per_cpu_s']:.1f} cells (speed-up {r['speedup_cpu']:.2f}x)",
+                file=err,
+            )
         elif f == "parallel":
-            print(f"{r['workers']} workers x {r['cells_per_worker']} cells: {r['cells_per_s']:.1f} cells/s",
-                  file=err)
+            print(
+                f"{r['workers']} workers x {r['cells_per_worker']} cells: {r['cells_per_s']:.1f} cells/s",
+                file=err,
+            )
         elif f == "extrapolation":
             two = f", 2 workers {r['workers_2_s'] / 60:.1f} min" if "workers_2_s" in r else ""
-            print(f"729 cells x 100 meta-iterations: 1 worker {r['workers_1_s'] / 60:.1f} min{two}", file=err)
+            print(
+                f"729 cells x 100 meta-iterations: 1 worker {r['workers_1_s'] / 60:.1f} min{two}",
+                file=err,
+            )
             if "workers_1_idle_s" in r:
-                print(f"  on idle cores (CPU-time rate): 1 worker {r['workers_1_idle_s'] / 60:.1f} min, "
-                      f"2 workers {r['workers_2_idle_s'] / 60:.1f} min", file=err)
+                print(
+                    f"  on idle cores (CPU-time rate): 1 worker {r['workers_1_idle_s'] / 60:.1f} min, "
+                    f"2 workers {r['workers_2_idle_s'] / 60:.1f} min",
+                    file=err,
+                )
         elif f == "run":
-            print(f"benchmark wall {r['wall_s']:.0f} s on {r['cpus']} CPUs (1-min load average "
-                  f"{r['load_avg_1min_start']:.1f} at the start, {r['load_avg_1min']:.1f} at the end)", file=err)
+            print(
+                f"benchmark wall {r['wall_s']:.0f} s on {r['cpus']} CPUs (1-min load average "
+                f"{r['load_avg_1min_start']:.1f} at the start, {r['load_avg_1min']:.1f} at the end)",
+                file=err,
+            )
 
 
 if __name__ == "__main__":

@@ -30,8 +30,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.path or os.path.join(tmp, "bank.h5")
         grid, spec = ConditionGrid(), QNetSpec(8, 2)
-        bank = MetaModelBank.initial(grid, spec, seed=0, meta={"meta_iterations": [100] * grid.n_cells,
-                                                               "seed": 0})
+        bank = MetaModelBank.initial(
+            grid, spec, seed=0, meta={"meta_iterations": [100] * grid.n_cells, "seed": 0}
+        )
         res: dict[str, list[float]] = {"write": [], "read": [], "write_cpu": [], "read_cpu": []}
         for _ in range(args.repeats):
             t0, c0 = time.perf_counter(), time.process_time()
@@ -45,10 +46,12 @@ def main() -> None:
             res["read_cpu"].append(c2 - c1)
         assert np.array_equal(back.params, bank.params)
         med = {k: statistics.median(v) for k, v in res.items()}
-        print(f"{grid.n_cells} cells x {bank.params.shape[1]} parameters, {os.path.getsize(path) / 1e6:.1f} MB: "
-              f"write {med['write']:.2f} s wall / {med['write_cpu']:.2f} s CPU, "
-              f"read {med['read']:.2f} s wall / {med['read_cpu']:.2f} s CPU "
-              f"(load average {os.getloadavg()[0]:.1f})")
+        print(
+            f"{grid.n_cells} cells x {bank.params.shape[1]} parameters, {os.path.getsize(path) / 1e6:.1f} MB: "
+            f"write {med['write']:.2f} s wall / {med['write_cpu']:.2f} s CPU, "
+            f"read {med['read']:.2f} s wall / {med['read_cpu']:.2f} s CPU "
+            f"(load average {os.getloadavg()[0]:.1f})"
+        )
 
 
 if __name__ == "__main__":

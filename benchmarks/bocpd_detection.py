@@ -42,8 +42,19 @@ MEANS_MS = (5.0, 20.0, 50.0, 200.0, 600.0)
 CVS = (0.1, 0.3, 0.5, 1.0, 1.5)
 FACTORS = (1.5, 2.0, 3.0, 5.0, 1 / 1.5, 0.5, 1 / 3, 0.2)
 PRE, POST, STABLE = 3000, 2000, 20000
-LOSS_PAIRS = ((0.001, 0.05), (0.05, 0.001), (0.001, 0.01), (0.01, 0.001), (0.01, 0.05),
-              (0.05, 0.01), (0.0, 0.01), (0.007, 0.001), (0.05, 0.2), (0.2, 0.05), (0.02, 0.01))
+LOSS_PAIRS = (
+    (0.001, 0.05),
+    (0.05, 0.001),
+    (0.001, 0.01),
+    (0.01, 0.001),
+    (0.01, 0.05),
+    (0.05, 0.01),
+    (0.0, 0.01),
+    (0.007, 0.001),
+    (0.05, 0.2),
+    (0.2, 0.05),
+    (0.02, 0.01),
+)
 LOSS_STABLE = (0.0, 0.001, 0.007, 0.01, 0.05, 0.2)
 PRE_PKTS, POST_PKTS, STABLE_PKTS = 30000, 20000, 200000
 
@@ -61,8 +72,13 @@ def _stats(delays: list[float]) -> dict:
         v = float(np.percentile(arr, p, method="higher"))
         return None if math.isinf(v) else v
 
-    return {"runs": len(arr), "missed": int(np.isinf(arr).sum()), "median": q(50), "p90": q(90),
-            "max": q(100)}
+    return {
+        "runs": len(arr),
+        "missed": int(np.isinf(arr).sum()),
+        "median": q(50),
+        "p90": q(90),
+        "max": q(100),
+    }
 
 
 def run_rtt_signal(rtt: np.ndarray, change_at: int | None) -> tuple[int | None, int]:
@@ -112,12 +128,23 @@ def bench_rtt(seeds: int, quick: bool) -> dict:
         for mi, m in enumerate(MEANS_MS):
             rng = np.random.default_rng([2, ci, mi])
             _, fa = run_rtt_signal(gamma_rtt(rng, m / 1000.0, cv, n_stable), None)
-            stable.append({"cv": cv, "mean_ms": m, "samples": n_stable, "alarms": fa,
-                           "per_10k": 1e4 * fa / n_stable})
+            stable.append(
+                {
+                    "cv": cv,
+                    "mean_ms": m,
+                    "samples": n_stable,
+                    "alarms": fa,
+                    "per_10k": 1e4 * fa / n_stable,
+                }
+            )
     tot_a = sum(r["alarms"] for r in stable) + pre_false
     tot_n = sum(r["samples"] for r in stable) + pre_samples
-    return {"delay_samples": delays, "false_alarms_stable": stable,
-            "false_alarms_per_10k_overall": 1e4 * tot_a / tot_n, "samples_without_change": tot_n}
+    return {
+        "delay_samples": delays,
+        "false_alarms_stable": stable,
+        "false_alarms_per_10k_overall": 1e4 * tot_a / tot_n,
+        "samples_without_change": tot_n,
+    }
 
 
 def bench_loss(seeds: int, quick: bool) -> dict:
@@ -138,13 +165,17 @@ def bench_loss(seeds: int, quick: bool) -> dict:
     for pi, p in enumerate(LOSS_STABLE):
         rng = np.random.default_rng([4, pi])
         _, fa = run_loss_signal(rng.random(n_stable) < p, None)
-        stable.append({"loss": p, "packets": n_stable, "alarms": fa,
-                       "per_100k_packets": 1e5 * fa / n_stable})
+        stable.append(
+            {"loss": p, "packets": n_stable, "alarms": fa, "per_100k_packets": 1e5 * fa / n_stable}
+        )
     tot_a = sum(r["alarms"] for r in stable) + pre_false
     tot_n = sum(r["packets"] for r in stable) + pre_pkts
-    return {"delay_packets": delays, "false_alarms_stable": stable,
-            "false_alarms_per_100k_packets_overall": 1e5 * tot_a / tot_n,
-            "packets_without_change": tot_n}
+    return {
+        "delay_packets": delays,
+        "false_alarms_stable": stable,
+        "false_alarms_per_100k_packets_overall": 1e5 * tot_a / tot_n,
+        "packets_without_change": tot_n,
+    }
 
 
 def _time_per_call(fn, items, repeats: int) -> dict:
@@ -179,13 +210,15 @@ def bench_cost(quick: bool) -> dict:
     rtt = gamma_rtt(rng, 0.05, 0.5, 4 * n).tolist()
     for x in rtt[:2000]:
         det.update_rtt(0, x, 0.0)
-    out["path_detector_rtt_us_per_sample"] = _time_per_call(lambda x: det.update_rtt(0, x, 0.0), rtt,
-                                                            reps)
+    out["path_detector_rtt_us_per_sample"] = _time_per_call(
+        lambda x: det.update_rtt(0, x, 0.0), rtt, reps
+    )
     lost = (rng.random(20 * n) < 0.01).tolist()
     for x in lost[:50000]:
         det.update_loss(0, x, 0.0)
-    out["path_detector_loss_us_per_packet"] = _time_per_call(lambda x: det.update_loss(0, x, 0.0),
-                                                             lost, reps)
+    out["path_detector_loss_us_per_packet"] = _time_per_call(
+        lambda x: det.update_loss(0, x, 0.0), lost, reps
+    )
     out["path_detector_state_bytes_per_path"] = det.nbytes()
     return out
 
@@ -199,13 +232,30 @@ def main(argv: list[str] | None = None) -> dict:
     d = PathChangeDetector()
     t0 = time.perf_counter()
     report = {
-        "detector": {k: getattr(d, k) for k in (
-            "rtt_group", "rtt_hazard", "rtt_prior", "loss_group", "loss_hazard", "loss_prior",
-            "max_run_length", "tail_threshold", "threshold", "rtt_min_lag", "loss_min_lag",
-            "min_run", "refractory_s")},
-        "signals": {"rtt": f"{PRE} samples then {POST} after the change; stable: {STABLE}",
-                    "loss": f"{PRE_PKTS} packets then {POST_PKTS}; stable: {STABLE_PKTS}",
-                    "seeds": args.seeds, "quick": args.quick},
+        "detector": {
+            k: getattr(d, k)
+            for k in (
+                "rtt_group",
+                "rtt_hazard",
+                "rtt_prior",
+                "loss_group",
+                "loss_hazard",
+                "loss_prior",
+                "max_run_length",
+                "tail_threshold",
+                "threshold",
+                "rtt_min_lag",
+                "loss_min_lag",
+                "min_run",
+                "refractory_s",
+            )
+        },
+        "signals": {
+            "rtt": f"{PRE} samples then {POST} after the change; stable: {STABLE}",
+            "loss": f"{PRE_PKTS} packets then {POST_PKTS}; stable: {STABLE_PKTS}",
+            "seeds": args.seeds,
+            "quick": args.quick,
+        },
         "rtt": bench_rtt(args.seeds, args.quick),
         "loss": bench_loss(args.seeds, args.quick),
         "cost": bench_cost(args.quick),

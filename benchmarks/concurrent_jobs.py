@@ -33,10 +33,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 STORE_JOB = ["-m", "falcon.evaluate", "agent_list=[minrtt]", "runs=1", "scenario=static_4g_wlan"]
 # FALCON on one path, with a bank of 27 cells (tests/test_concurrent_jobs.py)
-FALCON_JOB = ["-m", "falcon.evaluate", "experiment=tiny", "scenario=single_path", "agent_list=[falcon]", "runs=1",
-              "bank=quick", "bank.path=bank.h5", "bank.grid.n_paths=1", "bank.hidden=[8,8,8]",
-              "bank.generalist=null", "bank.reptile.meta_iterations=8", "bank.reptile.decisions_per_task=24",
-              "bank.reptile.inner_steps=2", "bank.reptile.task_size_bytes=60000", "progress=false"]
+FALCON_JOB = [
+    "-m",
+    "falcon.evaluate",
+    "experiment=tiny",
+    "scenario=single_path",
+    "agent_list=[falcon]",
+    "runs=1",
+    "bank=quick",
+    "bank.path=bank.h5",
+    "bank.grid.n_paths=1",
+    "bank.hidden=[8,8,8]",
+    "bank.generalist=null",
+    "bank.reptile.meta_iterations=8",
+    "bank.reptile.decisions_per_task=24",
+    "bank.reptile.inner_steps=2",
+    "bank.reptile.task_size_bytes=60000",
+    "progress=false",
+]
 #: the job's own metrics beside the summary's (falcon.experiment.run_pipeline)
 JOB_METRICS = {"wall_time_s", "episodes_wall_s", "episodes"}
 
@@ -45,15 +59,29 @@ def together(args: list[list[str]], cwd: Path) -> tuple[list[subprocess.Complete
     """Run ``python ARGS`` for every ARGS at once in ``cwd``; the results and the wall time [s]."""
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "FALCON_DEBUG")}
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, *a], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for a in args]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, *a],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for a in args
+    ]
     outs = [p.communicate() for p in procs]
     wall = time.perf_counter() - t0
-    return [subprocess.CompletedProcess(a, p.returncode, o, e) for a, p, (o, e) in zip(args, procs, outs)], wall
+    return [
+        subprocess.CompletedProcess(a, p.returncode, o, e)
+        for a, p, (o, e) in zip(args, procs, outs)
+    ], wall
 
 
 def failed_lines(res: subprocess.CompletedProcess) -> bool:
-    return "Traceback" in res.stderr or any(line.startswith("error:") for line in res.stderr.splitlines())
+    return "Traceback" in res.stderr or any(
+        line.startswith("error:") for line in res.stderr.splitlines()
+    )
 
 
 def store_repeat(jobs: int, folder: Path) -> dict:
@@ -73,14 +101,24 @@ def store_repeat(jobs: int, folder: Path) -> dict:
         store_error = None
     except Exception as e:  # noqa: BLE001  (a broken store is a result here)
         runs, store_error = [], f"{type(e).__name__}: {str(e)[:200]}"
-    complete = [r for r in runs if r.info.run_id in summaries and
-                set(r.data.metrics) == set(flat_metrics(summaries[r.info.run_id])) | JOB_METRICS]
-    return {"figure": "store", "jobs": jobs, "exit_statuses": sorted(r.returncode for r in done),
-            "jobs_with_errors": sum(failed_lines(r) for r in done),
-            "finished_runs": sum(r.info.status == "FINISHED" for r in runs),
-            "runs_with_every_metric": len(complete), "outputs": len(summaries), "store_error": store_error,
-            "wall_s": round(wall, 1),
-            "errors": [r.stderr.strip().splitlines()[-1] for r in done if r.returncode][:3]}
+    complete = [
+        r
+        for r in runs
+        if r.info.run_id in summaries
+        and set(r.data.metrics) == set(flat_metrics(summaries[r.info.run_id])) | JOB_METRICS
+    ]
+    return {
+        "figure": "store",
+        "jobs": jobs,
+        "exit_statuses": sorted(r.returncode for r in done),
+        "jobs_with_errors": sum(failed_lines(r) for r in done),
+        "finished_runs": sum(r.info.status == "FINISHED" for r in runs),
+        "runs_with_every_metric": len(complete),
+        "outputs": len(summaries),
+        "store_error": store_error,
+        "wall_s": round(wall, 1),
+        "errors": [r.stderr.strip().splitlines()[-1] for r in done if r.returncode][:3],
+    }
 
 
 def bank_figure(folder: Path) -> dict:
@@ -91,17 +129,32 @@ def bank_figure(folder: Path) -> dict:
     alone.mkdir()
     done, wall = together([[*FALCON_JOB, "output=out1"], [*FALCON_JOB, "output=out2"]], shared)
     (ref,), wall_alone = together([[*FALCON_JOB, "output=out"]], alone)
-    results = [json.loads((d / "summary.json").read_text())["results"] if (d / "summary.json").is_file() else None
-               for d in (shared / "out1", shared / "out2", alone / "out")]
-    banks = [MetaModelBank.read(d / "bank.h5").params if (d / "bank.h5").is_file() else None for d in (shared, alone)]
+    results = [
+        json.loads((d / "summary.json").read_text())["results"]
+        if (d / "summary.json").is_file()
+        else None
+        for d in (shared / "out1", shared / "out2", alone / "out")
+    ]
+    banks = [
+        MetaModelBank.read(d / "bank.h5").params if (d / "bank.h5").is_file() else None
+        for d in (shared, alone)
+    ]
     same_bank = banks[0] is not None and banks[1] is not None and (banks[0] == banks[1]).all()
-    return {"figure": "bank", "jobs": 2, "exit_statuses": [r.returncode for r in (*done, ref)],
-            "built": sum("bank: building" in r.stderr for r in done),
-            "waited": sum("waiting for it" in r.stderr for r in done),
-            "reused": sum("bank: reusing" in r.stderr for r in done),
-            "results_as_alone": results[0] == results[2] and results[1] == results[2] and results[2] is not None,
-            "bank_as_alone": bool(same_bank), "wall_s": round(wall, 1), "wall_alone_s": round(wall_alone, 1),
-            "errors": [r.stderr.strip().splitlines()[-1] for r in (*done, ref) if r.returncode]}
+    return {
+        "figure": "bank",
+        "jobs": 2,
+        "exit_statuses": [r.returncode for r in (*done, ref)],
+        "built": sum("bank: building" in r.stderr for r in done),
+        "waited": sum("waiting for it" in r.stderr for r in done),
+        "reused": sum("bank: reusing" in r.stderr for r in done),
+        "results_as_alone": results[0] == results[2]
+        and results[1] == results[2]
+        and results[2] is not None,
+        "bank_as_alone": bool(same_bank),
+        "wall_s": round(wall, 1),
+        "wall_alone_s": round(wall_alone, 1),
+        "errors": [r.stderr.strip().splitlines()[-1] for r in (*done, ref) if r.returncode],
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -115,7 +168,10 @@ def main(argv: list[str] | None = None) -> None:
         for i in range(args.repeats):
             folder = Path(tmp) / f"store-{i}"
             folder.mkdir()
-            report({**store_repeat(args.jobs, folder), "repeat": i, "load_average": os.getloadavg()}, args.out)
+            report(
+                {**store_repeat(args.jobs, folder), "repeat": i, "load_average": os.getloadavg()},
+                args.out,
+            )
         if not args.skip_bank:
             report({**bank_figure(Path(tmp) / "bank"), "load_average": os.getloadavg()}, args.out)
 
@@ -127,9 +183,19 @@ def report(figure: dict, out: Path | None) -> None:
     if out is not None:
         with open(out, "a") as fh:
             fh.write(line + "\n")
-    keys = ("exit_statuses", "finished_runs", "runs_with_every_metric", "built", "waited", "results_as_alone",
-            "wall_s")
-    print(f"{figure['figure']}: " + ", ".join(f"{k} {figure[k]}" for k in keys if k in figure), file=sys.stderr)
+    keys = (
+        "exit_statuses",
+        "finished_runs",
+        "runs_with_every_metric",
+        "built",
+        "waited",
+        "results_as_alone",
+        "wall_s",
+    )
+    print(
+        f"{figure['figure']}: " + ", ".join(f"{k} {figure[k]}" for k in keys if k in figure),
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -38,9 +38,13 @@ APP = {"kind": "bulk", "size_bytes": 2_000_000}
 
 def _batch(m: int, bs: int = 32, n_in: int = 8, seed: int = 0):
     rng = np.random.default_rng(seed)
-    return (rng.uniform(0, 5, (m, bs, n_in)).astype(np.float32), rng.integers(0, 2, (m, bs)),
-            rng.uniform(0, 5, (m, bs)).astype(np.float32), rng.uniform(0, 5, (m, bs, n_in)).astype(np.float32),
-            np.zeros((m, bs), np.float32))
+    return (
+        rng.uniform(0, 5, (m, bs, n_in)).astype(np.float32),
+        rng.integers(0, 2, (m, bs)),
+        rng.uniform(0, 5, (m, bs)).astype(np.float32),
+        rng.uniform(0, 5, (m, bs, n_in)).astype(np.float32),
+        np.zeros((m, bs), np.float32),
+    )
 
 
 def steps_per_second(n_models: int, technique: str, threads, repeats: int, seconds: float) -> dict:
@@ -59,9 +63,15 @@ def steps_per_second(n_models: int, technique: str, threads, repeats: int, secon
             learner.update(*batch)
         rates.append(n / (time.perf_counter() - t0))
     med = statistics.median(rates)
-    return {"models": n_models, "technique": technique, "threads": learner.threads or torch.get_num_threads(),
-            "steps_per_s": med, "model_steps_per_s": med * n_models, "ms_per_step": 1000 / med,
-            "repeats": rates}
+    return {
+        "models": n_models,
+        "technique": technique,
+        "threads": learner.threads or torch.get_num_threads(),
+        "steps_per_s": med,
+        "model_steps_per_s": med * n_models,
+        "ms_per_step": 1000 / med,
+        "repeats": rates,
+    }
 
 
 def decisions_per_second(kind: str, repeats: int, episodes: int) -> dict:
@@ -86,8 +96,12 @@ def decisions_per_second(kind: str, repeats: int, episodes: int) -> dict:
         dt = time.perf_counter() - t0
         rates.append(decisions / dt)
         per_ep.append(dt / episodes)
-    return {"scheduler": kind, "decisions_per_s": statistics.median(rates),
-            "wall_s_per_episode": statistics.median(per_ep), "repeats": rates}
+    return {
+        "scheduler": kind,
+        "decisions_per_s": statistics.median(rates),
+        "wall_s_per_episode": statistics.median(per_ep),
+        "repeats": rates,
+    }
 
 
 def main(argv=None) -> None:
@@ -100,24 +114,40 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.seconds, args.episodes = 1, 0.2, 1
-    report = {"machine": {"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-                          "cpu_count": __import__("os").cpu_count()},
-              "update_1": [], "update_bank": [], "decisions": []}
+    report = {
+        "machine": {
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "cpu_count": __import__("os").cpu_count(),
+        },
+        "update_1": [],
+        "update_bank": [],
+        "decisions": [],
+    }
     for tech in TECHNIQUES:
         r = steps_per_second(1, tech, "auto", args.repeats, args.seconds)
         report["update_1"].append(r)
-        print(f"1 model, {tech:8s}: {r['steps_per_s']:8.0f} steps/s ({r['ms_per_step']:.3f} ms)", file=sys.stderr)
+        print(
+            f"1 model, {tech:8s}: {r['steps_per_s']:8.0f} steps/s ({r['ms_per_step']:.3f} ms)",
+            file=sys.stderr,
+        )
     for tech in TECHNIQUES:
         for threads in sorted({1, torch.get_num_threads()}):
             r = steps_per_second(args.models, tech, threads, args.repeats, args.seconds)
             report["update_bank"].append(r)
-            print(f"{args.models} models, {tech:8s}, {threads} thread(s): {r['steps_per_s']:6.2f} steps/s "
-                  f"= {r['model_steps_per_s']:8.0f} model-steps/s ({r['ms_per_step']:.1f} ms)", file=sys.stderr)
+            print(
+                f"{args.models} models, {tech:8s}, {threads} thread(s): {r['steps_per_s']:6.2f} steps/s "
+                f"= {r['model_steps_per_s']:8.0f} model-steps/s ({r['ms_per_step']:.1f} ms)",
+                file=sys.stderr,
+            )
     for kind in ("first_with_room", "greedy", "dqn_on_learning"):
         r = decisions_per_second(kind, args.repeats, args.episodes)
         report["decisions"].append(r)
-        print(f"decisions, {kind:16s}: {r['decisions_per_s']:8.0f} /s ({r['wall_s_per_episode'] * 1000:.0f} ms "
-              "per 2 MB episode)", file=sys.stderr)
+        print(
+            f"decisions, {kind:16s}: {r['decisions_per_s']:8.0f} /s ({r['wall_s_per_episode'] * 1000:.0f} ms "
+            "per 2 MB episode)",
+            file=sys.stderr,
+        )
     print(json.dumps(report, indent=2))
 
 

@@ -55,7 +55,9 @@ SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
 #: the scaling table: number of paths of one connection, and of connections sharing one bottleneck
 PATH_COUNTS = (2, 4, 8)
 CONNECTION_COUNTS = (1, 8, 64)
-SCALING = tuple(f"paths_{n}" for n in PATH_COUNTS) + tuple(f"connections_{n}" for n in CONNECTION_COUNTS)
+SCALING = tuple(f"paths_{n}" for n in PATH_COUNTS) + tuple(
+    f"connections_{n}" for n in CONNECTION_COUNTS
+)
 #: states per batch of the ``qnet_forward`` workload's batched pass
 BATCH = 64
 WORKLOADS = ("minrtt", "first_with_room", "dqn_collect", "qnet_forward", *SCALING)
@@ -69,7 +71,9 @@ def _episodes(name: str, episodes: int, size: int) -> dict:
     def sched():
         return FirstWithRoom() if name == "first_with_room" else make_scheduler(name)
 
-    run_episode(SCENARIO, {"kind": "bulk", "size_bytes": size}, sched(), 10**6)   # warm-up (lazy imports)
+    run_episode(
+        SCENARIO, {"kind": "bulk", "size_bytes": size}, sched(), 10**6
+    )  # warm-up (lazy imports)
     packets, check = 0, 0.0
     t0 = time.process_time()
     for seed in range(episodes):
@@ -81,9 +85,18 @@ def _episodes(name: str, episodes: int, size: int) -> dict:
 
 
 def _paths(n: int) -> dict:
-    return {"name": f"paths_{n}",
-            "paths": [{"bandwidth_mbps": 100, "rtt_ms": 20 + 5 * i, "rtt_std_ms": 0.4 + 0.1 * i, "loss": 0.001}
-                      for i in range(n)]}
+    return {
+        "name": f"paths_{n}",
+        "paths": [
+            {
+                "bandwidth_mbps": 100,
+                "rtt_ms": 20 + 5 * i,
+                "rtt_std_ms": 0.4 + 0.1 * i,
+                "loss": 0.001,
+            }
+            for i in range(n)
+        ],
+    }
 
 
 def _scaling(name: str, episodes: int) -> dict:
@@ -99,14 +112,22 @@ def _scaling(name: str, episodes: int) -> dict:
 
     def one(seed: int) -> tuple[int, float]:
         if kind == "paths":
-            r = run_episode(_paths(n), {"kind": "bulk", "size_bytes": 1_000_000 * n}, make_scheduler("minrtt"),
-                            seed)
+            r = run_episode(
+                _paths(n),
+                {"kind": "bulk", "size_bytes": 1_000_000 * n},
+                make_scheduler("minrtt"),
+                seed,
+            )
             return r.metrics["packets_sent"], r.metrics["download_time_s"]
         emu = Emulation(seed)
         conns = []
         for k in range(n):
-            sc = {"paths": [{"bandwidth_mbps": 1000, "rtt_ms": 20, "shared_link": "bottleneck"},
-                            {"bandwidth_mbps": 50, "rtt_ms": 30 + k % 7, "rtt_std_ms": 1}]}
+            sc = {
+                "paths": [
+                    {"bandwidth_mbps": 1000, "rtt_ms": 20, "shared_link": "bottleneck"},
+                    {"bandwidth_mbps": 50, "rtt_ms": 30 + k % 7, "rtt_std_ms": 1},
+                ]
+            }
             sched = make_scheduler("minrtt")
             conn = emu.connect(sc, sched)
             app = make_app({"kind": "bulk", "size_bytes": 1_000_000}, 0.01)
@@ -115,14 +136,16 @@ def _scaling(name: str, episodes: int) -> dict:
             conns.append(conn)
         end = emu.sim.run(120.0)
         packets = sum(c.packets_sent for c in conns)
-        emu.close()              # freed by reference counting, as the episode drivers leave it
+        emu.close()  # freed by reference counting, as the episode drivers leave it
         return packets, end
 
-    one(10**6)   # warm-up
+    one(10**6)  # warm-up
     packets, check = 0, 0.0
     t0 = time.process_time()
-    for seed in range(max(1, episodes * (2 if kind == "paths" else 8) // n)):   # equal bytes (docstring)
-        with collector_paused():     # as the project's episode drivers run (envs.runner.run_episode)
+    for seed in range(
+        max(1, episodes * (2 if kind == "paths" else 8) // n)
+    ):  # equal bytes (docstring)
+        with collector_paused():  # as the project's episode drivers run (envs.runner.run_episode)
             p, t = one(seed)
         packets += p
         check += t
@@ -145,7 +168,7 @@ def _collect(tasks: int) -> dict:
     base = {"cc": "olia", "max_duration_s": 120.0}
     drawn = [grid.sample_task(int(c), rng, base) for c in rng.integers(0, grid.n_cells, tasks)]
     weights = split_params(spec, initial_params(spec, 0))
-    collector.collect(drawn[0], weights, 10**6, 512)   # warm-up (lazy imports)
+    collector.collect(drawn[0], weights, 10**6, 512)  # warm-up (lazy imports)
     n, check = 0, 0.0
     t0 = time.process_time()
     for k, task in enumerate(drawn):
@@ -188,10 +211,16 @@ def _forward(states: int = 20_000) -> dict:
     batch = np.stack(xs)
     t0 = time.process_time()
     for k in range(0, states, BATCH):
-        net(batch[k:k + BATCH]).argmax(axis=1)
+        net(batch[k : k + BATCH]).argmax(axis=1)
     batched = time.process_time() - t0
-    return {"per_cpu_s": states / cpu, "unit": "forwards", "count": states, "checksum": float(check),
-            "baseline_per_cpu_s": states / base, "batched_per_cpu_s": states / batched}
+    return {
+        "per_cpu_s": states / cpu,
+        "unit": "forwards",
+        "count": states,
+        "checksum": float(check),
+        "baseline_per_cpu_s": states / base,
+        "batched_per_cpu_s": states / batched,
+    }
 
 
 def run_single(workload: str, args) -> dict:
@@ -213,8 +242,19 @@ def _child(workload: str, pure: bool, args) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "FALCON_PURE_PYTHON"}
     if pure:
         env["FALCON_PURE_PYTHON"] = "1"
-    cmd = [sys.executable, "-m", "benchmarks.emulator_speed", "--single", workload, "--episodes",
-           str(args.episodes), "--size", str(args.size), "--tasks", str(args.tasks)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.emulator_speed",
+        "--single",
+        workload,
+        "--episodes",
+        str(args.episodes),
+        "--size",
+        str(args.size),
+        "--tasks",
+        str(args.tasks),
+    ]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return json.loads(res.stdout)
 
@@ -222,57 +262,94 @@ def _child(workload: str, pure: bool, args) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--episodes", type=int, default=40,
-                    help="episodes per repeat (minrtt, first_with_room; the scaling workloads scale it)")
+    ap.add_argument(
+        "--episodes",
+        type=int,
+        default=40,
+        help="episodes per repeat (minrtt, first_with_room; the scaling workloads scale it)",
+    )
     ap.add_argument("--size", type=int, default=2_000_000, help="bulk size [bytes]")
-    ap.add_argument("--tasks", type=int, default=30, help="collected tasks per repeat (dqn_collect)")
+    ap.add_argument(
+        "--tasks", type=int, default=30, help="collected tasks per repeat (dqn_collect)"
+    )
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--single", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.single:
         print(json.dumps(run_single(args.single, args)))
         return 0
-    report = {"scenario": SCENARIO["name"], "size_bytes": args.size, "episodes": args.episodes,
-              "tasks": args.tasks, "python": sys.version.split()[0], "load_average": os.getloadavg(),
-              "results": {}}
+    report = {
+        "scenario": SCENARIO["name"],
+        "size_bytes": args.size,
+        "episodes": args.episodes,
+        "tasks": args.tasks,
+        "python": sys.version.split()[0],
+        "load_average": os.getloadavg(),
+        "results": {},
+    }
     for name in args.workloads.split(","):
         runs = {"compiled": [], "python": []}
         for _ in range(args.repeats):
             for core in ("compiled", "python"):
                 runs[core].append(_child(name, core == "python", args))
         if runs["compiled"][0]["core"] != "compiled":
-            print(f"{name}: the compiled core is not built (`make core`); both runs are pure Python",
-                  file=sys.stderr)
+            print(
+                f"{name}: the compiled core is not built (`make core`); both runs are pure Python",
+                file=sys.stderr,
+            )
         same = all(a["checksum"] == b["checksum"] for a, b in zip(runs["compiled"], runs["python"]))
         ratios = [a["per_cpu_s"] / b["per_cpu_s"] for a, b in zip(runs["compiled"], runs["python"])]
         unit = runs["python"][0]["unit"]
-        entry = {f"median_{unit}_per_cpu_s": {c: round(statistics.median(r["per_cpu_s"] for r in rs))
-                                              for c, rs in runs.items()},
-                 "speedup_median": round(statistics.median(ratios), 3),
-                 "speedups": [round(x, 3) for x in ratios], "identical_results": same,
-                 f"{unit}_per_run": runs["python"][0]["count"]}
+        entry = {
+            f"median_{unit}_per_cpu_s": {
+                c: round(statistics.median(r["per_cpu_s"] for r in rs)) for c, rs in runs.items()
+            },
+            "speedup_median": round(statistics.median(ratios), 3),
+            "speedups": [round(x, 3) for x in ratios],
+            "identical_results": same,
+            f"{unit}_per_run": runs["python"][0]["count"],
+        }
         if "baseline_per_cpu_s" in runs["compiled"][0]:
-            entry["median_numpy_batched_per_cpu_s"] = round(statistics.median(
-                r["batched_per_cpu_s"] for r in runs["compiled"]))
+            entry["median_numpy_batched_per_cpu_s"] = round(
+                statistics.median(r["batched_per_cpu_s"] for r in runs["compiled"])
+            )
             base = [r["baseline_per_cpu_s"] for r in runs["compiled"]]
             entry["median_numpy_matmul_per_cpu_s"] = round(statistics.median(base))
-            entry["speedup_over_numpy_matmul"] = round(statistics.median(
-                r["per_cpu_s"] / r["baseline_per_cpu_s"] for r in runs["compiled"]), 3)
+            entry["speedup_over_numpy_matmul"] = round(
+                statistics.median(
+                    r["per_cpu_s"] / r["baseline_per_cpu_s"] for r in runs["compiled"]
+                ),
+                3,
+            )
         report["results"][name] = entry
-        print(f"{name:16s} {unit}/CPU-s compiled {entry[f'median_{unit}_per_cpu_s']['compiled']:>9,} "
-              f"pure {entry[f'median_{unit}_per_cpu_s']['python']:>9,}  x{entry['speedup_median']:.2f} "
-              f"identical={same}", file=sys.stderr, flush=True)
+        print(
+            f"{name:16s} {unit}/CPU-s compiled {entry[f'median_{unit}_per_cpu_s']['compiled']:>9,} "
+            f"pure {entry[f'median_{unit}_per_cpu_s']['python']:>9,}  x{entry['speedup_median']:.2f} "
+            f"identical={same}",
+            file=sys.stderr,
+            flush=True,
+        )
         if "speedup_over_numpy_matmul" in entry:
-            print(f"{'':16s} NumPy matmul {entry['median_numpy_matmul_per_cpu_s']:>9,}  compiled "
-                  f"x{entry['speedup_over_numpy_matmul']:.2f}", file=sys.stderr, flush=True)
-            print(f"{'':16s} NumPy batches of {BATCH} {entry['median_numpy_batched_per_cpu_s']:>9,} states/CPU-s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{'':16s} NumPy matmul {entry['median_numpy_matmul_per_cpu_s']:>9,}  compiled "
+                f"x{entry['speedup_over_numpy_matmul']:.2f}",
+                file=sys.stderr,
+                flush=True,
+            )
+            print(
+                f"{'':16s} NumPy batches of {BATCH} {entry['median_numpy_batched_per_cpu_s']:>9,} states/CPU-s",
+                file=sys.stderr,
+                flush=True,
+            )
     scaling = _scaling_table(report["results"])
     if scaling:
         report["scaling"] = scaling
         for row in scaling.values():
-            print(f"{row['from']:>15s} -> {row['to']:15s} per-packet cost x{row['cost_growth']['compiled']:.2f} "
-                  f"(pure Python x{row['cost_growth']['python']:.2f})", file=sys.stderr)
+            print(
+                f"{row['from']:>15s} -> {row['to']:15s} per-packet cost x{row['cost_growth']['compiled']:.2f} "
+                f"(pure Python x{row['cost_growth']['python']:.2f})",
+                file=sys.stderr,
+            )
     print(json.dumps(report, indent=2))
     return 0
 

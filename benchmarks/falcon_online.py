@@ -33,15 +33,21 @@ from baselines.rule_based.minrtt import MinRTT
 from falcon.online.scheduler import FalconScheduler
 from metalearning.bank import MetaModelBank
 
-PAIRS = {"4g_5g": [{"link": "4g"}, {"link": "5g"}], "4g_wlan": [{"link": "4g"}, {"link": "wlan"}],
-         "5g_wlan": [{"link": "5g"}, {"link": "wlan"}]}
+PAIRS = {
+    "4g_5g": [{"link": "4g"}, {"link": "5g"}],
+    "4g_wlan": [{"link": "4g"}, {"link": "wlan"}],
+    "5g_wlan": [{"link": "5g"}, {"link": "wlan"}],
+}
 
 
 def per_packet(bank, seeds: int, size: int) -> None:
     app = {"kind": "bulk", "size_bytes": size}
     for name, paths in PAIRS.items():
         row = {}
-        for label, make in (("minrtt", MinRTT), ("falcon", lambda: FalconScheduler(bank, offline=None))):
+        for label, make in (
+            ("minrtt", MinRTT),
+            ("falcon", lambda: FalconScheduler(bank, offline=None)),
+        ):
             us = []
             for seed in range(seeds):
                 sched = make()
@@ -49,8 +55,16 @@ def per_packet(bank, seeds: int, size: int) -> None:
                 r = envs.run_episode({"paths": paths}, app, sched, seed)
                 us.append(1e6 * (time.process_time() - c0) / max(1.0, r.metrics["packets_sent"]))
             row[label] = round(float(np.median(us)), 1)
-        print(json.dumps({"pair": name, "cpu_us_per_packet": row,
-                          "ratio_falcon_minrtt": round(row["falcon"] / row["minrtt"], 2)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "pair": name,
+                    "cpu_us_per_packet": row,
+                    "ratio_falcon_minrtt": round(row["falcon"] / row["minrtt"], 2),
+                }
+            ),
+            flush=True,
+        )
 
 
 def adaptation(bank) -> None:
@@ -63,27 +77,42 @@ def adaptation(bank) -> None:
     det_us = 1e6 * (time.process_time() - c0) / len(xs)
     sched = FalconScheduler(bank, offline=None, same_cell="reload")
     for seed in range(5):
-        sched.run_episode({"paths": PAIRS["4g_5g"]}, {"kind": "bulk", "size_bytes": 2_000_000}, seed)
+        sched.run_episode(
+            {"paths": PAIRS["4g_5g"]}, {"kind": "bulk", "size_bytes": 2_000_000}, seed
+        )
     ev = [e for e in sched.events if e.action == "adapt" and e.deploy_time is not None]
 
     def med(values):
         values = [v for v in values if v is not None]
         return float(np.median(values)) if values else float("nan")
 
-    print(json.dumps({
-        "detector_us_per_ack": round(det_us, 1),
-        "estimate_select_wall_ms": med([1e3 * e.wall_s.get("select", np.nan) for e in ev]),
-        "finetune_wall_ms": med([1e3 * e.wall_s.get("finetune", np.nan) for e in ev]),
-        "window_emulated_s": med([e.select_time - e.time for e in ev]),
-        "finetune_emulated_s": med([e.finetune_cost_s for e in ev]),
-        "decisions_trigger_to_deploy": med([e.decisions_to_deploy for e in ev]),
-        "adaptations": len(ev)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "detector_us_per_ack": round(det_us, 1),
+                "estimate_select_wall_ms": med([1e3 * e.wall_s.get("select", np.nan) for e in ev]),
+                "finetune_wall_ms": med([1e3 * e.wall_s.get("finetune", np.nan) for e in ev]),
+                "window_emulated_s": med([e.select_time - e.time for e in ev]),
+                "finetune_emulated_s": med([e.finetune_cost_s for e in ev]),
+                "decisions_trigger_to_deploy": med([e.decisions_to_deploy for e in ev]),
+                "adaptations": len(ev),
+            }
+        ),
+        flush=True,
+    )
 
 
 def memory(bank, episodes: int) -> None:
-    paths = [{"link": "4g", "schedule": {"segments": [{"at_s": 0.1, "rtt_ms": 150},
-                                                      {"at_s": 0.2, "rtt_ms": 29.2}], "period_s": 0.3}},
-             {"link": "5g"}]
+    paths = [
+        {
+            "link": "4g",
+            "schedule": {
+                "segments": [{"at_s": 0.1, "rtt_ms": 150}, {"at_s": 0.2, "rtt_ms": 29.2}],
+                "period_s": 0.3,
+            },
+        },
+        {"link": "5g"},
+    ]
     app = {"kind": "bulk", "size_bytes": 2_000_000}
     sched = FalconScheduler(bank, offline={"interval_episodes": 5})
     tracemalloc.start()
@@ -91,11 +120,19 @@ def memory(bank, episodes: int) -> None:
     for seed in range(episodes):
         sched.run_episode({"paths": paths}, app, seed)
         if (seed + 1) % 10 == 0:
-            gc.collect()          # count live objects, not cyclic garbage awaiting collection
+            gc.collect()  # count live objects, not cyclic garbage awaiting collection
             sizes[seed + 1] = round(tracemalloc.get_traced_memory()[0] / 1e6, 2)
     tracemalloc.stop()
-    print(json.dumps({"traced_mb_after_downloads": sizes, "changes": sched.changes,
-                      "adaptations": sched.adaptations}), flush=True)
+    print(
+        json.dumps(
+            {
+                "traced_mb_after_downloads": sizes,
+                "changes": sched.changes,
+                "adaptations": sched.adaptations,
+            }
+        ),
+        flush=True,
+    )
 
 
 def main() -> None:

@@ -33,16 +33,22 @@ def fresh_model(path, n_paths: int, seed: int = 0):
     from envs.mdp import COMPLETION, n_inputs
 
     spec = QNetSpec(n_inputs(n_paths, COMPLETION), n_paths, (64, 64, 64))
-    return write_onnx(path, ModelRecord("fresh", spec, BatchedDQN(spec, 1, seed=seed).get_weights(0)))
+    return write_onnx(
+        path, ModelRecord("fresh", spec, BatchedDQN(spec, 1, seed=seed).get_weights(0))
+    )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.transport_download")
-    ap.add_argument("--scenario", default=None, help="a config of configs/scenario/ (default: the relay's pair)")
+    ap.add_argument(
+        "--scenario", default=None, help="a config of configs/scenario/ (default: the relay's pair)"
+    )
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--size", type=int, default=2_000_000, help="bytes per download")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--model", default=None, help="ONNX model (default: an untrained 3 x 64 network)")
+    ap.add_argument(
+        "--model", default=None, help="ONNX model (default: an untrained 3 x 64 network)"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if not built():
@@ -58,8 +64,14 @@ def main(argv=None) -> int:
             times, shares, costs = [], [], []
             for k in range(args.repeats):
                 log = Path(tmp) / f"{sched}{k}.jsonl" if sched == "falcon" else None
-                rep = download(scen, args.size, sched, model=model if sched == "falcon" else None,
-                               decision_log=log, seed=k)
+                rep = download(
+                    scen,
+                    args.size,
+                    sched,
+                    model=model if sched == "falcon" else None,
+                    decision_log=log,
+                    seed=k,
+                )
                 if not rep.get("verified"):
                     print(f"error: {sched} download failed: {rep.get('stderr')}", file=sys.stderr)
                     return 1
@@ -67,19 +79,28 @@ def main(argv=None) -> int:
                 by_ip = {a.split(":")[0]: b for a, b in rep["path_recv_bytes"].items()}
                 shares.append(by_ip.get("127.0.0.2", 0) / max(1, sum(by_ip.values())))
                 if log is not None:
-                    ends = [json.loads(ln) for ln in log.read_text().splitlines() if '"kind":"end"' in ln]
+                    ends = [
+                        json.loads(ln)
+                        for ln in log.read_text().splitlines()
+                        if '"kind":"end"' in ln
+                    ]
                     costs += [e["cost_us_median"] for e in ends]
-            rows[sched] = {"download_s": statistics.median(times), "runs": times,
-                           "path0_share": statistics.median(shares),
-                           "decision_us": statistics.median(costs) if costs else None}
+            rows[sched] = {
+                "download_s": statistics.median(times),
+                "runs": times,
+                "path0_share": statistics.median(shares),
+                "decision_us": statistics.median(costs) if costs else None,
+            }
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     print(f"scenario {scen.get('name')}, {args.size} bytes, {args.repeats} runs")
     for sched, r in rows.items():
         cost = f", decision {r['decision_us']:.1f} us" if r["decision_us"] is not None else ""
-        print(f"{sched:10s} {r['download_s']:.3f} s (runs {', '.join(f'{t:.3f}' for t in r['runs'])}), "
-              f"path 0 share {r['path0_share']:.2f}{cost}")
+        print(
+            f"{sched:10s} {r['download_s']:.3f} s (runs {', '.join(f'{t:.3f}' for t in r['runs'])}), "
+            f"path 0 share {r['path0_share']:.2f}{cost}"
+        )
     return 0
 
 

@@ -16,5 +16,18 @@ from envs.runner import EpisodeResult, run_episode, setup_episode
 from envs.scenario import LINKS, Emulation, normalise_scenario
 from envs.scheduler import WAIT, Decision, Scheduler
 
-__all__ = ["run_episode", "setup_episode", "EpisodeResult", "Emulation", "normalise_scenario",
-           "LINKS", "Scheduler", "core_kind", "Decision", "WAIT", "ConfigError", "TraceError", "FalconInputError"]
+__all__ = [
+    "run_episode",
+    "setup_episode",
+    "EpisodeResult",
+    "Emulation",
+    "normalise_scenario",
+    "LINKS",
+    "Scheduler",
+    "core_kind",
+    "Decision",
+    "WAIT",
+    "ConfigError",
+    "TraceError",
+    "FalconInputError",
+]

@@ -83,17 +83,25 @@ def install() -> str:
             ext = _extension(py)
             if ext is None:
                 missing.append(name)
-            elif ext.stat().st_mtime + STALE_TOLERANCE_S < max(py.stat().st_mtime,
-                                                               py.with_suffix(".pxd").stat().st_mtime):
+            elif ext.stat().st_mtime + STALE_TOLERANCE_S < max(
+                py.stat().st_mtime, py.with_suffix(".pxd").stat().st_mtime
+            ):
                 stale.append(name)
         if missing:
-            warnings.warn(f"envs: the compiled emulator core is not built ({len(missing)} of {len(modules)} "
-                          f"modules missing); running the pure-Python core. `make core` builds it "
-                          f"({PURE_ENV}=1 silences this).", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"envs: the compiled emulator core is not built ({len(missing)} of {len(modules)} "
+                f"modules missing); running the pure-Python core. `make core` builds it "
+                f"({PURE_ENV}=1 silences this).",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         elif stale:
-            warnings.warn(f"envs: compiled module(s) older than their source: {', '.join(stale)}; running "
-                          f"the pure-Python core (`make core` rebuilds the compiled one)", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"envs: compiled module(s) older than their source: {', '.join(stale)}; running "
+                f"the pure-Python core (`make core` rebuilds the compiled one)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         # all or nothing: compiled modules cimport each other's C types
         if missing or stale:
             _source_modules.update(modules)
@@ -111,9 +119,13 @@ def core_kind() -> str:
 
 def loaded_from() -> dict[str, str]:
     """``{module name: file}`` of the core modules imported so far."""
-    return {name: getattr(sys.modules[name], "__file__", "?") for name in core_modules() if name in sys.modules}
+    return {
+        name: getattr(sys.modules[name], "__file__", "?")
+        for name in core_modules()
+        if name in sys.modules
+    }
 
 
-install()   # on import: envs/__init__.py imports this module before any core module
+install()  # on import: envs/__init__.py imports this module before any core module
 
 __all__ = ["PURE_ENV", "core_kind", "core_modules", "install", "loaded_from"]

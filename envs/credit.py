@@ -55,8 +55,13 @@ class CompletionCredit:
     :func:`envs.mdp.raw_finish` over the credit's typed per-path arrays.
     """
 
-    def __init__(self, n_paths: int, hindsight_rtts: float = HINDSIGHT_RTTS, features=None,
-                 unit: str = COMPLETION_UNIT):
+    def __init__(
+        self,
+        n_paths: int,
+        hindsight_rtts: float = HINDSIGHT_RTTS,
+        features=None,
+        unit: str = COMPLETION_UNIT,
+    ):
         #: ``features(view, now, finish, vals) -> vals``: the state writer
         #: (default :func:`completion_features_into`; FALCON-S passes its
         #: stream-aware variant of the same size)
@@ -80,15 +85,31 @@ class CompletionCredit:
         self._open: deque = deque()
         self._last = None
 
-    def __reduce__(self):       # (copies and pickles: the typed arrays are scratch, rebuilt)
+    def __reduce__(self):  # (copies and pickles: the typed arrays are scratch, rebuilt)
         unit = "packet" if self.per_packet else "time"
-        state = (self.last_send, self._vals, self._open, self._last, self._pending_raw, self._pending_due,
-                 self._block, self._row)
+        state = (
+            self.last_send,
+            self._vals,
+            self._open,
+            self._last,
+            self._pending_raw,
+            self._pending_due,
+            self._block,
+            self._row,
+        )
         return _rebuilt_credit, ((self.n_paths, self.hindsight_rtts, self.features, unit), state)
 
     def _set_state(self, state: tuple) -> None:
-        (self.last_send, self._vals, self._open, self._last, self._pending_raw, self._pending_due,
-         self._block, self._row) = state
+        (
+            self.last_send,
+            self._vals,
+            self._open,
+            self._last,
+            self._pending_raw,
+            self._pending_due,
+            self._block,
+            self._row,
+        ) = state
         self._rows = self._block
 
     def _raw(self, view, now: float) -> list:
@@ -174,13 +195,15 @@ class CompletionCredit:
         out = []
         opened = self._open
         if not opened or opened[0][4] is None or not (final or opened[0][3] <= now):
-            return out               # none ready: the common case, without the estimates
+            return out  # none ready: the common case, without the estimates
         srtt, rate, order = self._srtt, self._rate, self._order
         estimates_into(view, srtt, rate)
         unit = self._unit_s(view)
         while opened and opened[0][4] is not None and (final or opened[0][3] <= now):
             s, a, raw, due, raw_next, s_next = opened.popleft()
-            r = (raw_finish(raw, srtt, rate, order) - raw_finish(raw_next, srtt, rate, order)) / unit
+            r = (
+                raw_finish(raw, srtt, rate, order) - raw_finish(raw_next, srtt, rate, order)
+            ) / unit
             out.append((s, a, r, s_next, False, raw[0]))
         return out
 

@@ -37,9 +37,14 @@ from envs.sim import collector_paused
 
 #: the block contract (``block:`` config; the HOP paper's): bytes, seconds, probability; the
 #: period, deadline and duration are the blocks app's (:data:`envs.apps.BLOCK_DEFAULTS`)
-BLOCK_DEFAULTS: dict = {"block_bytes": 140_000,
-                        **{k: APP_BLOCK_DEFAULTS[k] for k in ("period_s", "deadline_s", "duration_s")},
-                        "p_thr": 0.98, "packet_bytes": 1500, "header_bytes": 0, "ack_bytes": 40}
+BLOCK_DEFAULTS: dict = {
+    "block_bytes": 140_000,
+    **{k: APP_BLOCK_DEFAULTS[k] for k in ("period_s", "deadline_s", "duration_s")},
+    "p_thr": 0.98,
+    "packet_bytes": 1500,
+    "header_bytes": 0,
+    "ack_bytes": 40,
+}
 
 
 def normalise_block(cfg) -> dict:
@@ -48,7 +53,9 @@ def normalise_block(cfg) -> dict:
     cfg = {} if cfg is None else {k: v for k, v in dict(cfg).items() if v is not None}
     unknown = set(cfg) - set(BLOCK_DEFAULTS)
     if unknown:
-        raise ConfigError(f"block: unknown key(s) {sorted(unknown)}; known: {sorted(BLOCK_DEFAULTS)}")
+        raise ConfigError(
+            f"block: unknown key(s) {sorted(unknown)}; known: {sorted(BLOCK_DEFAULTS)}"
+        )
     b = {**BLOCK_DEFAULTS, **cfg}
     for key in BLOCK_DEFAULTS:
         v = b[key]
@@ -60,7 +67,9 @@ def normalise_block(cfg) -> dict:
     if b["block_bytes"] <= 0:
         raise ConfigError(f"block.block_bytes: must be positive, got {b['block_bytes']}")
     if not 0 <= b["header_bytes"] < b["packet_bytes"]:
-        raise ConfigError(f"block.header_bytes: must be >= 0 and below packet_bytes ({b['packet_bytes']})")
+        raise ConfigError(
+            f"block.header_bytes: must be >= 0 and below packet_bytes ({b['packet_bytes']})"
+        )
     for key in ("period_s", "deadline_s", "duration_s"):
         if b[key] <= 0:
             raise ConfigError(f"block.{key}: must be positive, got {b[key]}")
@@ -116,14 +125,16 @@ class BlockEpisodeResult:
     """What a block session measured; per-block arrays share one index."""
 
     metrics: dict[str, float]
-    release_s: np.ndarray          # release time of each block [s]
-    k: np.ndarray                  # source packets of each block
-    sent: np.ndarray               # coded packets of each block, per path (blocks x paths)
-    on_time: np.ndarray            # packets of each block that arrived by its deadline
-    decode_s: np.ndarray           # decode time minus release [s]; NaN: not decoded in time
-    feasible: np.ndarray           # the scheduler expected to meet the target
-    deadline_s: np.ndarray         # each block's deadline [s] (FLIP chooses it)
-    window_capacity: np.ndarray    # bytes each path could serve in the block's window (blocks x paths)
+    release_s: np.ndarray  # release time of each block [s]
+    k: np.ndarray  # source packets of each block
+    sent: np.ndarray  # coded packets of each block, per path (blocks x paths)
+    on_time: np.ndarray  # packets of each block that arrived by its deadline
+    decode_s: np.ndarray  # decode time minus release [s]; NaN: not decoded in time
+    feasible: np.ndarray  # the scheduler expected to meet the target
+    deadline_s: np.ndarray  # each block's deadline [s] (FLIP chooses it)
+    window_capacity: (
+        np.ndarray
+    )  # bytes each path could serve in the block's window (blocks x paths)
     block: dict = field(default_factory=dict)
     scenario: dict = field(default_factory=dict)
     seed: int = 0
@@ -147,8 +158,10 @@ class DeadlineSession:
         self.sent = np.zeros((nb, m), dtype=np.int64)
         self.on_time = np.zeros(nb, dtype=np.int64)
         self.feasible = np.ones(nb, dtype=bool)
-        self.deadline = np.zeros(nb)                                  # each block's deadline [s]
-        self.arrivals: list[list[float]] = [[] for _ in range(nb)]   # on-time arrival times per block [s]
+        self.deadline = np.zeros(nb)  # each block's deadline [s]
+        self.arrivals: list[list[float]] = [
+            [] for _ in range(nb)
+        ]  # on-time arrival times per block [s]
 
     # -- what schedulers may read --------------------------------------
     @property
@@ -173,11 +186,15 @@ class DeadlineSession:
         plan = self.scheduler.plan(self, n, self.k_app)
         counts = tuple(int(c) for c in plan.counts)
         if len(counts) != len(self.paths) or min(counts) < 0 or plan.k < 0:
-            raise ValueError(f"{self.scheduler.name}: a plan needs {len(self.paths)} counts >= 0, got {plan}")
+            raise ValueError(
+                f"{self.scheduler.name}: a plan needs {len(self.paths)} counts >= 0, got {plan}"
+            )
         self.k[n] = plan.k
         self.sent[n] = counts
         self.feasible[n] = plan.feasible
-        self.deadline[n] = self.block["deadline_s"] if plan.deadline_s is None else float(plan.deadline_s)
+        self.deadline[n] = (
+            self.block["deadline_s"] if plan.deadline_s is None else float(plan.deadline_s)
+        )
         deadline = now + self.deadline[n]
         size = self.packet_bytes
         ack_bytes = self.block["ack_bytes"]
@@ -191,7 +208,7 @@ class DeadlineSession:
             for j in range(c):
                 r = path.transmit(now, size)
                 if r is None:
-                    continue                     # dropped or lost: no ACK, no arrival
+                    continue  # dropped or lost: no ACK, no arrival
                 arrival, ret = r
                 if arrival <= deadline:
                     arrivals.append(arrival)
@@ -215,8 +232,12 @@ class DeadlineSession:
                 decode[n] = 0.0
             elif len(arr) >= k:
                 decode[n] = float(np.partition(np.asarray(arr), k - 1)[k - 1]) - release[n]
-        window = np.array([[window_capacity(p, release[n], b["deadline_s"]) for p in self.paths]
-                           for n in range(self.n_blocks)])
+        window = np.array(
+            [
+                [window_capacity(p, release[n], b["deadline_s"]) for p in self.paths]
+                for n in range(self.n_blocks)
+            ]
+        )
         ok = ~np.isnan(decode)
         delivered = self.k * self.payload
         total_sent = self.sent.sum(axis=1)
@@ -226,7 +247,9 @@ class DeadlineSession:
             "failure_probability": float(1.0 - ok.mean()),
             "goodput_mbps": float(delivered[ok].sum() * 8 / (self.n_blocks * b["period_s"]) / 1e6),
             "offered_mbps": float(delivered.sum() * 8 / (self.n_blocks * b["period_s"]) / 1e6),
-            "redundancy": float(((total_sent - self.k)[useful] / self.k[useful]).mean()) if useful.any() else 0.0,
+            "redundancy": float(((total_sent - self.k)[useful] / self.k[useful]).mean())
+            if useful.any()
+            else 0.0,
             "mean_block_bytes": float(delivered.mean()),
             "infeasible_fraction": float(1.0 - self.feasible.mean()),
             "decode_p50_ms": float(np.nanmedian(decode) * 1e3) if ok.any() else math.nan,
@@ -234,10 +257,20 @@ class DeadlineSession:
         }
         for i in range(len(self.paths)):
             metrics[f"path{i}_share"] = float(self.sent[:, i].sum() / max(1, self.sent.sum()))
-        return BlockEpisodeResult(metrics=metrics, release_s=release, k=self.k.copy(), sent=self.sent.copy(),
-                                  on_time=self.on_time.copy(), decode_s=decode, feasible=self.feasible.copy(),
-                                  deadline_s=self.deadline.copy(),
-                                  window_capacity=window, block=dict(b), scenario=scenario or {}, seed=int(seed))
+        return BlockEpisodeResult(
+            metrics=metrics,
+            release_s=release,
+            k=self.k.copy(),
+            sent=self.sent.copy(),
+            on_time=self.on_time.copy(),
+            decode_s=decode,
+            feasible=self.feasible.copy(),
+            deadline_s=self.deadline.copy(),
+            window_capacity=window,
+            block=dict(b),
+            scenario=scenario or {},
+            seed=int(seed),
+        )
 
 
 def window_capacity(path, t0: float, deadline_s: float) -> float:
@@ -249,7 +282,9 @@ def window_capacity(path, t0: float, deadline_s: float) -> float:
     return path.link.offered_bytes(t0, t1) if t1 > t0 else 0.0
 
 
-def run_block_episode(scenario, block, scheduler: BlockScheduler, seed: int = 0) -> BlockEpisodeResult:
+def run_block_episode(
+    scenario, block, scheduler: BlockScheduler, seed: int = 0
+) -> BlockEpisodeResult:
     """Blocks over the scenario's paths until the last block's deadline.
     ``scenario``: a scenario mapping (envs/SCHEMA.md; ``cc``, ``setup`` and
     the transport keys are unused: a block transport has no window and
@@ -265,5 +300,13 @@ def run_block_episode(scenario, block, scheduler: BlockScheduler, seed: int = 0)
         return session.result(s, seed)
 
 
-__all__ = ["BLOCK_DEFAULTS", "BlockPlan", "BlockScheduler", "BlockEpisodeResult", "DeadlineSession",
-           "normalise_block", "run_block_episode", "window_capacity"]
+__all__ = [
+    "BLOCK_DEFAULTS",
+    "BlockPlan",
+    "BlockScheduler",
+    "BlockEpisodeResult",
+    "DeadlineSession",
+    "normalise_block",
+    "run_block_episode",
+    "window_capacity",
+]

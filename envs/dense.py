@@ -51,31 +51,47 @@ class DenseForward:
     as ``(x - offset) * inv_scale``.
     """
 
-    def __init__(self, weights: Sequence[np.ndarray], offset: np.ndarray | None = None,
-                 inv_scale: np.ndarray | None = None):
+    def __init__(
+        self,
+        weights: Sequence[np.ndarray],
+        offset: np.ndarray | None = None,
+        inv_scale: np.ndarray | None = None,
+    ):
         ws = [np.ascontiguousarray(w, dtype=np.float32) for w in weights]
         if not ws or len(ws) % 2:
-            raise ConfigError(f"dense network: weights must be [W0, b0, W1, b1, ...], got {len(ws)} arrays")
+            raise ConfigError(
+                f"dense network: weights must be [W0, b0, W1, b1, ...], got {len(ws)} arrays"
+            )
         prev = ws[0].shape[0] if ws[0].ndim == 2 else -1
         sizes = [prev]
         for i in range(0, len(ws), 2):
             w, b = ws[i], ws[i + 1]
             if w.ndim != 2 or w.shape[0] != prev or w.shape[1] < 1 or b.shape != (w.shape[1],):
-                raise ConfigError(f"dense network: layer {i // 2} has shapes {w.shape} and {b.shape}, "
-                                  f"after {prev} inputs")
+                raise ConfigError(
+                    f"dense network: layer {i // 2} has shapes {w.shape} and {b.shape}, "
+                    f"after {prev} inputs"
+                )
             prev = w.shape[1]
             sizes.append(prev)
         self.n_layers = len(ws) // 2
         self.n_in = sizes[0]
         self.n_out = prev
         # the NumPy reduction of a one-output layer needs a second column (module docstring)
-        self._ref_pairs = [(np.pad(w, ((0, 0), (0, 1))) if w.shape[1] == 1 else w, b)
-                           for w, b in zip(ws[0::2], ws[1::2])]
+        self._ref_pairs = [
+            (np.pad(w, ((0, 0), (0, 1))) if w.shape[1] == 1 else w, b)
+            for w, b in zip(ws[0::2], ws[1::2])
+        ]
         self.normalises = offset is not None or inv_scale is not None
-        self.offset = (np.zeros(self.n_in, np.float32) if offset is None
-                       else np.ascontiguousarray(offset, dtype=np.float32))
-        self.inv_scale = (np.ones(self.n_in, np.float32) if inv_scale is None
-                          else np.ascontiguousarray(inv_scale, dtype=np.float32))
+        self.offset = (
+            np.zeros(self.n_in, np.float32)
+            if offset is None
+            else np.ascontiguousarray(offset, dtype=np.float32)
+        )
+        self.inv_scale = (
+            np.ones(self.n_in, np.float32)
+            if inv_scale is None
+            else np.ascontiguousarray(inv_scale, dtype=np.float32)
+        )
         if self.offset.shape != (self.n_in,) or self.inv_scale.shape != (self.n_in,):
             raise ConfigError(f"dense network: offset and inv_scale must have {self.n_in} entries")
         self._params = np.concatenate([w.ravel() for w in ws])
@@ -90,7 +106,7 @@ class DenseForward:
         x = self._input(x)
         if _COMPILED:
             out = self._forward(x)
-            return self._scratch[out:out + self.n_out].copy()
+            return self._scratch[out : out + self.n_out].copy()
         return self._reference(x)
 
     def argmax(self, x: np.ndarray) -> int:
@@ -101,11 +117,17 @@ class DenseForward:
         return int(self._reference(x).argmax())
 
     def _input(self, x) -> np.ndarray:
-        if (type(x) is not np.ndarray or x.dtype is not _FLOAT32 or x.ndim != 1
-                or (x.shape[0] > 1 and x.strides[0] != 4)):    # (a contiguous row: the common case, fast)
+        if (
+            type(x) is not np.ndarray
+            or x.dtype is not _FLOAT32
+            or x.ndim != 1
+            or (x.shape[0] > 1 and x.strides[0] != 4)
+        ):  # (a contiguous row: the common case, fast)
             x = np.ascontiguousarray(x, dtype=np.float32)
         if x.ndim != 1 or x.shape[0] != self.n_in:
-            raise ConfigError(f"dense network: an input of shape {x.shape}, expected ({self.n_in},)")
+            raise ConfigError(
+                f"dense network: an input of shape {x.shape}, expected ({self.n_in},)"
+            )
         return x
 
     def _reference(self, x: np.ndarray) -> np.ndarray:
@@ -114,7 +136,7 @@ class DenseForward:
             x = (x - self.offset) * self.inv_scale
         last = self.n_layers - 1
         for i, (w, b) in enumerate(self._ref_pairs):
-            y = np.add.reduce(x[:, None] * w, axis=0)[:b.shape[0]]
+            y = np.add.reduce(x[:, None] * w, axis=0)[: b.shape[0]]
             y += b
             if i < last:
                 y[y < 0] = 0.0
@@ -167,7 +189,7 @@ class DenseForward:
         best = start
         for j in range(start, start + self.n_out):
             v = buf[j]
-            if v != v:            # NaN
+            if v != v:  # NaN
                 return j - start
             if v > buf[best]:
                 best = j

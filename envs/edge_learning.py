@@ -64,19 +64,24 @@ CROSS_BYTES = 10**15
 #: every default of the ``workload`` mapping (envs/SCHEMA.md, section ``del``)
 DEL_DEFAULTS: dict = {
     "workers": 6,
-    "mode": "bsp",                    # bsp | ssp
-    "staleness": 2,                   # ssp bound s (bsp: 0)
-    "model_bytes": 2_000_000,         # downloaded per iteration [bytes]
-    "update_bytes": None,             # uploaded per iteration [bytes]; null: model_bytes
-    "compute_s": 0.5,                 # per-iteration compute time [s]
-    "aggregate_s": 0.0,               # server time per aggregation [s]
-    "iterations": None,               # stop when every worker completed this many; null: no limit
-    "duration_s": 60.0,               # hard stop [emulated s]
+    "mode": "bsp",  # bsp | ssp
+    "staleness": 2,  # ssp bound s (bsp: 0)
+    "model_bytes": 2_000_000,  # downloaded per iteration [bytes]
+    "update_bytes": None,  # uploaded per iteration [bytes]; null: model_bytes
+    "compute_s": 0.5,  # per-iteration compute time [s]
+    "aggregate_s": 0.0,  # server time per aggregation [s]
+    "iterations": None,  # stop when every worker completed this many; null: no limit
+    "duration_s": 60.0,  # hard stop [emulated s]
     "directions": ["download", "upload"],
-    "sample_period_s": 0.2,           # throughput sampling period [s]
+    "sample_period_s": 0.2,  # throughput sampling period [s]
     "cross_traffic": {"flows": 0, "path": 0, "cc": "cubic", "directions": None},
-    "stragglers": {"count": 0, "kind": "bandwidth", "bandwidth_factor": 0.25, "compute_s": 1.0,
-                   "cross_flows": 5},
+    "stragglers": {
+        "count": 0,
+        "kind": "bandwidth",
+        "bandwidth_factor": 0.25,
+        "compute_s": 1.0,
+        "cross_flows": 5,
+    },
 }
 
 
@@ -84,8 +89,13 @@ DEL_DEFAULTS: dict = {
 
 
 def _int(value, key: str, lo: int, hi: float = math.inf) -> int:
-    ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) \
-        and float(value).is_integer() and lo <= value <= hi
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and float(value).is_integer()
+        and lo <= value <= hi
+    )
     if not ok:
         rng = f">= {lo}" if hi == math.inf else f"in [{lo}, {int(hi)}]"
         raise ConfigError(f"workload.{key}: expected an integer {rng}, got {value!r}")
@@ -93,11 +103,17 @@ def _int(value, key: str, lo: int, hi: float = math.inf) -> int:
 
 
 def _float(value, key: str, positive: bool = False) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) \
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
         and (value > 0 if positive else value >= 0)
+    )
     if not ok:
-        raise ConfigError(f"workload.{key}: expected a finite number {'> 0' if positive else '>= 0'}, "
-                          f"got {value!r}")
+        raise ConfigError(
+            f"workload.{key}: expected a finite number {'> 0' if positive else '>= 0'}, "
+            f"got {value!r}"
+        )
     return float(value)
 
 
@@ -108,10 +124,17 @@ def _choice(value, key: str, choices: tuple) -> str:
 
 
 def _directions(value, key: str, allowed: tuple) -> list[str]:
-    if isinstance(value, str | bytes) or not isinstance(value, list | tuple) or not value \
-            or any(d not in allowed for d in value) or len(set(value)) != len(value):
-        raise ConfigError(f"workload.{key}: expected a non-empty list of distinct directions from "
-                          f"{list(allowed)}, got {value!r}")
+    if (
+        isinstance(value, str | bytes)
+        or not isinstance(value, list | tuple)
+        or not value
+        or any(d not in allowed for d in value)
+        or len(set(value)) != len(value)
+    ):
+        raise ConfigError(
+            f"workload.{key}: expected a non-empty list of distinct directions from "
+            f"{list(allowed)}, got {value!r}"
+        )
     return [d for d in DIRECTIONS if d in value]
 
 
@@ -123,8 +146,11 @@ def normalise_workload(cfg) -> dict:
     w = merge_defaults(DEL_DEFAULTS, plain_mapping(cfg, "workload"), "workload")
     for k in ("cross_traffic", "stragglers"):
         sub = plain_mapping(w[k], f"workload.{k}")
-        w[k] = merge_defaults(DEL_DEFAULTS[k], {kk: v for kk, v in sub.items() if v is not None or kk == "directions"},
-                      f"workload.{k}")
+        w[k] = merge_defaults(
+            DEL_DEFAULTS[k],
+            {kk: v for kk, v in sub.items() if v is not None or kk == "directions"},
+            f"workload.{k}",
+        )
     for k, v in DEL_DEFAULTS.items():
         if w[k] is None and v is not None:
             w[k] = copy_plain(v)
@@ -132,7 +158,11 @@ def normalise_workload(cfg) -> dict:
     w["mode"] = _choice(w["mode"], "mode", MODES)
     w["staleness"] = _int(w["staleness"], "staleness", 0)
     w["model_bytes"] = _int(w["model_bytes"], "model_bytes", 1)
-    w["update_bytes"] = w["model_bytes"] if w["update_bytes"] is None else _int(w["update_bytes"], "update_bytes", 1)
+    w["update_bytes"] = (
+        w["model_bytes"]
+        if w["update_bytes"] is None
+        else _int(w["update_bytes"], "update_bytes", 1)
+    )
     w["compute_s"] = _float(w["compute_s"], "compute_s")
     w["aggregate_s"] = _float(w["aggregate_s"], "aggregate_s")
     if w["iterations"] is not None:
@@ -144,14 +174,24 @@ def normalise_workload(cfg) -> dict:
     x["flows"] = _int(x["flows"], "cross_traffic.flows", 0)
     x["path"] = _int(x["path"], "cross_traffic.path", 0)
     if not isinstance(x["cc"], str):
-        raise ConfigError(f"workload.cross_traffic.cc: expected a congestion control name, got {x['cc']!r}")
-    x["directions"] = list(w["directions"]) if x["directions"] is None else \
-        _directions(x["directions"], "cross_traffic.directions (a subset of workload.directions)",
-                    tuple(w["directions"]))
+        raise ConfigError(
+            f"workload.cross_traffic.cc: expected a congestion control name, got {x['cc']!r}"
+        )
+    x["directions"] = (
+        list(w["directions"])
+        if x["directions"] is None
+        else _directions(
+            x["directions"],
+            "cross_traffic.directions (a subset of workload.directions)",
+            tuple(w["directions"]),
+        )
+    )
     st = w["stragglers"]
     st["count"] = _int(st["count"], "stragglers.count", 0, w["workers"])
     st["kind"] = _choice(st["kind"], "stragglers.kind", STRAGGLER_KINDS)
-    st["bandwidth_factor"] = _float(st["bandwidth_factor"], "stragglers.bandwidth_factor", positive=True)
+    st["bandwidth_factor"] = _float(
+        st["bandwidth_factor"], "stragglers.bandwidth_factor", positive=True
+    )
     st["compute_s"] = _float(st["compute_s"], "stragglers.compute_s")
     st["cross_flows"] = _int(st["cross_flows"], "stragglers.cross_flows", 0)
     return w
@@ -193,7 +233,7 @@ def iteration_durations(starts, ends) -> np.ndarray:
     n = e.size
     out = np.empty(n)
     nxt = min(n, s.size - 1)
-    out[:nxt] = s[1:nxt + 1] - s[:nxt]
+    out[:nxt] = s[1 : nxt + 1] - s[:nxt]
     out[nxt:] = e[nxt:] - s[nxt:n]
     return out
 
@@ -225,12 +265,18 @@ class DelResult:
 def _scaled(p: dict, factor: float, link: str) -> dict:
     """Path ``p`` on its own link ``link`` at ``factor`` x its bandwidth (scheduled values too)."""
     if p["bandwidth_mbps"] is None:
-        raise ConfigError(f"workload.stragglers.kind: a bandwidth or cross straggler needs paths with a constant "
-                          f"bandwidth_mbps (path {p['name']!r} has a trace or synthetic capacity)")
+        raise ConfigError(
+            f"workload.stragglers.kind: a bandwidth or cross straggler needs paths with a constant "
+            f"bandwidth_mbps (path {p['name']!r} has a trace or synthetic capacity)"
+        )
     q = dict(p, shared_link=link, bandwidth_mbps=p["bandwidth_mbps"] * factor)
     if p["schedule"] is not None:
-        segs = [dict(s, bandwidth_mbps=s["bandwidth_mbps"] * factor) if "bandwidth_mbps" in s else dict(s)
-                for s in p["schedule"]["segments"]]
+        segs = [
+            dict(s, bandwidth_mbps=s["bandwidth_mbps"] * factor)
+            if "bandwidth_mbps" in s
+            else dict(s)
+            for s in p["schedule"]["segments"]
+        ]
         q["schedule"] = {"segments": segs, "period_s": p["schedule"]["period_s"]}
     return q
 
@@ -238,8 +284,14 @@ def _scaled(p: dict, factor: float, link: str) -> dict:
 class DelSession:
     """The DEL workload on one :class:`Emulation` (built in :meth:`build`, run by :func:`run_del_episode`)."""
 
-    def __init__(self, emu: Emulation, scenario: dict, workload: dict, scheduler_for,
-                 on_iteration: Callable[[int, int, float], None] | None = None):
+    def __init__(
+        self,
+        emu: Emulation,
+        scenario: dict,
+        workload: dict,
+        scheduler_for,
+        on_iteration: Callable[[int, int, float], None] | None = None,
+    ):
         self.emu, self.sim = emu, emu.sim
         self.s, self.w = scenario, workload
         self.n = workload["workers"]
@@ -248,16 +300,18 @@ class DelSession:
         self.on_iteration = on_iteration
         st = workload["stragglers"]
         self.stragglers = list(range(self.n - st["count"], self.n))
-        self.extra_compute = [st["compute_s"] if st["kind"] == "compute" and v in self.stragglers else 0.0
-                              for v in range(self.n)]
+        self.extra_compute = [
+            st["compute_s"] if st["kind"] == "compute" and v in self.stragglers else 0.0
+            for v in range(self.n)
+        ]
         self.apps: list[dict[str, MessageApp]] = [{} for _ in range(self.n)]
-        self.conns: list[list] = [[] for _ in range(self.n)]     # a worker's DEL connections
-        self.cross: list = []                                    # cross-traffic connections
+        self.conns: list[list] = [[] for _ in range(self.n)]  # a worker's DEL connections
+        self.cross: list = []  # cross-traffic connections
         self.completed = [0] * self.n
         self.busy = [False] * self.n
         self.starts = [array("d") for _ in range(self.n)]
         self.ends = [array("d") for _ in range(self.n)]
-        self.samples = [array("q") for _ in range(self.n)]       # cumulative delivered bytes per sample
+        self.samples = [array("q") for _ in range(self.n)]  # cumulative delivered bytes per sample
         self.sample_t = array("d")
         self.end_time = -1.0
 
@@ -303,8 +357,10 @@ class DelSession:
         x = self.w["cross_traffic"]
         if x["flows"]:
             if x["path"] >= len(paths):
-                raise ConfigError(f"workload.cross_traffic.path: {x['path']} is not a path index of the scenario "
-                                  f"({len(paths)} paths)")
+                raise ConfigError(
+                    f"workload.cross_traffic.path: {x['path']} is not a path index of the scenario "
+                    f"({len(paths)} paths)"
+                )
             for d in x["directions"]:
                 p = dict(paths[x["path"]], shared_link=f"{LINK_PREFIX[d]}{x['path']}")
                 self._cross_flows(p, x["flows"], x["cc"], f"cross.{d}")
@@ -331,7 +387,9 @@ class DelSession:
             self._uploaded(v)
 
     def _downloaded(self, v: int) -> None:
-        self.sim.schedule(self.sim.now + self.w["compute_s"] + self.extra_compute[v], self._computed, v)
+        self.sim.schedule(
+            self.sim.now + self.w["compute_s"] + self.extra_compute[v], self._computed, v
+        )
 
     def _computed(self, v: int) -> None:
         if "upload" in self.apps[v]:
@@ -366,7 +424,7 @@ class DelSession:
             self.samples[v].append(sum(c.delivered for c in self.conns[v]))
             for app in self.apps[v].values():
                 app.retire()
-        for c in self.cross:   # bounded memory for the endless flows too (semantically transparent)
+        for c in self.cross:  # bounded memory for the endless flows too (semantically transparent)
             c._prune_acked()
         t = (k + 1) * self.w["sample_period_s"]
         if t <= self.w["duration_s"] + 1e-9:
@@ -380,7 +438,9 @@ class DelSession:
         t = np.asarray(self.sample_t, dtype=np.float64)
         cum = np.asarray([np.asarray(a, dtype=np.float64) for a in self.samples]).reshape(n, t.size)
         tput = np.diff(cum, axis=1, prepend=0.0) * 8 / period / 1e6
-        delivered = np.asarray([sum(c.delivered for c in conns) for conns in self.conns], dtype=np.float64)
+        delivered = np.asarray(
+            [sum(c.delivered for c in conns) for conns in self.conns], dtype=np.float64
+        )
         mean_tput = delivered * 8 / end / 1e6 if end > 0 else np.zeros(n)
         starts = [np.asarray(a, dtype=np.float64) for a in self.starts]
         ends = [np.asarray(a, dtype=np.float64) for a in self.ends]
@@ -401,16 +461,32 @@ class DelSession:
             "throughput_fluctuation_mbps": throughput_fluctuation(tput),
             "straggler_throughput_mean_mbps": float(mean_tput[straggler]),
             "straggler": float(straggler),
-            "cross_throughput_mbps": float(cross.mean() * 8 / end / 1e6) if cross.size and end > 0 else 0.0,
+            "cross_throughput_mbps": float(cross.mean() * 8 / end / 1e6)
+            if cross.size and end > 0
+            else 0.0,
             "duration_s": float(end),
         }
-        return DelResult(metrics=metrics, iteration_times=times, throughput_t=t, throughput_mbps=tput,
-                         straggler=int(straggler), scenario=self.s, workload=self.w, seed=int(seed),
-                         iteration_start_s=starts, iteration_end_s=ends)
+        return DelResult(
+            metrics=metrics,
+            iteration_times=times,
+            throughput_t=t,
+            throughput_mbps=tput,
+            straggler=int(straggler),
+            scenario=self.s,
+            workload=self.w,
+            seed=int(seed),
+            iteration_start_s=starts,
+            iteration_end_s=ends,
+        )
 
 
-def run_del_episode(scenario, workload, scheduler_for, seed: int = 0,
-                    on_iteration: Callable[[int, int, float], None] | None = None) -> DelResult:
+def run_del_episode(
+    scenario,
+    workload,
+    scheduler_for,
+    seed: int = 0,
+    on_iteration: Callable[[int, int, float], None] | None = None,
+) -> DelResult:
     """Run the DEL workload (module docstring) until every worker completed
     ``iterations`` or ``duration_s`` passed. ``scenario``: a scenario mapping
     whose ``paths`` are the shared paths (their ``shared_link`` is set here;
@@ -431,5 +507,15 @@ def run_del_episode(scenario, workload, scheduler_for, seed: int = 0,
         return session.result(seed)
 
 
-__all__ = ["DEL_DEFAULTS", "DIRECTIONS", "DelResult", "DelSession", "iteration_durations", "jain_index",
-           "normalise_workload", "run_del_episode", "throughput_fluctuation", "unfairness_std"]
+__all__ = [
+    "DEL_DEFAULTS",
+    "DIRECTIONS",
+    "DelResult",
+    "DelSession",
+    "iteration_durations",
+    "jain_index",
+    "normalise_workload",
+    "run_del_episode",
+    "throughput_fluctuation",
+    "unfairness_std",
+]

@@ -39,7 +39,9 @@ class EpsilonDraws:
         """A uniformly random action in ``[0, n)`` with probability
         ``epsilon``, else -1; ``1 <= n <=`` :data:`MAX_ACTIONS`."""
         if not 1 <= n <= MAX_ACTIONS:
-            raise ValueError(f"explore: the number of actions must be in [1, {MAX_ACTIONS}], got {n}")
+            raise ValueError(
+                f"explore: the number of actions must be in [1, {MAX_ACTIONS}], got {n}"
+            )
         if COMPILED:
             if epsilon > 0.0 and falcon_uniform(self._bitgen) < epsilon:  # noqa: F821
                 return falcon_below(self._bitgen, n)  # noqa: F821

@@ -27,8 +27,8 @@ class PacketAgent(Scheduler):
     reask_when_idle = False
 
     def __init__(self, ack_feedback: bool, per_decision: bool = False):
-        self.action: int | None = None     # pending action, consumed by decide()
-        self.requested = False             # a decision is needed now
+        self.action: int | None = None  # pending action, consumed by decide()
+        self.requested = False  # a decision is needed now
         # read by the Connection at construction: per-packet ACK callbacks
         # only for the ack_rate and packet_rate rewards
         self.wants_packet_feedback = ack_feedback or per_decision
@@ -85,7 +85,7 @@ class PacketAgent(Scheduler):
         # a PTO probe or a reordered loss shifts the credit by one packet
         dq = self.pending[path]
         if not dq:
-            return          # a packet no decision sent (PTO probe)
+            return  # a packet no decision sent (PTO probe)
         i = dq.popleft()
         c = ack_credit(self.sim.now, self.decided_at[i]) if acked else 0.0
         self.credits[i] = c
@@ -103,7 +103,7 @@ class PacketAgent(Scheduler):
         ACK at ``now`` (steps that sent nothing: 0); returns their sum."""
         extra = 0.0
         for i, c in enumerate(self.credits):
-            if c != c:     # NaN: unresolved
+            if c != c:  # NaN: unresolved
                 t = self.decided_at[i]
                 c = 0.0 if t != t else ack_credit(now, t)
                 self.credits[i] = c
@@ -120,7 +120,7 @@ class CompletionAgent(Scheduler):
     the completion credit of every decision is collected per step."""
 
     name = "gym-agent"
-    reask_when_idle = False     # a wait is on a full path: its ACK asks again
+    reask_when_idle = False  # a wait is on a full path: its ACK asks again
 
     def __init__(self, hindsight_rtts: float, reward_unit: str = COMPLETION_UNIT):
         self.hindsight_rtts = hindsight_rtts
@@ -129,10 +129,10 @@ class CompletionAgent(Scheduler):
         self.requested = False
         self.sim = None
         self.state: list[float] = []
-        self.credits: list[float] = []      # per step (decision), NaN while unknown
+        self.credits: list[float] = []  # per step (decision), NaN while unknown
         self.step_credit = 0.0
         self._credit: CompletionCredit | None = None
-        self._steps: deque = deque()         # step index of each open record
+        self._steps: deque = deque()  # step index of each open record
 
     def reset(self, view) -> None:
         self.sim = view.sim

@@ -192,14 +192,24 @@ class MultipathSchedulingEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, scenario: Mapping | None = None, app: Mapping | None = None, *,
-                 max_steps: int | None = None, max_duration_s: float | None = None,
-                 reward: str = COMPLETION, hindsight_rtts: float = HINDSIGHT_RTTS,
-                 reward_unit: str = COMPLETION_UNIT,
-                 scenario_sampler: Callable[[np.random.Generator], Any] | None = None,
-                 n_paths: int | None = None, render_mode: str | None = None):
+    def __init__(
+        self,
+        scenario: Mapping | None = None,
+        app: Mapping | None = None,
+        *,
+        max_steps: int | None = None,
+        max_duration_s: float | None = None,
+        reward: str = COMPLETION,
+        hindsight_rtts: float = HINDSIGHT_RTTS,
+        reward_unit: str = COMPLETION_UNIT,
+        scenario_sampler: Callable[[np.random.Generator], Any] | None = None,
+        n_paths: int | None = None,
+        render_mode: str | None = None,
+    ):
         if reward not in ENV_REWARDS:
-            raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ENV_REWARDS)}")
+            raise ConfigError(
+                f"reward: unknown reward {reward!r}; choose one of {list(ENV_REWARDS)}"
+            )
         if max_steps is not None and int(max_steps) <= 0:
             raise ConfigError(f"max_steps: must be positive, got {max_steps}")
         if max_duration_s is not None and not float(max_duration_s) > 0:
@@ -211,21 +221,29 @@ class MultipathSchedulingEnv(gym.Env):
         self._scenario_cfg = normalise_scenario(DEFAULT_SCENARIO if scenario is None else scenario)
         self._app_cfg = normalise_app(DEFAULT_APP if app is None else app)
         if n_paths is None:
-            s = self._scenario_cfg if scenario_sampler is None else normalise_scenario(
-                scenario_sampler(np.random.default_rng(0)))
+            s = (
+                self._scenario_cfg
+                if scenario_sampler is None
+                else normalise_scenario(scenario_sampler(np.random.default_rng(0)))
+            )
             n_paths = len(s["paths"])
         self.n_paths = int(n_paths)
         self.render_mode = render_mode
         self._completion = reward == COMPLETION
         n_in = n_inputs(self.n_paths, reward)
         if self._completion:
-            self.observation_space = spaces.Box(COMPLETION_LOW, COMPLETION_HIGH, (n_in,), np.float32)
+            self.observation_space = spaces.Box(
+                COMPLETION_LOW, COMPLETION_HIGH, (n_in,), np.float32
+            )
         else:
             self.observation_space = spaces.Box(0.0, OBS_HIGH, (n_in,), np.float32)
         self.action_space = spaces.Discrete(self.n_paths)
         self._per_decision = reward == PACKET_RATE
-        self._sched = (CompletionAgent(float(hindsight_rtts), check_reward_unit(reward_unit)) if self._completion else
-                       PacketAgent(ack_feedback=(reward == "ack_rate"), per_decision=self._per_decision))
+        self._sched = (
+            CompletionAgent(float(hindsight_rtts), check_reward_unit(reward_unit))
+            if self._completion
+            else PacketAgent(ack_feedback=(reward == "ack_rate"), per_decision=self._per_decision)
+        )
         self._obs = np.zeros(n_in, dtype=np.float32)
         self._vals = [0.0] * n_in
         self._pack = struct.Struct(f"={n_in}f").pack_into
@@ -247,23 +265,30 @@ class MultipathSchedulingEnv(gym.Env):
         options = options or {}
         scenario = options.get("scenario")
         if scenario is None:
-            scenario = (self.scenario_sampler(self.np_random) if self.scenario_sampler is not None
-                        else self._scenario_cfg)
+            scenario = (
+                self.scenario_sampler(self.np_random)
+                if self.scenario_sampler is not None
+                else self._scenario_cfg
+            )
         app = options.get("app", self._app_cfg)
         s = normalise_scenario(scenario)
         if len(s["paths"]) != self.n_paths:
-            raise ConfigError(f"scenario has {len(s['paths'])} paths; this environment was built "
-                              f"for {self.n_paths}")
+            raise ConfigError(
+                f"scenario has {len(s['paths'])} paths; this environment was built "
+                f"for {self.n_paths}"
+            )
         self.emulator_seed = int(self.np_random.integers(0, 2**32))
         sched = self._sched
         emu, conn, application, s = setup_episode(s, app, sched, self.emulator_seed)
         self.emulation, self.connection, self.application, self.scenario = emu, conn, application, s
         self._sim = emu.sim
-        self._until = self.max_duration_s if self.max_duration_s is not None else s["max_duration_s"]
+        self._until = (
+            self.max_duration_s if self.max_duration_s is not None else s["max_duration_s"]
+        )
         self._inv_payload = 1.0 / conn.payload
         self._steps = 0
         self._over = False
-        self._advance()   # the app started; run to the first decision request
+        self._advance()  # the app started; run to the first decision request
         return self._observe(), {"emulator_seed": self.emulator_seed}
 
     def step(self, action):
@@ -289,29 +314,37 @@ class MultipathSchedulingEnv(gym.Env):
             # a request inside try_send stops the simulator again; until then
             # a wait is a wait (Connection.try_send arms the pacer's wake-up)
             sim.stopped = False
-            conn.try_send()       # consumes the action; may ask for the next one
+            conn.try_send()  # consumes the action; may ask for the next one
             # defensive: if the state changed so that no packet was sent, the
             # action is dropped rather than applied to a later state
             sched.action = None
         self._advance()
         self._steps += 1
 
-        if self._rew_goodput:   # inlined: the common case
+        if self._rew_goodput:  # inlined: the common case
             reward = (conn.delivered - delivered0) * self._inv_payload
         elif self._per_decision or self._completion:
             reward = sched.step_credit
         else:
-            reward = step_reward(self.reward_kind, conn.delivered - delivered0, sim.now - t0,
-                                 conn.payload, sched.ack_credit, sched.ack_count)
+            reward = step_reward(
+                self.reward_kind,
+                conn.delivered - delivered0,
+                sim.now - t0,
+                conn.payload,
+                sched.ack_credit,
+                sched.ack_count,
+            )
 
         terminated = self.application.done
         truncated = not terminated and (
-            not sched.requested
-            or (self.max_steps is not None and self._steps >= self.max_steps))
+            not sched.requested or (self.max_steps is not None and self._steps >= self.max_steps)
+        )
         if terminated or truncated:
             self._over = True
-            info = {"metrics": episode_metrics(conn, self.application, sim.now),
-                    "episode_steps": self._steps}
+            info = {
+                "metrics": episode_metrics(conn, self.application, sim.now),
+                "episode_steps": self._steps,
+            }
             if self._per_decision:
                 reward += sched.close_episode(sim.now)
                 info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
@@ -338,13 +371,15 @@ class MultipathSchedulingEnv(gym.Env):
         while not sched.requested and not app.done:
             if sim.now >= until or not sim.pending:
                 return
-            sim.run(until)    # Simulator.run clears `stopped` first: never call it
+            sim.run(until)  # Simulator.run clears `stopped` first: never call it
             # with a request pending (handled by the loop condition)
 
     def _observe(self) -> np.ndarray:
-        if self._completion:                    # the credit's float32 row ([] before any decision)
+        if self._completion:  # the credit's float32 row ([] before any decision)
             state = self._sched.state
-            return np.array(state, np.float32) if len(state) else np.zeros(len(self._vals), np.float32)
+            return (
+                np.array(state, np.float32) if len(state) else np.zeros(len(self._vals), np.float32)
+            )
         # Python floats are packed straight into the preallocated float32
         # buffer (struct is several times faster than numpy item or slice
         # assignment for a handful of values); the caller gets a copy.
@@ -375,7 +410,25 @@ if ENV_ID not in gym.registry:
     gym.register(id=ENV_ID, entry_point="envs.gym_env:MultipathSchedulingEnv")
 
 
-__all__ = ["MultipathSchedulingEnv", "register_rllib", "feature_names", "observe", "observe_into",
-           "step_reward", "ack_credit", "ENV_ID", "FEATURES",
-           "REWARDS", "ENV_REWARDS", "PACKET_RATE", "DECISION_REWARDS_KEY", "OBS_HIGH", "RTT_SCALE_S", "RATE_SCALE_PKTS", "GOODPUT_MIN_INTERVAL_S",
-           "GOODPUT_RATE_SCALE_BPS", "DEFAULT_SCENARIO", "DEFAULT_APP"]
+__all__ = [
+    "MultipathSchedulingEnv",
+    "register_rllib",
+    "feature_names",
+    "observe",
+    "observe_into",
+    "step_reward",
+    "ack_credit",
+    "ENV_ID",
+    "FEATURES",
+    "REWARDS",
+    "ENV_REWARDS",
+    "PACKET_RATE",
+    "DECISION_REWARDS_KEY",
+    "OBS_HIGH",
+    "RTT_SCALE_S",
+    "RATE_SCALE_PKTS",
+    "GOODPUT_MIN_INTERVAL_S",
+    "GOODPUT_RATE_SCALE_BPS",
+    "DEFAULT_SCENARIO",
+    "DEFAULT_APP",
+]

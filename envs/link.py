@@ -55,12 +55,36 @@ class Link:
     :mod:`envs.wire`: typed arrays in the compiled core), oldest first.
     """
 
-    __slots__ = ("capacity", "_buffer_packets", "_buffer_bytes", "_limit_packets", "_limit_bytes", "name",
-                 "_dep", "_size", "_head", "_n", "_mask", "_queued_bytes", "_last_departure", "_pos", "_rate",
-                 "drops", "packets_served", "bytes_served", "offset")
+    __slots__ = (
+        "capacity",
+        "_buffer_packets",
+        "_buffer_bytes",
+        "_limit_packets",
+        "_limit_bytes",
+        "name",
+        "_dep",
+        "_size",
+        "_head",
+        "_n",
+        "_mask",
+        "_queued_bytes",
+        "_last_departure",
+        "_pos",
+        "_rate",
+        "drops",
+        "packets_served",
+        "bytes_served",
+        "offset",
+    )
 
-    def __init__(self, capacity: CapacityTrace, buffer_packets: int | None = None,
-                 buffer_bytes: int | None = None, name: str = "link", offset: float = 0.0):
+    def __init__(
+        self,
+        capacity: CapacityTrace,
+        buffer_packets: int | None = None,
+        buffer_bytes: int | None = None,
+        name: str = "link",
+        offset: float = 0.0,
+    ):
         self.capacity = capacity
         #: emulated time 0 is trace time ``offset`` [s] (a random start into a
         #: long trace makes each seed see a different stretch of it)
@@ -68,14 +92,14 @@ class Link:
         self.buffer_packets = buffer_packets
         self.buffer_bytes = buffer_bytes
         self.name = name
-        self._dep = column("d", ROWS)     # the queue (class docstring): departure time [s]
-        self._size = column("q", ROWS)    # and size [bytes] of each admitted packet
+        self._dep = column("d", ROWS)  # the queue (class docstring): departure time [s]
+        self._size = column("q", ROWS)  # and size [bytes] of each admitted packet
         self._head = 0
         self._n = 0
         self._mask = ROWS - 1
         self._queued_bytes = 0
         self._last_departure = 0.0
-        self._pos = 0.0                   # server position on C(t) [bytes]
+        self._pos = 0.0  # server position on C(t) [bytes]
         # bytes/s of a constant-rate trace; 0.0 for a time-varying one (a trace has capacity)
         self._rate = capacity.constant_rate if capacity.is_constant else 0.0
         self.drops = 0
@@ -122,7 +146,9 @@ class Link:
     def admit(self, now: float, size: int) -> float:
         """Enqueue a packet of ``size`` bytes at ``now``; return its departure
         time [s], or -1.0 if the drop-tail buffer is full."""
-        while self._n > 0 and self._dep[self._head] <= now:    # _drain, inlined on the per-packet path
+        while (
+            self._n > 0 and self._dep[self._head] <= now
+        ):  # _drain, inlined on the per-packet path
             self._queued_bytes -= self._size[self._head]
             self._head = (self._head + 1) & self._mask
             self._n -= 1
@@ -168,19 +194,29 @@ class DelayModel:
 
     __slots__ = ("mean_rtt", "one_way_series", "cv", "_rng", "_buf", "_i", "_left", "offset")
 
-    def __init__(self, mean_rtt: float, cv: float, rng: np.random.Generator,
-                 one_way_series: StepSeries | None = None, offset: float = 0.0):
+    def __init__(
+        self,
+        mean_rtt: float,
+        cv: float,
+        rng: np.random.Generator,
+        one_way_series: StepSeries | None = None,
+        offset: float = 0.0,
+    ):
         self.offset = float(offset)
         self.mean_rtt = float(mean_rtt)
         self.one_way_series = one_way_series
         self.cv = float(cv)
         self._rng = rng
-        self._buf = _NO_DRAWS                 # the current part of a block of draws (_draws)
+        self._buf = _NO_DRAWS  # the current part of a block of draws (_draws)
         self._i = 0
-        self._left = 0                        # draws of the current block not drawn yet
+        self._left = 0  # draws of the current block not drawn yet
 
     def sample_rtt(self, now: float) -> float:
-        mean = self.mean_rtt if self.one_way_series is None else 2.0 * self.one_way_series.value_at(now + self.offset)
+        mean = (
+            self.mean_rtt
+            if self.one_way_series is None
+            else 2.0 * self.one_way_series.value_at(now + self.offset)
+        )
         if self.cv <= 0.0:
             return mean
         i = self._i
@@ -234,15 +270,21 @@ class LossModel:
 
     __slots__ = ("p", "series", "ge", "_bad", "_rng", "_buf", "_i", "offset")
 
-    def __init__(self, p: float, rng: np.random.Generator, series: StepSeries | None = None,
-                 ge: dict | None = None, offset: float = 0.0):
+    def __init__(
+        self,
+        p: float,
+        rng: np.random.Generator,
+        series: StepSeries | None = None,
+        ge: dict | None = None,
+        offset: float = 0.0,
+    ):
         self.offset = float(offset)
         self.p = float(p)
         self.series = series
         self.ge = ge
         self._bad = False
         self._rng = rng
-        self._buf = _NO_DRAWS                 # the current part of a block of draws (_draws)
+        self._buf = _NO_DRAWS  # the current part of a block of draws (_draws)
         self._i = 0
 
     @property
@@ -284,11 +326,27 @@ class Path:
     dropped (full buffer) or lost; :meth:`transmit` gives both as a tuple.
     """
 
-    __slots__ = ("name", "link", "delay", "loss", "return_link", "_last_arrival",
-                 "_last_ack_arrival", "packets_lost_random", "_loss_on", "last_return_delay")
+    __slots__ = (
+        "name",
+        "link",
+        "delay",
+        "loss",
+        "return_link",
+        "_last_arrival",
+        "_last_ack_arrival",
+        "packets_lost_random",
+        "_loss_on",
+        "last_return_delay",
+    )
 
-    def __init__(self, link: Link, delay: DelayModel, loss: LossModel,
-                 return_link: Link | None = None, name: str = "path"):
+    def __init__(
+        self,
+        link: Link,
+        delay: DelayModel,
+        loss: LossModel,
+        return_link: Link | None = None,
+        name: str = "path",
+    ):
         self.name = name
         self.link = link
         self.delay = delay
@@ -298,7 +356,7 @@ class Path:
         self._last_ack_arrival = 0.0
         self.packets_lost_random = 0
         self._loss_on = loss.enabled
-        self.last_return_delay = 0.0        # of the latest packet sent [s] (send)
+        self.last_return_delay = 0.0  # of the latest packet sent [s] (send)
 
     def send(self, now: float, size: int) -> float:
         """Send a data packet of ``size`` bytes at ``now`` [s]: its arrival time at the
@@ -316,7 +374,7 @@ class Path:
         else:
             half = 0.5 * d.sample_rtt(now)
         arrival = departure + half
-        if arrival < self._last_arrival:   # jitter never reorders within a path
+        if arrival < self._last_arrival:  # jitter never reorders within a path
             arrival = self._last_arrival
         self._last_arrival = arrival
         self.last_return_delay = half
@@ -346,12 +404,12 @@ class Path:
 class PathState(NamedTuple):
     """What a schedule segment sets on a path (see :class:`ScheduledPath`)."""
 
-    mean_rtt: float                        # mean base RTT [s] (unused while delay_series is set)
-    cv: float                              # RTT std / mean
-    delay_series: StepSeries | None        # one-way delay [s] from a trace, or None
-    loss: float                            # Bernoulli loss probability (unused while loss_series is set)
-    loss_series: StepSeries | None         # loss probability from a trace, or None
-    buffer_packets: int | None             # new drop-tail limit [packets], or None = leave the link's
+    mean_rtt: float  # mean base RTT [s] (unused while delay_series is set)
+    cv: float  # RTT std / mean
+    delay_series: StepSeries | None  # one-way delay [s] from a trace, or None
+    loss: float  # Bernoulli loss probability (unused while loss_series is set)
+    loss_series: StepSeries | None  # loss probability from a trace, or None
+    buffer_packets: int | None  # new drop-tail limit [packets], or None = leave the link's
 
 
 class ScheduledPath(Path):
@@ -373,12 +431,24 @@ class ScheduledPath(Path):
 
     __slots__ = ("_times", "_states", "_period", "_k", "_cycle", "_next")
 
-    def __init__(self, link: Link, delay: DelayModel, loss: LossModel, return_link: Link | None = None,
-                 name: str = "path", *, times, states, period: float | None = None):
+    def __init__(
+        self,
+        link: Link,
+        delay: DelayModel,
+        loss: LossModel,
+        return_link: Link | None = None,
+        name: str = "path",
+        *,
+        times,
+        states,
+        period: float | None = None,
+    ):
         super().__init__(link, delay, loss, return_link, name)
         times = [float(t) for t in times]
         if not times or len(times) != len(states):
-            raise ValueError(f"{name}: a schedule needs as many start times as states (at least one)")
+            raise ValueError(
+                f"{name}: a schedule needs as many start times as states (at least one)"
+            )
         if times[0] < 0.0 or any(b <= a for a, b in zip(times, times[1:])):
             raise ValueError(f"{name}: schedule times must be >= 0 and strictly increasing")
         if period is not None and not period > times[-1]:
@@ -386,8 +456,8 @@ class ScheduledPath(Path):
         self._times = times
         self._states = list(states)
         self._period = None if period is None else float(period)
-        self._k = 0          # index of the next state to apply
-        self._cycle = 0      # loop count of that state's start time
+        self._k = 0  # index of the next state to apply
+        self._cycle = 0  # loop count of that state's start time
         self._next = times[0]  # its start time [s]
 
     def send(self, now: float, size: int) -> float:

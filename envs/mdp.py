@@ -103,8 +103,16 @@ COMPLETION_SCALE_S = 0.01
 COMPLETION_UNITS = ("packet", "time")
 COMPLETION_UNIT = "packet"
 #: per-path features of the completion MDP, in observation order
-COMPLETION_PATH_FEATURES = ("log_rate", "fill", "has_room", "srtt", "rtt_cv", "loss_ratio",
-                            "lateness", "has_rtt_sample")
+COMPLETION_PATH_FEATURES = (
+    "log_rate",
+    "fill",
+    "has_room",
+    "srtt",
+    "rtt_cv",
+    "loss_ratio",
+    "lateness",
+    "has_rtt_sample",
+)
 #: connection features of the completion MDP (after the per-path blocks)
 COMPLETION_GLOBAL_FEATURES = ("remaining_time", "log_unsent", "flow_credit")
 #: bounds of every completion-MDP state entry (each feature is clipped inside them)
@@ -136,8 +144,9 @@ def n_inputs(n_paths: int, reward: str = PACKET_RATE) -> int:
 def feature_names(n_paths: int, reward: str = PACKET_RATE) -> list[str]:
     """Names of the state entries, e.g. ``path0_cwnd_per_rtt``."""
     if mdp_of(reward) == "completion":
-        return ([f"path{i}_{f}" for i in range(n_paths) for f in COMPLETION_PATH_FEATURES]
-                + list(COMPLETION_GLOBAL_FEATURES))
+        return [f"path{i}_{f}" for i in range(n_paths) for f in COMPLETION_PATH_FEATURES] + list(
+            COMPLETION_GLOBAL_FEATURES
+        )
     return [f"path{i}_{f}" for i in range(n_paths) for f in FEATURES]
 
 
@@ -173,8 +182,14 @@ def observe_into(view, vals: list) -> list:
     return vals
 
 
-def step_reward(kind: str, delivered_bytes: float, duration_s: float, payload: int,
-                ack_credit_sum: float = 0.0, ack_count: int = 0) -> float:
+def step_reward(
+    kind: str,
+    delivered_bytes: float,
+    duration_s: float,
+    payload: int,
+    ack_credit_sum: float = 0.0,
+    ack_count: int = 0,
+) -> float:
     """The paper MDP's step reward of one decision (between two decisions).
 
     ``"goodput"``: in-order bytes delivered during the step / payload per
@@ -262,7 +277,11 @@ def predicted_finish(now: float, unsent: float, last_send, in_flight, srtts, rat
     used iff ``now + srtt`` is before the finish). The result is at least
     ``now`` and at least every path's ``last_send + srtt`` while it has data
     in flight. (:func:`raw_finish` on the same inputs.)"""
-    raw = [now, float(unsent)] + [float(t) for t in last_send] + [1.0 if b else 0.0 for b in in_flight]
+    raw = (
+        [now, float(unsent)]
+        + [float(t) for t in last_send]
+        + [1.0 if b else 0.0 for b in in_flight]
+    )
     return raw_finish(raw, array("d", srtts), array("d", rates), array("q", bytes(8 * len(srtts))))
 
 
@@ -284,14 +303,16 @@ def raw_finish(raw: list, srtt, rate, order) -> float:
                 finish = f
     if unsent <= 0:
         return finish
-    for i in range(n):              # insertion sort: sorted(zip(srtts, rates)) without tuples
+    for i in range(n):  # insertion sort: sorted(zip(srtts, rates)) without tuples
         j = i
-        while j > 0 and (srtt[order[j - 1]] > srtt[i]
-                         or (srtt[order[j - 1]] == srtt[i] and rate[order[j - 1]] > rate[i])):
+        while j > 0 and (
+            srtt[order[j - 1]] > srtt[i]
+            or (srtt[order[j - 1]] == srtt[i] and rate[order[j - 1]] > rate[i])
+        ):
             order[j] = order[j - 1]
             j -= 1
         order[j] = i
-    rate_sum = 0.0                  # water-filling over the paths in that order
+    rate_sum = 0.0  # water-filling over the paths in that order
     weighted = 0.0
     t = math.inf
     for k in range(n):
@@ -365,9 +386,38 @@ def decode_action(view, action: int):
     return action if view.paths[action].has_room else None
 
 
-__all__ = ["RTT_SCALE_S", "RATE_SCALE_PKTS", "OBS_HIGH", "GOODPUT_MIN_INTERVAL_S",
-           "GOODPUT_RATE_SCALE_BPS", "FEATURES", "REWARDS", "PACKET_RATE", "COMPLETION",
-           "COMPLETION_SCALE_S", "COMPLETION_UNITS", "COMPLETION_UNIT", "check_reward_unit", "COMPLETION_LOW", "COMPLETION_HIGH", "COMPLETION_PATH_FEATURES", "COMPLETION_GLOBAL_FEATURES",
-           "HINDSIGHT_RTTS", "ALL_REWARDS", "mdp_of", "n_inputs", "feature_names",
-           "reward_of_inputs", "observe_into", "step_reward", "ack_credit", "path_estimates",
-           "estimates_into", "predicted_finish", "raw_finish", "completion_features_into", "decode_action", "probe_path"]
+__all__ = [
+    "RTT_SCALE_S",
+    "RATE_SCALE_PKTS",
+    "OBS_HIGH",
+    "GOODPUT_MIN_INTERVAL_S",
+    "GOODPUT_RATE_SCALE_BPS",
+    "FEATURES",
+    "REWARDS",
+    "PACKET_RATE",
+    "COMPLETION",
+    "COMPLETION_SCALE_S",
+    "COMPLETION_UNITS",
+    "COMPLETION_UNIT",
+    "check_reward_unit",
+    "COMPLETION_LOW",
+    "COMPLETION_HIGH",
+    "COMPLETION_PATH_FEATURES",
+    "COMPLETION_GLOBAL_FEATURES",
+    "HINDSIGHT_RTTS",
+    "ALL_REWARDS",
+    "mdp_of",
+    "n_inputs",
+    "feature_names",
+    "reward_of_inputs",
+    "observe_into",
+    "step_reward",
+    "ack_credit",
+    "path_estimates",
+    "estimates_into",
+    "predicted_finish",
+    "raw_finish",
+    "completion_features_into",
+    "decode_action",
+    "probe_path",
+]

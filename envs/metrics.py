@@ -30,17 +30,19 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
         "packets_lost": float(sum(p.packets_lost for p in conn.paths)),
         "events": float(conn.sim.events_processed),
         # from the client's connection start (setup included) to the first data byte
-        "time_to_first_byte_s": conn.first_byte_time - start if conn.first_byte_time >= 0 else math.nan,
+        "time_to_first_byte_s": conn.first_byte_time - start
+        if conn.first_byte_time >= 0
+        else math.nan,
     }
-    if conn.reinjects:     # only schedulers that may re-inject (envs.scheduler) copy data
+    if conn.reinjects:  # only schedulers that may re-inject (envs.scheduler) copy data
         m["reinjected_bytes"] = float(conn.reinjected_bytes)
         m["redundancy_overhead"] = conn.reinjected_bytes / total if total > 0 else 0.0
     if conn.oqs_kept:
         v = conn.oqs_series()[1].astype(np.float64)
-        if conn.oqs_stride == 1:      # every sample kept
+        if conn.oqs_stride == 1:  # every sample kept
             m["oqs_mean_bytes"] = float(v.mean())
             m["oqs_max_bytes"] = float(v.max())
-        else:                         # thinned (a long connection): exact mean and max, p99 of the kept samples
+        else:  # thinned (a long connection): exact mean and max, p99 of the kept samples
             m["oqs_mean_bytes"] = conn.oqs_sum / conn.oqs_seen
             m["oqs_max_bytes"] = float(conn.oqs_peak)
         m["oqs_p99_bytes"] = float(np.percentile(v, 99))

@@ -16,7 +16,9 @@ SCHEDULE_FIELDS = ("bandwidth_mbps", "rtt_ms", "rtt_std_ms", "loss")
 _HOLD_S = 1e9
 
 
-def resolve_schedule(p: dict, schedule: dict, rtt_trace: bool, loss_trace: bool) -> list[tuple[float, dict]]:
+def resolve_schedule(
+    p: dict, schedule: dict, rtt_trace: bool, loss_trace: bool
+) -> list[tuple[float, dict]]:
     """``[(start [s], conditions)]`` of a normalised path's schedule, every
     field filled: a segment's unset fields carry over from the one before,
     the first from the path. ``rtt_trace`` / ``loss_trace``: the mean RTT /
@@ -39,17 +41,20 @@ def resolve_schedule(p: dict, schedule: dict, rtt_trace: bool, loss_trace: bool)
     return out
 
 
-def scheduled_capacity(segments: list[tuple[float, dict]], period: float | None, base_mbps: float,
-                        name: str) -> CapacityTrace:
+def scheduled_capacity(
+    segments: list[tuple[float, dict]], period: float | None, base_mbps: float, name: str
+) -> CapacityTrace:
     """The piecewise-constant capacity curve [bytes/s] of a schedule on a
     path of constant rate ``base_mbps`` [Mbit/s] (``segments`` from
     :func:`resolve_schedule`); the path's own rate holds before the first start."""
     times = [t for t, _ in segments]
     rates = [c["bandwidth_mbps"] * 1e6 / 8 for _, c in segments]
-    if times[0] > 0.0:   # unlooped, starting late: the path's own rate first
+    if times[0] > 0.0:  # unlooped, starting late: the path's own rate first
         times.insert(0, 0.0)
         rates.insert(0, base_mbps * 1e6 / 8)
-    return CapacityTrace(times, rates, period if period is not None else times[-1] + _HOLD_S, name=name)
+    return CapacityTrace(
+        times, rates, period if period is not None else times[-1] + _HOLD_S, name=name
+    )
 
 
 def bandwidth_steps(p: dict, segments: list[tuple[float, dict]] | None) -> tuple | None:
@@ -65,9 +70,17 @@ def check_shared_steps(p: dict, built: tuple | None, steps: tuple | None) -> Non
     """A path joining an already built shared link may schedule its bandwidth
     only as the link's builder did (the link's capacity curve is built once)."""
     if steps is not None and steps != built:
-        raise ConfigError(f"path {p['name']!r}.schedule: shared_link {p['shared_link']!r} was built with "
-                          f"{'another' if built is not None else 'no'} bandwidth_mbps schedule; the paths of one "
-                          "shared link carry the same bandwidth schedule or none (the first path builds the link)")
+        raise ConfigError(
+            f"path {p['name']!r}.schedule: shared_link {p['shared_link']!r} was built with "
+            f"{'another' if built is not None else 'no'} bandwidth_mbps schedule; the paths of one "
+            "shared link carry the same bandwidth schedule or none (the first path builds the link)"
+        )
 
 
-__all__ = ["SCHEDULE_FIELDS", "bandwidth_steps", "check_shared_steps", "resolve_schedule", "scheduled_capacity"]
+__all__ = [
+    "SCHEDULE_FIELDS",
+    "bandwidth_steps",
+    "check_shared_steps",
+    "resolve_schedule",
+    "scheduled_capacity",
+]

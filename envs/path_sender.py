@@ -24,9 +24,9 @@ import math
 from envs.cc.base import CongestionController
 from envs.sent import SentPackets
 
-K_GRANULARITY = 0.001           # s, RFC 9002 kGranularity
-_GRANULARITY = K_GRANULARITY    # its C double in the compiled core (path_sender.pxd)
-K_INITIAL_RTT = 0.333           # s, RFC 9002 kInitialRtt
+K_GRANULARITY = 0.001  # s, RFC 9002 kGranularity
+_GRANULARITY = K_GRANULARITY  # its C double in the compiled core (path_sender.pxd)
+K_INITIAL_RTT = 0.333  # s, RFC 9002 kInitialRtt
 INF = math.inf
 #: pacing settings of a path (``scenario.pacing``, envs/SCHEMA.md): quic-go's pacer
 PACING_DEFAULTS: dict = {"enabled": True, "gain": 1.25, "burst_packets": 10, "min_delay_ms": 1.0}
@@ -36,17 +36,59 @@ PACING_OFF: dict = {**PACING_DEFAULTS, "enabled": False}
 class PathSender:
     """Sender-side state of one path; also the read-only path view of schedulers."""
 
-    __slots__ = ("index", "path", "cc", "mss", "payload", "srtt", "rttvar", "min_rtt",
-                 "latest_rtt", "min_srtt", "max_srtt", "has_rtt_sample", "bytes_in_flight",
-                 "next_pn", "sent", "largest_acked", "loss_time", "pto_count",
-                 "time_of_last_ack_eliciting", "timer_deadline", "timer_pending_at",
-                 "packets_sent", "packets_acked", "packets_lost", "bytes_sent",
-                 "payload_bytes_acked", "retransmissions", "max_ack_delay", "pto_base",
-                 "cc_on_sent", "ack_delay", "is_open", "open_time", "clock", "pace_gain",
-                 "pace_burst_bytes", "pace_min_delay", "pace_budget", "pace_last")
+    __slots__ = (
+        "index",
+        "path",
+        "cc",
+        "mss",
+        "payload",
+        "srtt",
+        "rttvar",
+        "min_rtt",
+        "latest_rtt",
+        "min_srtt",
+        "max_srtt",
+        "has_rtt_sample",
+        "bytes_in_flight",
+        "next_pn",
+        "sent",
+        "largest_acked",
+        "loss_time",
+        "pto_count",
+        "time_of_last_ack_eliciting",
+        "timer_deadline",
+        "timer_pending_at",
+        "packets_sent",
+        "packets_acked",
+        "packets_lost",
+        "bytes_sent",
+        "payload_bytes_acked",
+        "retransmissions",
+        "max_ack_delay",
+        "pto_base",
+        "cc_on_sent",
+        "ack_delay",
+        "is_open",
+        "open_time",
+        "clock",
+        "pace_gain",
+        "pace_burst_bytes",
+        "pace_min_delay",
+        "pace_budget",
+        "pace_last",
+    )
 
-    def __init__(self, index: int, path, cc: CongestionController, mss: int, payload: int,
-                 max_ack_delay: float, clock=None, pacing: dict | None = None):
+    def __init__(
+        self,
+        index: int,
+        path,
+        cc: CongestionController,
+        mss: int,
+        payload: int,
+        max_ack_delay: float,
+        clock=None,
+        pacing: dict | None = None,
+    ):
         self.index = index
         self.path = path
         self.cc = cc
@@ -61,7 +103,7 @@ class PathSender:
         self.has_rtt_sample = False
         self.bytes_in_flight = 0
         self.next_pn = 0
-        self.sent = SentPackets()          # in flight, by packet number (envs.sent)
+        self.sent = SentPackets()  # in flight, by packet number (envs.sent)
         self.largest_acked = -1
         self.loss_time = INF
         self.pto_count = 0
@@ -82,7 +124,7 @@ class PathSender:
         #: False until the path is validated after the connection setup
         #: (envs.setup): a closed path has no window room
         self.is_open = True
-        self.open_time = 0.0                  # when it may carry data [s] (envs.setup.establish)
+        self.open_time = 0.0  # when it may carry data [s] (envs.setup.establish)
         self.pto_base = self.srtt + 4 * self.rttvar + max_ack_delay
         #: the simulator whose ``now`` :attr:`has_room` reads (the pacer needs the time)
         self.clock = clock
@@ -215,12 +257,23 @@ def pace_wake_time(paths, now: float) -> float:
     window room but no pacing budget at ``now`` [s]; infinity if none."""
     t = INF
     for p in paths:
-        if p.pace_gain > 0.0 and p.is_open and p.bytes_in_flight + p.mss <= p.cc.cwnd \
-                and not p.pace_ok(now):
+        if (
+            p.pace_gain > 0.0
+            and p.is_open
+            and p.bytes_in_flight + p.mss <= p.cc.cwnd
+            and not p.pace_ok(now)
+        ):
             r = p.pace_release()
             if r < t:
                 t = r
     return t
 
 
-__all__ = ["PathSender", "K_GRANULARITY", "K_INITIAL_RTT", "PACING_DEFAULTS", "PACING_OFF", "pace_wake_time"]
+__all__ = [
+    "PathSender",
+    "K_GRANULARITY",
+    "K_INITIAL_RTT",
+    "PACING_DEFAULTS",
+    "PACING_OFF",
+    "pace_wake_time",
+]

@@ -36,10 +36,12 @@ def plain_mapping(cfg, where: str | None = None) -> dict:
     if not isinstance(cfg, Mapping):
         try:  # OmegaConf nodes without importing omegaconf in the emulator
             from omegaconf import OmegaConf
+
             return OmegaConf.to_container(cfg, resolve=True)
         except Exception:
-            raise ConfigError(f"{where + ': ' if where else ''}expected a mapping, "
-                              f"got {type(cfg).__name__}") from None
+            raise ConfigError(
+                f"{where + ': ' if where else ''}expected a mapping, got {type(cfg).__name__}"
+            ) from None
     return copy_plain(dict(cfg))
 
 

@@ -17,23 +17,38 @@ INF = math.inf
 
 
 class RecvPathState:
-    __slots__ = ("count", "largest", "largest_recv_time", "return_delay",
-                 "ack_deadline", "timer_pending_at")
+    __slots__ = (
+        "count",
+        "largest",
+        "largest_recv_time",
+        "return_delay",
+        "ack_deadline",
+        "timer_pending_at",
+    )
 
     def __init__(self):
-        self.count = 0                # packets received since the last ACK (their numbers: AckWire.add_pn)
+        self.count = 0  # packets received since the last ACK (their numbers: AckWire.add_pn)
         self.largest = -1
         self.largest_recv_time = 0.0
         self.return_delay = 0.0
-        self.ack_deadline = INF       # when the delayed ACK must go [s]
-        self.timer_pending_at = INF   # time of the ACK-timer event in the heap, if any
+        self.ack_deadline = INF  # when the delayed ACK must go [s]
+        self.timer_pending_at = INF  # time of the ACK-timer event in the heap, if any
 
 
 class Receiver:
     """Data arrival, reassembly, flow-control updates and ACK sending."""
 
-    def _init_receiver(self, ack_every: int, max_ack_delay: float, ack_size: int, fc_initial_window: int,
-                       fc_max_window: int, fc_autotune: bool, record_oqs: bool, oqs_series_cap: int) -> None:
+    def _init_receiver(
+        self,
+        ack_every: int,
+        max_ack_delay: float,
+        ack_size: int,
+        fc_initial_window: int,
+        fc_max_window: int,
+        fc_autotune: bool,
+        record_oqs: bool,
+        oqs_series_cap: int,
+    ) -> None:
         """The receiving end's state (``Connection.__init__``, once its ``paths`` exist); sizes in bytes,
         ``max_ack_delay`` in s."""
         self.ack_every = max(1, int(ack_every))
@@ -47,14 +62,14 @@ class Receiver:
         self.fc_window = fc_initial_window
         self.fc_max_window = fc_max_window
         self.fc_autotune = fc_autotune
-        self._rx_max_data = fc_initial_window     # receiver's current limit
+        self._rx_max_data = fc_initial_window  # receiver's current limit
         self._epoch_start_time = 0.0
         self._epoch_start_offset = 0
         # the out-of-order queue [bytes] and its kept samples (_record_oqs)
         self.oqs = 0
         self.record_oqs = record_oqs
-        self._oqs_t = column("d", ROWS)           # kept samples: time [s]
-        self._oqs_v = column("q", ROWS)           # and queue [bytes]; the first oqs_kept rows
+        self._oqs_t = column("d", ROWS)  # kept samples: time [s]
+        self._oqs_v = column("q", ROWS)  # and queue [bytes]; the first oqs_kept rows
         self.oqs_kept = 0
         self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1
@@ -62,7 +77,7 @@ class Receiver:
         self.oqs_sum = 0.0
         self.oqs_peak = 0
         self.delivered = 0
-        self.first_byte_time = -1.0               # first data byte at the client [s]; -1: none yet
+        self.first_byte_time = -1.0  # first data byte at the client [s]; -1: none yet
 
     # ----------------------------------------------------------- receiver
     def _on_data_arrival(self, pidx) -> None:
@@ -86,7 +101,7 @@ class Receiver:
         acks.add_pn(pn)
         rp.count += 1
         rp.return_delay = w.return_delay[r]
-        immediate = pn != rp.largest + 1          # a gap: ACK at once (RFC 9000 §13.2.1)
+        immediate = pn != rp.largest + 1  # a gap: ACK at once (RFC 9000 §13.2.1)
         if pn > rp.largest:
             rp.largest = pn
             rp.largest_recv_time = now
@@ -186,7 +201,10 @@ class Receiver:
         """The kept OQS samples (:meth:`_record_oqs`) as NumPy arrays: times [s] (float64)
         and queue sizes [bytes] (int64), copies."""
         n = self.oqs_kept
-        return (np.array(self._oqs_t[:n], dtype=np.float64), np.array(self._oqs_v[:n], dtype=np.int64))
+        return (
+            np.array(self._oqs_t[:n], dtype=np.float64),
+            np.array(self._oqs_v[:n], dtype=np.int64),
+        )
 
     @property
     def oqs_t(self) -> list:
@@ -203,8 +221,15 @@ class Receiver:
         ps = self.paths[pidx]
         arrival = ps.path.ack_arrival(now, rp.return_delay, self.ack_size)
         acks = self.ack_wires[pidx]
-        acks.push(rp.largest, now - rp.largest_recv_time, self._rx_max_data, self.oqs, rp.count, arrival,
-                  self.sim.reserve())
+        acks.push(
+            rp.largest,
+            now - rp.largest_recv_time,
+            self._rx_max_data,
+            self.oqs,
+            rp.count,
+            arrival,
+            self.sim.reserve(),
+        )
         acks.queue_first(self.sim, self._ack_event, pidx)
         rp.count = 0
         rp.ack_deadline = INF

@@ -15,9 +15,9 @@ from envs.path_sender import K_GRANULARITY, PathSender
 from envs.receiver import Receiver
 from envs.sent import live_frames
 
-K_PACKET_THRESHOLD = 3          # RFC 9002 kPacketThreshold
-K_TIME_THRESHOLD = 9.0 / 8.0    # RFC 9002 kTimeThreshold
-ACKED_PRUNE_MIN = 65536         # acked frames remembered before the first prune (Recovery._prune_acked)
+K_PACKET_THRESHOLD = 3  # RFC 9002 kPacketThreshold
+K_TIME_THRESHOLD = 9.0 / 8.0  # RFC 9002 kTimeThreshold
+ACKED_PRUNE_MIN = 65536  # acked frames remembered before the first prune (Recovery._prune_acked)
 INF = math.inf
 
 
@@ -73,13 +73,13 @@ class Recovery(Receiver):
             pn = acks.pop_pn()
             copies = sent.take(pn)
             if copies == 0:
-                continue                         # not in flight (acknowledged or declared lost)
+                continue  # not in flight (acknowledged or declared lost)
             i = pn & sent.mask
             t_sent = sent.t_sent[i]
             size = sent.size[i]
             length = sent.length[i]
             if copies == 1:
-                self.bytes_acked += length       # its frame's only copy: acknowledged once
+                self.bytes_acked += length  # its frame's only copy: acknowledged once
             else:
                 key = (sent.sid[i], sent.off[i])
                 if key not in self.acked_frames:
@@ -131,7 +131,9 @@ class Recovery(Receiver):
             loss_delay = K_GRANULARITY
         sent = ps.sent
         first = sent.lo
-        pn = sent.survivor(largest, now, loss_delay, K_PACKET_THRESHOLD)   # lost: those in flight before pn
+        pn = sent.survivor(
+            largest, now, loss_delay, K_PACKET_THRESHOLD
+        )  # lost: those in flight before pn
         if pn <= largest and sent.has(pn):
             # the same float expression as SentPackets.survivor's, so a timer set
             # for loss_time always finds the packet lost when it fires

@@ -64,7 +64,7 @@ def send_copy(conn, ps) -> bool:
         return False
     sent = conn.paths[c[0]].sent
     _t, _size, sid, off, length = sent[c[1]]
-    sent.mark_shared(c[1])          # two copies of its frame now (envs.sent)
+    sent.mark_shared(c[1])  # two copies of its frame now (envs.sent)
     conn.reinjected_bytes += length
     conn.reinjected_packets += 1
     conn._transmit(ps, sid, off, length, True)

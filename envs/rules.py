@@ -42,7 +42,9 @@ def rule_code(scheduler) -> int:
             if name is None or type(scheduler).decide is not klass.decide:
                 return 0
             if name not in RULES:
-                raise ValueError(f"{klass.__name__}.native_rule: unknown rule {name!r} (known: {sorted(RULES)})")
+                raise ValueError(
+                    f"{klass.__name__}.native_rule: unknown rule {name!r} (known: {sorted(RULES)})"
+                )
             return RULES[name]
     return 0
 
@@ -144,4 +146,12 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float):
     return i if i >= 0 else None
 
 
-__all__ = ["native_decision", "RULES", "rule_code", "minrtt_pick", "fastest_index", "minrtt_unless_slower", "round_robin_pick"]
+__all__ = [
+    "native_decision",
+    "RULES",
+    "rule_code",
+    "minrtt_pick",
+    "fastest_index",
+    "minrtt_unless_slower",
+    "round_robin_pick",
+]

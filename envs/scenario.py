@@ -38,9 +38,21 @@ from envs.transport import Connection
 
 #: The FALCON paper's Table I links (bandwidth, RTT mean +- std, loss).
 LINKS: dict[str, dict] = {
-    "5g": {"name": "5g", "bandwidth_mbps": 1100.0, "rtt_ms": 27.4, "rtt_std_ms": 6.4, "loss": 0.001},
+    "5g": {
+        "name": "5g",
+        "bandwidth_mbps": 1100.0,
+        "rtt_ms": 27.4,
+        "rtt_std_ms": 6.4,
+        "loss": 0.001,
+    },
     "4g": {"name": "4g", "bandwidth_mbps": 140.0, "rtt_ms": 29.2, "rtt_std_ms": 4.8, "loss": 0.001},
-    "wlan": {"name": "wlan", "bandwidth_mbps": 30.0, "rtt_ms": 20.0, "rtt_std_ms": 10.0, "loss": 0.007},
+    "wlan": {
+        "name": "wlan",
+        "bandwidth_mbps": 30.0,
+        "rtt_ms": 20.0,
+        "rtt_std_ms": 10.0,
+        "loss": 0.007,
+    },
 }
 
 SCENARIO_DEFAULTS: dict = {
@@ -51,7 +63,11 @@ SCENARIO_DEFAULTS: dict = {
     "min_window_packets": 2,
     "max_duration_s": 120.0,
     "ack": {"every": 2, "max_delay_ms": 25.0, "size_bytes": 50},
-    "flow_control": {"initial_window_bytes": 786432, "max_window_bytes": 15728640, "autotune": True},
+    "flow_control": {
+        "initial_window_bytes": 786432,
+        "max_window_bytes": 15728640,
+        "autotune": True,
+    },
     "cc": "olia",
     "hystart": True,
     "setup": dict(SETUP_DEFAULTS),
@@ -88,8 +104,8 @@ PATH_DEFAULTS: dict = {
 #: :func:`random_condition_schedule`.
 TABLE1_RANGES: dict[str, tuple[float, float]] = {
     f: (min(link[f] for link in LINKS.values()), max(link[f] for link in LINKS.values()))
-    for f in SCHEDULE_FIELDS}
-
+    for f in SCHEDULE_FIELDS
+}
 
 
 def _number(value, key: str, lo: float = 0.0, hi: float = math.inf, lo_open: bool = False) -> float:
@@ -108,11 +124,15 @@ def normalise_pacing(value) -> dict:
     if isinstance(value, bool):
         return {**PACING_DEFAULTS, "enabled": value}
     if not isinstance(value, dict):
-        raise ConfigError(f"scenario.pacing: expected true, false or a mapping of {sorted(PACING_DEFAULTS)}, "
-                          f"got {value!r}")
+        raise ConfigError(
+            f"scenario.pacing: expected true, false or a mapping of {sorted(PACING_DEFAULTS)}, "
+            f"got {value!r}"
+        )
     out = merge_defaults(PACING_DEFAULTS, value, "scenario.pacing")
     if not isinstance(out["enabled"], bool):
-        raise ConfigError(f"scenario.pacing.enabled: expected true or false, got {out['enabled']!r}")
+        raise ConfigError(
+            f"scenario.pacing.enabled: expected true or false, got {out['enabled']!r}"
+        )
     out["gain"] = _number(out["gain"], "scenario.pacing.gain", 0.0, lo_open=True)
     out["burst_packets"] = int(_number(out["burst_packets"], "scenario.pacing.burst_packets", 1))
     out["min_delay_ms"] = _number(out["min_delay_ms"], "scenario.pacing.min_delay_ms", 0.0)
@@ -139,16 +159,24 @@ def normalise_path(pcfg, i: int) -> dict:
             p["bandwidth_mbps"] = None
             sources.remove("bandwidth_mbps")
     if len(sources) != 1:
-        raise ConfigError(f"{key}: give exactly one of bandwidth_mbps, trace, synthetic (got {sources or 'none'})")
+        raise ConfigError(
+            f"{key}: give exactly one of bandwidth_mbps, trace, synthetic (got {sources or 'none'})"
+        )
     if p["bandwidth_mbps"] is not None:
-        p["bandwidth_mbps"] = _number(p["bandwidth_mbps"], f"{key}.bandwidth_mbps", 0.0, lo_open=True)
+        p["bandwidth_mbps"] = _number(
+            p["bandwidth_mbps"], f"{key}.bandwidth_mbps", 0.0, lo_open=True
+        )
     p["rtt_ms"] = _number(p["rtt_ms"], f"{key}.rtt_ms", 0.0, lo_open=True)
     p["rtt_std_ms"] = _number(p["rtt_std_ms"], f"{key}.rtt_std_ms", 0.0)
     p["loss"] = _number(p["loss"], f"{key}.loss", 0.0, 1.0)
     if p["loss"] >= 1.0:
-        raise ConfigError(f"{key}.loss: {p['loss']} would lose every packet (give a probability below 1)")
+        raise ConfigError(
+            f"{key}.loss: {p['loss']} would lose every packet (give a probability below 1)"
+        )
     if p["loss_model"] not in ("bernoulli", "gilbert_elliott"):
-        raise ConfigError(f"{key}.loss_model: unknown {p['loss_model']!r}; choose bernoulli or gilbert_elliott")
+        raise ConfigError(
+            f"{key}.loss_model: unknown {p['loss_model']!r}; choose bernoulli or gilbert_elliott"
+        )
     if p["loss_model"] == "gilbert_elliott":
         ge = plain_mapping(p["ge"])
         need = {"p_gb", "p_bg", "loss_good", "loss_bad"}
@@ -165,16 +193,21 @@ def normalise_path(pcfg, i: int) -> dict:
         if not isinstance(p[flag], bool):
             raise ConfigError(f"{key}.{flag}: expected true or false, got {p[flag]!r}")
     if p["return_bandwidth_mbps"] is not None:
-        p["return_bandwidth_mbps"] = _number(p["return_bandwidth_mbps"], f"{key}.return_bandwidth_mbps",
-                                             0.0, lo_open=True)
+        p["return_bandwidth_mbps"] = _number(
+            p["return_bandwidth_mbps"], f"{key}.return_bandwidth_mbps", 0.0, lo_open=True
+        )
     if p["schedule"] is not None:
         p["schedule"] = normalise_schedule(p["schedule"], f"{key}.schedule")
         fields = {f for seg in p["schedule"]["segments"] for f in seg}
         if "bandwidth_mbps" in fields and p["bandwidth_mbps"] is None:
-            raise ConfigError(f"{key}.schedule: bandwidth_mbps can only be scheduled on a path with a constant "
-                              "bandwidth_mbps (not a trace or synthetic capacity)")
+            raise ConfigError(
+                f"{key}.schedule: bandwidth_mbps can only be scheduled on a path with a constant "
+                "bandwidth_mbps (not a trace or synthetic capacity)"
+            )
         if "loss" in fields and p["loss_model"] != "bernoulli":
-            raise ConfigError(f"{key}.schedule: loss can only be scheduled with loss_model bernoulli")
+            raise ConfigError(
+                f"{key}.schedule: loss can only be scheduled with loss_model bernoulli"
+            )
     if p["name"] is None:
         p["name"] = p["link"] or f"path{i}"
     return p
@@ -198,33 +231,45 @@ def normalise_schedule(schedule, key: str = "schedule") -> dict:
     previous segment's value (the path's own before the first segment).
     """
     if isinstance(schedule, (str, bytes)) or not isinstance(schedule, (Mapping, Sequence)):
-        raise ConfigError(f"{key}: expected a list of segments or {{segments: [...], period_s: ...}}, "
-                          f"got {schedule!r}")
+        raise ConfigError(
+            f"{key}: expected a list of segments or {{segments: [...], period_s: ...}}, "
+            f"got {schedule!r}"
+        )
     if isinstance(schedule, Mapping):
         sched = plain_mapping(schedule)
         unknown = set(sched) - {"segments", "period_s"}
         if unknown:
-            raise ConfigError(f"{key}: unknown key(s) {sorted(unknown)}; known: ['period_s', 'segments']")
+            raise ConfigError(
+                f"{key}: unknown key(s) {sorted(unknown)}; known: ['period_s', 'segments']"
+            )
         segments, period = sched.get("segments"), sched.get("period_s")
     else:
         segments, period = list(schedule), None
     if isinstance(segments, (str, bytes)) or not isinstance(segments, Sequence) or not segments:
-        raise ConfigError(f"{key}: give a non-empty list of segments {{at_s: ..., rtt_ms: ..., ...}}")
+        raise ConfigError(
+            f"{key}: give a non-empty list of segments {{at_s: ..., rtt_ms: ..., ...}}"
+        )
     out, last = [], -1.0
     for k, seg in enumerate(segments):
         where = f"{key}[{k}]"
         if not isinstance(seg, Mapping):
-            raise ConfigError(f"{where}: expected a mapping {{at_s: ..., rtt_ms: ..., ...}}, got {seg!r}")
+            raise ConfigError(
+                f"{where}: expected a mapping {{at_s: ..., rtt_ms: ..., ...}}, got {seg!r}"
+            )
         seg = {f: v for f, v in plain_mapping(seg).items() if v is not None}
         unknown = set(seg) - {"at_s", *SCHEDULE_FIELDS}
         if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(('at_s',) + SCHEDULE_FIELDS)}")
+            raise ConfigError(
+                f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(('at_s',) + SCHEDULE_FIELDS)}"
+            )
         if "at_s" not in seg:
             raise ConfigError(f"{where}: missing at_s (segment start time [s])")
         at = _number(seg["at_s"], f"{where}.at_s", 0.0)
         if at <= last:
-            raise ConfigError(f"{where}.at_s: {at} does not come after the previous segment's {last}; "
-                              "start times must strictly increase")
+            raise ConfigError(
+                f"{where}.at_s: {at} does not come after the previous segment's {last}; "
+                "start times must strictly increase"
+            )
         last = at
         norm = {"at_s": at}
         for f in SCHEDULE_FIELDS:
@@ -234,13 +279,19 @@ def normalise_schedule(schedule, key: str = "schedule") -> dict:
     if period is not None:
         period = _number(period, f"{key}.period_s", 0.0, lo_open=True)
         if period <= last:
-            raise ConfigError(f"{key}.period_s: {period} must exceed the last segment's at_s {last}")
+            raise ConfigError(
+                f"{key}.period_s: {period} must exceed the last segment's at_s {last}"
+            )
     return {"segments": out, "period_s": period}
 
 
-def random_condition_schedule(rng: np.random.Generator, interval_s: float, n_segments: int,
-                              ranges: Mapping[str, tuple[float, float]] | None = None,
-                              start_s: float = 0.0) -> list[dict]:
+def random_condition_schedule(
+    rng: np.random.Generator,
+    interval_s: float,
+    n_segments: int,
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    start_s: float = 0.0,
+) -> list[dict]:
     """A schedule of ``n_segments`` random conditions, one every ``interval_s`` [s].
 
     Segment ``k`` starts at ``start_s + k * interval_s`` [s] and sets each
@@ -254,13 +305,21 @@ def random_condition_schedule(rng: np.random.Generator, interval_s: float, n_seg
     """
     interval_s = _number(interval_s, "random_condition_schedule.interval_s", 0.0, lo_open=True)
     start_s = _number(start_s, "random_condition_schedule.start_s", 0.0)
-    if isinstance(n_segments, bool) or not isinstance(n_segments, (int, np.integer)) or n_segments < 1:
-        raise ConfigError(f"random_condition_schedule.n_segments: expected an integer >= 1, got {n_segments!r}")
+    if (
+        isinstance(n_segments, bool)
+        or not isinstance(n_segments, (int, np.integer))
+        or n_segments < 1
+    ):
+        raise ConfigError(
+            f"random_condition_schedule.n_segments: expected an integer >= 1, got {n_segments!r}"
+        )
     ranges = dict(TABLE1_RANGES if ranges is None else ranges)
     unknown = set(ranges) - set(SCHEDULE_FIELDS)
     if unknown or not ranges:
-        raise ConfigError(f"random_condition_schedule.ranges: fields must be a non-empty subset of "
-                          f"{list(SCHEDULE_FIELDS)} (got {sorted(ranges)})")
+        raise ConfigError(
+            f"random_condition_schedule.ranges: fields must be a non-empty subset of "
+            f"{list(SCHEDULE_FIELDS)} (got {sorted(ranges)})"
+        )
     segments = [{"at_s": start_s + k * interval_s} for k in range(int(n_segments))]
     for f in SCHEDULE_FIELDS:
         if f not in ranges:
@@ -268,7 +327,9 @@ def random_condition_schedule(rng: np.random.Generator, interval_s: float, n_seg
         try:
             lo, hi = ranges[f]
         except (TypeError, ValueError):
-            raise ConfigError(f"random_condition_schedule.ranges.{f}: expected (lo, hi), got {ranges[f]!r}") from None
+            raise ConfigError(
+                f"random_condition_schedule.ranges.{f}: expected (lo, hi), got {ranges[f]!r}"
+            ) from None
         lo = _segment_value(f, lo, f"random_condition_schedule.ranges.{f}")
         hi = _segment_value(f, hi, f"random_condition_schedule.ranges.{f}")
         if hi < lo:
@@ -286,14 +347,22 @@ def normalise_scenario(cfg) -> dict:
         raise ConfigError("scenario.paths: give at least one path")
     s["paths"] = [normalise_path(p, i) for i, p in enumerate(paths)]
     s["packet_size"] = int(_number(s["packet_size"], "scenario.packet_size", 100, 65527))
-    s["header_bytes"] = int(_number(s["header_bytes"], "scenario.header_bytes", 0, s["packet_size"] - 1))
-    s["initial_window_packets"] = int(_number(s["initial_window_packets"], "scenario.initial_window_packets", 1))
-    s["min_window_packets"] = int(_number(s["min_window_packets"], "scenario.min_window_packets", 1))
+    s["header_bytes"] = int(
+        _number(s["header_bytes"], "scenario.header_bytes", 0, s["packet_size"] - 1)
+    )
+    s["initial_window_packets"] = int(
+        _number(s["initial_window_packets"], "scenario.initial_window_packets", 1)
+    )
+    s["min_window_packets"] = int(
+        _number(s["min_window_packets"], "scenario.min_window_packets", 1)
+    )
     s["max_duration_s"] = _number(s["max_duration_s"], "scenario.max_duration_s", 0.0, lo_open=True)
     for key in ("ack", "flow_control"):
         if not isinstance(s[key], dict):
-            raise ConfigError(f"scenario.{key}: expected a mapping of {sorted(SCENARIO_DEFAULTS[key])}, "
-                              f"got {s[key]!r}")
+            raise ConfigError(
+                f"scenario.{key}: expected a mapping of {sorted(SCENARIO_DEFAULTS[key])}, "
+                f"got {s[key]!r}"
+            )
     if not isinstance(s["hystart"], bool):
         raise ConfigError(f"scenario.hystart: expected true or false, got {s['hystart']!r}")
     s["setup"] = normalise_setup(s["setup"])
@@ -301,10 +370,20 @@ def normalise_scenario(cfg) -> dict:
     s["ack"]["every"] = int(_number(s["ack"]["every"], "scenario.ack.every", 1))
     s["ack"]["max_delay_ms"] = _number(s["ack"]["max_delay_ms"], "scenario.ack.max_delay_ms", 0.0)
     fc = s["flow_control"]
-    fc["initial_window_bytes"] = int(_number(fc["initial_window_bytes"], "scenario.flow_control.initial_window_bytes",
-                                             s["packet_size"]))
-    fc["max_window_bytes"] = int(_number(fc["max_window_bytes"], "scenario.flow_control.max_window_bytes",
-                                         fc["initial_window_bytes"]))
+    fc["initial_window_bytes"] = int(
+        _number(
+            fc["initial_window_bytes"],
+            "scenario.flow_control.initial_window_bytes",
+            s["packet_size"],
+        )
+    )
+    fc["max_window_bytes"] = int(
+        _number(
+            fc["max_window_bytes"],
+            "scenario.flow_control.max_window_bytes",
+            fc["initial_window_bytes"],
+        )
+    )
     return s
 
 
@@ -347,7 +426,9 @@ def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:
         out = gen(**spec)
     except TypeError as e:
         raise ConfigError(f"synthetic {kind}: {e}") from None
-    return out if isinstance(out, PathTrace) else PathTrace(capacity=out, source=f"synthetic:{kind}")
+    return (
+        out if isinstance(out, PathTrace) else PathTrace(capacity=out, source=f"synthetic:{kind}")
+    )
 
 
 def cc_options(name, scenario: dict) -> dict:
@@ -388,17 +469,24 @@ class Emulation:
         child = self._child()
         trace_seq, delay_seq, loss_seq = child.spawn(3)
         if p["bandwidth_mbps"] is not None:
-            ptrace = PathTrace(CapacityTrace.constant(p["bandwidth_mbps"] * 1e6 / 8, name=p["name"]))
+            ptrace = PathTrace(
+                CapacityTrace.constant(p["bandwidth_mbps"] * 1e6 / 8, name=p["name"])
+            )
         else:
-            ptrace = load_path_trace(p["trace"] if p["trace"] is not None else p["synthetic"], trace_seq)
+            ptrace = load_path_trace(
+                p["trace"] if p["trace"] is not None else p["synthetic"], trace_seq
+            )
         delay_series = ptrace.delay if p["trace_delay"] else None
         loss_series = ptrace.loss if p["trace_loss"] else None
         offset = p["trace_start_s"]
         if offset == "random":
             offset = float(np.random.default_rng(trace_seq).uniform(0.0, ptrace.capacity.period))
         schedule = p.get("schedule")
-        segments = resolve_schedule(p, schedule, delay_series is not None, loss_series is not None) \
-            if schedule is not None else None
+        segments = (
+            resolve_schedule(p, schedule, delay_series is not None, loss_series is not None)
+            if schedule is not None
+            else None
+        )
 
         def bdp_buffer(rate: float, rtt_s: float) -> int:
             bdp_packets = rate * rtt_s / scenario["packet_size"]
@@ -406,7 +494,9 @@ class Emulation:
 
         link = self.shared_links.get(p["shared_link"]) if p["shared_link"] else None
         if link is not None:
-            check_shared_steps(p, self._shared_steps[p["shared_link"]], bandwidth_steps(p, segments))
+            check_shared_steps(
+                p, self._shared_steps[p["shared_link"]], bandwidth_steps(p, segments)
+            )
         # a buffer sized by buffer_bdp follows each scheduled segment's BDP
         # (one link per path only: a shared queue keeps its size)
         buffer_follows = False
@@ -418,61 +508,114 @@ class Emulation:
             else:
                 buffer_packets = p["buffer_packets"]
             capacity = ptrace.capacity
-            if segments is not None and any(c["bandwidth_mbps"] != p["bandwidth_mbps"] for _, c in segments):
+            if segments is not None and any(
+                c["bandwidth_mbps"] != p["bandwidth_mbps"] for _, c in segments
+            ):
                 # scheduled times are emulated time: the curve starts at t=0, no trace offset
-                capacity = scheduled_capacity(segments, schedule["period_s"], p["bandwidth_mbps"], p["name"])
+                capacity = scheduled_capacity(
+                    segments, schedule["period_s"], p["bandwidth_mbps"], p["name"]
+                )
                 offset_link = 0.0
             else:
                 offset_link = offset
-            link = Link(capacity, buffer_packets, p["buffer_bytes"], name=p["name"], offset=offset_link)
+            link = Link(
+                capacity, buffer_packets, p["buffer_bytes"], name=p["name"], offset=offset_link
+            )
             if p["shared_link"]:
                 self.shared_links[p["shared_link"]] = link
                 self._shared_steps[p["shared_link"]] = bandwidth_steps(p, segments)
         cv = p["rtt_std_ms"] / p["rtt_ms"]
-        delay = DelayModel(p["rtt_ms"] / 1000, cv, np.random.default_rng(delay_seq), delay_series, offset)
-        loss = LossModel(p["loss"], np.random.default_rng(loss_seq), loss_series,
-                         p["ge"] if p["loss_model"] == "gilbert_elliott" else None, offset)
+        delay = DelayModel(
+            p["rtt_ms"] / 1000, cv, np.random.default_rng(delay_seq), delay_series, offset
+        )
+        loss = LossModel(
+            p["loss"],
+            np.random.default_rng(loss_seq),
+            loss_series,
+            p["ge"] if p["loss_model"] == "gilbert_elliott" else None,
+            offset,
+        )
         ret = None
         if p["return_bandwidth_mbps"] is not None:
-            ret = Link(CapacityTrace.constant(p["return_bandwidth_mbps"] * 1e6 / 8), None, None,
-                       name=p["name"] + "-ret")
+            ret = Link(
+                CapacityTrace.constant(p["return_bandwidth_mbps"] * 1e6 / 8),
+                None,
+                None,
+                name=p["name"] + "-ret",
+            )
         if segments is None:
             return Path(link, delay, loss, ret, name=p["name"])
 
         def segment_buffer(c: dict) -> int | None:
             if not buffer_follows:
                 return None
-            rate = ptrace.capacity.mean_rate if c["bandwidth_mbps"] is None else c["bandwidth_mbps"] * 1e6 / 8
+            rate = (
+                ptrace.capacity.mean_rate
+                if c["bandwidth_mbps"] is None
+                else c["bandwidth_mbps"] * 1e6 / 8
+            )
             return bdp_buffer(rate, 2 * delay_series.mean if c["rtt_trace"] else c["rtt_ms"] / 1000)
 
         # same expressions as the DelayModel/LossModel above: a segment holding
         # the path's own values sets bit-identical numbers
-        states = [PathState(mean_rtt=c["rtt_ms"] / 1000, cv=c["rtt_std_ms"] / c["rtt_ms"],
-                            delay_series=delay_series if c["rtt_trace"] else None,
-                            loss=c["loss"], loss_series=loss_series if c["loss_trace"] else None,
-                            buffer_packets=segment_buffer(c)) for _, c in segments]
-        return ScheduledPath(link, delay, loss, ret, name=p["name"], times=[t for t, _ in segments],
-                             states=states, period=schedule["period_s"])
+        states = [
+            PathState(
+                mean_rtt=c["rtt_ms"] / 1000,
+                cv=c["rtt_std_ms"] / c["rtt_ms"],
+                delay_series=delay_series if c["rtt_trace"] else None,
+                loss=c["loss"],
+                loss_series=loss_series if c["loss_trace"] else None,
+                buffer_packets=segment_buffer(c),
+            )
+            for _, c in segments
+        ]
+        return ScheduledPath(
+            link,
+            delay,
+            loss,
+            ret,
+            name=p["name"],
+            times=[t for t, _ in segments],
+            states=states,
+            period=schedule["period_s"],
+        )
 
-    def connect(self, scenario, scheduler, name: str | None = None, normalised: bool = False) -> Connection:
+    def connect(
+        self, scenario, scheduler, name: str | None = None, normalised: bool = False
+    ) -> Connection:
         """Build a connection for a raw scenario dict, or for the output of
         :func:`normalise_scenario` with ``normalised=True`` (not normalised again)."""
         s = scenario if normalised else normalise_scenario(scenario)
         paths = [self.build_path(p, s) for p in s["paths"]]
         group = CouplingGroup()
-        ccs = [make_cc(p["cc"] or s["cc"], s["packet_size"], s["initial_window_packets"],
-                       group=group, min_window_packets=s["min_window_packets"], **cc_options(p["cc"] or s["cc"], s))
-               for p in s["paths"]]
+        ccs = [
+            make_cc(
+                p["cc"] or s["cc"],
+                s["packet_size"],
+                s["initial_window_packets"],
+                group=group,
+                min_window_packets=s["min_window_packets"],
+                **cc_options(p["cc"] or s["cc"], s),
+            )
+            for p in s["paths"]
+        ]
         conn = Connection(
-            self.sim, paths, ccs, scheduler,
-            packet_size=s["packet_size"], header_bytes=s["header_bytes"],
-            ack_every=s["ack"]["every"], max_ack_delay=s["ack"]["max_delay_ms"] / 1000,
+            self.sim,
+            paths,
+            ccs,
+            scheduler,
+            packet_size=s["packet_size"],
+            header_bytes=s["header_bytes"],
+            ack_every=s["ack"]["every"],
+            max_ack_delay=s["ack"]["max_delay_ms"] / 1000,
             ack_size=s["ack"]["size_bytes"],
             fc_initial_window=s["flow_control"]["initial_window_bytes"],
             fc_max_window=s["flow_control"]["max_window_bytes"],
             fc_autotune=bool(s["flow_control"]["autotune"]),
-            setup=s["setup"], pacing=s["pacing"],
-            name=name or f"conn{len(self.connections)}")
+            setup=s["setup"],
+            pacing=s["pacing"],
+            name=name or f"conn{len(self.connections)}",
+        )
         self.connections.append(conn)
         return conn
 
@@ -485,5 +628,14 @@ class Emulation:
             conn.close()
 
 
-__all__ = ["LINKS", "Emulation", "normalise_scenario", "normalise_path", "FalconInputError",
-           "SCHEDULE_FIELDS", "TABLE1_RANGES", "normalise_schedule", "random_condition_schedule"]
+__all__ = [
+    "LINKS",
+    "Emulation",
+    "normalise_scenario",
+    "normalise_path",
+    "FalconInputError",
+    "SCHEDULE_FIELDS",
+    "TABLE1_RANGES",
+    "normalise_schedule",
+    "random_condition_schedule",
+]

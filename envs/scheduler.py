@@ -155,8 +155,15 @@ class Trainable:
     Subclasses: DQN-On, DQN-Off, Peekaboo, FALCON.
     """
 
-    def fit(self, scenario, app, seed: int = 0, log: Callable | None = None, progress: bool = True,
-            **train) -> Mapping[str, float] | None:
+    def fit(
+        self,
+        scenario,
+        app,
+        seed: int = 0,
+        log: Callable | None = None,
+        progress: bool = True,
+        **train,
+    ) -> Mapping[str, float] | None:
         raise NotImplementedError
 
 

@@ -43,12 +43,14 @@ class SentPackets:
         self.off = column("q", ROWS)
         self.length = column("q", ROWS)
         self.state = column("q", ROWS)
-        self.lo = 0          # oldest packet number that may be in flight [pn]
-        self.hi = 0          # next packet number
-        self.n = 0           # packets in flight
+        self.lo = 0  # oldest packet number that may be in flight [pn]
+        self.hi = 0  # next packet number
+        self.n = 0  # packets in flight
         self.mask = ROWS - 1
 
-    def add(self, pn: int, t_sent: float, size: int, sid: int, off: int, length: int, shared: bool) -> None:
+    def add(
+        self, pn: int, t_sent: float, size: int, sid: int, off: int, length: int, shared: bool
+    ) -> None:
         """Record packet ``pn`` (the next number: ``hi``) as sent at ``t_sent`` [s]."""
         if pn != self.hi:
             raise ValueError(f"packet {pn} sent out of order: the next packet number is {self.hi}")
@@ -120,7 +122,9 @@ class SentPackets:
         pn = self.lo
         while pn < end:
             i = pn & self.mask
-            if self.state[i] != 0 and not (self.t_sent[i] + loss_delay <= now or largest >= pn + packet_threshold):
+            if self.state[i] != 0 and not (
+                self.t_sent[i] + loss_delay <= now or largest >= pn + packet_threshold
+            ):
                 return pn
             pn += 1
         return pn

@@ -77,9 +77,19 @@ HANDSHAKE_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 2, "zero_rtt
 #: it may open another path (QUIC: handshake confirmed; MPTCP: the TCP handshake before MP_JOIN)
 CLIENT_READY_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 1, "zero_rtt": 1}
 MUTUAL = "mutual"
-SETUP_DEFAULTS: dict = {"handshake": "quic", "path_validation": MUTUAL, "rtt_samples": True, "handshake_link": True}
+SETUP_DEFAULTS: dict = {
+    "handshake": "quic",
+    "path_validation": MUTUAL,
+    "rtt_samples": True,
+    "handshake_link": True,
+}
 #: ``setup: none``: today's model (no handshake, every path open at once)
-SETUP_NONE: dict = {"handshake": "none", "path_validation": False, "rtt_samples": False, "handshake_link": False}
+SETUP_NONE: dict = {
+    "handshake": "none",
+    "path_validation": False,
+    "rtt_samples": False,
+    "handshake_link": False,
+}
 #: ``handshake_link: true``: the server's setup datagram on the wire [bytes] (a full Initial's
 #: 1200 bytes of UDP payload, RFC 9000 §14.1, which tquic's coalesced Initial + Handshake fills, plus IPv4 and UDP)
 FLIGHT_BYTES = 1228
@@ -94,21 +104,29 @@ def normalise_setup(value) -> dict:
     if isinstance(value, str):
         value = dict(SETUP_NONE) if value == "none" else {"handshake": value}
     if not isinstance(value, dict):
-        raise ConfigError(f"scenario.setup: expected none, a handshake name or a mapping "
-                          f"{{handshake, path_validation, rtt_samples}}, got {value!r}")
+        raise ConfigError(
+            f"scenario.setup: expected none, a handshake name or a mapping "
+            f"{{handshake, path_validation, rtt_samples}}, got {value!r}"
+        )
     unknown = set(value) - set(SETUP_DEFAULTS)
     if unknown:
-        raise ConfigError(f"scenario.setup: unknown key(s) {sorted(unknown)}; known: {sorted(SETUP_DEFAULTS)}")
+        raise ConfigError(
+            f"scenario.setup: unknown key(s) {sorted(unknown)}; known: {sorted(SETUP_DEFAULTS)}"
+        )
     out = {**SETUP_DEFAULTS, **value}
     if not isinstance(out["handshake"], str) or out["handshake"] not in HANDSHAKE_RTTS:
-        raise ConfigError(f"scenario.setup.handshake: unknown {out['handshake']!r}; "
-                          f"choose one of {list(HANDSHAKE_RTTS)}")
+        raise ConfigError(
+            f"scenario.setup.handshake: unknown {out['handshake']!r}; "
+            f"choose one of {list(HANDSHAKE_RTTS)}"
+        )
     for key in ("rtt_samples", "handshake_link"):
         if not isinstance(out[key], bool):
             raise ConfigError(f"scenario.setup.{key}: expected true or false, got {out[key]!r}")
     if not isinstance(out["path_validation"], bool) and out["path_validation"] != MUTUAL:
-        raise ConfigError(f"scenario.setup.path_validation: expected true, false or {MUTUAL!r}, "
-                          f"got {out['path_validation']!r}")
+        raise ConfigError(
+            f"scenario.setup.path_validation: expected true, false or {MUTUAL!r}, "
+            f"got {out['path_validation']!r}"
+        )
     return out
 
 
@@ -148,15 +166,17 @@ def setup_timeline(paths, setup: dict, t0: float) -> tuple[float, list[float], l
     for _ in range(k):
         rtt0 = _round_trip(paths[0], t, d0.sample_rtt(t), on_link)
         t += rtt0
-    t_up = t + 0.5 * d0.sample_rtt(t)          # the request's trip to the server
+    t_up = t + 0.5 * d0.sample_rtt(t)  # the request's trip to the server
     opens, rtts = [t_up], [rtt0]
     validation = setup["path_validation"]
     if validation == MUTUAL:
         hs = CLIENT_READY_RTTS[setup["handshake"]]
-        t_hs = t if hs == k else t0 + d0.sample_rtt(t0)    # zero_rtt: the handshake still takes a round trip
+        t_hs = (
+            t if hs == k else t0 + d0.sample_rtt(t0)
+        )  # zero_rtt: the handshake still takes a round trip
         for p in paths[1:]:
             rtt = p.delay.sample_rtt(t_hs)
-            if on_link:                          # the server's own challenge leaves half of it later
+            if on_link:  # the server's own challenge leaves half of it later
                 server = _round_trip(p, t_hs + 0.5 * rtt, rtt, on_link)
                 opens.append(t_hs + 0.5 * rtt + server)
                 rtts.append(server)
@@ -186,7 +206,7 @@ def establish(conn) -> float:
             ps.is_open = False
             conn.sim.schedule(t, _open_path, (conn, ps.index, rtt))
         elif rtt is not None:
-            ps.update_rtt(rtt, 0.0)    # path 0: known when the request arrives, before any data
+            ps.update_rtt(rtt, 0.0)  # path 0: known when the request arrives, before any data
     return t_up
 
 
@@ -198,5 +218,15 @@ def _open_path(arg) -> None:
     conn._on_path_open(index)
 
 
-__all__ = ["HANDSHAKE_RTTS", "CLIENT_READY_RTTS", "MUTUAL", "SETUP_DEFAULTS", "SETUP_NONE", "FLIGHT_BYTES", "establish",
-           "normalise_setup", "setup_timeline", "crossed"]
+__all__ = [
+    "HANDSHAKE_RTTS",
+    "CLIENT_READY_RTTS",
+    "MUTUAL",
+    "SETUP_DEFAULTS",
+    "SETUP_NONE",
+    "FLIGHT_BYTES",
+    "establish",
+    "normalise_setup",
+    "setup_timeline",
+    "crossed",
+]

@@ -71,8 +71,22 @@ def collector_paused():
 
 
 class Simulator:
-    __slots__ = ("now", "heap", "seq", "stopped", "events_processed",
-                 "_n", "_next_seq", "_time", "_order", "_slot", "_free", "_nfree", "_cb", "_arg")
+    __slots__ = (
+        "now",
+        "heap",
+        "seq",
+        "stopped",
+        "events_processed",
+        "_n",
+        "_next_seq",
+        "_time",
+        "_order",
+        "_slot",
+        "_free",
+        "_nfree",
+        "_cb",
+        "_arg",
+    )
 
     def __init__(self):
         self.now = 0.0
@@ -130,7 +144,7 @@ class Simulator:
         self.stopped = False
         collecting = gc.isenabled()
         if collecting:
-            gc.disable()              # see the module docstring
+            gc.disable()  # see the module docstring
         try:
             if COMPILED:
                 while self._n > 0:
@@ -259,7 +273,9 @@ class Simulator:
 
 def _doubled(kind: str, col):
     """A typed column (``kind`` 'd' or 'q') twice as long as ``col``: its values, then zeros."""
-    return np.concatenate((np.asarray(col), np.zeros(len(col), np.float64 if kind == "d" else np.int64)))
+    return np.concatenate(
+        (np.asarray(col), np.zeros(len(col), np.float64 if kind == "d" else np.int64))
+    )
 
 
 def _free_slots(first: int, stop: int):

@@ -11,8 +11,17 @@ import math
 class SendStream:
     """Sender side of a stream: unsent byte ranges (sorted, disjoint)."""
 
-    __slots__ = ("stream_id", "size", "weight", "priority", "release_time", "unsent",
-                 "unsent_bytes", "sent_offset", "swrr_current")
+    __slots__ = (
+        "stream_id",
+        "size",
+        "weight",
+        "priority",
+        "release_time",
+        "unsent",
+        "unsent_bytes",
+        "sent_offset",
+        "swrr_current",
+    )
 
     def __init__(self, stream_id, size, weight=1.0, priority=0, release_time=0.0):
         self.stream_id = stream_id
@@ -22,7 +31,7 @@ class SendStream:
         self.release_time = release_time
         self.unsent = [[0, size]]
         self.unsent_bytes = size
-        self.sent_offset = 0       # highest offset handed out so far
+        self.sent_offset = 0  # highest offset handed out so far
         self.swrr_current = 0.0
 
     @property
@@ -50,18 +59,18 @@ class SendStream:
             while j < len(unsent) - 1 and unsent[j][1] <= target:
                 j += 1
             gapped = max(unsent[j][0], min(target, unsent[j][1] - 1))
-            if gapped < high or gapped - high < credit:   # affordable: take the gap
+            if gapped < high or gapped - high < credit:  # affordable: take the gap
                 k, start = j, gapped
         iv = unsent[k]
         length = iv[1] - start
         if max_len < length:
             length = max_len
-        room = high - start + credit          # bytes that fit under the credit from start
+        room = high - start + credit  # bytes that fit under the credit from start
         if room < length:
             length = int(room) if room > 0 else 0
         if length <= 0:
             return start, 0, 0
-        if start > iv[0]:                      # split the interval around the taken range
+        if start > iv[0]:  # split the interval around the taken range
             unsent.insert(k + 1, [start + length, iv[1]])
             iv[1] = start
             if unsent[k + 1][0] >= unsent[k + 1][1]:
@@ -108,7 +117,7 @@ class RecvStream:
     def __init__(self, size):
         self.size = size
         self.next_offset = 0
-        self.ooo: dict[int, int] = {}   # offset -> length, frames above a hole
+        self.ooo: dict[int, int] = {}  # offset -> length, frames above a hole
         self.complete_time = -1.0
 
 

@@ -29,8 +29,10 @@ from envs.scheduler import Scheduler
 from envs.setup import SETUP_NONE
 from envs.streams import RecvStream, SendStream, any_holes, wrr_pick
 
-REASK_DELAY = 0.001             # s; see Connection._maybe_reask
-OQS_SERIES_CAP = 2**18          # OQS samples kept (Receiver._record_oqs); an episode sends far fewer packets
+REASK_DELAY = 0.001  # s; see Connection._maybe_reask
+OQS_SERIES_CAP = (
+    2**18
+)  # OQS samples kept (Receiver._record_oqs); an episode sends far fewer packets
 INF = math.inf
 
 
@@ -41,14 +43,31 @@ class Connection(Recovery):
     is called back when a stream is fully delivered in order to the client.
     """
 
-    def __init__(self, sim, paths, ccs, scheduler: Scheduler, *, packet_size=1350,
-                 header_bytes=60, ack_every=2, max_ack_delay=0.025, ack_size=50,
-                 fc_initial_window=786432, fc_max_window=15728640, fc_autotune=True,
-                 record_oqs=True, oqs_series_cap=OQS_SERIES_CAP, setup=None, pacing=None, name="conn"):
+    def __init__(
+        self,
+        sim,
+        paths,
+        ccs,
+        scheduler: Scheduler,
+        *,
+        packet_size=1350,
+        header_bytes=60,
+        ack_every=2,
+        max_ack_delay=0.025,
+        ack_size=50,
+        fc_initial_window=786432,
+        fc_max_window=15728640,
+        fc_autotune=True,
+        record_oqs=True,
+        oqs_series_cap=OQS_SERIES_CAP,
+        setup=None,
+        pacing=None,
+        name="conn",
+    ):
         self.sim = sim
         self.name = name
         self.scheduler = scheduler
-        self.native_rule = rule_code(scheduler)   # envs.rules: decisions without a Python call
+        self.native_rule = rule_code(scheduler)  # envs.rules: decisions without a Python call
         # the per-packet events' callbacks, bound once (binding a method allocates)
         self._data_event, self._ack_event = self._on_data_arrival, self._on_ack
         self.mss = packet_size
@@ -56,33 +75,48 @@ class Connection(Recovery):
         if self.payload <= 0:
             raise ValueError("packet_size must exceed header_bytes")
         self.header_bytes = header_bytes
-        self.paths = [PathSender(i, p, cc, packet_size, self.payload, max_ack_delay, sim, pacing)
-                      for i, (p, cc) in enumerate(zip(paths, ccs))]
-        self.paced, self._pace_wake_at = self.paths[0].pace_gain > 0.0, INF   # pacer on; its next wake-up [s]
+        self.paths = [
+            PathSender(i, p, cc, packet_size, self.payload, max_ack_delay, sim, pacing)
+            for i, (p, cc) in enumerate(zip(paths, ccs))
+        ]
+        self.paced, self._pace_wake_at = (
+            self.paths[0].pace_gain > 0.0,
+            INF,
+        )  # pacer on; its next wake-up [s]
         # streams
         self.send_streams: dict[int, SendStream] = {}
-        self.active: list[SendStream] = []       # released, with unsent data
+        self.active: list[SendStream] = []  # released, with unsent data
         self.recv_streams: dict[int, RecvStream] = {}
-        self.retx: deque = deque()                # (stream_id, offset, length) to resend
+        self.retx: deque = deque()  # (stream_id, offset, length) to resend
         self.retransmit_bytes = 0
         #: (stream, offset) of the acknowledged frames that had several copies (pruned): only
         #: those can be acknowledged twice or acknowledged and lost (envs.sent: shared records)
         self.acked_frames: set = set()
         self._prune_at = ACKED_PRUNE_MIN
-        self.fc_consumed = 0                      # sum of streams' highest offsets sent (flow control)
+        self.fc_consumed = 0  # sum of streams' highest offsets sent (flow control)
         self.bytes_acked = 0
-        self._pending_new = 0                     # released, not yet sent
-        self._blocked: tuple | None = None        # decision committed to a path without room
+        self._pending_new = 0  # released, not yet sent
+        self._blocked: tuple | None = None  # decision committed to a path without room
         self._reask_pending = False
-        self.max_data = fc_initial_window         # receiver's limit as known to the sender
-        self.peer_oqs = 0                         # the receiver's OQS as the latest ACK reported it [bytes]
-        self._init_receiver(ack_every, max_ack_delay, ack_size, fc_initial_window, fc_max_window, fc_autotune,
-                            record_oqs, oqs_series_cap)
+        self.max_data = fc_initial_window  # receiver's limit as known to the sender
+        self.peer_oqs = 0  # the receiver's OQS as the latest ACK reported it [bytes]
+        self._init_receiver(
+            ack_every,
+            max_ack_delay,
+            ack_size,
+            fc_initial_window,
+            fc_max_window,
+            fc_autotune,
+            record_oqs,
+            oqs_series_cap,
+        )
         self.app = None
         self.feedback = scheduler.wants_packet_feedback
         # re-injection (envs.reinject): copies sent [bytes, packets], per path the candidate search's start
         # and the last penalise() [s]
-        self.reinjects = bool(getattr(scheduler, "reinjects", False))   # asked also when no new data can go
+        self.reinjects = bool(
+            getattr(scheduler, "reinjects", False)
+        )  # asked also when no new data can go
         self.reinjected_bytes = self.reinjected_packets = 0
         self._reinject_from, self._penalised_at = [0] * len(self.paths), [-INF] * len(self.paths)
         self.start_time = sim.now
@@ -124,7 +158,11 @@ class Connection(Recovery):
     @property
     def flow_blocked(self) -> bool:
         """New data waits for connection flow-control credit (no hole to fill)."""
-        return self._pending_new > 0 and self.max_data <= self.fc_consumed and not any_holes(self.active)
+        return (
+            self._pending_new > 0
+            and self.max_data <= self.fc_consumed
+            and not any_holes(self.active)
+        )
 
     # the re-injection view and calls (envs.scheduler; bodies in envs.reinject)
     def reinject_source(self, path: int):
@@ -151,8 +189,9 @@ class Connection(Recovery):
         self.paths[index].is_open = True
         self.try_send()
 
-    def open_stream(self, stream_id: int, size: int, weight: float = 1.0, priority: int = 0,
-                    send: bool = True) -> None:
+    def open_stream(
+        self, stream_id: int, size: int, weight: float = 1.0, priority: int = 0, send: bool = True
+    ) -> None:
         """Release ``size`` bytes on a new stream now (the server has them).
         ``send=False`` defers the scheduling decision, so that an app opening
         several streams at one instant lets the scheduler see all of them."""
@@ -170,7 +209,9 @@ class Connection(Recovery):
     def _has_data(self) -> bool:
         if self.retx:
             return True
-        return self._pending_new > 0 and (self.max_data > self.fc_consumed or any_holes(self.active))
+        return self._pending_new > 0 and (
+            self.max_data > self.fc_consumed or any_holes(self.active)
+        )
 
     def try_send(self) -> None:
         """Ask the scheduler for decisions while there is data and a path to take it."""
@@ -190,11 +231,13 @@ class Connection(Recovery):
                 self._send_on(ps, blocked[1], blocked[2])
                 continue
             # tail: nothing new can be sent; only a re-injection may go (envs.reinject)
-            tail = not self.retx and (self._pending_new <= 0 or
-                                      (self.max_data <= self.fc_consumed and not any_holes(self.active)))
+            tail = not self.retx and (
+                self._pending_new <= 0
+                or (self.max_data <= self.fc_consumed and not any_holes(self.active))
+            )
             if tail and (not self.reinjects or not reinject.possible(self)):
                 return
-            for p in paths:   # a packet can be sent only if some path has room
+            for p in paths:  # a packet can be sent only if some path has room
                 if p.may_send(now):
                     break
             else:
@@ -206,11 +249,13 @@ class Connection(Recovery):
                 d = native_decision(self.native_rule, paths, self.scheduler, self, now)
             if d is None:
                 self._maybe_reask()
-                if not self.sim.stopped:   # else an outside agent decides and calls again (envs.gym_env)
+                if (
+                    not self.sim.stopped
+                ):  # else an outside agent decides and calls again (envs.gym_env)
                     self._arm_pace_wake(now)
                 return
             if tail and (type(d) is int or not d.reinject):
-                return                     # no copy asked for, and nothing else can go
+                return  # no copy asked for, and nothing else can go
             if type(d) is int:
                 ps = paths[d]
                 sid = None
@@ -228,8 +273,13 @@ class Connection(Recovery):
                 self._arm_pace_wake(now)
                 return
             active = self.active
-            if sid is None and not gap and not self.retx and len(active) == 1 \
-                    and active[0].unsent[0][0] == active[0].sent_offset:
+            if (
+                sid is None
+                and not gap
+                and not self.retx
+                and len(active) == 1
+                and active[0].unsent[0][0] == active[0].sent_offset
+            ):
                 # inlined common case: the only stream's next in-order data, credit > 0 (above)
                 st = active[0]
                 iv = st.unsent[0]
@@ -257,12 +307,12 @@ class Connection(Recovery):
         """Carry out a :class:`envs.scheduler.Decision` that asks for a re-injection (``tail``:
         nothing new can be sent); True: something may have been sent, ask again."""
         ps = self.paths[d.path]
-        if not ps.may_send(now):               # a copy goes only on a path with room: a wait
+        if not ps.may_send(now):  # a copy goes only on a path with room: a wait
             self._arm_pace_wake(now)
             return False
         if reinject.send_copy(self, ps):
             return True
-        if not tail:                           # nothing to copy: the next data as usual
+        if not tail:  # nothing to copy: the next data as usual
             self._send_on(ps, d.stream_id, d.gap)
         return not tail
 
@@ -327,7 +377,7 @@ class Connection(Recovery):
             self.sim.schedule(t, self._on_pace_wake, None)
 
     def _on_pace_wake(self, _arg) -> None:
-        if self.sim.now == self._pace_wake_at:   # else superseded by an earlier one
+        if self.sim.now == self._pace_wake_at:  # else superseded by an earlier one
             self._pace_wake_at = INF
             self._reask_at(None)
 
@@ -361,7 +411,7 @@ class Connection(Recovery):
         path = ps.path
         arrival = path.send(now, size)
         sim = self.sim
-        if arrival >= 0.0:   # else dropped or lost
+        if arrival >= 0.0:  # else dropped or lost
             wire = self.data_wires[ps.index]
             wire.push(pn, sid, off, length, path.last_return_delay, arrival, sim.reserve())
             wire.queue_first(sim, self._data_event, ps.index)
@@ -377,14 +427,14 @@ class Connection(Recovery):
     def _on_timer(self, ps: PathSender) -> None:
         now = self.sim.now
         if now != ps.timer_pending_at:
-            return                      # superseded by an earlier event
+            return  # superseded by an earlier event
         ps.timer_pending_at = INF
         if self.finished:
             return
         deadline = ps.timer_deadline
         if deadline == INF:
             return
-        if deadline > now:              # the deadline moved: re-arm
+        if deadline > now:  # the deadline moved: re-arm
             self._arm(ps, deadline)
             return
         ps.timer_deadline = INF
@@ -403,7 +453,7 @@ class Connection(Recovery):
         if not self._send_on(ps, None, 0) and ps.sent:
             oldest = ps.sent.first()
             _t_sent, _size, sid, off, length = ps.sent[oldest]
-            ps.sent.mark_shared(oldest)      # two copies of its frame now
+            ps.sent.mark_shared(oldest)  # two copies of its frame now
             ps.retransmissions += 1
             self._transmit(ps, sid, off, length, True)
 

@@ -59,15 +59,15 @@ def moved(col, kind: str, first: int, end: int, to: int):
     ``to`` = 0; :class:`envs.sent.SentPackets`: ``to`` = ``first``, rows keyed by number)."""
     n = len(col)
     out = column(kind, 2 * n)
-    if COMPILED:      # both column types are 8 bytes wide: rows are copied as 64-bit words
+    if COMPILED:  # both column types are 8 bytes wide: rows are copied as 64-bit words
         _copy_rows(np.asarray(col).view(np.int64), out.view(np.int64), first, end, to)
         return out
     h = first & (n - 1)
-    rows = (col[h:] + col[:h])[:end - first]          # in order (list slices: C speed)
+    rows = (col[h:] + col[:h])[: end - first]  # in order (list slices: C speed)
     s = to & (2 * n - 1)
-    split = min(len(rows), 2 * n - s)                  # the rows that fit before the end
-    out[s:s + split] = rows[:split]
-    out[:len(rows) - split] = rows[split:]
+    split = min(len(rows), 2 * n - s)  # the rows that fit before the end
+    out[s : s + split] = rows[:split]
+    out[: len(rows) - split] = rows[split:]
     return out
 
 
@@ -140,7 +140,9 @@ class DataWire(_Wire):
         self.return_delay = column("d", ROWS)
         self._init_ring()
 
-    def push(self, pn: int, sid: int, off: int, length: int, return_delay: float, due: float, seq: int) -> None:
+    def push(
+        self, pn: int, sid: int, off: int, length: int, return_delay: float, due: float, seq: int
+    ) -> None:
         if self.count > self.mask:
             self._grow()
         r = (self.head + self.count) & self.mask
@@ -156,8 +158,15 @@ class DataWire(_Wire):
     def record(self, r: int) -> tuple:
         """Row ``r`` as ``(pn, sid, off, length, return_delay, due, seq)`` (the columns are C
         arrays in the compiled core, which Python code cannot index)."""
-        return (self.pn[r], self.sid[r], self.off[r], self.length[r], self.return_delay[r], self.due[r],
-                self.seq[r])
+        return (
+            self.pn[r],
+            self.sid[r],
+            self.off[r],
+            self.length[r],
+            self.return_delay[r],
+            self.due[r],
+            self.seq[r],
+        )
 
     def _grow(self) -> None:
         h, n = self.head, self.count
@@ -178,7 +187,17 @@ class AckWire(_Wire):
     each packet's number when it arrives (:meth:`add_pn`) and a frame takes the ones
     added since the previous frame (:meth:`push`)."""
 
-    __slots__ = ("largest", "ack_delay", "max_data", "oqs", "npn", "pns", "pn_head", "pn_count", "pn_mask")
+    __slots__ = (
+        "largest",
+        "ack_delay",
+        "max_data",
+        "oqs",
+        "npn",
+        "pns",
+        "pn_head",
+        "pn_count",
+        "pn_mask",
+    )
 
     def __init__(self):
         self.largest = column("q", ROWS)
@@ -213,8 +232,16 @@ class AckWire(_Wire):
         self.pn_head = (self.pn_head + n) & self.pn_mask
         self.pn_count -= n
 
-    def push(self, largest: int, ack_delay: float, max_data: int, oqs: int, npn: int, due: float,
-             seq: int) -> None:
+    def push(
+        self,
+        largest: int,
+        ack_delay: float,
+        max_data: int,
+        oqs: int,
+        npn: int,
+        due: float,
+        seq: int,
+    ) -> None:
         """A frame leaves the receiver, acknowledging the ``npn`` numbers added last."""
         if self.count > self.mask:
             self._grow()
@@ -230,8 +257,15 @@ class AckWire(_Wire):
 
     def frame(self, r: int) -> tuple:
         """Row ``r`` as ``(largest, ack_delay, max_data, oqs, npn, due, seq)`` (see :meth:`DataWire.record`)."""
-        return (self.largest[r], self.ack_delay[r], self.max_data[r], self.oqs[r], self.npn[r], self.due[r],
-                self.seq[r])
+        return (
+            self.largest[r],
+            self.ack_delay[r],
+            self.max_data[r],
+            self.oqs[r],
+            self.npn[r],
+            self.due[r],
+            self.seq[r],
+        )
 
     def _grow(self) -> None:
         h, n = self.head, self.count

@@ -54,8 +54,9 @@ def _runner(runtime: Mapping | None, progress: bool):
     return functools.partial(run_jobs, runtime=rt, progress=progress, desc="bank chunks"), rt
 
 
-def ensure_bank(bank, runtime: Mapping | None = None, *, rebuild: bool = False, progress: bool = True,
-                log=None) -> tuple[MetaModelBank, bool]:
+def ensure_bank(
+    bank, runtime: Mapping | None = None, *, rebuild: bool = False, progress: bool = True, log=None
+) -> tuple[MetaModelBank, bool]:
     """The bank of ``bank`` (preset name or config): read it from its path when
     it was built with the same settings, else build it (once across processes:
     one that finds another building it waits, then reuses it, even with
@@ -69,7 +70,9 @@ def ensure_bank(bank, runtime: Mapping | None = None, *, rebuild: bool = False, 
     spec = BankBuildSpec.from_config(cfg)
     if not rebuild and bank_matches(path, spec):
         return _reused(path, spec), False
-    with lock_beside(path, waiting=f"bank: another process is building {path}; waiting for it") as waited:
+    with lock_beside(
+        path, waiting=f"bank: another process is building {path}; waiting for it"
+    ) as waited:
         if (waited or not rebuild) and bank_matches(path, spec):
             return _reused(path, spec, ", built by another process meanwhile,"), False
         return _build(spec, path, runtime, progress, log), True
@@ -87,12 +90,15 @@ def _build(spec, path, runtime: Mapping | None, progress: bool, log) -> MetaMode
 
     run_jobs, rt = _runner(runtime, progress)
     n_chunks = len(spec.chunks())
-    info(f"bank: building {spec.grid.n_cells} meta-models (preset {spec.name!r}, "
-         f"{spec.reptile.meta_iterations} meta-iterations per cell, {n_chunks} chunks of "
-         f"<= {spec.chunk_size} cells) on runtime={rt['name']} -> {path}")
+    info(
+        f"bank: building {spec.grid.n_cells} meta-models (preset {spec.name!r}, "
+        f"{spec.reptile.meta_iterations} meta-iterations per cell, {n_chunks} chunks of "
+        f"<= {spec.chunk_size} cells) on runtime={rt['name']} -> {path}"
+    )
     t0 = time.perf_counter()
-    bank_obj = build_bank(spec, path, run_jobs=run_jobs, progress=progress, runtime_label=rt["name"],
-                          log=log)
+    bank_obj = build_bank(
+        spec, path, run_jobs=run_jobs, progress=progress, runtime_label=rt["name"], log=log
+    )
     info(f"bank: {spec.grid.n_cells} meta-models in {time.perf_counter() - t0:.1f} s -> {path}")
     return bank_obj
 
@@ -101,8 +107,11 @@ def resolve_agent_banks(plan, bank, runtime: Mapping | None = None, progress: bo
     """Give every agent config of ``plan`` whose ``bank`` is null (FALCON's
     default) the run's bank: the file of ``bank`` (preset or config), reused
     when it was built with the same settings, else built now. Returns the plan."""
-    needs = [i for i, (_, a) in enumerate(plan.agents)
-             if isinstance(a, Mapping) and "bank" in a and a["bank"] is None]
+    needs = [
+        i
+        for i, (_, a) in enumerate(plan.agents)
+        if isinstance(a, Mapping) and "bank" in a and a["bank"] is None
+    ]
     if not needs:
         return plan
     cfg = bank_config(bank or "quick")
@@ -114,7 +123,7 @@ def resolve_agent_banks(plan, bank, runtime: Mapping | None = None, progress: bo
     for i in needs:
         name, a = agents[i]
         agents[i] = (name, {**a, "bank": path})
-        instantiate_agent(name, agents[i][1])        # fail now on a bad agent config
+        instantiate_agent(name, agents[i][1])  # fail now on a bad agent config
     plan.agents = agents
     return plan
 
@@ -129,7 +138,9 @@ def _plot_curve(curve: list[float], out: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot([i for i, _ in finite], [v for _, v in finite], marker="o" if len(finite) < 30 else None)
+    ax.plot(
+        [i for i, _ in finite], [v for _, v in finite], marker="o" if len(finite) < 30 else None
+    )
     ax.set_xlabel("meta-iteration")
     ax.set_ylabel("mean inner-loop TD loss (all cells)")
     ax.set_title("Meta-model bank: Reptile convergence")
@@ -151,25 +162,42 @@ def run_build_job(cfg) -> dict:
     runtime = check_runtime(cfg.get("runtime"))
     tracking = to_plain(cfg.get("tracking")) or {"enabled": False}
     run_name = tracking.get("run_name") or f"build_bank:{spec.name}"
-    tags = {"falcon.job": "build_bank", "falcon.bank": spec.name, "falcon.runtime": runtime["name"],
-            "falcon.command": shlex.join(["python -m falcon.train", *sys.argv[1:]])}
+    tags = {
+        "falcon.job": "build_bank",
+        "falcon.bank": spec.name,
+        "falcon.runtime": runtime["name"],
+        "falcon.command": shlex.join(["python -m falcon.train", *sys.argv[1:]]),
+    }
     progress = bool(cfg.get("progress", True))
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
         tracker.log_params(flatten({"bank": bank_cfg, "runtime": runtime}))
         out = output_dir(cfg, "build_bank", tracker.run_id)
         with staged_output(out) as tmp:
             t0 = time.perf_counter()
-            bank, built = ensure_bank(bank_cfg, runtime, rebuild=bool(cfg.get("rebuild", False)),
-                                      progress=progress, log=tracker.log_metrics)
+            bank, built = ensure_bank(
+                bank_cfg,
+                runtime,
+                rebuild=bool(cfg.get("rebuild", False)),
+                progress=progress,
+                log=tracker.log_metrics,
+            )
             wall = time.perf_counter() - t0
             meta = bank.meta
             curve = list(meta.get("loss_curve") or [])
-            summary = {"job": "build_bank", "preset": spec.name, "path": str(bank_cfg["path"]),
-                       "built": built, "cells": spec.grid.n_cells,
-                       "meta_iterations_per_cell": spec.reptile.meta_iterations,
-                       "fingerprint": spec.fingerprint(), "wall_time_s": wall,
-                       "build_wall_s": meta.get("build_wall_s"), "runtime": runtime["name"],
-                       "loss_curve": curve, "mlflow_run_id": tracker.run_id}
+            summary = {
+                "job": "build_bank",
+                "preset": spec.name,
+                "path": str(bank_cfg["path"]),
+                "built": built,
+                "cells": spec.grid.n_cells,
+                "meta_iterations_per_cell": spec.reptile.meta_iterations,
+                "fingerprint": spec.fingerprint(),
+                "wall_time_s": wall,
+                "build_wall_s": meta.get("build_wall_s"),
+                "runtime": runtime["name"],
+                "loss_curve": curve,
+                "mlflow_run_id": tracker.run_id,
+            }
             _plot_curve(curve, tmp)
             (tmp / "bank.json").write_text(json.dumps(bank_cfg, indent=2, default=str) + "\n")
             (tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str) + "\n")
@@ -177,8 +205,12 @@ def run_build_job(cfg) -> dict:
         tracker.log_metrics({"bank/wall_time_s": wall, "bank/built": float(built)})
         # the bank file itself (~26 MB for 729 64x3 models) stays at bank.path;
         # the run records where it is and which settings made it
-        tracker.set_tags({"falcon.bank_path": str(Path(bank_cfg["path"]).resolve()),
-                          "falcon.bank_fingerprint": spec.fingerprint()})
+        tracker.set_tags(
+            {
+                "falcon.bank_path": str(Path(bank_cfg["path"]).resolve()),
+                "falcon.bank_fingerprint": spec.fingerprint(),
+            }
+        )
         tracker.log_artifacts(out)
     info(f"bank summary: {out / SUMMARY_FILE}")
     return summary

@@ -34,27 +34,44 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 OUTPUT_MARKER = "summary.json"
 
-_NOISE = (re.compile(r"^\s*full_key:"), re.compile(r"^\s*object_type="), re.compile(r"^\s*\^\s*$"),
-          re.compile(r"^Set the environment variable HYDRA_FULL_ERROR"), re.compile(r"^See https://hydra"),
-          re.compile(r"^Config search path:"), re.compile(r"^\s*provider="))
+_NOISE = (
+    re.compile(r"^\s*full_key:"),
+    re.compile(r"^\s*object_type="),
+    re.compile(r"^\s*\^\s*$"),
+    re.compile(r"^Set the environment variable HYDRA_FULL_ERROR"),
+    re.compile(r"^See https://hydra"),
+    re.compile(r"^Config search path:"),
+    re.compile(r"^\s*provider="),
+)
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    return (FalconInputError, TrackingError, HydraException, OmegaConfBaseException, FileNotFoundError,
-            IsADirectoryError, NotADirectoryError)
+    return (
+        FalconInputError,
+        TrackingError,
+        HydraException,
+        OmegaConfBaseException,
+        FileNotFoundError,
+        IsADirectoryError,
+        NotADirectoryError,
+    )
 
 
 def one_line(exc: BaseException) -> str:
     """A one-line message for an input error (Hydra's multi-line reports folded)."""
     from hydra.errors import OverrideParseException
 
-    if isinstance(exc, TrackingError):   # one line already, with its cause summarised
+    if isinstance(exc, TrackingError):  # one line already, with its cause summarised
         return str(exc)
     if isinstance(exc, OverrideParseException):
-        hint = " (list items are addressed as key.0.field=value)" if "[" in exc.override.split("=")[0] else ""
+        hint = (
+            " (list items are addressed as key.0.field=value)"
+            if "[" in exc.override.split("=")[0]
+            else ""
+        )
         return f"cannot parse override {exc.override!r}{hint}"
     msg = str(exc).strip() or type(exc).__name__
     m = re.search(r"Could not find '([^']+)/([^'/]+)'", msg)
@@ -63,10 +80,14 @@ def one_line(exc: BaseException) -> str:
         opts = re.findall(r"^\t(\S+)$", msg.split("Available options", 1)[1], flags=re.M)
         return f"unknown {group} {name!r} (known: {', '.join(opts)})"
     m = re.search(r"Could not override '([^']+)'", msg)
-    if m and re.search(r"Key '[^']+' (is )?not in", f"{msg} {exc.__cause__}"):   # Hydra's "+key" hint would add a key nothing reads
+    if m and re.search(
+        r"Key '[^']+' (is )?not in", f"{msg} {exc.__cause__}"
+    ):  # Hydra's "+key" hint would add a key nothing reads
         key = m.group(1)
-        return (f"unknown config key {key!r}: Could not override {key!r} (no such key; the keys and "
-                f"their meaning are in configs/ and envs/SCHEMA.md, --cfg job prints the composed config)")
+        return (
+            f"unknown config key {key!r}: Could not override {key!r} (no such key; the keys and "
+            f"their meaning are in configs/ and envs/SCHEMA.md, --cfg job prints the composed config)"
+        )
     lines = []
     for line in msg.splitlines():
         if not line.strip() or any(p.search(line) for p in _NOISE):
@@ -115,7 +136,7 @@ def main(hydra_main: Callable[[], object]) -> None:
     # Hydra prints its own multi-line report and exits 1 unless HYDRA_FULL_ERROR=1,
     # in which case it lets the exception through to us.
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    tracking_worker.prewarm()   # MLflow's import on the other core while the job starts
+    tracking_worker.prewarm()  # MLflow's import on the other core while the job starts
     try:
         hydra_main()
     except KeyboardInterrupt:
@@ -153,7 +174,9 @@ class NamedLater:
 
 
 @contextmanager
-def staged_output_named(name: Callable[[], str | Path] | str | Path, parent: str | Path) -> Iterator[NamedLater]:
+def staged_output_named(
+    name: Callable[[], str | Path] | str | Path, parent: str | Path
+) -> Iterator[NamedLater]:
     """:func:`staged_output` in ``parent``, the final folder ``name()`` asked on
     success (e.g. a name with the MLflow run id, known only by then); a
     ``name`` that is a path is checked at once, as :func:`staged_output` does."""
@@ -170,8 +193,10 @@ def staged_output_named(name: Callable[[], str | Path] | str | Path, parent: str
 def _checked_output(final: str | Path) -> Path:
     final = Path(final).expanduser().absolute()
     if not _replaceable(final):
-        raise ConfigError(f"output {final} exists and is not an earlier output folder "
-                          f"(no {OUTPUT_MARKER}); choose another output=")
+        raise ConfigError(
+            f"output {final} exists and is not an earlier output folder "
+            f"(no {OUTPUT_MARKER}); choose another output="
+        )
     final.parent.mkdir(parents=True, exist_ok=True)
     return final
 
@@ -205,4 +230,12 @@ def _commit(tmp: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["main", "guard", "fail", "one_line", "staged_output", "staged_output_named", "EXIT_BAD_INPUT"]
+__all__ = [
+    "main",
+    "guard",
+    "fail",
+    "one_line",
+    "staged_output",
+    "staged_output_named",
+    "EXIT_BAD_INPUT",
+]

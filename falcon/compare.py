@@ -35,12 +35,16 @@ BOOT_SEED = 0
 MIN_SEEDS = 3
 
 
-def _paired_matrix(values: Mapping[str, Sequence[float | None]]) -> tuple[list[str], np.ndarray] | None:
+def _paired_matrix(
+    values: Mapping[str, Sequence[float | None]],
+) -> tuple[list[str], np.ndarray] | None:
     """``(names, x[scheduler, seed])`` over the seeds finite and positive for
     everyone; None with fewer than :data:`MIN_SEEDS` of them."""
     names = list(values)
     n = min(len(v) for v in values.values())
-    x = np.array([[math.nan if v is None else float(v) for v in values[k][:n]] for k in names], dtype=float)
+    x = np.array(
+        [[math.nan if v is None else float(v) for v in values[k][:n]] for k in names], dtype=float
+    )
     ok = np.isfinite(x).all(axis=0) & (x > 0).all(axis=0)
     x = x[:, ok]
     return None if x.shape[1] < MIN_SEEDS else (names, x)
@@ -51,21 +55,26 @@ def _against(x: np.ndarray, i: int, refs: list[int], idx: np.ndarray) -> dict:
     with the bootstrap intervals of the module docstring (resamples ``idx``)."""
     med = np.median(x, axis=1)
     best = refs[int(np.argmin(med[refs]))]
-    boot_med = np.median(x[:, idx], axis=2)            # [row, resample]
+    boot_med = np.median(x[:, idx], axis=2)  # [row, resample]
     b_best = np.array(refs)[np.argmin(boot_med[refs], axis=0)]
     cols = np.arange(idx.shape[0])
     logs = np.log(x)
-    boot_logs = logs[:, idx]                           # [row, resample, seed]
+    boot_logs = logs[:, idx]  # [row, resample, seed]
     ratios = boot_med[i] / boot_med[b_best, cols]
     paired = np.exp((boot_logs[i] - boot_logs[b_best, cols]).mean(axis=1))
-    return {"best": best, "n": int(x.shape[1]), "ratio": float(med[i] / med[best]),
-            "ratio_ci": [float(v) for v in np.percentile(ratios, [2.5, 97.5])],
-            "paired": float(np.exp((logs[i] - logs[best]).mean())),
-            "paired_ci": [float(v) for v in np.percentile(paired, [2.5, 97.5])]}
+    return {
+        "best": best,
+        "n": int(x.shape[1]),
+        "ratio": float(med[i] / med[best]),
+        "ratio_ci": [float(v) for v in np.percentile(ratios, [2.5, 97.5])],
+        "paired": float(np.exp((logs[i] - logs[best]).mean())),
+        "paired_ci": [float(v) for v in np.percentile(paired, [2.5, 97.5])],
+    }
 
 
-def compare_to_best(values: Mapping[str, Sequence[float | None]], n_boot: int = N_BOOT,
-                    seed: int = BOOT_SEED) -> dict[str, dict]:
+def compare_to_best(
+    values: Mapping[str, Sequence[float | None]], n_boot: int = N_BOOT, seed: int = BOOT_SEED
+) -> dict[str, dict]:
     """``{scheduler: {best_other, ratio, ratio_ci, paired, paired_ci, n}}``
     for per-seed values of a lower-is-better metric (``None`` or non-finite:
     that seed is left out for everyone). Empty with fewer than two
@@ -81,8 +90,12 @@ def compare_to_best(values: Mapping[str, Sequence[float | None]], n_boot: int = 
     return out
 
 
-def compare_to_references(values: Sequence[float | None], references: Mapping[str, Sequence[float | None]],
-                          n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> dict:
+def compare_to_references(
+    values: Sequence[float | None],
+    references: Mapping[str, Sequence[float | None]],
+    n_boot: int = N_BOOT,
+    seed: int = BOOT_SEED,
+) -> dict:
     """One scheduler's per-seed ``values`` against the best of
     ``references`` (e.g. the rules of the learnability suite; the best one
     chosen anew in every resample): ``{best, ratio, ratio_ci, paired,
@@ -118,4 +131,11 @@ def format_comparison(c: Mapping) -> str:
     return f"{c['ratio']:.3f} [{lo:.3f}, {hi:.3f}] vs {c['best_other']}"
 
 
-__all__ = ["compare_to_best", "compare_to_references", "comparisons", "format_comparison", "N_BOOT", "BOOT_SEED"]
+__all__ = [
+    "compare_to_best",
+    "compare_to_references",
+    "comparisons",
+    "format_comparison",
+    "N_BOOT",
+    "BOOT_SEED",
+]

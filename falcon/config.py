@@ -41,7 +41,9 @@ class Plan:
 
     scenarios: list[tuple[str, dict]]
     apps: list[tuple[str, dict]]
-    agents: list[tuple[str, Any]]  # (name, agent config dict with _target_) or (name, prepared scheduler)
+    agents: list[
+        tuple[str, Any]
+    ]  # (name, agent config dict with _target_) or (name, prepared scheduler)
     seeds: list[int]
     choices: dict[str, str] = field(default_factory=dict)
 
@@ -53,8 +55,10 @@ class Plan:
         def names(items):
             return ",".join(n for n, _ in items)
 
-        return (f"{self.n_jobs} episodes: schedulers [{names(self.agents)}] x scenarios "
-                f"[{names(self.scenarios)}] x apps [{names(self.apps)}] x {len(self.seeds)} seeds")
+        return (
+            f"{self.n_jobs} episodes: schedulers [{names(self.agents)}] x scenarios "
+            f"[{names(self.scenarios)}] x apps [{names(self.apps)}] x {len(self.seeds)} seeds"
+        )
 
 
 def to_plain(node) -> Any:
@@ -108,7 +112,9 @@ def hydra_context() -> tuple[dict[str, str], set[str]]:
     if not HydraConfig.initialized():
         return {}, set()
     hc = HydraConfig.get()
-    choices = {k: v for k, v in hc.runtime.choices.items() if v is not None and not k.startswith("hydra")}
+    choices = {
+        k: v for k, v in hc.runtime.choices.items() if v is not None and not k.startswith("hydra")
+    }
     keys = set()
     for ov in hc.overrides.task:
         key = ov.split("=", 1)[0].lstrip("+~")
@@ -131,7 +137,9 @@ def _names(cfg, key: str) -> list[str] | None:
         value = [value]
     value = to_plain(value)
     if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(f"{key}: expected a non-empty list of names, e.g. {key}=[a,b], got {value!r}")
+        raise ConfigError(
+            f"{key}: expected a non-empty list of names, e.g. {key}=[a,b], got {value!r}"
+        )
     dup = sorted({v for v in value if value.count(v) > 1})
     if dup:
         raise ConfigError(f"{key}: {', '.join(dup)} listed twice")
@@ -158,7 +166,9 @@ def check_runtime(rt) -> dict:
     if name not in ("local", "ray"):
         raise ConfigError(f"runtime.name: unknown runtime {name!r} (known: local, ray)")
     if name == "local":
-        rt["workers"] = check_int(rt, "workers", 1, "runtime.") if rt.get("workers") is not None else 1
+        rt["workers"] = (
+            check_int(rt, "workers", 1, "runtime.") if rt.get("workers") is not None else 1
+        )
     else:
         if rt.get("num_cpus") is not None:
             rt["num_cpus"] = check_int(rt, "num_cpus", 1, "runtime.")
@@ -202,5 +212,15 @@ def make_plan(cfg: DictConfig, choices: dict | None = None, cli_keys: set | None
     return Plan(scenarios, apps, agents, list(range(seed, seed + runs)), dict(choices))
 
 
-__all__ = ["CONFIG_DIR", "Plan", "make_plan", "load_group", "group_options", "to_plain",
-           "check_runtime", "check_int", "hydra_context", "AGENT_META_KEYS"]
+__all__ = [
+    "CONFIG_DIR",
+    "Plan",
+    "make_plan",
+    "load_group",
+    "group_options",
+    "to_plain",
+    "check_runtime",
+    "check_int",
+    "hydra_context",
+    "AGENT_META_KEYS",
+]

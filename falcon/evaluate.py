@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from falcon import tracking_worker
 
-if __name__ == "__main__":   # before the imports below: MLflow's import runs beside them
+if __name__ == "__main__":  # before the imports below: MLflow's import runs beside them
     tracking_worker.prewarm()
 
 import hydra
@@ -31,9 +31,16 @@ def run_evaluate_job(cfg) -> dict:
     from falcon.config import check_runtime, to_plain
     from falcon.experiment import run_pipeline
 
-    return run_pipeline(cfg, "evaluate", prepare=lambda plan, staging, tracker: resolve_agent_banks(
-        plan, to_plain(cfg.get("bank")), check_runtime(cfg.get("runtime")),
-        progress=bool(cfg.get("progress", True))))
+    return run_pipeline(
+        cfg,
+        "evaluate",
+        prepare=lambda plan, staging, tracker: resolve_agent_banks(
+            plan,
+            to_plain(cfg.get("bank")),
+            check_runtime(cfg.get("runtime")),
+            progress=bool(cfg.get("progress", True)),
+        ),
+    )
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="evaluate", version_base="1.3")

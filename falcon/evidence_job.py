@@ -51,12 +51,20 @@ def evidence_config(cfg) -> dict:
     ev = to_plain(cfg.get("evidence"))
     if ev is not None and not isinstance(ev, dict):
         raise ConfigError(f"evidence: expected a mapping, got {ev!r}")
-    return {"evidence": dict(ev or {}), "bank": bank_config(cfg.get("bank") or "paper"),
-            "seed": check_int(cfg, "seed", 0)}
+    return {
+        "evidence": dict(ev or {}),
+        "bank": bank_config(cfg.get("bank") or "paper"),
+        "seed": check_int(cfg, "seed", 0),
+    }
 
 
 def _quartiles(row: dict, policy: str) -> tuple[float, float]:
-    v = [e["time_s"] for t in row["tasks"] for e in t["episodes"][policy] if math.isfinite(e["time_s"])]
+    v = [
+        e["time_s"]
+        for t in row["tasks"]
+        for e in t["episodes"][policy]
+        if math.isfinite(e["time_s"])
+    ]
     return (float(np.percentile(v, 25)), float(np.percentile(v, 75))) if v else (math.nan, math.nan)
 
 
@@ -74,34 +82,54 @@ def plot_evidence(results: dict, out: Path) -> Path:
     x = np.arange(n)
     w = 0.26
     fig, axes = plt.subplots(2, 1, figsize=(max(7.0, 0.85 * n + 2.5), 7.5), sharex=True)
-    for ax, kind, title in ((axes[0], "finetuned", f"after K={ev['finetune_steps']} fine-tuning steps"),
-                            (axes[1], "zero_shot", "before fine-tuning (zero-shot)")):
+    for ax, kind, title in (
+        (axes[0], "finetuned", f"after K={ev['finetune_steps']} fine-tuning steps"),
+        (axes[1], "zero_shot", "before fine-tuning (zero-shot)"),
+    ):
         for j, s in enumerate(START_POINTS):
             med = np.array([r["summary"]["median_s"][f"{s}/{kind}"] for r in rows])
             q = np.array([_quartiles(r, f"{s}/{kind}") for r in rows]).reshape(n, 2)
             err = np.vstack([np.clip(med - q[:, 0], 0, None), np.clip(q[:, 1] - med, 0, None)])
-            ax.bar(x + (j - 1) * w, med, w, color=COLORS[s], label=LABELS[s], yerr=err, capsize=2,
-                   error_kw={"elinewidth": 0.8, "alpha": 0.7})
+            ax.bar(
+                x + (j - 1) * w,
+                med,
+                w,
+                color=COLORS[s],
+                label=LABELS[s],
+                yerr=err,
+                capsize=2,
+                error_kw={"elinewidth": 0.8, "alpha": 0.7},
+            )
         mr = [r["summary"]["median_s"]["minrtt"] for r in rows]
         ax.hlines(mr, x - 1.6 * w, x + 1.6 * w, colors="black", linewidth=2, label="minRTT")
         for i, r in enumerate(rows):
             if not r["summary"]["matters"]:
                 ax.axvspan(i - 0.5, i + 0.5, color="0.9", zorder=0)
             if kind == "finetuned" and r["summary"]["meta_beats_both"]:
-                ax.annotate("*", (i, r["summary"]["median_s"]["meta/finetuned"]), ha="center", va="bottom",
-                            fontsize=14, color=COLORS["meta"])
+                ax.annotate(
+                    "*",
+                    (i, r["summary"]["median_s"]["meta/finetuned"]),
+                    ha="center",
+                    va="bottom",
+                    fontsize=14,
+                    color=COLORS["meta"],
+                )
         ax.set_yscale("log")
         ax.set_ylabel("median download time [s]")
         ax.set_title(title)
         ax.grid(alpha=0.3, axis="y")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=4, fontsize="small", bbox_to_anchor=(0.5, 0.94))
+    fig.legend(
+        handles, labels, loc="upper center", ncol=4, fontsize="small", bbox_to_anchor=(0.5, 0.94)
+    )
     axes[1].set_xticks(x, [r["name"] for r in rows], rotation=45, ha="right")
     h = results["headline"]
-    fig.suptitle(f"Meta-learning evidence: {ev['eval_size_bytes'] / 1e6:g} MB downloads, {ev['tasks_per_cell']} "
-                 f"held-out tasks x {ev['eval_seeds']} seeds per cell\n(a) beats (b) and (c) in "
-                 f"{h['meta_beats_both']}/{h['cells']} cells (*); grey: the path choice barely matters",
-                 fontsize="medium")
+    fig.suptitle(
+        f"Meta-learning evidence: {ev['eval_size_bytes'] / 1e6:g} MB downloads, {ev['tasks_per_cell']} "
+        f"held-out tasks x {ev['eval_seeds']} seeds per cell\n(a) beats (b) and (c) in "
+        f"{h['meta_beats_both']}/{h['cells']} cells (*); grey: the path choice barely matters",
+        fontsize="medium",
+    )
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     path = Path(out) / PLOT_FILE
     fig.savefig(path, dpi=110)
@@ -119,10 +147,15 @@ def _metrics(results: dict) -> dict[str, float]:
         out[f"{r['name']}/meta_beats_both"] = float(s["meta_beats_both"])
         out[f"{r['name']}/spread"] = s["spread"] if math.isfinite(s["spread"]) else -1.0
     h = results["headline"]
-    out.update({"cells": float(h["cells"]), "meta_beats_both": float(h["meta_beats_both"]),
-                "majority": float(h["majority"]),
-                "matters_cells": float(h["where_choice_matters"]["cells"]),
-                "matters_meta_beats_both": float(h["where_choice_matters"]["meta_beats_both"])})
+    out.update(
+        {
+            "cells": float(h["cells"]),
+            "meta_beats_both": float(h["meta_beats_both"]),
+            "majority": float(h["majority"]),
+            "matters_cells": float(h["where_choice_matters"]["cells"]),
+            "matters_meta_beats_both": float(h["where_choice_matters"]["meta_beats_both"]),
+        }
+    )
     out.update({f"wins_{k}": float(v) for k, v in h["winners"].items()})
     out.update({k: float(v) for k, v in results["cpu_s"].items()})
     out["wall_s"] = float(results["wall_s"])
@@ -130,10 +163,19 @@ def _metrics(results: dict) -> dict[str, float]:
 
 
 def _summary(results: dict, run_id: str | None) -> dict:
-    cells = [{"cell": r["cell"], "name": r["name"], "ranges": r["ranges"], **r["summary"]} for r in results["cells"]]
-    return {"job": "meta_evidence", "headline": results["headline"], "cells": cells,
-            "settings": results["settings"], "cpu_s": results["cpu_s"], "wall_s": results["wall_s"],
-            "mlflow_run_id": run_id}
+    cells = [
+        {"cell": r["cell"], "name": r["name"], "ranges": r["ranges"], **r["summary"]}
+        for r in results["cells"]
+    ]
+    return {
+        "job": "meta_evidence",
+        "headline": results["headline"],
+        "cells": cells,
+        "settings": results["settings"],
+        "cpu_s": results["cpu_s"],
+        "wall_s": results["wall_s"],
+        "mlflow_run_id": run_id,
+    }
 
 
 def run_evidence_job(cfg) -> dict:
@@ -142,14 +184,25 @@ def run_evidence_job(cfg) -> dict:
     from falcon.tracking import flatten, tracked_run
 
     plain = evidence_config(cfg)
-    plan = plan_evidence(plain)            # bad settings fail here, before a run is opened
+    plan = plan_evidence(plain)  # bad settings fail here, before a run is opened
     tracking = to_plain(cfg.get("tracking")) or {"enabled": False}
     run_name = tracking.get("run_name") or f"meta_evidence:{plan.build.name}:{len(plan.cells)}cells"
-    tags = {"falcon.job": "meta_evidence", "falcon.bank": plan.build.name,
-            "falcon.command": shlex.join(["python -m falcon.train", *sys.argv[1:]])}
+    tags = {
+        "falcon.job": "meta_evidence",
+        "falcon.bank": plan.build.name,
+        "falcon.command": shlex.join(["python -m falcon.train", *sys.argv[1:]]),
+    }
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
-        tracker.log_params(flatten({"evidence": plain["evidence"], "bank": plain["bank"], "seed": plan.seed,
-                                    "cells": [int(c) for c in plan.cells]}))
+        tracker.log_params(
+            flatten(
+                {
+                    "evidence": plain["evidence"],
+                    "bank": plain["bank"],
+                    "seed": plan.seed,
+                    "cells": [int(c) for c in plan.cells],
+                }
+            )
+        )
         out = output_dir(cfg, "meta_evidence", tracker.run_id)
         with staged_output(out) as tmp:
             results = run_evidence(plan, progress=info if cfg.get("progress", True) else None)
@@ -159,10 +212,16 @@ def run_evidence_job(cfg) -> dict:
             (tmp / RESULTS_FILE).write_text(json.dumps(results, indent=1, allow_nan=True) + "\n")
             (tmp / "config.yaml").write_text(yaml.safe_dump(to_plain(cfg), sort_keys=False))
             summary = _summary(results, tracker.run_id)
-            (tmp / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")  # last
+            (tmp / "summary.json").write_text(
+                json.dumps(summary, indent=1, allow_nan=True) + "\n"
+            )  # last
         tracker.log_metrics(_metrics(results))
-        tracker.set_tags({"falcon.meta_beats_both": f"{results['headline']['meta_beats_both']}/"
-                                                    f"{results['headline']['cells']}"})
+        tracker.set_tags(
+            {
+                "falcon.meta_beats_both": f"{results['headline']['meta_beats_both']}/"
+                f"{results['headline']['cells']}"
+            }
+        )
         tracker.log_artifacts(out)
     print(table, flush=True)
     info(f"meta_evidence: results in {out}")

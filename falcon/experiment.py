@@ -51,8 +51,11 @@ def validate_plan(plan: Plan) -> None:
     # agents waiting for the run's bank (bank: null) are checked once it is there
     # (falcon.bank_job.resolve_agent_banks): building it must not come before the
     # cheap checks
-    schedulers = [instantiate_agent(n, a) if isinstance(a, dict) else a for n, a in plan.agents
-                  if not (isinstance(a, dict) and "bank" in a and a["bank"] is None)]
+    schedulers = [
+        instantiate_agent(n, a) if isinstance(a, dict) else a
+        for n, a in plan.agents
+        if not (isinstance(a, dict) and "bank" in a and a["bank"] is None)
+    ]
     for name, app in plan.apps:
         _prefixed(f"app {name!r}", make_app, app, 0.0)  # loads page models and stream traces
     if schedulers:
@@ -81,8 +84,10 @@ def execute(plan: Plan, runtime: dict, progress: bool = True) -> list[dict]:
     """Run every episode of the plan; one record per episode, in job order."""
     jobs = make_jobs(plan)
     results = run_jobs(jobs, run_episode_job, runtime, progress=progress)
-    return [{"scenario": j.scenario_name, "app": j.app_name, "agent": j.agent_name, "seed": j.seed, **r}
-            for j, r in zip(jobs, results, strict=True)]
+    return [
+        {"scenario": j.scenario_name, "app": j.app_name, "agent": j.agent_name, "seed": j.seed, **r}
+        for j, r in zip(jobs, results, strict=True)
+    ]
 
 
 def _params(cfg_plain: dict, plan: Plan) -> dict[str, str]:
@@ -95,8 +100,16 @@ def _params(cfg_plain: dict, plan: Plan) -> dict[str, str]:
                 conf = {"_object_": type(conf).__qualname__}
             prefix = f"{group}." if len(items) == 1 else f"{group}.{name}."
             params.update(flatten(conf, prefix))
-    params.update({f"{group}_names": ",".join(n for n, _ in items) for group, items in
-                   (("scenario", plan.scenarios), ("app", plan.apps), ("agent", plan.agents))})
+    params.update(
+        {
+            f"{group}_names": ",".join(n for n, _ in items)
+            for group, items in (
+                ("scenario", plan.scenarios),
+                ("app", plan.apps),
+                ("agent", plan.agents),
+            )
+        }
+    )
     return params
 
 
@@ -129,11 +142,13 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
     """
     plan = make_plan(cfg)
     runtime = check_runtime(cfg.get("runtime"))
-    table_metrics = list(to_plain(cfg.get("report", {}).get("table_metrics")) or ["download_time_s"])
+    table_metrics = list(
+        to_plain(cfg.get("report", {}).get("table_metrics")) or ["download_time_s"]
+    )
     plot_metrics = list(to_plain(cfg.get("report", {}).get("plot_metrics")) or [])
     validate_plan(plan)
     traces = traces_read(plan.scenarios)
-    for line in summary_lines(traces):       # how every trace file was read, before anything runs
+    for line in summary_lines(traces):  # how every trace file was read, before anything runs
         info(line)
     cfg_plain = to_plain(cfg)
 
@@ -141,16 +156,24 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
     scen = ",".join(n for n, _ in plan.scenarios)
     tracking = to_plain(cfg.get("tracking")) or {"enabled": False}
     run_name = tracking.get("run_name") or f"{job}:{names}@{scen}"[:240]
-    tags = {"falcon.job": job, "falcon.agents": names, "falcon.scenarios": scen,
-            "falcon.apps": ",".join(n for n, _ in plan.apps), "falcon.runtime": runtime["name"],
-            "falcon.command": shlex.join([f"python -m falcon.{job}", *sys.argv[1:]])}
+    tags = {
+        "falcon.job": job,
+        "falcon.agents": names,
+        "falcon.scenarios": scen,
+        "falcon.apps": ",".join(n for n, _ in plan.apps),
+        "falcon.runtime": runtime["name"],
+        "falcon.command": shlex.join([f"python -m falcon.{job}", *sys.argv[1:]]),
+    }
     t_job = time.perf_counter()
     started = datetime.now()
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
         tracker.log_params(_params(cfg_plain, plan) | trace_params(traces, len(plan.scenarios)))
         # named when done: the run id may still be on its way (falcon.tracking_worker)
-        name = output_dir(cfg, job, None) if cfg.get("output") else \
-            (lambda: output_dir(cfg, job, tracker.run_id, started))
+        name = (
+            output_dir(cfg, job, None)
+            if cfg.get("output")
+            else (lambda: output_dir(cfg, job, tracker.run_id, started))
+        )
         with staged_output_named(name, output_dir(cfg, job, None, started).parent) as staged:
             tmp = staged.tmp
             if prepare is not None:
@@ -159,23 +182,40 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
             t0 = time.perf_counter()
             records = execute(plan, runtime, progress=bool(cfg.get("progress", True)))
             wall = time.perf_counter() - t0
-            summary = report.summarize(records, seeds=plan.seeds, job=job, compare=table_metrics[0],
-                                       extra={"mlflow_run_id": tracker.run_id, "episodes_wall_s": wall})
+            summary = report.summarize(
+                records,
+                seeds=plan.seeds,
+                job=job,
+                compare=table_metrics[0],
+                extra={"mlflow_run_id": tracker.run_id, "episodes_wall_s": wall},
+            )
             table = report.summary_table(summary, table_metrics)
             (tmp / "table.txt").write_text(table + "\n")
             for metric in plot_metrics:
                 report.plot_metric(summary, metric, tmp)
             report.plot_objects(records, tmp)
             (tmp / "config.yaml").write_text(yaml.safe_dump(cfg_plain, sort_keys=False))
-            used = {"scenarios": dict(plan.scenarios), "apps": dict(plan.apps),
-                    "agents": {n: (a if isinstance(a, dict) else type(a).__qualname__) for n, a in plan.agents},
-                    "seeds": plan.seeds, "traces": plan_traces(traces)}
+            used = {
+                "scenarios": dict(plan.scenarios),
+                "apps": dict(plan.apps),
+                "agents": {
+                    n: (a if isinstance(a, dict) else type(a).__qualname__) for n, a in plan.agents
+                },
+                "seeds": plan.seeds,
+                "traces": plan_traces(traces),
+            }
             (tmp / "plan.yaml").write_text(yaml.safe_dump(used, sort_keys=False))
             report.write_json(summary, tmp / "summary.json")  # last: marks a complete output
         out = staged.final
         # the whole job (bank, training, episodes, report) and the episodes alone [s]
-        tracker.log_metrics(report.flat_metrics(summary) | {"wall_time_s": time.perf_counter() - t_job,
-                                                            "episodes_wall_s": wall, "episodes": len(records)})
+        tracker.log_metrics(
+            report.flat_metrics(summary)
+            | {
+                "wall_time_s": time.perf_counter() - t_job,
+                "episodes_wall_s": wall,
+                "episodes": len(records),
+            }
+        )
         tracker.log_artifacts(out)
     print(table, flush=True)
     info(f"\n{len(records)} episodes in {wall:.1f} s; summary: {out / 'summary.json'}")

@@ -61,8 +61,9 @@ def find_model_files(model) -> list[tuple[str, Path]]:
         return [(p.name or "model", p / MODEL_FILE)]
     found = sorted(p.glob(f"models/*/{MODEL_FILE}"))
     if not found:
-        raise ConfigError(f"model: {p} holds no {MODEL_FILE} (nor models/*/{MODEL_FILE} of a "
-                          "falcon.train output)")
+        raise ConfigError(
+            f"model: {p} holds no {MODEL_FILE} (nor models/*/{MODEL_FILE} of a falcon.train output)"
+        )
     return [(f.parent.name, f) for f in found]
 
 
@@ -79,17 +80,20 @@ def real_states(rec, check: dict) -> np.ndarray | None:
     if check.get("experience"):
         exp = read_experience(check["experience"])
         if exp.state.shape[1] != rec.spec.n_inputs:
-            raise ConfigError(f"check.experience: its states have {exp.state.shape[1]} features, model "
-                              f"{rec.name!r} takes {rec.spec.n_inputs}")
+            raise ConfigError(
+                f"check.experience: its states have {exp.state.shape[1]} features, model "
+                f"{rec.name!r} takes {rec.spec.n_inputs}"
+            )
         return exp.state[:4096]
     rs = check.get("real_states") or {}
     episodes = int(rs.get("episodes", 1) or 0)
-    reward = reward_of_inputs(rec.spec.n_inputs, rec.spec.n_actions)   # which MDP's states
+    reward = reward_of_inputs(rec.spec.n_inputs, rec.spec.n_actions)  # which MDP's states
     if episodes <= 0 or reward is None:
         return None
     n = rec.spec.n_actions
-    scenario = rs.get("scenario") or (DEFAULT_SCENARIO if n == 2 else
-                                       {"name": f"{n}x4g", "paths": [{"link": "4g"}] * n})
+    scenario = rs.get("scenario") or (
+        DEFAULT_SCENARIO if n == 2 else {"name": f"{n}x4g", "paths": [{"link": "4g"}] * n}
+    )
     states: list[np.ndarray] = []
 
     class Greedy(DQNScheduler):
@@ -123,13 +127,19 @@ def _native_and_onnx(name: str, path: Path, out_dir: Path, formats, onnx_cfg: di
         entry["files"].append(h5.name)
     onnx_out = None
     if "onnx" in formats:
-        onnx_out = write_onnx(out_dir / f"{name}.onnx", path, opset=int(onnx_cfg["opset"]),
-                              ir_version=int(onnx_cfg["ir_version"]))
+        onnx_out = write_onnx(
+            out_dir / f"{name}.onnx",
+            path,
+            opset=int(onnx_cfg["opset"]),
+            ir_version=int(onnx_cfg["ir_version"]),
+        )
         entry["files"].append(onnx_out.name)
     return entry, h5, onnx_out
 
 
-def _actor_inputs(agent, scenario, app_bytes: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def _actor_inputs(
+    agent, scenario, app_bytes: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(state, mask)`` of every actor call while ``agent`` (a DDPG agent)
     drives a bulk download of ``app_bytes`` on ``scenario`` in the emulator."""
     import envs
@@ -149,7 +159,9 @@ def _actor_inputs(agent, scenario, app_bytes: int, seed: int) -> list[tuple[np.n
     return inputs
 
 
-def export_gaps_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: dict, check: dict) -> dict:
+def export_gaps_file(
+    name: str, path: Path, out_dir: Path, formats, onnx_cfg: dict, check: dict
+) -> dict:
     """Export a GAPS model file (:mod:`baselines.gaps.export`): HDF5 with every
     weight, ONNX of the actor; parity on random states and on states met
     while the model schedules a download in the emulator."""
@@ -157,25 +169,38 @@ def export_gaps_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: di
     from baselines.gaps.export import check_parity, read_weights, write_onnx
 
     cfg, _ = read_weights(path)
-    agent = GAPS(network={k: v for k, v in cfg.as_dict().items() if k not in ("n_features", "max_subflows")},
-                 model=str(path))
+    agent = GAPS(
+        network={k: v for k, v in cfg.as_dict().items() if k not in ("n_features", "max_subflows")},
+        model=str(path),
+    )
     entry, h5, onnx_out = _native_and_onnx(name, path, out_dir, formats, onnx_cfg, write_onnx)
     if check.get("enabled", True):
         tol = float(check.get("tolerance", 1e-5))
         res = {"random": check_parity(agent, h5, onnx_out, tolerance=tol)}
         rs = check.get("real_states") or {}
-        scenario = rs.get("scenario") or {"name": "export_check", "paths": [
-            {"bandwidth_mbps": 50, "rtt_ms": 30, "loss": 1e-4}, {"bandwidth_mbps": 50, "rtt_ms": 80, "loss": 1e-4}]}
+        scenario = rs.get("scenario") or {
+            "name": "export_check",
+            "paths": [
+                {"bandwidth_mbps": 50, "rtt_ms": 30, "loss": 1e-4},
+                {"bandwidth_mbps": 50, "rtt_ms": 80, "loss": 1e-4},
+            ],
+        }
         # one decision per sRTT needs a longer download than the DQN's check
-        inputs = _actor_inputs(agent, scenario, rs.get("gaps_app_bytes", 4_000_000), rs.get("seed", 0))
+        inputs = _actor_inputs(
+            agent, scenario, rs.get("gaps_app_bytes", 4_000_000), rs.get("seed", 0)
+        )
         if inputs:
             states, masks = zip(*inputs)
-            res["real"] = check_parity(agent, h5, onnx_out, (np.stack(states), np.stack(masks)), tol)
+            res["real"] = check_parity(
+                agent, h5, onnx_out, (np.stack(states), np.stack(masks)), tol
+            )
         entry["parity"]["actor"] = res
     return entry
 
 
-def export_hybrid_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: dict, check: dict) -> dict:
+def export_hybrid_file(
+    name: str, path: Path, out_dir: Path, formats, onnx_cfg: dict, check: dict
+) -> dict:
     """Export a Hybrid MPTCP model file (:mod:`baselines.hybrid.export`): HDF5
     with every weight, ONNX of the actor; parity on random states (1 to 8
     subflows) and on the states met while the model drives a download in the
@@ -184,25 +209,43 @@ def export_hybrid_file(name: str, path: Path, out_dir: Path, formats, onnx_cfg: 
     from baselines.hybrid.export import check_parity, random_states, read_weights, write_onnx
 
     cfg, _, meta = read_weights(path)
-    agent = HybridMPTCP(inner_loop=meta["inner_loop"], action=meta.get("action", "scale"),
-                        network={k: v for k, v in cfg.as_dict().items() if k != "n_features"}, model=str(path))
+    agent = HybridMPTCP(
+        inner_loop=meta["inner_loop"],
+        action=meta.get("action", "scale"),
+        network={k: v for k, v in cfg.as_dict().items() if k != "n_features"},
+        model=str(path),
+    )
     entry, h5, onnx_out = _native_and_onnx(name, path, out_dir, formats, onnx_cfg, write_onnx)
     if check.get("enabled", True):
         tol = float(check.get("tolerance", 1e-5))
         n = int(check.get("random_states", 256))
-        res = {"random": check_parity(agent, h5, onnx_out, random_states(agent.net_config, n), tolerance=tol)}
+        res = {
+            "random": check_parity(
+                agent, h5, onnx_out, random_states(agent.net_config, n), tolerance=tol
+            )
+        }
         rs = check.get("real_states") or {}
-        scenario = rs.get("scenario") or {"name": "export_check", "cc": "lia", "paths": [
-            {"bandwidth_mbps": 20, "rtt_ms": 30, "loss": 1e-4}, {"bandwidth_mbps": 20, "rtt_ms": 80, "loss": 1e-4}]}
+        scenario = rs.get("scenario") or {
+            "name": "export_check",
+            "cc": "lia",
+            "paths": [
+                {"bandwidth_mbps": 20, "rtt_ms": 30, "loss": 1e-4},
+                {"bandwidth_mbps": 20, "rtt_ms": 80, "loss": 1e-4},
+            ],
+        }
         # one decision per 0.2 s slot: a download of several seconds
-        inputs = _actor_inputs(agent, scenario, rs.get("hybrid_app_bytes", 20_000_000), rs.get("seed", 0))
+        inputs = _actor_inputs(
+            agent, scenario, rs.get("hybrid_app_bytes", 20_000_000), rs.get("seed", 0)
+        )
         if inputs:
             res["real"] = check_parity(agent, h5, onnx_out, [np.stack([x for x, _ in inputs])], tol)
         entry["parity"]["actor"] = res
     return entry
 
 
-def export_file(name: str, path: Path, out_dir: Path, formats, names, onnx_cfg: dict, check: dict) -> dict:
+def export_file(
+    name: str, path: Path, out_dir: Path, formats, names, onnx_cfg: dict, check: dict
+) -> dict:
     """Export one model file into ``out_dir``; returns its summary entry."""
     from baselines.dqn.export import check_parity, random_states, read_hdf5, write_hdf5, write_onnx
     from baselines.gaps.export import is_gaps_file
@@ -213,28 +256,54 @@ def export_file(name: str, path: Path, out_dir: Path, formats, names, onnx_cfg: 
     if is_hybrid_file(path):
         return export_hybrid_file(name, path, out_dir, formats, onnx_cfg, check)
     records = read_hdf5(path, names=list(names) if names else None)
-    entry: dict = {"source": str(path), "models": [r.name for r in records], "files": [], "parity": {}}
+    entry: dict = {
+        "source": str(path),
+        "models": [r.name for r in records],
+        "files": [],
+        "parity": {},
+    }
     h5_out = out_dir / f"{name}.h5"
     if "hdf5" in formats:
         import h5py
 
         with h5py.File(path, "r") as f:
-            file_attrs = {k: v for k, v in f.attrs.items()
-                          if k not in ("format", "format_version", "framework_version", "created",
-                                       "n_models", "model_names")}
+            file_attrs = {
+                k: v
+                for k, v in f.attrs.items()
+                if k
+                not in (
+                    "format",
+                    "format_version",
+                    "framework_version",
+                    "created",
+                    "n_models",
+                    "model_names",
+                )
+            }
         write_hdf5(h5_out, records, file_attrs)
         entry["files"].append(h5_out.name)
     for rec in records:
         onnx_out = None
         if "onnx" in formats:
-            onnx_out = out_dir / (f"{name}.onnx" if len(records) == 1 else f"{name}.{rec.name}.onnx")
-            write_onnx(onnx_out, rec, opset=int(onnx_cfg["opset"]), ir_version=int(onnx_cfg["ir_version"]))
+            onnx_out = out_dir / (
+                f"{name}.onnx" if len(records) == 1 else f"{name}.{rec.name}.onnx"
+            )
+            write_onnx(
+                onnx_out, rec, opset=int(onnx_cfg["opset"]), ir_version=int(onnx_cfg["ir_version"])
+            )
             entry["files"].append(onnx_out.name)
         if check.get("enabled", True):
             tol = float(check.get("tolerance", 1e-5))
             h5 = h5_out if "hdf5" in formats else None
-            res = {"random": check_parity(rec, h5, onnx_out, random_states(rec.spec.n_inputs,
-                                          int(check.get("random_states", 256))), tol)}
+            res = {
+                "random": check_parity(
+                    rec,
+                    h5,
+                    onnx_out,
+                    random_states(rec.spec.n_inputs, int(check.get("random_states", 256))),
+                    tol,
+                )
+            }
             real = real_states(rec, check)
             if real is not None and len(real):
                 res["real"] = check_parity(rec, h5, onnx_out, real, tol)
@@ -251,21 +320,31 @@ def run_export(cfg) -> dict:
     formats = [formats] if isinstance(formats, str) else list(formats)
     bad = [f for f in formats if f not in FORMATS]
     if not formats or bad:
-        raise ConfigError(f"formats: expected a non-empty list of {list(FORMATS)}, got {c.get('formats')!r}")
+        raise ConfigError(
+            f"formats: expected a non-empty list of {list(FORMATS)}, got {c.get('formats')!r}"
+        )
     names = c.get("names")
     names = [names] if isinstance(names, str) else names
     files = find_model_files(c["model"])
-    out = Path(c["output"]) if c.get("output") else \
-        Path("results") / "export" / time.strftime("%Y%m%d-%H%M%S")
+    out = (
+        Path(c["output"])
+        if c.get("output")
+        else Path("results") / "export" / time.strftime("%Y%m%d-%H%M%S")
+    )
     onnx_cfg = c.get("onnx") or {"opset": 17, "ir_version": 8}
     check = c.get("check") or {"enabled": False}
-    summary = {"job": "export", "formats": formats, "onnx_opset": int(onnx_cfg["opset"]),
-               "onnx_ir_version": int(onnx_cfg["ir_version"]), "exports": {}}
+    summary = {
+        "job": "export",
+        "formats": formats,
+        "onnx_opset": int(onnx_cfg["opset"]),
+        "onnx_ir_version": int(onnx_cfg["ir_version"]),
+        "exports": {},
+    }
     from baselines.dqn.export import read_hdf5
     from baselines.gaps.export import is_gaps_file, read_weights
     from baselines.hybrid import export as hybrid_export
 
-    for _, path in files:       # validate every input before anything is written
+    for _, path in files:  # validate every input before anything is written
         if is_gaps_file(path):
             read_weights(path)
         elif hybrid_export.is_hybrid_file(path):
@@ -279,12 +358,23 @@ def run_export(cfg) -> dict:
         (tmp / cli.OUTPUT_MARKER).write_text(json.dumps(summary, indent=2) + "\n")
     for name, e in summary["exports"].items():
         for model, res in e["parity"].items():
-            worst = max((v for r in res.values() for k, v in r.items() if k.endswith("_max_abs_diff")),
-                        default=0.0)
+            worst = max(
+                (v for r in res.values() for k, v in r.items() if k.endswith("_max_abs_diff")),
+                default=0.0,
+            )
             counts = ", ".join(f"{int(r['states'])} {k}" for k, r in res.items())
-            info(f"  {name}/{model}: exports match the torch model (max |difference| {worst:.2g} on "
-                 f"{counts} states)")
-    print(json.dumps({"output": str(out), "files": [f for e in summary["exports"].values() for f in e["files"]]}))
+            info(
+                f"  {name}/{model}: exports match the torch model (max |difference| {worst:.2g} on "
+                f"{counts} states)"
+            )
+    print(
+        json.dumps(
+            {
+                "output": str(out),
+                "files": [f for e in summary["exports"].values() for f in e["files"]],
+            }
+        )
+    )
     return summary
 
 

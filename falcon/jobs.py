@@ -75,8 +75,10 @@ def run_episode_job(job: Job) -> dict:
     result = envs.run_episode(job.scenario, job.app, scheduler, job.seed)
     out = {"metrics": {k: float(v) for k, v in result.metrics.items()}}
     if len(result.object_times) > 1:
-        out["objects"] = {"release": [float(x) for x in result.object_release_times],
-                          "completion": [float(x) for x in result.object_times]}
+        out["objects"] = {
+            "release": [float(x) for x in result.object_release_times],
+            "completion": [float(x) for x in result.object_times],
+        }
     return out
 
 

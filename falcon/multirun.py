@@ -33,10 +33,16 @@ TABLE_FILE = "multirun_table.txt"
 
 def _medians(results: dict) -> dict:
     """``scenario -> app -> scheduler -> metric -> median`` of an evaluation's results tree."""
-    return {s: {a: {n: {m: v.get("median") for m, v in metrics.items() if isinstance(v, dict)}
-                    for n, metrics in per_sched.items()}
-                for a, per_sched in per_app.items()}
-            for s, per_app in results.items()}
+    return {
+        s: {
+            a: {
+                n: {m: v.get("median") for m, v in metrics.items() if isinstance(v, dict)}
+                for n, metrics in per_sched.items()
+            }
+            for a, per_sched in per_app.items()
+        }
+        for s, per_app in results.items()
+    }
 
 
 def job_record(num: int, overrides, returned: Any, error: BaseException | None = None) -> dict:
@@ -57,7 +63,9 @@ def table(records: list[dict]) -> str:
     """One line per job, scenario, app and scheduler: its median download time
     [s], the job named by its overrides that differ from the other jobs'."""
     shared = set.intersection(*(set(r["overrides"]) for r in records)) if records else set()
-    lines = [f"{'job':>3}  {'swept':<40}  {'scenario':<16}  {'app':<10}  {'scheduler':<14}  download_time_s"]
+    lines = [
+        f"{'job':>3}  {'swept':<40}  {'scenario':<16}  {'app':<10}  {'scheduler':<14}  download_time_s"
+    ]
     for r in records:
         ov = " ".join(o for o in r["overrides"] if o not in shared) or "-"
         if "error" in r:
@@ -80,8 +88,10 @@ def write(folder: Path, records: list[dict]) -> Path:
     """``multirun_summary.json`` and ``multirun_table.txt`` in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     records = sorted(records, key=lambda r: r["num"])
-    for name, text in ((SUMMARY_FILE, json.dumps({"jobs": records}, indent=2, default=str) + "\n"),
-                       (TABLE_FILE, table(records))):
+    for name, text in (
+        (SUMMARY_FILE, json.dumps({"jobs": records}, indent=2, default=str) + "\n"),
+        (TABLE_FILE, table(records)),
+    ):
         with atomic_path(folder / name) as tmp:
             tmp.write_text(text)
     return folder / SUMMARY_FILE
@@ -100,13 +110,15 @@ class MultirunSummary(Callback):
         if config.hydra.mode is None or str(config.hydra.mode) != "RunMode.MULTIRUN":
             return
         try:
-            ret, err = job_return.return_value, None      # re-raises a failed job's exception
+            ret, err = job_return.return_value, None  # re-raises a failed job's exception
         except Exception as e:  # noqa: BLE001 (any failure of a job is recorded, not raised)
             ret, err = None, e
         self.records.append(job_record(config.hydra.job.num, job_return.overrides, ret, err))
 
     def on_multirun_end(self, config, **kwargs) -> None:
-        folder = Path(str(config.output)) if config.get("output") else Path(str(config.hydra.sweep.dir))
+        folder = (
+            Path(str(config.output)) if config.get("output") else Path(str(config.hydra.sweep.dir))
+        )
         path = write(folder, self.records)
         print(f"sweep of {len(self.records)} jobs: {path}", flush=True)
 

@@ -44,8 +44,14 @@ def _ordered(items: Iterable[str]) -> list[str]:
     return out
 
 
-def summarize(records: Sequence[dict], *, seeds: Sequence[int], job: str = "evaluate",
-              extra: dict | None = None, compare: str | None = "download_time_s") -> dict:
+def summarize(
+    records: Sequence[dict],
+    *,
+    seeds: Sequence[int],
+    job: str = "evaluate",
+    extra: dict | None = None,
+    compare: str | None = "download_time_s",
+) -> dict:
     """The summary dict (JSON-serialisable) of a set of episode records;
     with ``compare``, that (lower-is-better) metric's comparison of every
     scheduler with the best other one (:mod:`falcon.compare`)."""
@@ -56,12 +62,16 @@ def summarize(records: Sequence[dict], *, seeds: Sequence[int], job: str = "eval
     for sc in scenarios:
         for app in apps:
             for ag in agents:
-                rows = sorted((r for r in records if (r["scenario"], r["app"], r["agent"]) == (sc, app, ag)),
-                              key=lambda r: r["seed"])
+                rows = sorted(
+                    (r for r in records if (r["scenario"], r["app"], r["agent"]) == (sc, app, ag)),
+                    key=lambda r: r["seed"],
+                )
                 if not rows:
                     continue
                 metrics = _ordered(k for r in rows for k in r["metrics"])
-                stats = {m: describe([r["metrics"].get(m, math.nan) for r in rows]) for m in metrics}
+                stats = {
+                    m: describe([r["metrics"].get(m, math.nan) for r in rows]) for m in metrics
+                }
                 pooled = [t for r in rows if "objects" in r for t in r["objects"]["completion"]]
                 if pooled:  # every object of every run, runs in seed order
                     stats["object_completion_s"] = describe(pooled)
@@ -87,8 +97,11 @@ def summarize(records: Sequence[dict], *, seeds: Sequence[int], job: str = "eval
 
 def groups(summary: dict) -> list[tuple[str, str, dict]]:
     """(scenario, app, {scheduler: {metric: stats}}) blocks of a summary."""
-    return [(sc, app, by_agent) for sc, by_app in summary["results"].items()
-            for app, by_agent in by_app.items()]
+    return [
+        (sc, app, by_agent)
+        for sc, by_app in summary["results"].items()
+        for app, by_agent in by_app.items()
+    ]
 
 
 def _fmt(x) -> str:
@@ -102,7 +115,9 @@ def _fmt(x) -> str:
 
 def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     """First column left-aligned, the others right-aligned."""
-    return "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
+    return "  ".join(
+        c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))
+    )
 
 
 def summary_table(summary: dict, metrics: Sequence[str]) -> str:
@@ -121,7 +136,9 @@ def summary_table(summary: dict, metrics: Sequence[str]) -> str:
             head.append(f"{m} median [p25, p75]" if i == 0 else f"{m} (median)")
         cmp = summary.get("comparison", {}).get(sc, {}).get(app, {})
         if cmp:
-            head.append(f"median / best other's [95 % CI] ({summary.get('comparison_metric', present[0])})")
+            head.append(
+                f"median / best other's [95 % CI] ({summary.get('comparison_metric', present[0])})"
+            )
         rows = []
         for ag, st in by_agent.items():
             row = [ag]
@@ -140,8 +157,16 @@ def summary_table(summary: dict, metrics: Sequence[str]) -> str:
 
         n = max((s.get("n", 0) for st in by_agent.values() for s in st.values()), default=0)
         title = f"scenario {sc} | app {app} | {n} runs per scheduler"
-        blocks.append("\n".join([title, _line(head, widths), "  ".join("-" * w for w in widths),
-                                 *(_line(r, widths) for r in rows)]))
+        blocks.append(
+            "\n".join(
+                [
+                    title,
+                    _line(head, widths),
+                    "  ".join("-" * w for w in widths),
+                    *(_line(r, widths) for r in rows),
+                ]
+            )
+        )
     return "\n\n".join(blocks)
 
 
@@ -188,8 +213,11 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
     """One PNG per scenario x app: the metric's empirical CDF and a box plot per scheduler."""
     written = []
     for sc, app, by_agent in groups(summary):
-        data = {ag: [v for v in st[metric]["values"] if v is not None]
-                for ag, st in by_agent.items() if metric in st}
+        data = {
+            ag: [v for v in st[metric]["values"] if v is not None]
+            for ag, st in by_agent.items()
+            if metric in st
+        }
         data = {ag: v for ag, v in data.items() if v}
         if not data:
             continue
@@ -202,8 +230,9 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
         ax_cdf.set_ylabel("CDF")
         ax_cdf.grid(alpha=0.3)
         ax_cdf.legend(fontsize="small")
-        box = ax_box.boxplot(list(data.values()), showfliers=True, patch_artist=True,
-                            medianprops={"color": "black"})
+        box = ax_box.boxplot(
+            list(data.values()), showfliers=True, patch_artist=True, medianprops={"color": "black"}
+        )
         for patch, c in zip(box["boxes"], colors(data)):
             patch.set_facecolor(c)
         ax_box.set_xticks(range(1, len(data) + 1), list(data.keys()))
@@ -212,13 +241,19 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
         fig.suptitle(f"{metric}: scenario {sc}, app {app}")
         # fixed margins: a tight layout would render every figure's text twice
         fig.subplots_adjust(left=0.07, right=0.985, bottom=0.12, top=0.88, wspace=0.22)
-        path = save_figure(fig, Path(out_dir) / f"{_slug(metric)}__{_slug(sc)}__{_slug(app)}.png", dpi=100,
-                           tight=False)
+        path = save_figure(
+            fig,
+            Path(out_dir) / f"{_slug(metric)}__{_slug(sc)}__{_slug(app)}.png",
+            dpi=100,
+            tight=False,
+        )
         written.append(path)
     return written
 
 
-def active_objects(release: Sequence[float], completion: Sequence[float], grid: np.ndarray) -> np.ndarray:
+def active_objects(
+    release: Sequence[float], completion: Sequence[float], grid: np.ndarray
+) -> np.ndarray:
     """Number of objects requested and not yet complete at each time of
     ``grid`` [s]; objects of unknown request or completion time are left out."""
     from baselines.stream_aware.plots import active_streams
@@ -242,10 +277,20 @@ def plot_objects(records: Sequence[dict], out_dir: Path, points: int = 400) -> l
     blocks: dict = {}
     for r in records:
         if "objects" in r:
-            blocks.setdefault((r["scenario"], r["app"]), {}).setdefault(r["agent"], []).append(r["objects"])
+            blocks.setdefault((r["scenario"], r["app"]), {}).setdefault(r["agent"], []).append(
+                r["objects"]
+            )
     for (sc, app), by_agent in blocks.items():
-        horizon = max((rel + c for runs in by_agent.values() for o in runs
-                       for rel, c in zip(o["release"], o["completion"]) if math.isfinite(rel + c)), default=0.0)
+        horizon = max(
+            (
+                rel + c
+                for runs in by_agent.values()
+                for o in runs
+                for rel, c in zip(o["release"], o["completion"])
+                if math.isfinite(rel + c)
+            ),
+            default=0.0,
+        )
         if horizon <= 0:
             continue
         grid = np.linspace(0.0, horizon, points)
@@ -253,9 +298,16 @@ def plot_objects(records: Sequence[dict], out_dir: Path, points: int = 400) -> l
         for ag, runs in by_agent.items():
             x = np.sort([c for o in runs for c in o["completion"] if math.isfinite(c)])
             if x.size:
-                ax_cdf.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{ag} (n={x.size})",
-                            color=color(ag))
-            active = np.mean([active_objects(o["release"], o["completion"], grid) for o in runs], axis=0)
+                ax_cdf.step(
+                    x,
+                    np.arange(1, x.size + 1) / x.size,
+                    where="post",
+                    label=f"{ag} (n={x.size})",
+                    color=color(ag),
+                )
+            active = np.mean(
+                [active_objects(o["release"], o["completion"], grid) for o in runs], axis=0
+            )
             ax_act.step(grid, active, where="post", label=ag, color=color(ag))
         ax_cdf.set_xlabel("object (stream) completion time [s]")
         ax_cdf.set_ylabel("CDF")
@@ -296,5 +348,14 @@ def flat_metrics(summary: dict) -> dict[str, float]:
     return out
 
 
-__all__ = ["describe", "summarize", "summary_table", "save_figure", "plot_metric", "write_json", "flat_metrics",
-           "groups", "SCHEMA_VERSION"]
+__all__ = [
+    "describe",
+    "summarize",
+    "summary_table",
+    "save_figure",
+    "plot_metric",
+    "write_json",
+    "flat_metrics",
+    "groups",
+    "SCHEMA_VERSION",
+]

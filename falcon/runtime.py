@@ -51,8 +51,11 @@ class LineProgress:
 
     def _line(self, now: float) -> None:
         pct = 100.0 * self.n / self.total if self.total else 100.0
-        print(f"{self.desc}: {self.n}/{self.total} ({pct:.0f} %) [{now - self._t0:.0f} s]", file=self.file,
-              flush=True)
+        print(
+            f"{self.desc}: {self.n}/{self.total} ({pct:.0f} %) [{now - self._t0:.0f} s]",
+            file=self.file,
+            flush=True,
+        )
 
     def __enter__(self):
         return self
@@ -67,12 +70,20 @@ def _progress(total: int, enabled: bool, desc: str):
 
     if enabled and not sys.stderr.isatty():
         return LineProgress(total, desc)
-    return tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, dynamic_ncols=True, disable=not enabled)
+    return tqdm(
+        total=total, desc=desc, unit="ep", file=sys.stderr, dynamic_ncols=True, disable=not enabled
+    )
 
 
-def run_jobs(jobs: Sequence, worker: Callable[[Any], Any], runtime: dict | None = None, *,
-             progress: bool = True, desc: str = "episodes",
-             on_result: Callable[[int, Any], None] | None = None) -> list:
+def run_jobs(
+    jobs: Sequence,
+    worker: Callable[[Any], Any],
+    runtime: dict | None = None,
+    *,
+    progress: bool = True,
+    desc: str = "episodes",
+    on_result: Callable[[int, Any], None] | None = None,
+) -> list:
     """``[worker(job) for job in jobs]``, run on the configured runtime, in job order."""
     runtime = dict(runtime or {})
     name = runtime.get("name", "local")
@@ -103,8 +114,10 @@ def _run_pool(jobs, worker, workers, progress, desc, report) -> list:
 
     results: list = [None] * len(jobs)
     ctx = mp.get_context("spawn")  # no fork of a process that may hold torch/MLflow threads
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool, \
-            _progress(len(jobs), progress, desc) as bar:
+    with (
+        ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool,
+        _progress(len(jobs), progress, desc) as bar,
+    ):
         futures = {pool.submit(worker, job): i for i, job in enumerate(jobs)}
         pending = set(futures)
         try:
@@ -128,11 +141,15 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
     host, _, port = address.rpartition(":")
     if not port.isdigit():
-        raise ConfigError(f"runtime.address: expected HOST:PORT, 'auto' or ray://HOST:PORT, got {address!r}")
+        raise ConfigError(
+            f"runtime.address: expected HOST:PORT, 'auto' or ray://HOST:PORT, got {address!r}"
+        )
     try:
         socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
     except (OSError, ValueError) as e:
-        raise ConfigError(f"runtime.address: no Ray cluster reachable at {address!r} ({e})") from None
+        raise ConfigError(
+            f"runtime.address: no Ray cluster reachable at {address!r} ({e})"
+        ) from None
 
 
 def _run_ray(jobs, worker, runtime, progress, desc, report) -> list:
@@ -143,7 +160,11 @@ def _run_ray(jobs, worker, runtime, progress, desc, report) -> list:
 
     started = False
     if not ray.is_initialized():
-        kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+        kwargs = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": logging.ERROR,
+        }
         address = runtime.get("address") or None
         if address is None and runtime.get("num_cpus") is not None:
             kwargs["num_cpus"] = int(runtime["num_cpus"])

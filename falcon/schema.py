@@ -30,7 +30,8 @@ PathSchema = make_dataclass("PathSchema", [(k, Any, field(default=None)) for k i
 ScenarioSchema = make_dataclass(
     "ScenarioSchema",
     [(k, Any, field(default=MISSING)) for k in SCENARIO_DEFAULTS if k != "paths"]
-    + [("paths", list[PathSchema], field(default_factory=list))])
+    + [("paths", list[PathSchema], field(default_factory=list))],
+)
 
 
 def register() -> None:

@@ -28,7 +28,9 @@ def _need(obj, key: str, kind, where: str):
     if not isinstance(obj, Mapping) or key not in obj:
         raise ConfigError(f"{where}: missing key {key!r}")
     if not isinstance(obj[key], kind):
-        raise ConfigError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {type(obj[key]).__name__}")
+        raise ConfigError(
+            f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {type(obj[key]).__name__}"
+        )
     return obj[key]
 
 
@@ -49,7 +51,9 @@ def validate(doc, where: str = FILE_NAME) -> dict:
             raise ConfigError(f"{at}: duplicate figure id {fid!r}")
         ids.add(fid)
         if _need(fig, "seed", str, at) not in seeds:
-            raise ConfigError(f"{at} ({fid}): unknown seed {fig['seed']!r} (known: {', '.join(seeds)})")
+            raise ConfigError(
+                f"{at} ({fid}): unknown seed {fig['seed']!r} (known: {', '.join(seeds)})"
+            )
         for key in ("where", "title", "experiment"):
             _need(fig, key, str, f"{at} ({fid})")
         cids: set[str] = set()
@@ -87,7 +91,9 @@ def _read(path: Path) -> dict:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"seed claims file {path}: not valid YAML ({str(e).splitlines()[0]})") from None
+        raise ConfigError(
+            f"seed claims file {path}: not valid YAML ({str(e).splitlines()[0]})"
+        ) from None
     return validate(doc, str(path))
 
 
@@ -125,4 +131,13 @@ def source(figure_id: str, doc: Mapping | None = None) -> str:
     return f"{doc['seeds'][fig['seed']]['cite']}, {fig['where']}"
 
 
-__all__ = ["load", "validate", "figure", "claim", "claim_values", "claim_texts", "source", "default_path"]
+__all__ = [
+    "load",
+    "validate",
+    "figure",
+    "claim",
+    "claim_values",
+    "claim_texts",
+    "source",
+    "default_path",
+]

@@ -34,7 +34,9 @@ def traces_read(scenarios: list[tuple[str, dict]]) -> list[TraceUse]:
     for name, scenario in scenarios:
         for i, path in enumerate(normalise_scenario(scenario)["paths"]):
             if path["trace"] is not None:
-                uses.append(TraceUse(name, i, load_path_trace(path["trace"], np.random.SeedSequence(0))))
+                uses.append(
+                    TraceUse(name, i, load_path_trace(path["trace"], np.random.SeedSequence(0)))
+                )
     return uses
 
 
@@ -47,6 +49,7 @@ def summary_lines(uses: list[TraceUse]) -> list[str]:
 
 def trace_params(uses: list[TraceUse], n_scenarios: int) -> dict[str, str]:
     """MLflow params: ``scenario[.<name>].paths.<i>.trace_sha256`` -> the file's SHA-256."""
+
     def key(u: TraceUse) -> str:
         prefix = "scenario." if n_scenarios == 1 else f"scenario.{u.scenario}."
         return f"{prefix}paths.{u.path_index}.trace_sha256"
@@ -56,8 +59,16 @@ def trace_params(uses: list[TraceUse], n_scenarios: int) -> dict[str, str]:
 
 def plan_traces(uses: list[TraceUse]) -> list[dict]:
     """The ``traces`` list of ``plan.yaml``: scenario, path index, file, format, SHA-256."""
-    return [{"scenario": u.scenario, "path": u.path_index, "file": display_name(u.trace.source),
-             "format": u.trace.format, "sha256": u.trace.sha256} for u in uses]
+    return [
+        {
+            "scenario": u.scenario,
+            "path": u.path_index,
+            "file": display_name(u.trace.source),
+            "format": u.trace.format,
+            "sha256": u.trace.sha256,
+        }
+        for u in uses
+    ]
 
 
 __all__ = ["TraceUse", "traces_read", "summary_lines", "trace_params", "plan_traces"]

@@ -77,8 +77,13 @@ def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:
 
 def git_commit(cwd: str | Path | None = None) -> str | None:
     try:
-        res = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd or Path(__file__).parent,
-                             capture_output=True, text=True, timeout=5)
+        res = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd or Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout.strip() if res.returncode == 0 and res.stdout.strip() else None
@@ -121,7 +126,7 @@ class Tracker(NullTracker):
         items = [Param(str(k)[:250], str(v)[:MAX_PARAM_LEN]) for k, v in params.items()]
         with reported(self.uri):
             for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
-                self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
+                self.client.log_batch(self.run_id, params=items[i : i + MAX_PARAMS_PER_BATCH])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         import time
@@ -132,7 +137,7 @@ class Tracker(NullTracker):
         items = [Metric(k, float(v), ts, int(step or 0)) for k, v in metrics.items()]
         with reported(self.uri):
             for i in range(0, len(items), MAX_METRICS_PER_BATCH):
-                self.client.log_batch(self.run_id, metrics=items[i:i + MAX_METRICS_PER_BATCH])
+                self.client.log_batch(self.run_id, metrics=items[i : i + MAX_METRICS_PER_BATCH])
 
     def log_artifacts(self, local_dir: str | Path, artifact_path: str | None = None) -> None:
         with reported(self.uri):
@@ -156,8 +161,13 @@ def quiet_mlflow() -> None:
 
 
 @contextmanager
-def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, Any] | None = None,
-                base_dir: str | Path | None = None) -> Iterator[NullTracker]:
+def tracked_run(
+    tracking: Mapping | None,
+    *,
+    run_name: str,
+    tags: Mapping[str, Any] | None = None,
+    base_dir: str | Path | None = None,
+) -> Iterator[NullTracker]:
     """A tracked MLflow run around a block (a :class:`NullTracker` when disabled).
 
     The run ends FINISHED if the block completes, KILLED on KeyboardInterrupt,
@@ -173,11 +183,21 @@ def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, A
     location = tracking.get("artifact_location") or default_artifact_location(uri)
     all_tags = {"falcon.commit": git_commit()} | dict(tracking.get("tags") or {}) | dict(tags or {})
     all_tags = {k: str(v) for k, v in all_tags.items() if v is not None}
-    proc = tracking_worker.take()   # the command line's tracking process (falcon.tracking_worker), if any
+    proc = (
+        tracking_worker.take()
+    )  # the command line's tracking process (falcon.tracking_worker), if any
     if proc is not None:
-        tracker = tracking_worker.BackgroundTracker(proc, uri, {
-            "uri": uri, "experiment": exp_name, "artifact_location": location, "run_name": run_name,
-            "tags": all_tags})
+        tracker = tracking_worker.BackgroundTracker(
+            proc,
+            uri,
+            {
+                "uri": uri,
+                "experiment": exp_name,
+                "artifact_location": location,
+                "run_name": run_name,
+                "tags": all_tags,
+            },
+        )
     else:
         import mlflow.tracking  # noqa: F401
 
@@ -198,8 +218,14 @@ def tracked_run(tracking: Mapping | None, *, run_name: str, tags: Mapping[str, A
     tracker.end("FINISHED")
 
 
-def start_run(client, uri: str, experiment: str, artifact_location: str | None, run_name: str,
-              tags: Mapping[str, str]) -> Tracker:
+def start_run(
+    client,
+    uri: str,
+    experiment: str,
+    artifact_location: str | None,
+    run_name: str,
+    tags: Mapping[str, str],
+) -> Tracker:
     """A new run of ``experiment`` (created, with ``artifact_location``, if missing) in
     ``client``'s store; a failure of the store raises :class:`TrackingError`."""
     with reported(uri):
@@ -231,5 +257,13 @@ def _end_quietly(end: Callable[[str], None], status: str, warn: bool = True) -> 
             logging.getLogger(__name__).warning("could not mark the MLflow run %s: %s", status, e)
 
 
-__all__ = ["tracked_run", "start_run", "Tracker", "NullTracker", "TrackingError", "resolve_uri", "flatten",
-           "default_artifact_location"]
+__all__ = [
+    "tracked_run",
+    "start_run",
+    "Tracker",
+    "NullTracker",
+    "TrackingError",
+    "resolve_uri",
+    "flatten",
+    "default_artifact_location",
+]

@@ -63,7 +63,7 @@ def sqlite_file(uri: str) -> Path | None:
     unless absolute), None for any other store."""
     if not uri.startswith("sqlite:///"):
         return None
-    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    path = uri[len("sqlite:///") :].split("?", 1)[0]
     return Path(path) if path and path != ":memory:" else None
 
 
@@ -104,8 +104,10 @@ def _make_sqlite_store(db: Path) -> None:
             return
         with atomic_path(db) as tmp:
             # the default experiment's artifacts next to the store, as FALCON's experiments'
-            store = SqlAlchemyStore(f"sqlite:///{tmp}", default_artifact_location(f"sqlite:///{db}"))
-            store.engine.dispose()   # every connection closed: the file is complete
+            store = SqlAlchemyStore(
+                f"sqlite:///{tmp}", default_artifact_location(f"sqlite:///{db}")
+            )
+            store.engine.dispose()  # every connection closed: the file is complete
 
 
 def broken_store_advice(db: Path) -> str | None:
@@ -116,9 +118,14 @@ def broken_store_advice(db: Path) -> str | None:
     try:
         con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            version = _first(con, "SELECT version_num FROM alembic_version") \
-                if "alembic_version" in tables else None
+            tables = {
+                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            version = (
+                _first(con, "SELECT version_num FROM alembic_version")
+                if "alembic_version" in tables
+                else None
+            )
             runs = _first(con, "SELECT COUNT(*) FROM runs") if "runs" in tables else 0
         finally:
             con.close()
@@ -132,8 +139,10 @@ def broken_store_advice(db: Path) -> str | None:
     state = f"half-migrated by an interrupted schema migration ({'; '.join(what)})"
     if not runs:
         return f"{state}; it holds no runs: delete {db} and run again"
-    return (f"{state}; it holds {runs} runs: restore {db} from a backup, or move it aside "
-            f"to start a new store there")
+    return (
+        f"{state}; it holds {runs} runs: restore {db} from a backup, or move it aside "
+        f"to start a new store there"
+    )
 
 
 def _first(con: sqlite3.Connection, sql: str):
@@ -141,5 +150,12 @@ def _first(con: sqlite3.Connection, sql: str):
     return row[0] if row else None
 
 
-__all__ = ["TrackingError", "open_client", "reported", "cause_of", "sqlite_file", "store_made",
-           "broken_store_advice"]
+__all__ = [
+    "TrackingError",
+    "open_client",
+    "reported",
+    "cause_of",
+    "sqlite_file",
+    "store_made",
+    "broken_store_advice",
+]

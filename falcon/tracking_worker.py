@@ -39,8 +39,11 @@ _prewarmed: list[subprocess.Popen] = []
 
 def tracking_disabled_in(argv: list[str]) -> bool:
     """The command line turns tracking off (``tracking=none``, ``tracking.enabled=false``)."""
-    return any(a.replace(" ", "").lower() in ("tracking=none", "tracking.enabled=false", "tracking.enabled=0")
-               for a in argv)
+    return any(
+        a.replace(" ", "").lower()
+        in ("tracking=none", "tracking.enabled=false", "tracking.enabled=0")
+        for a in argv
+    )
 
 
 def prewarm(argv: list[str] | None = None) -> None:
@@ -49,8 +52,13 @@ def prewarm(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if os.environ.get(PREWARM_ENV, "1") == "0" or tracking_disabled_in(argv) or _prewarmed:
         return
-    proc = subprocess.Popen([sys.executable, "-m", "falcon.tracking_worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, bufsize=1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "falcon.tracking_worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
     _prewarmed.append(proc)
     atexit.register(_discard, proc)
 
@@ -105,10 +113,18 @@ class BackgroundTracker:
         self._send({"op": "params", "params": {str(k): str(v) for k, v in params.items()}})
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        self._send({"op": "metrics", "metrics": {str(k): float(v) for k, v in metrics.items()}, "step": step})
+        self._send(
+            {
+                "op": "metrics",
+                "metrics": {str(k): float(v) for k, v in metrics.items()},
+                "step": step,
+            }
+        )
 
     def log_artifacts(self, local_dir: str | Path, artifact_path: str | None = None) -> None:
-        self._send({"op": "artifacts", "dir": str(Path(local_dir).absolute()), "path": artifact_path})
+        self._send(
+            {"op": "artifacts", "dir": str(Path(local_dir).absolute()), "path": artifact_path}
+        )
         self.sync()
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
@@ -134,7 +150,9 @@ class BackgroundTracker:
             self._proc.stdin.write(json.dumps(msg) + "\n")
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            raise TrackingError(self.uri, "the MLflow tracking process ended unexpectedly") from None
+            raise TrackingError(
+                self.uri, "the MLflow tracking process ended unexpectedly"
+            ) from None
 
     def _reply(self) -> dict:
         line = self._proc.stdout.readline()
@@ -167,7 +185,14 @@ def _start(msg: dict, opened: dict):
     from falcon.tracking_store import open_client
 
     client = opened.get(msg["uri"]) or open_client(msg["uri"])
-    return start_run(client, msg["uri"], msg["experiment"], msg["artifact_location"], msg["run_name"], msg["tags"])
+    return start_run(
+        client,
+        msg["uri"],
+        msg["experiment"],
+        msg["artifact_location"],
+        msg["run_name"],
+        msg["tags"],
+    )
 
 
 def serve(lines, write, opened: dict | None = None) -> None:

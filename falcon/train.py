@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from falcon import tracking_worker
 
-if __name__ == "__main__":   # before the imports below: MLflow's import runs beside them
+if __name__ == "__main__":  # before the imports below: MLflow's import runs beside them
     tracking_worker.prewarm()
 
 from collections.abc import Mapping
@@ -70,9 +70,13 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int, progress: bool =
     for name, agent_cfg in plan.agents:
         if not is_trainable(agent_cfg):
             if isinstance(agent_cfg, Mapping) and "bank" in agent_cfg:
-                info(f"agent {name!r} is deployed from the meta-model bank and adapts online: no training step")
+                info(
+                    f"agent {name!r} is deployed from the meta-model bank and adapts online: no training step"
+                )
             else:
-                info(f"agent {name!r} has nothing to train (no train: section): it is evaluated only")
+                info(
+                    f"agent {name!r} has nothing to train (no train: section): it is evaluated only"
+                )
             agents.append((name, agent_cfg))
             continue
         train_kw = dict(agent_cfg["train"])
@@ -80,14 +84,21 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int, progress: bool =
             raise ConfigError(f"agent {name!r}: train: must be a mapping of fit() arguments")
         scheduler = instantiate_agent(name, agent_cfg)
         if not isinstance(scheduler, Trainable):
-            raise ConfigError(f"agent {name!r}: has a train: section but {type(scheduler).__name__} has no "
-                              f"training step (not an envs.scheduler.Trainable)")
-        info(f"training agent {name!r} on scenario {scenario_name!r}, app {app_name!r}, seed {train_seed}")
+            raise ConfigError(
+                f"agent {name!r}: has a train: section but {type(scheduler).__name__} has no "
+                f"training step (not an envs.scheduler.Trainable)"
+            )
+        info(
+            f"training agent {name!r} on scenario {scenario_name!r}, app {app_name!r}, seed {train_seed}"
+        )
         train_kw["log"] = lambda metrics, step=None, _n=name: tracker.log_metrics(
-            {f"train/{_n}/{k}": v for k, v in metrics.items()}, step)
+            {f"train/{_n}/{k}": v for k, v in metrics.items()}, step
+        )
         train_kw.setdefault("progress", progress)
         seed_globals(train_seed)
-        with training_reads(f"training agent {name!r} on scenario {scenario_name!r}"):   # no test trace file
+        with training_reads(
+            f"training agent {name!r} on scenario {scenario_name!r}"
+        ):  # no test trace file
             final = scheduler.fit(scenario=scenario, app=app, seed=train_seed, **train_kw)
         if isinstance(final, Mapping):
             tracker.log_metrics({f"train/{name}/{k}": float(v) for k, v in final.items()})

@@ -11,5 +11,13 @@ from metalearning.bank import (
 )
 from metalearning.grid import ConditionGrid, PathCondition, conditions_of_scenario
 
-__all__ = ["ConditionGrid", "PathCondition", "conditions_of_scenario", "MetaModelBank", "load_bank",
-           "read_bank_header", "BANK_FORMAT", "BANK_FORMAT_VERSION"]
+__all__ = [
+    "ConditionGrid",
+    "PathCondition",
+    "conditions_of_scenario",
+    "MetaModelBank",
+    "load_bank",
+    "read_bank_header",
+    "BANK_FORMAT",
+    "BANK_FORMAT_VERSION",
+]

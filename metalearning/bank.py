@@ -54,9 +54,21 @@ from metalearning.grid import ConditionGrid, PathCondition
 BANK_FORMAT = "falcon-bank"
 BANK_FORMAT_VERSION = 1
 #: file attributes written by the model file or the bank itself (not usable as ``meta`` keys)
-RESERVED_ATTRS = frozenset({"format", "format_version", "framework_version", "created", "n_models",
-                            "model_names", "bank_format", "bank_format_version", "grid", "bank_meta_keys",
-                            "bank_meta_json"})
+RESERVED_ATTRS = frozenset(
+    {
+        "format",
+        "format_version",
+        "framework_version",
+        "created",
+        "n_models",
+        "model_names",
+        "bank_format",
+        "bank_format_version",
+        "grid",
+        "bank_meta_keys",
+        "bank_meta_json",
+    }
+)
 
 
 def layer_shapes(spec: QNetSpec) -> list[tuple[int, ...]]:
@@ -72,7 +84,7 @@ def split_row(row: np.ndarray, spec: QNetSpec) -> list[np.ndarray]:
     out, off = [], 0
     for shape in layer_shapes(spec):
         n = int(np.prod(shape))
-        out.append(row[off:off + n].reshape(shape))
+        out.append(row[off : off + n].reshape(shape))
         off += n
     return out
 
@@ -89,7 +101,9 @@ def flatten_weights(weights: Sequence[np.ndarray], spec: QNetSpec) -> np.ndarray
 
 
 def _ranges_json(ranges: list[dict]) -> str:
-    return json.dumps([{d: [lo, None if math.isinf(hi) else hi] for d, (lo, hi) in r.items()} for r in ranges])
+    return json.dumps(
+        [{d: [lo, None if math.isinf(hi) else hi] for d, (lo, hi) in r.items()} for r in ranges]
+    )
 
 
 def _json_default(v):
@@ -108,8 +122,10 @@ def _per_cell_counts(meta: Mapping, n_cells: int) -> list[int] | None:
         return None
     counts = np.asarray(v)
     if counts.shape != (n_cells,) or counts.dtype.kind not in "iu":
-        raise ConfigError(f"bank meta_iterations: expected one integer per cell ({n_cells}), got an array of "
-                          f"shape {counts.shape} and dtype {counts.dtype}")
+        raise ConfigError(
+            f"bank meta_iterations: expected one integer per cell ({n_cells}), got an array of "
+            f"shape {counts.shape} and dtype {counts.dtype}"
+        )
     return [int(x) for x in counts]
 
 
@@ -127,29 +143,41 @@ class MetaModelBank:
             arrays become lists).
     """
 
-    def __init__(self, grid: ConditionGrid, spec: QNetSpec, params: np.ndarray, meta: dict | None = None):
+    def __init__(
+        self, grid: ConditionGrid, spec: QNetSpec, params: np.ndarray, meta: dict | None = None
+    ):
         if not isinstance(grid, ConditionGrid):
             raise ConfigError(f"bank grid: expected a ConditionGrid, got {type(grid).__name__}")
         if not isinstance(spec, QNetSpec):
             raise ConfigError(f"bank spec: expected a QNetSpec, got {type(spec).__name__}")
         if spec.n_actions != grid.n_paths:
-            raise ConfigError(f"bank: the networks have {spec.n_actions} actions but the grid {grid.n_paths} paths")
+            raise ConfigError(
+                f"bank: the networks have {spec.n_actions} actions but the grid {grid.n_paths} paths"
+            )
         if reward_of_inputs(spec.n_inputs, spec.n_actions) is None:
-            raise ConfigError(f"bank: networks of {spec.n_inputs} inputs for {spec.n_actions} paths match no MDP "
-                              f"(paper: {n_inputs(spec.n_actions, PACKET_RATE)}, completion: "
-                              f"{n_inputs(spec.n_actions, COMPLETION)}; envs/mdp.py)")
+            raise ConfigError(
+                f"bank: networks of {spec.n_inputs} inputs for {spec.n_actions} paths match no MDP "
+                f"(paper: {n_inputs(spec.n_actions, PACKET_RATE)}, completion: "
+                f"{n_inputs(spec.n_actions, COMPLETION)}; envs/mdp.py)"
+            )
         params = np.ascontiguousarray(params, dtype=np.float32)
         want = (grid.n_cells, spec.n_parameters)
         if params.shape != want:
-            raise ConfigError(f"bank params: expected shape {want} (cells, parameters), got {params.shape}")
+            raise ConfigError(
+                f"bank params: expected shape {want} (cells, parameters), got {params.shape}"
+            )
         bad = ~np.isfinite(params).all(axis=1)
         if bad.any():
-            raise ConfigError(f"bank params: cell {int(np.argmax(bad))} holds non-finite values "
-                              f"({int(bad.sum())} cells in all)")
+            raise ConfigError(
+                f"bank params: cell {int(np.argmax(bad))} holds non-finite values "
+                f"({int(bad.sum())} cells in all)"
+            )
         meta = dict(meta or {})
         for k in meta:
             if not isinstance(k, str) or not k or "/" in k or k in RESERVED_ATTRS:
-                raise ConfigError(f"bank meta: key {k!r} is not usable (reserved: {sorted(RESERVED_ATTRS)})")
+                raise ConfigError(
+                    f"bank meta: key {k!r} is not usable (reserved: {sorted(RESERVED_ATTRS)})"
+                )
         _per_cell_counts(meta, grid.n_cells)
         self.grid = grid
         self.spec = spec
@@ -157,7 +185,9 @@ class MetaModelBank:
         self.meta = meta
 
     @classmethod
-    def initial(cls, grid: ConditionGrid, spec: QNetSpec, seed: int = 0, meta: dict | None = None) -> MetaModelBank:
+    def initial(
+        cls, grid: ConditionGrid, spec: QNetSpec, seed: int = 0, meta: dict | None = None
+    ) -> MetaModelBank:
         """A bank of freshly initialised networks: cell ``c`` holds model ``c``
         of :func:`baselines.dqn.network.init_params` ``(spec, n_cells, seed)``
         (what ``BatchedDQN(spec, n_cells, seed=seed)`` starts from)."""
@@ -184,8 +214,10 @@ class MetaModelBank:
         reptile = settings.get("reptile") if isinstance(settings, dict) else None
         unit = reptile.get("reward_unit", "time") if isinstance(reptile, dict) else COMPLETION_UNIT
         if unit not in COMPLETION_UNITS:
-            raise ConfigError(f"bank: its build settings name an unknown reward_unit {unit!r} "
-                              f"(known: {list(COMPLETION_UNITS)})")
+            raise ConfigError(
+                f"bank: its build settings name an unknown reward_unit {unit!r} "
+                f"(known: {list(COMPLETION_UNITS)})"
+            )
         return unit
 
     @property
@@ -226,8 +258,11 @@ class MetaModelBank:
         counts = _per_cell_counts(self.meta, self.n_cells)
         out = []
         for c, name in enumerate(self.grid.names()):
-            attrs = {"cell": c, "path_cells": list(self.grid.path_cells_of(c)),
-                     "ranges": _ranges_json(self.grid.ranges(c))}
+            attrs = {
+                "cell": c,
+                "path_cells": list(self.grid.path_cells_of(c)),
+                "ranges": _ranges_json(self.grid.ranges(c)),
+            }
             if counts is not None:
                 attrs["meta_iterations"] = counts[c]
             out.append(ModelRecord(name, self.spec, split_row(self.row(c), self.spec), attrs))
@@ -236,8 +271,11 @@ class MetaModelBank:
     # ---------------------------------------------------------- files
     def file_attrs(self) -> dict:
         """The bank's file attributes (module docstring)."""
-        attrs: dict = {"bank_format": BANK_FORMAT, "bank_format_version": BANK_FORMAT_VERSION,
-                       "grid": json.dumps(self.grid.to_dict())}
+        attrs: dict = {
+            "bank_format": BANK_FORMAT,
+            "bank_format_version": BANK_FORMAT_VERSION,
+            "grid": json.dumps(self.grid.to_dict()),
+        }
         keys, as_json = [], []
         for k, v in self.meta.items():
             keys.append(k)
@@ -266,10 +304,14 @@ class MetaModelBank:
             raise
         except (OSError, ValueError, TypeError, RuntimeError) as e:
             msg = " ".join(str(e).split())[:200]
-            raise ModelFileError(f"meta-model bank {path}: cannot write it ({type(e).__name__}: {msg})") from None
+            raise ModelFileError(
+                f"meta-model bank {path}: cannot write it ({type(e).__name__}: {msg})"
+            ) from None
 
     @classmethod
-    def read(cls, path, grid: ConditionGrid | None = None, spec: QNetSpec | None = None) -> MetaModelBank:
+    def read(
+        cls, path, grid: ConditionGrid | None = None, spec: QNetSpec | None = None
+    ) -> MetaModelBank:
         """Read and validate a bank file; ``grid`` / ``spec``, when given, must
         equal the file's. Raises a one-line :class:`ModelFileError`."""
         path = Path(path)
@@ -277,8 +319,10 @@ class MetaModelBank:
             file_grid, meta, listed = _read_bank_header(path)
             where = f"meta-model bank {path}"
             if grid is not None and grid != file_grid:
-                raise ModelFileError(f"{where}: its grid {file_grid!r} is not the expected {grid!r}")
-            _check_names(where, listed, file_grid)      # before the seconds the models take
+                raise ModelFileError(
+                    f"{where}: its grid {file_grid!r} is not the expected {grid!r}"
+                )
+            _check_names(where, listed, file_grid)  # before the seconds the models take
             records = read_hdf5(path)
             return cls._from_records(path, records, file_grid, spec, meta)
         except FalconInputError as e:
@@ -287,33 +331,51 @@ class MetaModelBank:
             raise ModelFileError(f"meta-model bank {path}: {e}") from None
         except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
             msg = " ".join(str(e).split())[:200]
-            raise ModelFileError(f"meta-model bank {path}: unreadable ({type(e).__name__}: {msg})") from None
+            raise ModelFileError(
+                f"meta-model bank {path}: unreadable ({type(e).__name__}: {msg})"
+            ) from None
 
     @classmethod
-    def _from_records(cls, path, records: list[ModelRecord], grid: ConditionGrid, spec: QNetSpec | None,
-                      meta: dict) -> MetaModelBank:
+    def _from_records(
+        cls,
+        path,
+        records: list[ModelRecord],
+        grid: ConditionGrid,
+        spec: QNetSpec | None,
+        meta: dict,
+    ) -> MetaModelBank:
         where = f"meta-model bank {path}"
         names = _check_names(where, [r.name for r in records], grid)
         by_name = {r.name: r for r in records}
         first = by_name[names[0]].spec
         if spec is not None and spec != first:
-            raise ModelFileError(f"{where}: its networks are {_spec_str(first)}, expected {_spec_str(spec)}")
+            raise ModelFileError(
+                f"{where}: its networks are {_spec_str(first)}, expected {_spec_str(spec)}"
+            )
         if first.n_actions != grid.n_paths:
-            raise ModelFileError(f"{where}: the networks have {first.n_actions} actions for a "
-                                 f"{grid.n_paths}-path grid")
+            raise ModelFileError(
+                f"{where}: the networks have {first.n_actions} actions for a "
+                f"{grid.n_paths}-path grid"
+            )
         params = np.empty((grid.n_cells, first.n_parameters), np.float32)
         for c, name in enumerate(names):
             rec = by_name[name]
             if rec.spec != first:
-                raise ModelFileError(f"{where}: {name} is {_spec_str(rec.spec)}, unlike {names[0]} "
-                                     f"({_spec_str(first)})")
+                raise ModelFileError(
+                    f"{where}: {name} is {_spec_str(rec.spec)}, unlike {names[0]} "
+                    f"({_spec_str(first)})"
+                )
             cell = _py(rec.attrs.get("cell"))
             if isinstance(cell, bool) or not isinstance(cell, int | np.integer) or int(cell) != c:
                 raise ModelFileError(f"{where}: {name} has cell attribute {cell!r}, expected {c}")
             ranges = rec.attrs.get("ranges")
-            if not isinstance(ranges, str) or json.loads(ranges) != json.loads(_ranges_json(grid.ranges(c))):
-                raise ModelFileError(f"{where}: {name} has ranges {ranges!r}, which are not the grid's "
-                                     f"{_ranges_json(grid.ranges(c))}")
+            if not isinstance(ranges, str) or json.loads(ranges) != json.loads(
+                _ranges_json(grid.ranges(c))
+            ):
+                raise ModelFileError(
+                    f"{where}: {name} has ranges {ranges!r}, which are not the grid's "
+                    f"{_ranges_json(grid.ranges(c))}"
+                )
             params[c] = flatten_weights(rec.weights, first)
         return cls(grid, first, params, meta)
 
@@ -358,7 +420,9 @@ class CopyOnWriteBank(MetaModelBank):
     def set_row(self, cell: int, row: np.ndarray) -> None:
         row = np.asarray(row, np.float32)
         if row.shape != (self.spec.n_parameters,) or not np.isfinite(row).all():
-            raise ConfigError(f"bank row: expected {self.spec.n_parameters} finite parameters, got {row.shape}")
+            raise ConfigError(
+                f"bank row: expected {self.spec.n_parameters} finite parameters, got {row.shape}"
+            )
         self._rows[self.grid.check_cell(cell)] = row.copy()
 
 
@@ -368,9 +432,11 @@ def _check_names(where: str, got: list[str], grid: ConditionGrid) -> list[str]:
     if len(got) != len(set(got)) or sorted(got) != names:
         missing = sorted(set(names) - set(got))
         extra = sorted(set(got) - set(names))
-        raise ModelFileError(f"{where}: holds {len(got)} models for {grid.n_cells} cells (missing "
-                             f"{_few(missing)}, unexpected {_few(extra)}"
-                             f"{', duplicates' if len(got) != len(set(got)) else ''})")
+        raise ModelFileError(
+            f"{where}: holds {len(got)} models for {grid.n_cells} cells (missing "
+            f"{_few(missing)}, unexpected {_few(extra)}"
+            f"{', duplicates' if len(got) != len(set(got)) else ''})"
+        )
     return names
 
 
@@ -407,20 +473,31 @@ def _read_bank_header(path: Path) -> tuple[ConditionGrid, dict, list[str]]:
     try:
         f = h5py.File(path, "r")
     except OSError as e:
-        raise ModelFileError(f"{where}: not a readable HDF5 file ({str(e).splitlines()[0]})") from None
+        raise ModelFileError(
+            f"{where}: not a readable HDF5 file ({str(e).splitlines()[0]})"
+        ) from None
     with f:
         attrs = f.attrs
         fmt = _str(attrs.get("format", ""))
         if fmt != FORMAT:
-            raise ModelFileError(f"{where}: not a FALCON model file (format {fmt!r}, expected {FORMAT!r})")
+            raise ModelFileError(
+                f"{where}: not a FALCON model file (format {fmt!r}, expected {FORMAT!r})"
+            )
         tag = _str(attrs.get("bank_format", ""))
         if tag != BANK_FORMAT:
-            raise ModelFileError(f"{where}: a model file but not a meta-model bank (bank_format {tag!r}, "
-                                 f"expected {BANK_FORMAT!r})")
+            raise ModelFileError(
+                f"{where}: a model file but not a meta-model bank (bank_format {tag!r}, "
+                f"expected {BANK_FORMAT!r})"
+            )
         version = _py(attrs.get("bank_format_version"))
-        if not isinstance(version, int | np.integer) or not 1 <= int(version) <= BANK_FORMAT_VERSION:
-            raise ModelFileError(f"{where}: bank format version {version!r} is not supported "
-                                 f"(this reader: 1..{BANK_FORMAT_VERSION})")
+        if (
+            not isinstance(version, int | np.integer)
+            or not 1 <= int(version) <= BANK_FORMAT_VERSION
+        ):
+            raise ModelFileError(
+                f"{where}: bank format version {version!r} is not supported "
+                f"(this reader: 1..{BANK_FORMAT_VERSION})"
+            )
         try:
             grid = ConditionGrid.from_dict(json.loads(_str(attrs["grid"])))
         except (KeyError, json.JSONDecodeError, ConfigError) as e:
@@ -439,7 +516,9 @@ def _read_bank_header(path: Path) -> tuple[ConditionGrid, dict, list[str]]:
                 try:
                     meta[k] = json.loads(_str(v))
                 except json.JSONDecodeError as e:
-                    raise ModelFileError(f"{where}: meta attribute {k!r} is not valid JSON ({e})") from None
+                    raise ModelFileError(
+                        f"{where}: meta attribute {k!r} is not valid JSON ({e})"
+                    ) from None
             else:
                 meta[k] = _str(v) if isinstance(v, bytes | str) else _py(v)
         listed = [_str(x) for x in attrs.get("model_names", [])]
@@ -458,13 +537,25 @@ def read_bank_header(path) -> tuple[ConditionGrid, dict]:
         raise
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
         msg = " ".join(str(e).split())[:200]
-        raise ModelFileError(f"meta-model bank {path}: unreadable ({type(e).__name__}: {msg})") from None
+        raise ModelFileError(
+            f"meta-model bank {path}: unreadable ({type(e).__name__}: {msg})"
+        ) from None
 
 
-def load_bank(path, grid: ConditionGrid | None = None, spec: QNetSpec | None = None) -> MetaModelBank:
+def load_bank(
+    path, grid: ConditionGrid | None = None, spec: QNetSpec | None = None
+) -> MetaModelBank:
     """:meth:`MetaModelBank.read`."""
     return MetaModelBank.read(path, grid=grid, spec=spec)
 
 
-__all__ = ["MetaModelBank", "load_bank", "read_bank_header", "BANK_FORMAT", "BANK_FORMAT_VERSION", "split_row", "flatten_weights",
-           "layer_shapes"]
+__all__ = [
+    "MetaModelBank",
+    "load_bank",
+    "read_bank_header",
+    "BANK_FORMAT",
+    "BANK_FORMAT_VERSION",
+    "split_row",
+    "flatten_weights",
+    "layer_shapes",
+]

@@ -47,14 +47,25 @@ from metalearning.reptile import ReptileConfig, reptile_cells
 
 #: bumped whenever task collection or the inner loop changes what a build
 #: computes (part of the fingerprint, so an older bank is rebuilt, not reused)
-BUILD_VERSION = 9              # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit;
+BUILD_VERSION = 9  # 5: the emulator's connection setup (envs/setup.py); 6: reward_unit;
 #                                7: pacing and the setup's RTT samples (envs/path_sender.py, envs/setup.py);
 #                                8: secondary paths open as QUIC stacks open them (path_validation: mutual);
 #                                9: the server's setup datagram crosses the link, CUBIC's HyStart++ (defaults)
 
 #: keys of a bank build config (``configs/bank/*.yaml``)
-BUILD_KEYS = ("name", "path", "seed", "reward", "generalist", "hidden", "grid", "dqn", "reptile", "chunk_size",
-              "checkpoint_every")
+BUILD_KEYS = (
+    "name",
+    "path",
+    "seed",
+    "reward",
+    "generalist",
+    "hidden",
+    "grid",
+    "dqn",
+    "reptile",
+    "chunk_size",
+    "checkpoint_every",
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +117,9 @@ class BankBuildSpec:
         try:
             hidden = tuple(int(h) for h in hidden)
         except (TypeError, ValueError):
-            raise ConfigError(f"bank.hidden: expected a list of layer widths, got {hidden!r}") from None
+            raise ConfigError(
+                f"bank.hidden: expected a list of layer widths, got {hidden!r}"
+            ) from None
         if not hidden or min(hidden) < 1:
             raise ConfigError(f"bank.hidden: expected positive layer widths, got {list(hidden)}")
         dqn = DQNConfig.from_kwargs(**dict(cfg.get("dqn") or {}))
@@ -116,13 +129,22 @@ class BankBuildSpec:
             raise ConfigError(f"bank.reptile: {e}") from None
         reward = cfg.get("reward", COMPLETION)
         if reward not in (COMPLETION, PACKET_RATE):
-            raise ConfigError(f"bank.reward: expected {COMPLETION!r} or {PACKET_RATE!r} (the MDP of the "
-                              f"meta-models), got {reward!r}")
-        out = cls(name=str(cfg.get("name") or "custom"), grid=grid, hidden=hidden, dqn=dqn,
-                  reptile=reptile, seed=_int(cfg, "seed", 0, 0), reward=reward,
-                  generalist=GeneralistConfig.from_mapping(cfg.get("generalist")),
-                  chunk_size=_int(cfg, "chunk_size", 73, 1),
-                  checkpoint_every=_int(cfg, "checkpoint_every", 10, 1))
+            raise ConfigError(
+                f"bank.reward: expected {COMPLETION!r} or {PACKET_RATE!r} (the MDP of the "
+                f"meta-models), got {reward!r}"
+            )
+        out = cls(
+            name=str(cfg.get("name") or "custom"),
+            grid=grid,
+            hidden=hidden,
+            dqn=dqn,
+            reptile=reptile,
+            seed=_int(cfg, "seed", 0, 0),
+            reward=reward,
+            generalist=GeneralistConfig.from_mapping(cfg.get("generalist")),
+            chunk_size=_int(cfg, "chunk_size", 73, 1),
+            checkpoint_every=_int(cfg, "checkpoint_every", 10, 1),
+        )
         return out
 
     @property
@@ -132,11 +154,16 @@ class BankBuildSpec:
 
     def settings(self) -> dict:
         """The JSON-able settings that determine the bank's weights."""
-        return {"grid": self.grid.to_dict(), "reward": self.reward,
-                "generalist": None if self.generalist is None else self.generalist.to_dict(),
-                "hidden": list(self.hidden),
-                "dqn": self.dqn.to_dict(),
-                "reptile": plain(asdict(self.reptile)), "seed": self.seed, "build_version": BUILD_VERSION}
+        return {
+            "grid": self.grid.to_dict(),
+            "reward": self.reward,
+            "generalist": None if self.generalist is None else self.generalist.to_dict(),
+            "hidden": list(self.hidden),
+            "dqn": self.dqn.to_dict(),
+            "reptile": plain(asdict(self.reptile)),
+            "seed": self.seed,
+            "build_version": BUILD_VERSION,
+        }
 
     def fingerprint(self) -> str:
         """Hash of :meth:`settings`: two builds with the same fingerprint give the same bank."""
@@ -166,6 +193,7 @@ def _int(cfg: Mapping, key: str, default: int, lo: int) -> int:
 
 # ---------------------------------------------------------------- checkpoints
 
+
 def checkpoint_dir(bank_path: str | Path) -> Path:
     p = Path(bank_path)
     return p.with_name(p.name + ".partial")
@@ -175,14 +203,25 @@ def _chunk_file(ckpt_dir: Path, index: int) -> Path:
     return ckpt_dir / f"chunk_{index:04d}.npz"
 
 
-def save_chunk_checkpoint(path: Path, fingerprint: str, cells: list[int], thetas: np.ndarray,
-                          next_iteration: int, history: list[dict]) -> None:
+def save_chunk_checkpoint(
+    path: Path,
+    fingerprint: str,
+    cells: list[int],
+    thetas: np.ndarray,
+    next_iteration: int,
+    history: list[dict],
+) -> None:
     """Write one chunk's state atomically (``.npz``)."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
-            np.savez(f, thetas=np.asarray(thetas, np.float32), cells=np.asarray(cells, np.int64),
-                     next_iteration=np.int64(next_iteration), fingerprint=np.array(fingerprint),
-                     history=np.array(json.dumps(history)))
+            np.savez(
+                f,
+                thetas=np.asarray(thetas, np.float32),
+                cells=np.asarray(cells, np.int64),
+                next_iteration=np.int64(next_iteration),
+                fingerprint=np.array(fingerprint),
+                history=np.array(json.dumps(history)),
+            )
 
 
 def load_chunk_checkpoint(path: Path, fingerprint: str, cells: list[int]):
@@ -201,6 +240,7 @@ def load_chunk_checkpoint(path: Path, fingerprint: str, cells: list[int]):
 
 # ---------------------------------------------------------------- chunk jobs
 
+
 @dataclass(frozen=True)
 class ChunkJob:
     index: int
@@ -209,7 +249,9 @@ class ChunkJob:
     spec: BankBuildSpec
     ckpt_dir: str
     verbose: bool = True
-    start: np.ndarray | None = None     # every cell's initial parameters [P] (the generalist); None: random
+    start: np.ndarray | None = (
+        None  # every cell's initial parameters [P] (the generalist); None: random
+    )
 
 
 def build_chunk(job: ChunkJob) -> dict:
@@ -221,41 +263,75 @@ def build_chunk(job: ChunkJob) -> dict:
     path = _chunk_file(Path(job.ckpt_dir), job.index)
     n_iter = spec.reptile.meta_iterations
     state = load_chunk_checkpoint(path, fp, cells)
-    fresh = None if job.start is None else np.tile(np.asarray(job.start, np.float32), (len(cells), 1))
+    fresh = (
+        None if job.start is None else np.tile(np.asarray(job.start, np.float32), (len(cells), 1))
+    )
     init, start, history = (fresh, 0, []) if state is None else state
     history = list(history)
     t0 = time.perf_counter()
     if start >= n_iter:
-        return {"index": job.index, "thetas": init, "history": history, "wall_s": 0.0,
-                "resumed_from": start}
+        return {
+            "index": job.index,
+            "thetas": init,
+            "history": history,
+            "wall_s": 0.0,
+            "resumed_from": start,
+        }
     label = f"bank chunk {job.index + 1}/{job.n_chunks} (cells {cells[0]}-{cells[-1]})"
     if job.verbose and start:
         print(f"{label}: resuming at meta-iteration {start}/{n_iter}", file=sys.stderr, flush=True)
     every = max(1, n_iter // 10)
 
     def progress(iteration: int, info: dict) -> None:
-        history.append({"iteration": int(iteration), **{k: float(v) for k, v in info.items()
-                                                        if isinstance(v, int | float)}})
+        history.append(
+            {
+                "iteration": int(iteration),
+                **{k: float(v) for k, v in info.items() if isinstance(v, int | float)},
+            }
+        )
         done = iteration + 1
         if job.verbose and (done % every == 0 or done == n_iter):
             loss = info.get("loss", math.nan)
-            print(f"{label}: meta-iteration {done}/{n_iter}  inner loss {loss:.4g}  "
-                  f"[{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+            print(
+                f"{label}: meta-iteration {done}/{n_iter}  inner loss {loss:.4g}  "
+                f"[{time.perf_counter() - t0:.1f} s]",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def checkpoint(thetas, next_iteration: int) -> None:
         save_chunk_checkpoint(path, fp, cells, thetas, next_iteration, history)
 
-    with training_reads(f"building the meta-model bank ({label})"):   # in the worker: no test trace file
-        thetas = reptile_cells(cells, spec.grid, spec.qnet_spec, spec.dqn, spec.reptile, spec.seed,
-                               init=init, start_iteration=start, progress=progress,
-                               checkpoint=checkpoint, checkpoint_every=spec.checkpoint_every)
+    with training_reads(
+        f"building the meta-model bank ({label})"
+    ):  # in the worker: no test trace file
+        thetas = reptile_cells(
+            cells,
+            spec.grid,
+            spec.qnet_spec,
+            spec.dqn,
+            spec.reptile,
+            spec.seed,
+            init=init,
+            start_iteration=start,
+            progress=progress,
+            checkpoint=checkpoint,
+            checkpoint_every=spec.checkpoint_every,
+        )
     thetas = np.asarray(thetas, np.float32)
     save_chunk_checkpoint(path, fp, cells, thetas, n_iter, history)
-    return {"index": job.index, "thetas": thetas, "history": history,
-            "wall_s": time.perf_counter() - t0, "resumed_from": start}
+    return {
+        "index": job.index,
+        "thetas": thetas,
+        "history": history,
+        "wall_s": time.perf_counter() - t0,
+        "resumed_from": start,
+    }
 
 
-def generalist_start(spec: BankBuildSpec, ckpt: Path, progress: bool) -> tuple[np.ndarray | None, dict | None]:
+def generalist_start(
+    spec: BankBuildSpec, ckpt: Path, progress: bool
+) -> tuple[np.ndarray | None, dict | None]:
     """The generalist's parameters (trained once per build, kept in the
     checkpoint folder so that a resumed build does not train it again) and
     its record; ``(None, None)`` without ``generalist:``."""
@@ -271,9 +347,17 @@ def generalist_start(spec: BankBuildSpec, ckpt: Path, progress: bool) -> tuple[n
         pass
     r = spec.reptile
     with training_reads("training the meta-model bank's generalist"):
-        start, record = train_generalist(spec.grid, spec.qnet_spec, spec.dqn, spec.generalist, spec.seed,
-                                         r.task_base, r.task_size_bytes, progress=progress,
-                                         reward_unit=r.reward_unit)
+        start, record = train_generalist(
+            spec.grid,
+            spec.qnet_spec,
+            spec.dqn,
+            spec.generalist,
+            spec.seed,
+            r.task_base,
+            r.task_size_bytes,
+            progress=progress,
+            reward_unit=r.reward_unit,
+        )
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             np.savez(f, start=start, fingerprint=np.array(fp), record=np.array(json.dumps(record)))
@@ -285,9 +369,16 @@ def run_inline(jobs, worker) -> list:
     return [worker(job) for job in jobs]
 
 
-def build_bank(spec: BankBuildSpec, path: str | Path, *, run_jobs: Callable = run_inline,
-               resume: bool = True, progress: bool = True, runtime_label: str = "local",
-               log: Callable[[dict, int | None], None] | None = None) -> MetaModelBank:
+def build_bank(
+    spec: BankBuildSpec,
+    path: str | Path,
+    *,
+    run_jobs: Callable = run_inline,
+    resume: bool = True,
+    progress: bool = True,
+    runtime_label: str = "local",
+    log: Callable[[dict, int | None], None] | None = None,
+) -> MetaModelBank:
     """Build every cell's meta-model and write the bank to ``path`` (atomically).
 
     ``run_jobs(jobs, worker) -> [worker(job) for job in jobs]`` fans the chunk
@@ -307,21 +398,32 @@ def build_bank(spec: BankBuildSpec, path: str | Path, *, run_jobs: Callable = ru
     ckpt.mkdir(parents=True, exist_ok=True)
     chunks = spec.chunks()
     t0 = time.perf_counter()
-    with training_reads(f"building the meta-model bank {spec.name!r}"):   # workers enter it again (build_chunk)
+    with training_reads(
+        f"building the meta-model bank {spec.name!r}"
+    ):  # workers enter it again (build_chunk)
         start, generalist = generalist_start(spec, ckpt, progress)
-        jobs = [ChunkJob(i, len(chunks), tuple(c), spec, str(ckpt), verbose=progress, start=start)
-                for i, c in enumerate(chunks)]
+        jobs = [
+            ChunkJob(i, len(chunks), tuple(c), spec, str(ckpt), verbose=progress, start=start)
+            for i, c in enumerate(chunks)
+        ]
         results = run_jobs(jobs, build_chunk)
     wall = time.perf_counter() - t0
     params = np.concatenate([r["thetas"] for r in results], axis=0)
     n_iter = spec.reptile.meta_iterations
     curve = _mean_curve([r["history"] for r in results], n_iter)
-    meta = {"preset": spec.name, "settings": spec.settings(), "fingerprint": spec.fingerprint(),
-            "meta_iterations": [n_iter] * spec.grid.n_cells, "seed": spec.seed,
-            "build_wall_s": wall, "chunk_size": spec.chunk_size,
-            "runtime": runtime_label,
-            "resumed_chunks": sum(1 for r in results if r["resumed_from"]),
-            "loss_curve": curve, "generalist": generalist}
+    meta = {
+        "preset": spec.name,
+        "settings": spec.settings(),
+        "fingerprint": spec.fingerprint(),
+        "meta_iterations": [n_iter] * spec.grid.n_cells,
+        "seed": spec.seed,
+        "build_wall_s": wall,
+        "chunk_size": spec.chunk_size,
+        "runtime": runtime_label,
+        "resumed_chunks": sum(1 for r in results if r["resumed_from"]),
+        "loss_curve": curve,
+        "generalist": generalist,
+    }
     bank = MetaModelBank(spec.grid, spec.qnet_spec, params, meta)
     bank.write(path)
     shutil.rmtree(ckpt, ignore_errors=True)
@@ -329,8 +431,14 @@ def build_bank(spec: BankBuildSpec, path: str | Path, *, run_jobs: Callable = ru
         for i, loss in enumerate(curve):
             if math.isfinite(loss):
                 log({"bank/inner_loss": loss}, i)
-        log({"bank/build_wall_s": wall, "bank/cells": float(spec.grid.n_cells),
-             "bank/s_per_cell": wall / spec.grid.n_cells}, None)
+        log(
+            {
+                "bank/build_wall_s": wall,
+                "bank/cells": float(spec.grid.n_cells),
+                "bank/s_per_cell": wall / spec.grid.n_cells,
+            },
+            None,
+        )
     return bank
 
 
@@ -355,10 +463,20 @@ def bank_matches(path: str | Path, spec: BankBuildSpec) -> bool:
         return False
     try:
         grid, meta = read_bank_header(path)
-    except FalconInputError:   # unreadable, not a bank: rebuild
+    except FalconInputError:  # unreadable, not a bank: rebuild
         return False
     return grid == spec.grid and meta.get("fingerprint") == spec.fingerprint()
 
 
-__all__ = ["BankBuildSpec", "build_bank", "build_chunk", "bank_matches", "checkpoint_dir",
-           "save_chunk_checkpoint", "load_chunk_checkpoint", "BUILD_KEYS", "ChunkJob", "run_inline"]
+__all__ = [
+    "BankBuildSpec",
+    "build_bank",
+    "build_chunk",
+    "bank_matches",
+    "checkpoint_dir",
+    "save_chunk_checkpoint",
+    "load_chunk_checkpoint",
+    "BUILD_KEYS",
+    "ChunkJob",
+    "run_inline",
+]

@@ -103,20 +103,30 @@ class TaskCollector(DQNScheduler):
     def __init__(self, spec: QNetSpec, epsilon: float = 0.3, reward_unit: str = COMPLETION_UNIT):
         reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
         if reward is None:
-            raise ConfigError(f"{self.name}: a network of {spec.n_inputs} inputs for {spec.n_actions} paths "
-                              "matches no MDP of envs/mdp.py")
-        super().__init__(hidden=spec.hidden, epsilon=epsilon, seed=0, reward=reward, replay_capacity=1,
-                         reward_unit=reward_unit)
+            raise ConfigError(
+                f"{self.name}: a network of {spec.n_inputs} inputs for {spec.n_actions} paths "
+                "matches no MDP of envs/mdp.py"
+            )
+        super().__init__(
+            hidden=spec.hidden,
+            epsilon=epsilon,
+            seed=0,
+            reward=reward,
+            replay_capacity=1,
+            reward_unit=reward_unit,
+        )
         self.spec = spec
         self.recording = True
         self._buf: list[list] = [[], [], [], [], []]
         #: facts about the last collected episode (see :meth:`collect`)
         self.last_info: dict[str, float] = {}
 
-    def build(self, n_paths: int) -> None:   # never builds a learner
+    def build(self, n_paths: int) -> None:  # never builds a learner
         if n_paths != self.spec.n_actions:
-            raise ConfigError(f"{self.name}: the network has {self.spec.n_actions} actions, "
-                              f"the task has {n_paths} paths")
+            raise ConfigError(
+                f"{self.name}: the network has {self.spec.n_actions} actions, "
+                f"the task has {n_paths} paths"
+            )
 
     def deploy(self) -> None:
         pass
@@ -127,9 +137,13 @@ class TaskCollector(DQNScheduler):
         if weights is None:
             weights = [p[0].numpy() for p in init_params(self.spec, 1, init_seed)]
         expected = [s for i, o in self.spec.layer_sizes for s in ((i, o), (o,))]
-        if len(weights) != len(expected) or any(tuple(np.shape(w)) != s for w, s in zip(weights, expected)):
-            raise ConfigError(f"{self.name}: weights of shapes {[tuple(np.shape(w)) for w in weights]} "
-                              f"do not match the network {expected}")
+        if len(weights) != len(expected) or any(
+            tuple(np.shape(w)) != s for w, s in zip(weights, expected)
+        ):
+            raise ConfigError(
+                f"{self.name}: weights of shapes {[tuple(np.shape(w)) for w in weights]} "
+                f"do not match the network {expected}"
+            )
         self.qnet = NumpyQNet(weights, self.spec)
 
     def on_transition(self, state, action, reward, next_state, done, time) -> None:
@@ -140,9 +154,15 @@ class TaskCollector(DQNScheduler):
         b[3].append(next_state)
         b[4].append(done)
 
-    def collect(self, scenario: Mapping, weights: Sequence[np.ndarray] | None, seed: int,
-                decisions: int, app: Mapping | None = None,
-                max_duration_s: float | None = DEFAULT_TASK_MAX_DURATION_S) -> Experience:
+    def collect(
+        self,
+        scenario: Mapping,
+        weights: Sequence[np.ndarray] | None,
+        seed: int,
+        decisions: int,
+        app: Mapping | None = None,
+        max_duration_s: float | None = DEFAULT_TASK_MAX_DURATION_S,
+    ) -> Experience:
         """One episode of ``app`` (default: a :data:`DEFAULT_TASK_BYTES` bulk
         download) on ``scenario``; at most ``decisions`` transitions.
 
@@ -163,18 +183,24 @@ class TaskCollector(DQNScheduler):
                 raise ConfigError(f"task_max_duration_s: must be positive, got {max_duration_s!r}")
             s["max_duration_s"] = min(float(s["max_duration_s"]), float(max_duration_s))
         if len(s["paths"]) != self.spec.n_actions:
-            raise ConfigError(f"{self.name}: the network has {self.spec.n_actions} actions, the task has "
-                              f"{len(s['paths'])} paths")
+            raise ConfigError(
+                f"{self.name}: the network has {self.spec.n_actions} actions, the task has "
+                f"{len(s['paths'])} paths"
+            )
         self.set_weights(weights, init_seed=int(seed))
         self.rng = np.random.default_rng(np.random.SeedSequence((int(seed), 1)))
         self._buf = [[], [], [], [], []]
         d0 = self.decisions
         cpu0 = time.process_time()
         self.record_budget = int(decisions)
-        with collector_paused(), training_reads(f"collecting experience ({self.name})"):   # no test trace file
+        with (
+            collector_paused(),
+            training_reads(f"collecting experience ({self.name})"),
+        ):  # no test trace file
             try:
-                emu, _conn, application, s = setup_episode(s, app or bulk_app(DEFAULT_TASK_BYTES), self, int(seed),
-                                                        normalised=True)
+                emu, _conn, application, s = setup_episode(
+                    s, app or bulk_app(DEFAULT_TASK_BYTES), self, int(seed), normalised=True
+                )
                 end = emu.sim.run(s["max_duration_s"])
             finally:
                 self.record_budget = None
@@ -182,28 +208,51 @@ class TaskCollector(DQNScheduler):
             self._view = None
             completed = float(bool(application.done))
             emu.close()
-            del emu, _conn, application      # freed before the pause ends
+            del emu, _conn, application  # freed before the pause ends
         b = self._buf
         self._buf = [[], [], [], [], []]
         n, k = len(b[1]), self.spec.n_inputs
-        exp = Experience(np.asarray(b[0], np.float32).reshape(n, k), np.asarray(b[1], np.int64),
-                         np.asarray(b[2], np.float32), np.asarray(b[3], np.float32).reshape(n, k),
-                         np.asarray(b[4], np.float32))
-        self.last_info = {"transitions": float(n), "decisions": float(self.decisions - d0),
-                          "emulated_s": float(end), "completed": completed,
-                          "cpu_s": time.process_time() - cpu0}
+        exp = Experience(
+            np.asarray(b[0], np.float32).reshape(n, k),
+            np.asarray(b[1], np.int64),
+            np.asarray(b[2], np.float32),
+            np.asarray(b[3], np.float32).reshape(n, k),
+            np.asarray(b[4], np.float32),
+        )
+        self.last_info = {
+            "transitions": float(n),
+            "decisions": float(self.decisions - d0),
+            "emulated_s": float(end),
+            "completed": completed,
+            "cpu_s": time.process_time() - cpu0,
+        }
         return exp
 
 
-def collect_task_experience(scenario: Mapping, weights: Sequence[np.ndarray] | None, spec: QNetSpec,
-                            epsilon: float, seed: int, decisions: int, app: Mapping | None = None,
-                            max_duration_s: float | None = DEFAULT_TASK_MAX_DURATION_S,
-                            reward_unit: str = COMPLETION_UNIT) -> Experience:
+def collect_task_experience(
+    scenario: Mapping,
+    weights: Sequence[np.ndarray] | None,
+    spec: QNetSpec,
+    epsilon: float,
+    seed: int,
+    decisions: int,
+    app: Mapping | None = None,
+    max_duration_s: float | None = DEFAULT_TASK_MAX_DURATION_S,
+    reward_unit: str = COMPLETION_UNIT,
+) -> Experience:
     """The experience of one task (module docstring): a one-off
     :meth:`TaskCollector.collect` (``weights`` None: a fresh network seeded
     by ``seed``). Loops over many tasks should reuse one :class:`TaskCollector`."""
-    return TaskCollector(spec, epsilon, reward_unit).collect(scenario, weights, seed, decisions, app, max_duration_s)
+    return TaskCollector(spec, epsilon, reward_unit).collect(
+        scenario, weights, seed, decisions, app, max_duration_s
+    )
 
 
-__all__ = ["Experience", "TaskCollector", "collect_task_experience", "bulk_app", "DEFAULT_TASK_BYTES",
-           "DEFAULT_TASK_MAX_DURATION_S"]
+__all__ = [
+    "Experience",
+    "TaskCollector",
+    "collect_task_experience",
+    "bulk_app",
+    "DEFAULT_TASK_BYTES",
+    "DEFAULT_TASK_MAX_DURATION_S",
+]

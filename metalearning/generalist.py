@@ -44,27 +44,41 @@ from metalearning.checks import numbers_in, positive_ints
 class GeneralistConfig:
     """Settings of the generalist start (module docstring); keys of ``generalist:``."""
 
-    tasks: int = 96                  # logged task downloads (one per task)
-    gradient_steps: int = 12000      # DQN steps per network
-    models: int = 8                  # networks trained side by side
-    checkpoints: int = 6             # snapshots per network (candidates: models x checkpoints)
-    validation_tasks: int = 40       # further tasks the candidates are validated on
-    validation_episodes: int = 200   # validation downloads in all (successive halving)
-    behaviour_epsilon: float = 0.3   # random decisions of the logging rules
-    task_max_duration_s: float = 60.0   # cap of one task's emulated time [s]
+    tasks: int = 96  # logged task downloads (one per task)
+    gradient_steps: int = 12000  # DQN steps per network
+    models: int = 8  # networks trained side by side
+    checkpoints: int = 6  # snapshots per network (candidates: models x checkpoints)
+    validation_tasks: int = 40  # further tasks the candidates are validated on
+    validation_episodes: int = 200  # validation downloads in all (successive halving)
+    behaviour_epsilon: float = 0.3  # random decisions of the logging rules
+    task_max_duration_s: float = 60.0  # cap of one task's emulated time [s]
 
     def __post_init__(self):
-        positive_ints(self, "generalist", "tasks", "gradient_steps", "models", "checkpoints",
-                      "validation_tasks", "validation_episodes")
-        numbers_in(self, "generalist", ("behaviour_epsilon", 0.0, 1.0, False),
-                   ("task_max_duration_s", 0.0, math.inf, True))
+        positive_ints(
+            self,
+            "generalist",
+            "tasks",
+            "gradient_steps",
+            "models",
+            "checkpoints",
+            "validation_tasks",
+            "validation_episodes",
+        )
+        numbers_in(
+            self,
+            "generalist",
+            ("behaviour_epsilon", 0.0, 1.0, False),
+            ("task_max_duration_s", 0.0, math.inf, True),
+        )
 
     @classmethod
     def from_mapping(cls, cfg: Mapping | None) -> GeneralistConfig | None:
         if cfg is None:
             return None
         if not isinstance(cfg, Mapping):
-            raise ConfigError(f"bank.generalist: expected a mapping of settings or null, got {cfg!r}")
+            raise ConfigError(
+                f"bank.generalist: expected a mapping of settings or null, got {cfg!r}"
+            )
         try:
             return cls(**dict(cfg))
         except TypeError as e:
@@ -74,9 +88,17 @@ class GeneralistConfig:
         return asdict(self)
 
 
-def train_generalist(grid, spec: QNetSpec, dqn: DQNConfig, cfg: GeneralistConfig, seed: int,
-                     task_base: Mapping, task_size_bytes: int, progress: bool = True,
-                     reward_unit: str = COMPLETION_UNIT) -> tuple[np.ndarray, dict]:
+def train_generalist(
+    grid,
+    spec: QNetSpec,
+    dqn: DQNConfig,
+    cfg: GeneralistConfig,
+    seed: int,
+    task_base: Mapping,
+    task_size_bytes: int,
+    progress: bool = True,
+    reward_unit: str = COMPLETION_UNIT,
+) -> tuple[np.ndarray, dict]:
     """The generalist's flat parameters ``[P]`` (the layout of a bank row) and a record
     (``reward_unit``: of the completion reward, :data:`envs.mdp.COMPLETION_UNITS`)."""
     from baselines.dqn.dqn_off import DQNOff
@@ -94,27 +116,60 @@ def train_generalist(grid, spec: QNetSpec, dqn: DQNConfig, cfg: GeneralistConfig
 
     tasks, val = draw(cfg.tasks), draw(cfg.validation_tasks)
     app = {"kind": "bulk", "size_bytes": int(task_size_bytes)}
-    learn = {k: v for k, v in dqn.to_dict().items() if k in ("gamma", "lr", "batch_size", "tau", "loss",
-                                                            "huber_delta", "double_q", "grad_clip")}
-    off = DQNOff(hidden=spec.hidden, seed=int(seed), reward=reward, log_every=10**9,
-                 reward_unit=reward_unit, **learn)
-    exps = [off.collect(t, app, int(seed) * 1000 + k, 1, behaviour="rules",
-                        behaviour_epsilon=cfg.behaviour_epsilon, progress=False, first_behaviour=k)
-            for k, t in enumerate(tasks)]
+    learn = {
+        k: v
+        for k, v in dqn.to_dict().items()
+        if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q", "grad_clip")
+    }
+    off = DQNOff(
+        hidden=spec.hidden,
+        seed=int(seed),
+        reward=reward,
+        log_every=10**9,
+        reward_unit=reward_unit,
+        **learn,
+    )
+    exps = [
+        off.collect(
+            t,
+            app,
+            int(seed) * 1000 + k,
+            1,
+            behaviour="rules",
+            behaviour_epsilon=cfg.behaviour_epsilon,
+            progress=False,
+            first_behaviour=k,
+        )
+        for k, t in enumerate(tasks)
+    ]
     exp = concatenate(exps)
     if progress:
-        print(f"bank generalist: logged {cfg.tasks} tasks ({len(exp)} transitions) "
-              f"[{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
-    off.train_offline(exp, cfg.gradient_steps, progress=False, models=cfg.models, checkpoints=cfg.checkpoints)
+        print(
+            f"bank generalist: logged {cfg.tasks} tasks ({len(exp)} transitions) "
+            f"[{time.perf_counter() - t0:.1f} s]",
+            file=sys.stderr,
+            flush=True,
+        )
+    off.train_offline(
+        exp, cfg.gradient_steps, progress=False, models=cfg.models, checkpoints=cfg.checkpoints
+    )
     n = len(off.candidates)
     chosen = off.select(val, app, int(seed) * 1000, max(cfg.validation_episodes, n), progress=False)
     row = off.learner.flat_weights(0)
     step, model = int(chosen["selected_gradient_steps"]), int(chosen["selected_model"])
-    rec = {"transitions": len(exp), "selected_gradient_steps": step, "selected_model": model,
-           "wall_s": time.perf_counter() - t0}
+    rec = {
+        "transitions": len(exp),
+        "selected_gradient_steps": step,
+        "selected_model": model,
+        "wall_s": time.perf_counter() - t0,
+    }
     if progress:
-        print(f"bank generalist: network {model} at step {step} of {n} candidates "
-              f"[{rec['wall_s']:.1f} s]", file=sys.stderr, flush=True)
+        print(
+            f"bank generalist: network {model} at step {step} of {n} candidates "
+            f"[{rec['wall_s']:.1f} s]",
+            file=sys.stderr,
+            flush=True,
+        )
     return np.asarray(row, np.float32).copy(), rec
 
 

@@ -98,7 +98,11 @@ class PathCondition:
         return self.rtt_std_ms / self.rtt_ms
 
     def as_dict(self) -> dict[str, float]:
-        return {"loss": float(self.loss), "rtt_ms": float(self.rtt_ms), "rtt_std_ms": float(self.rtt_std_ms)}
+        return {
+            "loss": float(self.loss),
+            "rtt_ms": float(self.rtt_ms),
+            "rtt_std_ms": float(self.rtt_std_ms),
+        }
 
 
 def _positive_int(v, key: str) -> int:
@@ -125,7 +129,9 @@ def _bandwidth_range(v) -> tuple[float, float] | None:
     try:
         lo, hi = (float(x) for x in v)
     except (TypeError, ValueError):
-        raise ConfigError(f"grid.bandwidth_mbps: expected [lo, hi] in Mbit/s or null, got {v!r}") from None
+        raise ConfigError(
+            f"grid.bandwidth_mbps: expected [lo, hi] in Mbit/s or null, got {v!r}"
+        ) from None
     if not (0.0 < lo <= hi < math.inf):
         raise ConfigError(f"grid.bandwidth_mbps: need 0 < lo <= hi < inf [Mbit/s], got {v!r}")
     return lo, hi
@@ -150,24 +156,37 @@ class ConditionGrid:
             (None: the links, the paper's tasks).
     """
 
-    def __init__(self, n_paths: int = 2, subranges: int | Sequence[int] = 1,
-                 caps: Mapping[str, float] | None = None, links: Sequence[str] = DEFAULT_LINKS,
-                 bandwidth_mbps: Sequence[float] | None = None):
+    def __init__(
+        self,
+        n_paths: int = 2,
+        subranges: int | Sequence[int] = 1,
+        caps: Mapping[str, float] | None = None,
+        links: Sequence[str] = DEFAULT_LINKS,
+        bandwidth_mbps: Sequence[float] | None = None,
+    ):
         self.n_paths = _positive_int(n_paths, "grid.n_paths")
         if isinstance(subranges, int | np.integer) and not isinstance(subranges, bool):
             sub = (_positive_int(subranges, "grid.subranges"),) * 3
-        elif isinstance(subranges, Sequence) and not isinstance(subranges, str) and len(subranges) == 3:
+        elif (
+            isinstance(subranges, Sequence)
+            and not isinstance(subranges, str)
+            and len(subranges) == 3
+        ):
             sub = tuple(_positive_int(v, f"grid.subranges[{i}]") for i, v in enumerate(subranges))
         else:
-            raise ConfigError(f"grid.subranges: expected a positive integer or three of them "
-                              f"(loss, rtt, dev), got {subranges!r}")
+            raise ConfigError(
+                f"grid.subranges: expected a positive integer or three of them "
+                f"(loss, rtt, dev), got {subranges!r}"
+            )
         self.subranges: tuple[int, int, int] = sub
         if caps is not None and not isinstance(caps, Mapping):
             raise ConfigError(f"grid.caps: expected a mapping of {list(DIMENSIONS)}, got {caps!r}")
         given = dict(caps or {})
         unknown = set(given) - set(DIMENSIONS)
         if unknown:
-            raise ConfigError(f"grid.caps: unknown key(s) {sorted(unknown)}; known: {list(DIMENSIONS)}")
+            raise ConfigError(
+                f"grid.caps: unknown key(s) {sorted(unknown)}; known: {list(DIMENSIONS)}"
+            )
         self.caps: dict[str, float] = {}
         for dim in DIMENSIONS:
             v = given.get(dim, DEFAULT_CAPS[dim])
@@ -178,26 +197,34 @@ class ConditionGrid:
             top_lo = PAPER_EDGES[dim][-2]
             hi = 1.0 if dim == "loss" else math.inf
             if not (top_lo < cap < hi):
-                raise ConfigError(f"grid.caps.{dim}: {v!r} must lie in ({top_lo}, {hi}) "
-                                  f"(above the top range's lower bound{', below 1' if dim == 'loss' else ''})")
+                raise ConfigError(
+                    f"grid.caps.{dim}: {v!r} must lie in ({top_lo}, {hi}) "
+                    f"(above the top range's lower bound{', below 1' if dim == 'loss' else ''})"
+                )
             self.caps[dim] = cap
         if isinstance(links, str) or not isinstance(links, Sequence) or not links:
-            raise ConfigError(f"grid.links: expected a non-empty list of link presets, got {links!r}")
+            raise ConfigError(
+                f"grid.links: expected a non-empty list of link presets, got {links!r}"
+            )
         bad = [x for x in links if str(x).lower() not in LINKS]
         if bad:
             raise ConfigError(f"grid.links: unknown link(s) {bad}; known: {sorted(LINKS)}")
         self.links: tuple[str, ...] = tuple(str(x).lower() for x in links)
         self.bandwidth_mbps: tuple[float, float] | None = _bandwidth_range(bandwidth_mbps)
-        self._edges = {dim: _split_edges(PAPER_EDGES[dim], n, self.caps[dim])
-                       for dim, n in zip(DIMENSIONS, self.subranges)}
+        self._edges = {
+            dim: _split_edges(PAPER_EDGES[dim], n, self.caps[dim])
+            for dim, n in zip(DIMENSIONS, self.subranges)
+        }
         self._inner = {dim: e[1:-1] for dim, e in self._edges.items()}
         if self._edges["rtt_ms"][1] <= MIN_RTT_MS:
-            raise ConfigError(f"grid.subranges: {self.subranges[1]} RTT sub-ranges make the lowest "
-                              f"[0, {self._edges['rtt_ms'][1]:g}) ms, below the {MIN_RTT_MS:g} ms minimum RTT")
+            raise ConfigError(
+                f"grid.subranges: {self.subranges[1]} RTT sub-ranges make the lowest "
+                f"[0, {self._edges['rtt_ms'][1]:g}) ms, below the {MIN_RTT_MS:g} ms minimum RTT"
+            )
         #: ranges per dimension (3 x sub-ranges each)
         self.n_ranges: tuple[int, int, int] = tuple(3 * n for n in self.subranges)
         self.n_path_cells = int(np.prod(self.n_ranges))
-        self.n_cells = self.n_path_cells ** self.n_paths
+        self.n_cells = self.n_path_cells**self.n_paths
         self._width = len(str(self.n_cells - 1))
 
     # ---------------------------------------------------------- structure
@@ -210,7 +237,11 @@ class ConditionGrid:
 
     def check_cell(self, cell) -> int:
         """``cell`` as an int, or a :class:`ConfigError` if it is no cell index of this grid."""
-        if isinstance(cell, bool) or not isinstance(cell, int | np.integer) or not 0 <= int(cell) < self.n_cells:
+        if (
+            isinstance(cell, bool)
+            or not isinstance(cell, int | np.integer)
+            or not 0 <= int(cell) < self.n_cells
+        ):
             raise ConfigError(f"cell: expected an integer in [0, {self.n_cells}), got {cell!r}")
         return int(cell)
 
@@ -233,8 +264,14 @@ class ConditionGrid:
         return cell
 
     def _check_path_cell(self, pc) -> int:
-        if isinstance(pc, bool) or not isinstance(pc, int | np.integer) or not 0 <= int(pc) < self.n_path_cells:
-            raise ConfigError(f"path cell: expected an integer in [0, {self.n_path_cells}), got {pc!r}")
+        if (
+            isinstance(pc, bool)
+            or not isinstance(pc, int | np.integer)
+            or not 0 <= int(pc) < self.n_path_cells
+        ):
+            raise ConfigError(
+                f"path cell: expected an integer in [0, {self.n_path_cells}), got {pc!r}"
+            )
         return int(pc)
 
     def range_indices(self, path_cell: int) -> tuple[int, int, int]:
@@ -247,7 +284,9 @@ class ConditionGrid:
     def path_ranges(self, path_cell: int) -> dict[str, tuple[float, float]]:
         """``{"loss": (lo, hi), "rtt_ms": ..., "dev_ratio": ...}`` of a path cell (``hi`` may be inf)."""
         idx = self.range_indices(path_cell)
-        return {dim: (self._edges[dim][i], self._edges[dim][i + 1]) for dim, i in zip(DIMENSIONS, idx)}
+        return {
+            dim: (self._edges[dim][i], self._edges[dim][i + 1]) for dim, i in zip(DIMENSIONS, idx)
+        }
 
     def ranges(self, cell: int) -> list[dict[str, tuple[float, float]]]:
         """Per path, the ranges of ``cell`` (see :meth:`path_ranges`)."""
@@ -270,10 +309,13 @@ class ConditionGrid:
             raise ConfigError(f"path condition: loss {cond.loss!r} is not a probability in [0, 1]")
         for key, v in (("rtt_ms", rtt), ("rtt_std_ms", std)):
             if not 0.0 <= v < math.inf:
-                raise ConfigError(f"path condition: {key} {getattr(cond, key)!r} must be finite and >= 0")
+                raise ConfigError(
+                    f"path condition: {key} {getattr(cond, key)!r} must be finite and >= 0"
+                )
         dev = PathCondition(loss, rtt, std).dev_ratio
-        i_loss, i_rtt, i_dev = (bisect.bisect_right(self._inner[dim], v)
-                                for dim, v in zip(DIMENSIONS, (loss, rtt, dev)))
+        i_loss, i_rtt, i_dev = (
+            bisect.bisect_right(self._inner[dim], v) for dim, v in zip(DIMENSIONS, (loss, rtt, dev))
+        )
         _, n_rtt, n_dev = self.n_ranges
         return (i_loss * n_rtt + i_rtt) * n_dev + i_dev
 
@@ -308,8 +350,10 @@ class ConditionGrid:
         out = []
         for p, pc in enumerate(pcs):
             b = self.sample_bounds(pc)
-            loss, rtt, dev = (_inside(lo + u[p, k] * (hi - lo), lo, hi)
-                              for k, (lo, hi) in enumerate(b[d] for d in DIMENSIONS))
+            loss, rtt, dev = (
+                _inside(lo + u[p, k] * (hi - lo), lo, hi)
+                for k, (lo, hi) in enumerate(b[d] for d in DIMENSIONS)
+            )
             out.append(PathCondition(loss, rtt, _std_for(dev, rtt, *b["dev_ratio"])))
         return out
 
@@ -329,23 +373,44 @@ class ConditionGrid:
         """
         conds = self.sample_conditions(cell, rng)
         if self.bandwidth_mbps is None:
-            link_keys = [{"link": self.links[int(i)]} for i in rng.integers(len(self.links), size=self.n_paths)]
+            link_keys = [
+                {"link": self.links[int(i)]}
+                for i in rng.integers(len(self.links), size=self.n_paths)
+            ]
         else:
             lo, hi = np.log(self.bandwidth_mbps)
-            link_keys = [{"bandwidth_mbps": float(np.exp(x))} for x in rng.uniform(lo, hi, size=self.n_paths)]
+            link_keys = [
+                {"bandwidth_mbps": float(np.exp(x))} for x in rng.uniform(lo, hi, size=self.n_paths)
+            ]
         base = copy.deepcopy(dict(base or {}))
         extra = base.pop("paths", None)
         if extra is None:
             extra = [{}] * self.n_paths
         elif isinstance(extra, Mapping):
             extra = [extra] * self.n_paths
-        elif not isinstance(extra, Sequence) or isinstance(extra, str) or len(extra) != self.n_paths:
-            raise ConfigError(f"task base.paths: expected one mapping or a list of {self.n_paths}, got {extra!r}")
+        elif (
+            not isinstance(extra, Sequence) or isinstance(extra, str) or len(extra) != self.n_paths
+        ):
+            raise ConfigError(
+                f"task base.paths: expected one mapping or a list of {self.n_paths}, got {extra!r}"
+            )
         paths = []
         for i, (cond, link, more) in enumerate(zip(conds, link_keys, extra)):
             more = dict(more or {})
-            clash = sorted(set(more) & {"link", "rtt_ms", "rtt_std_ms", "loss", "bandwidth_mbps", "trace",
-                                        "synthetic", "loss_model", "ge"})
+            clash = sorted(
+                set(more)
+                & {
+                    "link",
+                    "rtt_ms",
+                    "rtt_std_ms",
+                    "loss",
+                    "bandwidth_mbps",
+                    "trace",
+                    "synthetic",
+                    "loss_model",
+                    "ge",
+                }
+            )
             if clash:
                 raise ConfigError(f"task base.paths[{i}]: {clash} are set by the grid")
             paths.append({**more, **link, **cond.as_dict()})
@@ -355,12 +420,20 @@ class ConditionGrid:
     # ---------------------------------------------------------- (de)serialisation
     def to_dict(self) -> dict:
         """JSON-able description (``inf`` written as ``null``); :meth:`from_dict` reads it."""
-        return {"format": GRID_FORMAT, "version": GRID_VERSION, "n_paths": self.n_paths,
-                "subranges": list(self.subranges), "caps": dict(self.caps), "links": list(self.links),
-                "bandwidth_mbps": None if self.bandwidth_mbps is None else list(self.bandwidth_mbps),
-                "min_rtt_ms": MIN_RTT_MS, "dimensions": list(DIMENSIONS),
-                "edges": {d: [_json_float(x) for x in e] for d, e in self._edges.items()},
-                "n_path_cells": self.n_path_cells, "n_cells": self.n_cells}
+        return {
+            "format": GRID_FORMAT,
+            "version": GRID_VERSION,
+            "n_paths": self.n_paths,
+            "subranges": list(self.subranges),
+            "caps": dict(self.caps),
+            "links": list(self.links),
+            "bandwidth_mbps": None if self.bandwidth_mbps is None else list(self.bandwidth_mbps),
+            "min_rtt_ms": MIN_RTT_MS,
+            "dimensions": list(DIMENSIONS),
+            "edges": {d: [_json_float(x) for x in e] for d, e in self._edges.items()},
+            "n_path_cells": self.n_path_cells,
+            "n_cells": self.n_cells,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping) -> ConditionGrid:
@@ -369,30 +442,59 @@ class ConditionGrid:
         if not isinstance(d, Mapping):
             raise ConfigError(f"grid: expected a mapping, got {type(d).__name__}")
         d = dict(d)
-        known = {"format", "version", "n_paths", "subranges", "caps", "links", "bandwidth_mbps", "min_rtt_ms",
-                 "dimensions",
-                 "edges", "n_path_cells", "n_cells"}
+        known = {
+            "format",
+            "version",
+            "n_paths",
+            "subranges",
+            "caps",
+            "links",
+            "bandwidth_mbps",
+            "min_rtt_ms",
+            "dimensions",
+            "edges",
+            "n_path_cells",
+            "n_cells",
+        }
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"grid: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
         if d.get("format", GRID_FORMAT) != GRID_FORMAT:
             raise ConfigError(f"grid: format {d['format']!r} is not {GRID_FORMAT!r}")
         version = d.get("version", GRID_VERSION)
-        if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= GRID_VERSION:
-            raise ConfigError(f"grid: version {version!r} is not supported (this reader: {GRID_VERSION})")
+        if (
+            isinstance(version, bool)
+            or not isinstance(version, int)
+            or not 1 <= version <= GRID_VERSION
+        ):
+            raise ConfigError(
+                f"grid: version {version!r} is not supported (this reader: {GRID_VERSION})"
+            )
         if "n_paths" not in d:
             raise ConfigError("grid: n_paths is missing")
-        grid = cls(n_paths=d["n_paths"], subranges=d.get("subranges", 1), caps=d.get("caps"),
-                   links=d.get("links", DEFAULT_LINKS), bandwidth_mbps=d.get("bandwidth_mbps"))
+        grid = cls(
+            n_paths=d["n_paths"],
+            subranges=d.get("subranges", 1),
+            caps=d.get("caps"),
+            links=d.get("links", DEFAULT_LINKS),
+            bandwidth_mbps=d.get("bandwidth_mbps"),
+        )
         mine = grid.to_dict()
         for key in ("min_rtt_ms", "dimensions", "edges", "n_path_cells", "n_cells"):
             if key in d and plain(d[key]) != mine[key]:
-                raise ConfigError(f"grid: {key} {d[key]!r} does not match the grid it describes ({mine[key]!r})")
+                raise ConfigError(
+                    f"grid: {key} {d[key]!r} does not match the grid it describes ({mine[key]!r})"
+                )
         return grid
 
     def _key(self):
-        return (self.n_paths, self.subranges, tuple(self.caps[d] for d in DIMENSIONS), self.links,
-                self.bandwidth_mbps)
+        return (
+            self.n_paths,
+            self.subranges,
+            tuple(self.caps[d] for d in DIMENSIONS),
+            self.links,
+            self.bandwidth_mbps,
+        )
 
     def __eq__(self, other) -> bool:
         return isinstance(other, ConditionGrid) and self._key() == other._key()
@@ -401,8 +503,10 @@ class ConditionGrid:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        return (f"ConditionGrid(n_paths={self.n_paths}, subranges={self.subranges}, caps={self.caps}, "
-                f"links={self.links}, bandwidth_mbps={self.bandwidth_mbps})")
+        return (
+            f"ConditionGrid(n_paths={self.n_paths}, subranges={self.subranges}, caps={self.caps}, "
+            f"links={self.links}, bandwidth_mbps={self.bandwidth_mbps})"
+        )
 
 
 def _inside(x: float, lo: float, hi: float) -> float:
@@ -443,5 +547,13 @@ def conditions_of_scenario(scenario: Mapping) -> list[PathCondition]:
     return out
 
 
-__all__ = ["PathCondition", "ConditionGrid", "conditions_of_scenario", "DIMENSIONS", "PAPER_EDGES",
-           "DEFAULT_CAPS", "MIN_RTT_MS", "DEFAULT_LINKS"]
+__all__ = [
+    "PathCondition",
+    "ConditionGrid",
+    "conditions_of_scenario",
+    "DIMENSIONS",
+    "PAPER_EDGES",
+    "DEFAULT_CAPS",
+    "MIN_RTT_MS",
+    "DEFAULT_LINKS",
+]

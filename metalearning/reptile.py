@@ -120,10 +120,23 @@ class ReptileConfig:
         def bad(key, msg):
             raise ConfigError(f"reptile.{key}: {msg}, got {getattr(self, key)!r}")
 
-        positive_ints(self, "reptile", "meta_iterations", "inner_steps", "decisions_per_task", "task_size_bytes")
+        positive_ints(
+            self,
+            "reptile",
+            "meta_iterations",
+            "inner_steps",
+            "decisions_per_task",
+            "task_size_bytes",
+        )
         optional_positive_int(self, "reptile", "batch_size")
-        numbers_in(self, "reptile", ("epsilon", 0.0, 1.0, False), ("meta_lr", 0.0, 1.0, True),
-                   ("meta_lr_final", 0.0, 1.0, False), ("task_max_duration_s", 0.0, math.inf, True))
+        numbers_in(
+            self,
+            "reptile",
+            ("epsilon", 0.0, 1.0, False),
+            ("meta_lr", 0.0, 1.0, True),
+            ("meta_lr_final", 0.0, 1.0, False),
+            ("task_max_duration_s", 0.0, math.inf, True),
+        )
         if not isinstance(self.task_base, Mapping):
             bad("task_base", "must be a mapping of scenario keys")
         base = plain(self.task_base)
@@ -160,13 +173,14 @@ class ReptileConfig:
 
 # ---------------------------------------------------------------- parameters
 
+
 def split_params(spec: QNetSpec, row: np.ndarray) -> list[np.ndarray]:
     """``[W0, b0, ...]`` views into one model's flat parameters ``[P]``."""
     out, off = [], 0
     for i, o in spec.layer_sizes:
-        out.append(row[off:off + i * o].reshape(i, o))
+        out.append(row[off : off + i * o].reshape(i, o))
         off += i * o
-        out.append(row[off:off + o])
+        out.append(row[off : off + o])
         off += o
     if off != row.shape[-1]:
         raise ConfigError(f"parameters: expected {off} values for the network, got {row.shape[-1]}")
@@ -176,7 +190,9 @@ def split_params(spec: QNetSpec, row: np.ndarray) -> list[np.ndarray]:
 def initial_params(spec: QNetSpec, seed: int) -> np.ndarray:
     """The common starting point of every cell: model 0 of
     :func:`~baselines.dqn.network.init_params` of ``seed``, flat ``[P]``."""
-    return np.concatenate([p[0].reshape(-1).numpy() for p in init_params(spec, 1, seed)]).astype(np.float32)
+    return np.concatenate([p[0].reshape(-1).numpy() for p in init_params(spec, 1, seed)]).astype(
+        np.float32
+    )
 
 
 def _tensor_sizes(spec: QNetSpec) -> list[int]:
@@ -188,7 +204,7 @@ def _load_stack(learner: BatchedDQN, thetas: np.ndarray) -> None:
     Adam reset (the learner's flat buffer is tensor by tensor over models)."""
     cols, off = [], 0
     for n in _tensor_sizes(learner.spec):
-        cols.append(thetas[:, off:off + n].reshape(-1))
+        cols.append(thetas[:, off : off + n].reshape(-1))
         off += n
     flat = torch.from_numpy(np.concatenate(cols))
     with torch.no_grad():
@@ -221,8 +237,13 @@ def inner_loop(learner: BatchedDQN, thetas: np.ndarray, batches) -> tuple[np.nda
     return _read_stack(learner), (loss_sum / max(k, 1)).numpy()
 
 
-def reptile_step(learner: BatchedDQN, thetas: np.ndarray, batches, meta_lr: float,
-                 discard: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def reptile_step(
+    learner: BatchedDQN,
+    thetas: np.ndarray,
+    batches,
+    meta_lr: float,
+    discard: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """One Reptile meta-step of ``M`` models side by side (module docstring,
     steps 3-4): ``W`` = :func:`inner_loop` from ``thetas`` ``[M, P]`` on
     ``batches`` ``[K, M, B, ...]``, then ``thetas + meta_lr (W - thetas)``.
@@ -232,30 +253,54 @@ def reptile_step(learner: BatchedDQN, thetas: np.ndarray, batches, meta_lr: floa
     (:mod:`falcon.online.offline_update`) both step through here."""
     w, losses = inner_loop(learner, thetas, batches)
     if discard is not None:
-        w[discard] = thetas[discard]                  # a task without transitions teaches nothing
+        w[discard] = thetas[discard]  # a task without transitions teaches nothing
     return thetas + np.float32(meta_lr) * (w - thetas), losses
 
 
 # ---------------------------------------------------------------- tasks
 
+
 def _streams(seed: int, cell: int, iteration: int):
     """(task rng, emulation/exploration seed, mini-batch rng) of one cell's meta-iteration."""
-    task_ss, collect_ss, batch_ss = np.random.SeedSequence((int(seed), int(cell), int(iteration))).spawn(3)
-    return (np.random.default_rng(task_ss), int(collect_ss.generate_state(1, np.uint32)[0]),
-            np.random.default_rng(batch_ss))
+    task_ss, collect_ss, batch_ss = np.random.SeedSequence(
+        (int(seed), int(cell), int(iteration))
+    ).spawn(3)
+    return (
+        np.random.default_rng(task_ss),
+        int(collect_ss.generate_state(1, np.uint32)[0]),
+        np.random.default_rng(batch_ss),
+    )
 
 
-def _collect(collector: TaskCollector, grid, cell: int, theta: np.ndarray, spec: QNetSpec,
-             cfg: ReptileConfig, task_rng, collect_seed: int) -> Experience:
+def _collect(
+    collector: TaskCollector,
+    grid,
+    cell: int,
+    theta: np.ndarray,
+    spec: QNetSpec,
+    cfg: ReptileConfig,
+    task_rng,
+    collect_seed: int,
+) -> Experience:
     scenario = grid.sample_task(cell, task_rng, base=cfg.task_base)
-    return collector.collect(scenario, split_params(spec, theta.copy()), collect_seed, cfg.decisions_per_task,
-                             app=bulk_app(cfg.task_size_bytes), max_duration_s=cfg.task_max_duration_s)
+    return collector.collect(
+        scenario,
+        split_params(spec, theta.copy()),
+        collect_seed,
+        cfg.decisions_per_task,
+        app=bulk_app(cfg.task_size_bytes),
+        max_duration_s=cfg.task_max_duration_s,
+    )
 
 
 def _check_cells(cells: Sequence[int], grid) -> list[int]:
     out = []
     for c in cells:
-        if isinstance(c, bool) or not isinstance(c, int | np.integer) or not 0 <= int(c) < grid.n_cells:
+        if (
+            isinstance(c, bool)
+            or not isinstance(c, int | np.integer)
+            or not 0 <= int(c) < grid.n_cells
+        ):
             raise ConfigError(f"cells: {c!r} is not a cell of the grid (0..{grid.n_cells - 1})")
         out.append(int(c))
     if not out:
@@ -267,14 +312,17 @@ def _check_cells(cells: Sequence[int], grid) -> list[int]:
 
 def _check_common(spec: QNetSpec, grid, seed: int) -> None:
     if spec.n_actions != grid.n_paths or reward_of_inputs(spec.n_inputs, spec.n_actions) is None:
-        raise ConfigError(f"spec: the network has {spec.n_inputs} inputs / {spec.n_actions} actions, the grid "
-                          f"has {grid.n_paths} paths (an MDP of envs/mdp.py takes {n_inputs(grid.n_paths, PACKET_RATE)} "
-                          f"or {n_inputs(grid.n_paths, COMPLETION)} inputs)")
+        raise ConfigError(
+            f"spec: the network has {spec.n_inputs} inputs / {spec.n_actions} actions, the grid "
+            f"has {grid.n_paths} paths (an MDP of envs/mdp.py takes {n_inputs(grid.n_paths, PACKET_RATE)} "
+            f"or {n_inputs(grid.n_paths, COMPLETION)} inputs)"
+        )
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
 
 
 # ---------------------------------------------------------------- Reptile
+
 
 def _start_params(spec: QNetSpec, seed: int, m: int, init: np.ndarray | None) -> np.ndarray:
     """``[m, P]`` float32: ``init`` (checked) or :func:`initial_params` of ``seed`` for every cell."""
@@ -282,15 +330,25 @@ def _start_params(spec: QNetSpec, seed: int, m: int, init: np.ndarray | None) ->
         return np.tile(initial_params(spec, seed), (m, 1))
     thetas = np.array(init, dtype=np.float32)
     if thetas.shape != (m, spec.n_parameters):
-        raise ConfigError(f"init: expected shape [{m}, {spec.n_parameters}], got {list(thetas.shape)}")
+        raise ConfigError(
+            f"init: expected shape [{m}, {spec.n_parameters}], got {list(thetas.shape)}"
+        )
     return thetas
 
 
-def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNConfig | None,
-                  reptile_config: ReptileConfig, seed: int, init: np.ndarray | None = None,
-                  start_iteration: int = 0, progress: Callable[[int, dict], None] | None = None,
-                  checkpoint: Callable[[np.ndarray, int], None] | None = None,
-                  checkpoint_every: int = 10) -> np.ndarray:
+def reptile_cells(
+    cells: Sequence[int],
+    grid,
+    spec: QNetSpec,
+    dqn_config: DQNConfig | None,
+    reptile_config: ReptileConfig,
+    seed: int,
+    init: np.ndarray | None = None,
+    start_iteration: int = 0,
+    progress: Callable[[int, dict], None] | None = None,
+    checkpoint: Callable[[np.ndarray, int], None] | None = None,
+    checkpoint_every: int = 10,
+) -> np.ndarray:
     """Meta-train the meta-models of ``cells`` side by side (module docstring).
 
     Args:
@@ -328,11 +386,20 @@ def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNCon
     if int(start_iteration) == n_iter:
         return thetas
     k, bsz, cap = cfg.inner_steps, cfg.mini_batch(dqn_config), cfg.decisions_per_task
-    learner = BatchedDQN(spec, m, dqn_config, seed=seed, technique=cfg.technique, threads=LEARNER_THREADS)
+    learner = BatchedDQN(
+        spec, m, dqn_config, seed=seed, technique=cfg.technique, threads=LEARNER_THREADS
+    )
     collector = TaskCollector(spec, cfg.epsilon, cfg.reward_unit)
     # every task's transitions padded to the budget; row j = cell j
-    buf_s, buf_s2 = np.zeros((m, cap, spec.n_inputs), np.float32), np.zeros((m, cap, spec.n_inputs), np.float32)
-    buf_a, buf_r, buf_d = np.zeros((m, cap), np.int64), np.zeros((m, cap), np.float32), np.zeros((m, cap), np.float32)
+    buf_s, buf_s2 = (
+        np.zeros((m, cap, spec.n_inputs), np.float32),
+        np.zeros((m, cap, spec.n_inputs), np.float32),
+    )
+    buf_a, buf_r, buf_d = (
+        np.zeros((m, cap), np.int64),
+        np.zeros((m, cap), np.float32),
+        np.zeros((m, cap), np.float32),
+    )
     rows = np.arange(m)[None, :, None]
     for it in range(int(start_iteration), n_iter):
         t0 = time.perf_counter()
@@ -348,18 +415,33 @@ def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNCon
                 idx[j] = batch_rng.integers(0, n, (k, bsz))
                 rewards.append(float(exp.rewards.mean()))
         t1 = time.perf_counter()
-        ix = idx.transpose(1, 0, 2)                    # [K, M, B]: step-major, contiguous per step
+        ix = idx.transpose(1, 0, 2)  # [K, M, B]: step-major, contiguous per step
         empty = sizes == 0
         lam = np.float32(cfg.meta_lr_at(it))
-        thetas[:], losses = reptile_step(learner, thetas, (buf_s[rows, ix], buf_a[rows, ix], buf_r[rows, ix],
-                                                           buf_s2[rows, ix], buf_d[rows, ix]), lam, empty)
+        thetas[:], losses = reptile_step(
+            learner,
+            thetas,
+            (buf_s[rows, ix], buf_a[rows, ix], buf_r[rows, ix], buf_s2[rows, ix], buf_d[rows, ix]),
+            lam,
+            empty,
+        )
         t2 = time.perf_counter()
         if progress is not None:
             losses = losses[~empty]
-            progress(it, {"loss": float(losses.mean()) if losses.size else math.nan,
-                          "decisions": int(sizes.sum()), "reward": float(np.mean(rewards)) if rewards else math.nan,
-                          "short_tasks": int((sizes < cap).sum()), "lambda": float(lam), "cells": m,
-                          "wall_s": t2 - t0, "collect_s": t1 - t0, "train_s": t2 - t1})
+            progress(
+                it,
+                {
+                    "loss": float(losses.mean()) if losses.size else math.nan,
+                    "decisions": int(sizes.sum()),
+                    "reward": float(np.mean(rewards)) if rewards else math.nan,
+                    "short_tasks": int((sizes < cap).sum()),
+                    "lambda": float(lam),
+                    "cells": m,
+                    "wall_s": t2 - t0,
+                    "collect_s": t1 - t0,
+                    "train_s": t2 - t1,
+                },
+            )
         if checkpoint is not None and (it + 1) % int(checkpoint_every) == 0:
             checkpoint(thetas.copy(), it + 1)
     return thetas
@@ -367,10 +449,19 @@ def reptile_cells(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNCon
 
 # ---------------------------------------------------------------- joint training
 
-def joint_train(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNConfig | None,
-                reptile_config: ReptileConfig, seed: int, iterations: int | None = None,
-                init: np.ndarray | None = None, replay_capacity: int = 50_000,
-                progress: Callable[[int, dict], None] | None = None) -> np.ndarray:
+
+def joint_train(
+    cells: Sequence[int],
+    grid,
+    spec: QNetSpec,
+    dqn_config: DQNConfig | None,
+    reptile_config: ReptileConfig,
+    seed: int,
+    iterations: int | None = None,
+    init: np.ndarray | None = None,
+    replay_capacity: int = 50_000,
+    progress: Callable[[int, dict], None] | None = None,
+) -> np.ndarray:
     """One DQN trained on tasks pooled from all ``cells`` (the joint-training
     baseline of the meta-learning evidence); flat parameters ``[P]``.
 
@@ -395,10 +486,13 @@ def joint_train(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNConfi
     theta = initial_params(spec, seed) if init is None else np.array(init, dtype=np.float32)
     if theta.shape != (spec.n_parameters,):
         raise ConfigError(f"init: expected shape [{spec.n_parameters}], got {list(theta.shape)}")
-    learner = BatchedDQN(spec, 1, dqn_config, seed=seed, technique=cfg.technique, threads=LEARNER_THREADS)
+    learner = BatchedDQN(
+        spec, 1, dqn_config, seed=seed, technique=cfg.technique, threads=LEARNER_THREADS
+    )
     _load_stack(learner, theta[None])
-    replay = ReplayMemory(replay_capacity, spec.n_inputs, 1,
-                          seed=np.random.SeedSequence((int(seed), 0x6A6F696E)))   # "join"
+    replay = ReplayMemory(
+        replay_capacity, spec.n_inputs, 1, seed=np.random.SeedSequence((int(seed), 0x6A6F696E))
+    )  # "join"
     collector = TaskCollector(spec, cfg.epsilon, cfg.reward_unit)
     bsz, steps = cfg.mini_batch(dqn_config), len(cells) * cfg.inner_steps
     for it in range(n_iter):
@@ -417,11 +511,24 @@ def joint_train(cells: Sequence[int], grid, spec: QNetSpec, dqn_config: DQNConfi
             for _ in range(steps):
                 loss += float(learner.update(*replay.sample(bsz))[0])
         if progress is not None:
-            progress(it, {"loss": loss / steps if len(replay) else math.nan, "decisions": decisions,
-                          "reward": float(np.mean(rewards)) if rewards else math.nan,
-                          "wall_s": time.perf_counter() - t0})
+            progress(
+                it,
+                {
+                    "loss": loss / steps if len(replay) else math.nan,
+                    "decisions": decisions,
+                    "reward": float(np.mean(rewards)) if rewards else math.nan,
+                    "wall_s": time.perf_counter() - t0,
+                },
+            )
     return learner.flat_weights(0).astype(np.float32)
 
 
-__all__ = ["ReptileConfig", "reptile_cells", "joint_train", "split_params", "initial_params",
-           "inner_loop", "LEARNER_THREADS"]
+__all__ = [
+    "ReptileConfig",
+    "reptile_cells",
+    "joint_train",
+    "split_params",
+    "initial_params",
+    "inner_loop",
+    "LEARNER_THREADS",
+]

@@ -72,9 +72,15 @@ def har_streams(har_path: Path, page_index: int = 0) -> list[dict]:
             continue
         seen.add(url)
         mime = (resp.get("content") or {}).get("mimeType")
-        out.append({"release_s": round(_ts(e["startedDateTime"]) - t0, 3), "size_bytes": int(size),
-                    "kind": kind_of_mime(mime, url), "url": url})
-    out.sort(key=lambda s: s["release_s"])   # stable: HAR order on ties
+        out.append(
+            {
+                "release_s": round(_ts(e["startedDateTime"]) - t0, 3),
+                "size_bytes": int(size),
+                "kind": kind_of_mime(mime, url),
+                "url": url,
+            }
+        )
+    out.sort(key=lambda s: s["release_s"])  # stable: HAR order on ties
     return out
 
 
@@ -105,8 +111,10 @@ def app_yaml(streams: list[dict]) -> str:
         "streams:",
     ]
     for s in streams:
-        lines.append(f"  - {{release_s: {s['release_s']:.3f}, size_bytes: {s['size_bytes']}, priority: 0}}"
-                     f"   # {s['kind']}")
+        lines.append(
+            f"  - {{release_s: {s['release_s']:.3f}, size_bytes: {s['size_bytes']}, priority: 0}}"
+            f"   # {s['kind']}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -115,7 +123,9 @@ def main(argv=None) -> int:
     ap.add_argument("--har", type=Path, default=DEFAULT_HAR, help="fr.wikipedia.org.har (HAR 1.2)")
     ap.add_argument("--page-index", type=int, default=0)
     ap.add_argument("--out", type=Path, default=REPO / "data" / "streams")
-    ap.add_argument("--app-config", type=Path, default=REPO / "configs" / "app" / "page_replay.yaml")
+    ap.add_argument(
+        "--app-config", type=Path, default=REPO / "configs" / "app" / "page_replay.yaml"
+    )
     args = ap.parse_args(argv)
     streams = har_streams(args.har, args.page_index)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -123,7 +133,9 @@ def main(argv=None) -> int:
     write_csv(streams, args.out / "frwiki_main_prio.csv", priorities=True)
     args.app_config.write_text(app_yaml(streams), encoding="utf-8")
     total = sum(s["size_bytes"] for s in streams)
-    print(f"{len(streams)} streams, {total} bytes, releases {streams[0]['release_s']}..{streams[-1]['release_s']} s")
+    print(
+        f"{len(streams)} streams, {total} bytes, releases {streams[0]['release_s']}..{streams[-1]['release_s']} s"
+    )
     return 0
 
 

@@ -26,7 +26,9 @@ def barrier(folder: Path, name: str, n: int, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while len(list(folder.glob(f"{name}.*"))) < n:
         if time.monotonic() > deadline:
-            raise SystemExit(f"barrier {name}: only {len(list(folder.glob(f'{name}.*')))} of {n} jobs came")
+            raise SystemExit(
+                f"barrier {name}: only {len(list(folder.glob(f'{name}.*')))} of {n} jobs came"
+            )
         time.sleep(0.01)
 
 
@@ -43,8 +45,13 @@ def main() -> None:
         tracker.log_params({"pid": os.getpid()})
         barrier(folder, "bank", n)
         got, built = ensure_bank(bank, progress=False)
-        tracker.log_metrics({"built": float(built), "bank_params_sum": float(got.params.sum()),
-                             **{f"m{i}": float(i) for i in range(N_METRICS)}})
+        tracker.log_metrics(
+            {
+                "built": float(built),
+                "bank_params_sum": float(got.params.sum()),
+                **{f"m{i}": float(i) for i in range(N_METRICS)},
+            }
+        )
     print("built" if built else "reused")
 
 

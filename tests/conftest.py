@@ -48,10 +48,18 @@ def run_cli(tmp_path):
     """Run ``python -m falcon.<entry> ARGS`` in a subprocess (cwd: a temp dir)."""
 
     def run(entry: str, *args: str, cwd: Path | None = None, timeout: float = 240):
-        env = {k: v for k, v in os.environ.items() if k not in ("FALCON_DEBUG", "MLFLOW_TRACKING_URI")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("FALCON_DEBUG", "MLFLOW_TRACKING_URI")
+        }
         env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(REPO), env.get("PYTHONPATH", "")])
-        return subprocess.run([sys.executable, "-m", f"falcon.{entry}", *args], cwd=cwd or tmp_path,
-                              env=env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", f"falcon.{entry}", *args],
+            cwd=cwd or tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     return run
 

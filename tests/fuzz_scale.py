@@ -14,7 +14,10 @@ import pytest
 BASE = int(os.environ.get("FALCON_FUZZ_EXAMPLES", "800"))
 SLOW_FACTOR = 10
 #: ``@pytest.mark.parametrize("scale", SCALES)``: 1 by default, 10 in the slow run
-SCALES = [pytest.param(1, id="x1"), pytest.param(SLOW_FACTOR, id=f"x{SLOW_FACTOR}", marks=pytest.mark.slow)]
+SCALES = [
+    pytest.param(1, id="x1"),
+    pytest.param(SLOW_FACTOR, id=f"x{SLOW_FACTOR}", marks=pytest.mark.slow),
+]
 
 
 def examples(share: float, scale: int) -> int:

@@ -22,7 +22,15 @@ class StubLearner(MinRTT, Trainable):
         self.tag = tag
         self.learned: dict | None = None
 
-    def fit(self, scenario: dict, app: dict, seed: int, episodes: int = 1, log=None, progress: bool = True) -> dict:
+    def fit(
+        self,
+        scenario: dict,
+        app: dict,
+        seed: int,
+        episodes: int = 1,
+        log=None,
+        progress: bool = True,
+    ) -> dict:
         times = []
         for i in range(episodes):
             res = envs.run_episode(scenario, app, MinRTT(), seed + i)
@@ -33,4 +41,6 @@ class StubLearner(MinRTT, Trainable):
         return dict(self.learned)
 
     def save(self, directory: Path) -> None:
-        (Path(directory) / "model.json").write_text(json.dumps({"tag": self.tag, **(self.learned or {})}))
+        (Path(directory) / "model.json").write_text(
+            json.dumps({"tag": self.tag, **(self.learned or {})})
+        )

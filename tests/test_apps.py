@@ -16,7 +16,9 @@ TWO_PATHS = {"paths": [{"link": "4g"}, {"link": "wlan"}]}
 @pytest.mark.parametrize("page", ["google", "github", "stackoverflow"])
 def test_web_page_downloads_every_object_after_its_parent(page):
     model = load_page(page)
-    emu, conn, app, s = setup_episode(TWO_PATHS, {"kind": "web", "page": page}, make_scheduler("minrtt"), 1)
+    emu, conn, app, s = setup_episode(
+        TWO_PATHS, {"kind": "web", "page": page}, make_scheduler("minrtt"), 1
+    )
     emu.sim.run(until=60)
     assert app.done
     assert conn.delivered == model.total_bytes
@@ -56,7 +58,9 @@ def test_weighted_round_robin_serves_streams_in_proportion_to_weight():
 def test_stream_trace_releases_at_given_times(tmp_path):
     trace = tmp_path / "streams.csv"
     trace.write_text("release_s,size_bytes,priority\n0.0,100000,1\n0.5,50000,0\n1.0,200000,2\n")
-    r = run_episode(TWO_PATHS, {"kind": "streams", "trace": str(trace)}, make_scheduler("minrtt"), 0)
+    r = run_episode(
+        TWO_PATHS, {"kind": "streams", "trace": str(trace)}, make_scheduler("minrtt"), 0
+    )
     assert r.metrics["timed_out"] == 0
     assert len(r.object_times) == 3
     assert all(0 < t < 1.0 for t in r.object_times)
@@ -64,8 +68,12 @@ def test_stream_trace_releases_at_given_times(tmp_path):
 
 
 def test_inline_streams_and_bad_stream_input(tmp_path):
-    r = run_episode(TWO_PATHS, {"kind": "streams", "streams": [{"release_s": 0, "size_bytes": 30000}]},
-                    make_scheduler("minrtt"), 0)
+    r = run_episode(
+        TWO_PATHS,
+        {"kind": "streams", "streams": [{"release_s": 0, "size_bytes": 30000}]},
+        make_scheduler("minrtt"),
+        0,
+    )
     assert not math.isnan(r.metrics["download_time_s"])
     bad = tmp_path / "bad.csv"
     bad.write_text("release_s,size_bytes\n0.0,abc\n")

@@ -98,7 +98,9 @@ def test_sherman_morrison_matches_numpy_inverse():
 
 # ---------------------------------------------------------------- fake view
 class FakePath(SimpleNamespace):
-    def rtt_sample(self, sent_time, now):   # the view's ACK-delay-corrected sample; no ACK delay here
+    def rtt_sample(
+        self, sent_time, now
+    ):  # the view's ACK-delay-corrected sample; no ACK delay here
         return now - sent_time
 
     @property
@@ -107,9 +109,18 @@ class FakePath(SimpleNamespace):
 
 
 def path(srtt=0.05, cwnd=10 * MSS, inflight=0, probed=True, **kw):
-    p = FakePath(srtt=srtt if probed else 0.333, latest_rtt=srtt if probed else 0.0,
-                 min_rtt=srtt, rttvar=srtt / 2, has_rtt_sample=probed, cwnd=cwnd,
-                 bytes_in_flight=inflight, packets_sent=0, mss=MSS, payload=MSS)
+    p = FakePath(
+        srtt=srtt if probed else 0.333,
+        latest_rtt=srtt if probed else 0.0,
+        min_rtt=srtt,
+        rttvar=srtt / 2,
+        has_rtt_sample=probed,
+        cwnd=cwnd,
+        bytes_in_flight=inflight,
+        packets_sent=0,
+        mss=MSS,
+        payload=MSS,
+    )
     for k, v in kw.items():
         setattr(p, k, v)
     return p
@@ -138,11 +149,11 @@ def test_peekaboo_consulted_only_when_fast_path_full_and_slow_has_room():
     pk = Peekaboo()
     f_room = view([path(0.01), path(0.1)])
     pk.reset(f_room)
-    assert pk.decide(f_room) == 0 and pk.consultations == 0          # f has room: f
+    assert pk.decide(f_room) == 0 and pk.consultations == 0  # f has room: f
     both_full = view([path(0.01, inflight=10 * MSS), path(0.1, inflight=10 * MSS)])
-    assert pk.decide(both_full) is None and pk.consultations == 0    # nothing has room
+    assert pk.decide(both_full) is None and pk.consultations == 0  # nothing has room
     unprobed = view([path(0.01, inflight=10 * MSS), path(0.1, probed=False)])
-    assert pk.decide(unprobed) == 1 and pk.consultations == 0        # probe first, no bandit
+    assert pk.decide(unprobed) == 1 and pk.consultations == 0  # probe first, no bandit
     v = fast_full()
     d = pk.decide(v)
     assert pk.consultations == 1 and d in (1, None)
@@ -160,10 +171,10 @@ def test_peekaboo_wait_flag_blocks_slow_path_until_fast_has_room():
     pk.reset(v)
     assert pk.decide(v) is None and pk.waiting and pk.consultations == 1
     v.now = 1.001
-    assert pk.decide(v) is None and pk.consultations == 1    # blocked, not consulted again
-    v.paths[0].bytes_in_flight = 9 * MSS                      # f has room again
+    assert pk.decide(v) is None and pk.consultations == 1  # blocked, not consulted again
+    v.paths[0].bytes_in_flight = 9 * MSS  # f has room again
     assert pk.decide(v) == 0 and not pk.waiting
-    v.paths[0].bytes_in_flight = 10 * MSS                     # f full again: consulted again
+    v.paths[0].bytes_in_flight = 10 * MSS  # f full again: consulted again
     assert pk.decide(v) is None and pk.consultations == 2
     # a send-biased model sends on s and sets no flag
     ps = biased(SEND)
@@ -172,10 +183,10 @@ def test_peekaboo_wait_flag_blocks_slow_path_until_fast_has_room():
 
 
 def test_peekaboo_context_is_unit_range_and_follows_spec_order():
-    pk = Peekaboo(feature_scale_mbps=8.0)     # k = 1e6 bytes/s
-    f = path(0.01, cwnd=20000, inflight=20000)      # c_f/l_f = q_f/l_f = 2e6 B/s
-    s = path(0.1, cwnd=100000, inflight=50000)      # c_s/l_s = 1e6, q_s/l_s = 5e5 B/s
-    x = pk.context(view([f, s], send_window=10000), f, s)   # W/l_f = 1e6, W/l_s = 1e5
+    pk = Peekaboo(feature_scale_mbps=8.0)  # k = 1e6 bytes/s
+    f = path(0.01, cwnd=20000, inflight=20000)  # c_f/l_f = q_f/l_f = 2e6 B/s
+    s = path(0.1, cwnd=100000, inflight=50000)  # c_s/l_s = 1e6, q_s/l_s = 5e5 B/s
+    x = pk.context(view([f, s], send_window=10000), f, s)  # W/l_f = 1e6, W/l_s = 1e5
     np.testing.assert_allclose(x, [2 / 3, 1 / 3, 1 / 2, 1 / 11, 2 / 3, 1 / 2])
     assert np.all((0 <= x) & (x < 1))
 
@@ -197,7 +208,7 @@ def test_peekaboo_delayed_rewards_next_packet_of_chosen_path_oldest_first():
     v.now = 1.1
     pk.on_packet_acked(v, 1, MSS, 1.0)
     assert pk.updates == 1
-    r = MSS / 0.1 * 8e-6          # MSS per 0.1 s in Mbit/s, reward_scale 1
+    r = MSS / 0.1 * 8e-6  # MSS per 0.1 s in Mbit/s, reward_scale 1
     np.testing.assert_allclose(pk.bandit.A[SEND], A0[SEND] + np.outer(x1, x1))
     np.testing.assert_allclose(pk.bandit.b[SEND], b0[SEND] + r * x1)
     np.testing.assert_array_equal(pk.bandit.A[WAIT], A0[WAIT])
@@ -209,7 +220,7 @@ def test_peekaboo_delayed_rewards_next_packet_of_chosen_path_oldest_first():
     pw.reset(v)
     v.now = 2.0
     assert pw.decide(v) is None
-    pw.on_packet_acked(v, 0, MSS, 2.0)      # sent in the same instant, before the wait
+    pw.on_packet_acked(v, 0, MSS, 2.0)  # sent in the same instant, before the wait
     assert pw.updates == 0
     v.now = 2.03
     pw.on_packet_acked(v, 0, MSS, 2.01)
@@ -241,7 +252,7 @@ def test_state_file_round_trip_is_exact(tmp_path):
         pk.bandit.update(int(rng.integers(2)), rng.random(6), float(rng.random()))
     out = pk.save()
     assert out == tmp_path / "pk.npz"
-    assert [p.name for p in tmp_path.iterdir()] == ["pk.npz"]     # no temp file left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["pk.npz"]  # no temp file left behind
     q = Peekaboo(state_file=str(out))
     for key in ("A", "b", "A_inv", "theta", "n_updates"):
         np.testing.assert_array_equal(getattr(q.bandit, key), getattr(pk.bandit, key))
@@ -255,13 +266,16 @@ def test_state_file_round_trip_is_exact(tmp_path):
     np.testing.assert_array_equal(m.A, pk.bandit.A)
 
 
-@pytest.mark.parametrize("problem, message", [
-    ("garbage", "not a readable .npz"),
-    ("kind", "written by 'mpeekaboo'"),
-    ("dims", "features"),
-    ("version", "format version 99"),
-    ("nan", "non-finite"),
-])
+@pytest.mark.parametrize(
+    "problem, message",
+    [
+        ("garbage", "not a readable .npz"),
+        ("kind", "written by 'mpeekaboo'"),
+        ("dims", "features"),
+        ("version", "format version 99"),
+        ("nan", "non-finite"),
+    ],
+)
 def test_bad_state_file_is_one_warning_and_a_fresh_start(tmp_path, caplog, problem, message):
     f = tmp_path / "state.npz"
     if problem == "garbage":
@@ -303,7 +317,7 @@ def test_missing_state_file_is_a_silent_fresh_start(tmp_path, caplog):
     assert not caplog.records and pk.bandit.n_updates.sum() == 0
     run_episode(HET, BULK2, pk, 1)
     assert not (tmp_path / "new" / "pk.npz").exists()
-    run_episode(HET, BULK2, pk, 2)          # reset() of the next connection saves the first
+    run_episode(HET, BULK2, pk, 2)  # reset() of the next connection saves the first
     q = Peekaboo(state_file=str(tmp_path / "new" / "pk.npz"))
     assert 0 < q.bandit.n_updates.sum() < pk.bandit.n_updates.sum()
 
@@ -371,7 +385,8 @@ def test_peekaboo_learns_to_wait_and_beats_minrtt_on_heterogeneous_paths():
 
     def median_time(make):
         return statistics.median(
-            run_episode(HET, BULK2, make(), s).metrics["download_time_s"] for s in EVAL_SEEDS)
+            run_episode(HET, BULK2, make(), s).metrics["download_time_s"] for s in EVAL_SEEDS
+        )
 
     minrtt = median_time(lambda: make_scheduler("minrtt"))
     pk.mode = "deploy"
@@ -382,8 +397,13 @@ def test_peekaboo_learns_to_wait_and_beats_minrtt_on_heterogeneous_paths():
 def test_peekaboo_fit_then_save_for_falcon_train(tmp_path):
     pk = Peekaboo()
     logged = []
-    final = pk.fit(HET, {"kind": "bulk", "size_bytes": 500_000}, seed=10, episodes=2,
-                   log=lambda m, step: logged.append((step, m)))
+    final = pk.fit(
+        HET,
+        {"kind": "bulk", "size_bytes": 500_000},
+        seed=10,
+        episodes=2,
+        log=lambda m, step: logged.append((step, m)),
+    )
     assert pk.mode == "deploy" and final["episodes"] == 2.0 and [s for s, _ in logged] == [0, 1]
     out = pk.save(tmp_path)
     q = Peekaboo(state_file=str(out))
@@ -396,10 +416,12 @@ def test_two_window_detector_fires_on_a_step_not_on_noise():
     det = TwoWindowDetector(window=32, ratio=2.5, min_shift_s=0.01)
     fired = [det.update(0, 0.02 * (1 + 0.3 * rng.standard_normal()), i * 1e-3) for i in range(2000)]
     assert not any(fired)
-    fired = [det.update(0, 0.15 * (1 + 0.1 * rng.standard_normal()), 2 + i * 1e-3) for i in range(64)]
-    assert fired.index(True) < 32 and sum(fired) == 1       # fires once, within a window
+    fired = [
+        det.update(0, 0.15 * (1 + 0.1 * rng.standard_normal()), 2 + i * 1e-3) for i in range(64)
+    ]
+    assert fired.index(True) < 32 and sum(fired) == 1  # fires once, within a window
     assert det.detections[0][1] == 0
-    assert not det.update(1, 5.0, 3.0)                       # other paths are separate
+    assert not det.update(1, 5.0, 3.0)  # other paths are separate
     det.reset()
     assert det.detections == []
     # a 2x sawtooth-like swing (1x -> 2x base RTT) is below the default ratio
@@ -463,8 +485,14 @@ def test_mpeekaboo_feeds_packet_fates_to_a_detector_with_a_loss_feed():
 
 # ---------------------------------------------------------------- M-Peekaboo units
 def mview(paths, now=0.0, send_window=10**6, pending=10**6):
-    return SimpleNamespace(now=now, paths=paths, send_window=send_window, payload=MSS,
-                           pending_bytes=pending, retransmit_bytes=0)
+    return SimpleNamespace(
+        now=now,
+        paths=paths,
+        send_window=send_window,
+        payload=MSS,
+        pending_bytes=pending,
+        retransmit_bytes=0,
+    )
 
 
 def test_pending_linucb_equals_linucb_once_all_rewards_are_in():
@@ -479,7 +507,7 @@ def test_pending_linucb_equals_linucb_once_all_rewards_are_in():
         X = rng.random((3, 8))
         inflight.append((arm, x, r, pend.commit(arm, x)))
         plain.update(arm, x, r)
-        if i % 7 == 6:                    # rewards arrive late and out of order
+        if i % 7 == 6:  # rewards arrive late and out of order
             rng.shuffle(inflight)
             for a, xx, rr, r_hat in inflight:
                 pend.settle(a, xx, rr - r_hat)
@@ -490,8 +518,8 @@ def test_pending_linucb_equals_linucb_once_all_rewards_are_in():
     fresh = PendingLinUCB(1, 2)
     x = np.array([1.0, 0.0])
     before = fresh.prepare(x[None])[0][0]
-    assert fresh.commit(0, x) == 0.0                     # theta = 0: r_hat = 0
-    after = fresh.prepare(x[None])[0][0]             # A = diag(2, 1): bonus 0.75 sqrt(1/2)
+    assert fresh.commit(0, x) == 0.0  # theta = 0: r_hat = 0
+    after = fresh.prepare(x[None])[0][0]  # A = diag(2, 1): bonus 0.75 sqrt(1/2)
     assert after == pytest.approx(0.75 * math.sqrt(0.5)) and after < before == pytest.approx(0.75)
 
 
@@ -507,7 +535,7 @@ def test_mpeekaboo_arms_wait_only_for_the_fastest_path():
     # f (path 0) full, s (path 1) with room: arms = send on 1, wait (index 2)
     m = biased_m(2, record_decisions=True)
     v = mview([path(0.01, inflight=10 * MSS), path(0.1)], now=1.0)
-    assert m.decide(v) == 0 and m.waits == 1 and m.consultations == 1   # committed to f
+    assert m.decide(v) == 0 and m.waits == 1 and m.consultations == 1  # committed to f
     assert m.decisions == [(1.0, 0)]
     # a path without room other than f is never chosen, however it scores
     m3 = biased_m(1, n_paths=3)
@@ -550,11 +578,11 @@ def test_mpeekaboo_send_reward_charges_blocked_time_to_the_head_of_line_path():
     x = m.contexts(v, 1)[1]
     assert m.decide(v) == 1
     v.now, v.send_window = 1.01, 0
-    m.on_packet_lost(v, 0, MSS, 0.9)            # any callback advances the charge clock
+    m.on_packet_lost(v, 0, MSS, 0.9)  # any callback advances the charge clock
     v.now, v.send_window = 1.03, 10**6
     m.on_packet_lost(v, 0, MSS, 0.9)
     v.now = 1.1
-    m.on_packet_acked(v, 1, MSS, 0.99)          # sent before the decision: completes nothing
+    m.on_packet_acked(v, 1, MSS, 0.99)  # sent before the decision: completes nothing
     assert m.updates == 0
     m.on_packet_acked(v, 1, MSS, 1.0)
     assert m.updates == 1
@@ -562,8 +590,10 @@ def test_mpeekaboo_send_reward_charges_blocked_time_to_the_head_of_line_path():
 
 
 # ---------------------------------------------------------------- end to end: M-Peekaboo
-TABLE_I = {"4G+5G": {"paths": [{"link": "4g"}, {"link": "5g"}]},
-           "4G+WLAN": {"paths": [{"link": "4g"}, {"link": "wlan"}]}}
+TABLE_I = {
+    "4G+5G": {"paths": [{"link": "4g"}, {"link": "5g"}]},
+    "4G+WLAN": {"paths": [{"link": "4g"}, {"link": "wlan"}]},
+}
 M_SEEDS = (1, 2, 3, 4, 5, 6, 7, 8)
 
 
@@ -575,7 +605,7 @@ def _medians(scenario, app, seeds=M_SEEDS):
         ref = run_episode(scenario, app, make_scheduler("minrtt"), s).metrics["download_time_s"]
         m = MPeekaboo(seed=s)
         res = run_episode(scenario, app, m, s)
-        assert res.metrics["timed_out"] == 0 and m.changes == []     # static: no false change
+        assert res.metrics["timed_out"] == 0 and m.changes == []  # static: no false change
         pairs.append((ref, res.metrics["download_time_s"]))
     return (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs), pairs)
 
@@ -611,15 +641,30 @@ def swap_scenario(tmp_path):
     def trace(name, before, after):
         f = tmp_path / name
         rows = [(0, *before), (int(T_CHANGE * 1000), *after), (600_000, *after)]
-        f.write_text("time_ms,bw_kbps,delay_ms,loss\n"
-                     + "".join(f"{t},{bw},{d},0\n" for t, bw, d in rows))
+        f.write_text(
+            "time_ms,bw_kbps,delay_ms,loss\n" + "".join(f"{t},{bw},{d},0\n" for t, bw, d in rows)
+        )
         return str(f)
 
-    fast, slow = (50_000, 5), (5_000, 75)       # kbit/s, one-way ms
-    return {"paths": [
-        {"trace": trace("a.csv", fast, slow), "rtt_ms": 20, "rtt_std_ms": 2, "buffer_packets": 60},
-        {"trace": trace("b.csv", slow, fast), "rtt_ms": 20, "rtt_std_ms": 2, "buffer_packets": 60}],
-        "setup": "none", "pacing": False}   # observed figures: both paths open at t = 0, unpaced (HET)
+    fast, slow = (50_000, 5), (5_000, 75)  # kbit/s, one-way ms
+    return {
+        "paths": [
+            {
+                "trace": trace("a.csv", fast, slow),
+                "rtt_ms": 20,
+                "rtt_std_ms": 2,
+                "buffer_packets": 60,
+            },
+            {
+                "trace": trace("b.csv", slow, fast),
+                "rtt_ms": 20,
+                "rtt_std_ms": 2,
+                "buffer_packets": 60,
+            },
+        ],
+        "setup": "none",
+        "pacing": False,
+    }  # observed figures: both paths open at t = 0, unpaced (HET)
 
 
 def test_mpeekaboo_with_reset_recovers_faster_after_an_abrupt_change(swap_scenario):
@@ -636,15 +681,18 @@ def test_mpeekaboo_with_reset_recovers_faster_after_an_abrupt_change(swap_scenar
     wrong = {True: [], False: []}
     for seed in (1, 2, 3, 4):
         for reset in (True, False):
-            m = MPeekaboo(seed=seed, record_decisions=True,
-                          detector="two_window" if reset else None)
+            m = MPeekaboo(
+                seed=seed, record_decisions=True, detector="two_window" if reset else None
+            )
             res = run_episode(swap_scenario, app, m, seed)
             assert res.metrics["timed_out"] == 0
             after = [a for t, a in m.decisions if t >= T_CHANGE][:300]
             assert len(after) == 300
             wrong[reset].append(after.count(0))
             if reset:
-                assert m.changes and all(T_CHANGE < t < T_CHANGE + 0.4 for t, _ in m.changes), m.changes
+                assert m.changes and all(T_CHANGE < t < T_CHANGE + 0.4 for t, _ in m.changes), (
+                    m.changes
+                )
             else:
                 assert m.changes == []
     assert statistics.median(wrong[True]) < 0.8 * statistics.median(wrong[False]), wrong
@@ -666,4 +714,4 @@ def test_registry_and_determinism_per_seed(name, cls):
 
     a, b = run(3, 4), run(3, 4)
     assert a == b
-    assert run(3, 5)[1] != a[1]          # another scheduler seed, other random draws
+    assert run(3, 5)[1] != a[1]  # another scheduler seed, other random draws

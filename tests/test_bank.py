@@ -15,20 +15,35 @@ from baselines.dqn.network import QNetSpec
 from envs.errors import ConfigError
 from metalearning import ConditionGrid, MetaModelBank, PathCondition, load_bank, read_bank_header
 
-SMALL_GRID = ConditionGrid(n_paths=1)           # 27 cells: fast files for the error cases
+SMALL_GRID = ConditionGrid(n_paths=1)  # 27 cells: fast files for the error cases
 SMALL_SPEC = QNetSpec(4, 1, hidden=(8, 8, 8))
 
 
 def _bank(grid=SMALL_GRID, spec=SMALL_SPEC, seed=0, meta=None) -> MetaModelBank:
-    params = np.random.default_rng(seed).standard_normal((grid.n_cells, spec.n_parameters)).astype(np.float32)
+    params = (
+        np.random.default_rng(seed)
+        .standard_normal((grid.n_cells, spec.n_parameters))
+        .astype(np.float32)
+    )
     return MetaModelBank(grid, spec, params, meta)
 
 
-META = {"hyperparameters": {"lr": 1e-3, "inner_steps": 16, "hidden": (64, 64, 64)},
-        "meta_iterations": np.arange(27), "seed": 3, "build_time_s": 12.5, "note": "demo", "complete": True}
-META_BACK = {"hyperparameters": {"lr": 1e-3, "inner_steps": 16, "hidden": [64, 64, 64]},
-             "meta_iterations": list(range(27)), "seed": 3, "build_time_s": 12.5, "note": "demo",
-             "complete": True}
+META = {
+    "hyperparameters": {"lr": 1e-3, "inner_steps": 16, "hidden": (64, 64, 64)},
+    "meta_iterations": np.arange(27),
+    "seed": 3,
+    "build_time_s": 12.5,
+    "note": "demo",
+    "complete": True,
+}
+META_BACK = {
+    "hyperparameters": {"lr": 1e-3, "inner_steps": 16, "hidden": [64, 64, 64]},
+    "meta_iterations": list(range(27)),
+    "seed": 3,
+    "build_time_s": 12.5,
+    "note": "demo",
+    "complete": True,
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +54,9 @@ def small_file(tmp_path_factory):
 
 def test_round_trip(small_file):
     bank, path = small_file
-    back = MetaModelBank.read(path, grid=ConditionGrid(n_paths=1), spec=QNetSpec(4, 1, hidden=(8, 8, 8)))
+    back = MetaModelBank.read(
+        path, grid=ConditionGrid(n_paths=1), spec=QNetSpec(4, 1, hidden=(8, 8, 8))
+    )
     assert back.grid == bank.grid and back.spec == bank.spec
     assert back.params.dtype == np.float32 and np.array_equal(back.params, bank.params)
     assert back.meta == META_BACK
@@ -58,9 +75,14 @@ def test_file_layout_is_a_falcon_qnet_file(small_file):
         assert f.attrs["seed"] == 3 and "created" in f.attrs and "framework_version" in f.attrs
         assert list(f.attrs["model_names"]) == bank.grid.names()
         g = f["models/cell_26"]
-        assert g.attrs["cell"] == 26 and list(g.attrs["path_cells"]) == [26] and g.attrs["meta_iterations"] == 26
-        assert json.loads(g.attrs["ranges"]) == [{"loss": [0.05, 1.0], "rtt_ms": [200.0, None],
-                                                  "dev_ratio": [0.8, None]}]
+        assert (
+            g.attrs["cell"] == 26
+            and list(g.attrs["path_cells"]) == [26]
+            and g.attrs["meta_iterations"] == 26
+        )
+        assert json.loads(g.attrs["ranges"]) == [
+            {"loss": [0.05, 1.0], "rtt_ms": [200.0, None], "dev_ratio": [0.8, None]}
+        ]
     # every cell is an ordinary model (what falcon.export reads)
     (rec,) = read_hdf5(path, names=["cell_05"])
     assert rec.spec == bank.spec
@@ -70,7 +92,9 @@ def test_file_layout_is_a_falcon_qnet_file(small_file):
 
 def test_paper_bank_records():
     """What a 729-cell bank writes (without the seconds the file takes)."""
-    bank = _bank(ConditionGrid(), QNetSpec(8, 2, hidden=(4, 4, 4)), meta={"meta_iterations": [5] * 729})
+    bank = _bank(
+        ConditionGrid(), QNetSpec(8, 2, hidden=(4, 4, 4)), meta={"meta_iterations": [5] * 729}
+    )
     recs = bank.records()
     assert [r.name for r in recs] == [f"cell_{c:03d}" for c in range(729)]
     assert recs[728].attrs["cell"] == 728 and recs[728].attrs["path_cells"] == [26, 26]
@@ -84,8 +108,12 @@ def test_paper_bank_records():
 @pytest.mark.slow
 def test_paper_bank_round_trip(tmp_path):
     """729 cells of 64x3 networks (a few seconds each way)."""
-    bank = _bank(ConditionGrid(), QNetSpec(8, 2), meta={"meta_iterations": np.arange(729), "seed": 1})
-    back = MetaModelBank.read(bank.write(tmp_path / "bank.h5"), grid=ConditionGrid(), spec=QNetSpec(8, 2))
+    bank = _bank(
+        ConditionGrid(), QNetSpec(8, 2), meta={"meta_iterations": np.arange(729), "seed": 1}
+    )
+    back = MetaModelBank.read(
+        bank.write(tmp_path / "bank.h5"), grid=ConditionGrid(), spec=QNetSpec(8, 2)
+    )
     assert np.array_equal(back.params, bank.params)
     assert back.meta == {"meta_iterations": list(range(729)), "seed": 1}
 
@@ -100,7 +128,9 @@ def test_weights_follow_the_batched_learner_layout():
     q = learner.q(states).numpy()
     for m in (0, 13, 26):
         assert all(np.array_equal(a, b) for a, b in zip(bank.weights(m), learner.get_weights(m)))
-        assert all(np.array_equal(a, b) for a, b in zip(bank.weights(m), learner.split_flat(params[m])))
+        assert all(
+            np.array_equal(a, b) for a, b in zip(bank.weights(m), learner.split_flat(params[m]))
+        )
         assert np.allclose(bank.qnet(m)(states[m]), q[m], atol=1e-6)
     # the deployed network does not change with the bank's parameters
     net = bank.qnet(3)
@@ -116,11 +146,11 @@ def test_copy_on_write_bank_never_touches_the_shared_one(tmp_path):
     assert own.written_cells == [] and np.array_equal(own.params, shared)
     new = shared[4] + 1.0
     own.set_row(4, new)
-    assert np.array_equal(base.params, shared)                     # the shared bank as it was
+    assert np.array_equal(base.params, shared)  # the shared bank as it was
     assert np.array_equal(own.row(4), new) and np.array_equal(own.row(5), shared[5])
     assert np.array_equal(np.concatenate([w.reshape(-1) for w in own.weights(4)]), new)
     assert own.written_cells == [4] and np.array_equal(own.params[4], new)
-    again = own.private_copy()                                      # a copy of a copy keeps the written rows
+    again = own.private_copy()  # a copy of a copy keeps the written rows
     again.set_row(5, shared[5] * 2)
     assert np.array_equal(again.row(4), new) and np.array_equal(own.row(5), shared[5])
     back = MetaModelBank.read(own.write(tmp_path / "own.h5"))
@@ -165,7 +195,7 @@ def _assert_error(path, match, **kw):
 def test_truncated_file(tmp_path, keep):
     path = _bank().write(tmp_path / "bank.h5")
     data = path.read_bytes()
-    path.write_bytes(data[:int(len(data) * keep) if keep < 1 else keep])
+    path.write_bytes(data[: int(len(data) * keep) if keep < 1 else keep])
     _assert_error(path, "bank")
 
 
@@ -240,7 +270,7 @@ def test_failed_write_leaves_no_partial_file(tmp_path):
     good = _bank()
     path = good.write(tmp_path / "bank.h5")
     before = path.read_bytes()
-    bad = _bank(seed=1, meta={"note": "embedded\x00null"})   # HDF5 strings cannot hold NUL
+    bad = _bank(seed=1, meta={"note": "embedded\x00null"})  # HDF5 strings cannot hold NUL
     with pytest.raises(ModelFileError, match="cannot write"):
         bad.write(path)
     assert path.read_bytes() == before

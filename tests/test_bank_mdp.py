@@ -17,7 +17,10 @@ from metalearning.collect import TaskCollector
 from metalearning.grid import ConditionGrid
 
 TINY = {"name": "tiny", "hidden": [8, 8, 8], "grid": {"n_paths": 1}}
-TWO = {"name": "two", "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 5, "rtt_ms": 200}]}
+TWO = {
+    "name": "two",
+    "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 5, "rtt_ms": 200}],
+}
 SMALL = {"kind": "bulk", "size_bytes": 300_000}
 
 
@@ -66,7 +69,6 @@ def test_falcon_acts_in_its_banks_mdp():
         FalconScheduler(bank, offline=None, reward="packet_rate")
 
 
-
 def test_falcon_s_sees_the_next_streams_share_on_a_completion_bank():
     bank = MetaModelBank.initial(ConditionGrid(2), QNetSpec(19, 2, (16, 16, 16)), seed=0)
     s = FalconSScheduler(bank, offline=None, seed=2)
@@ -85,16 +87,36 @@ def test_falcon_s_sees_the_next_streams_share_on_a_completion_bank():
     assert m["download_time_s"] > 0 and states
     # with several concurrent streams the stream's unsent bytes are fewer than the connection's
     multi = [(a, b) for a, b, n in states if n > 1]
-    assert multi and all(a[17] <= b[17] + 1e-12 for a, b in multi) and any(a[17] < b[17] for a, b in multi)
+    assert (
+        multi
+        and all(a[17] <= b[17] + 1e-12 for a, b in multi)
+        and any(a[17] < b[17] for a, b in multi)
+    )
     assert all(len(a) == 19 for a, _, _ in states)
 
 
-GENERALIST_TINY = {"name": "tiny", "seed": 3, "hidden": [8, 8, 8], "grid": {"n_paths": 1},
-                   "reptile": {"meta_iterations": 1, "decisions_per_task": 24, "inner_steps": 2,
-                               "task_size_bytes": 60_000},
-                   "generalist": {"tasks": 4, "gradient_steps": 30, "models": 2, "checkpoints": 1,
-                                  "validation_tasks": 2, "validation_episodes": 2},
-                   "chunk_size": 27, "checkpoint_every": 1}
+GENERALIST_TINY = {
+    "name": "tiny",
+    "seed": 3,
+    "hidden": [8, 8, 8],
+    "grid": {"n_paths": 1},
+    "reptile": {
+        "meta_iterations": 1,
+        "decisions_per_task": 24,
+        "inner_steps": 2,
+        "task_size_bytes": 60_000,
+    },
+    "generalist": {
+        "tasks": 4,
+        "gradient_steps": 30,
+        "models": 2,
+        "checkpoints": 1,
+        "validation_tasks": 2,
+        "validation_episodes": 2,
+    },
+    "chunk_size": 27,
+    "checkpoint_every": 1,
+}
 
 
 def test_a_generalist_start_is_trained_once_and_every_cell_starts_from_it(tmp_path, monkeypatch):
@@ -103,9 +125,18 @@ def test_a_generalist_start_is_trained_once_and_every_cell_starts_from_it(tmp_pa
     from metalearning.generalist import GeneralistConfig
 
     spec = BankBuildSpec.from_config(GENERALIST_TINY)
-    assert spec.generalist == GeneralistConfig(tasks=4, gradient_steps=30, models=2, checkpoints=1,
-                                               validation_tasks=2, validation_episodes=2)
-    assert spec.fingerprint() != BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": None}).fingerprint()
+    assert spec.generalist == GeneralistConfig(
+        tasks=4,
+        gradient_steps=30,
+        models=2,
+        checkpoints=1,
+        validation_tasks=2,
+        validation_episodes=2,
+    )
+    assert (
+        spec.fingerprint()
+        != BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": None}).fingerprint()
+    )
     starts = []
     real = build_mod.reptile_cells
 
@@ -115,16 +146,19 @@ def test_a_generalist_start_is_trained_once_and_every_cell_starts_from_it(tmp_pa
 
     monkeypatch.setattr(build_mod, "reptile_cells", spy)
     bank = build_bank(spec, tmp_path / "bank.h5", progress=False)
-    (init,) = starts                                    # one chunk of 27 cells
+    (init,) = starts  # one chunk of 27 cells
     assert init.shape == (27, spec.qnet_spec.n_parameters)
-    assert (init == init[0]).all()                      # every cell starts from the one generalist
+    assert (init == init[0]).all()  # every cell starts from the one generalist
     assert bank.meta["generalist"]["transitions"] > 0
     # the same settings give the same start (and bank): everything is seeded by the build seed
     again = build_bank(spec, tmp_path / "again.h5", progress=False)
     assert np.array_equal(starts[1], init) and np.array_equal(again.params, bank.params)
     # without it, Reptile draws each cell's random start itself (the paper's)
-    build_bank(BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": None}), tmp_path / "r.h5",
-               progress=False)
+    build_bank(
+        BankBuildSpec.from_config({**GENERALIST_TINY, "generalist": None}),
+        tmp_path / "r.h5",
+        progress=False,
+    )
     assert starts[2].ndim == 0 and starts[2].item() is None
 
 
@@ -144,6 +178,6 @@ def test_the_bank_presets_and_the_build_spec_agree_on_the_default_mdp():
 
     default = {f.name: f.default for f in fields(BankBuildSpec)}["reward"]
     for preset in ("quick", "paper"):
-        cfg = bank_config(preset)               # composed: the preset on configs/base/bank.yaml
+        cfg = bank_config(preset)  # composed: the preset on configs/base/bank.yaml
         assert cfg["reward"] == default == BankBuildSpec.from_config({**cfg, "path": None}).reward
-        assert cfg["generalist"] == {}          # the generalist's settings live in GeneralistConfig only
+        assert cfg["generalist"] == {}  # the generalist's settings live in GeneralistConfig only

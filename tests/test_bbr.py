@@ -12,7 +12,7 @@ from envs.cc.bbr import BBR, PROBE_BW, STARTUP
 from envs.runner import run_episode, setup_episode
 
 LINK_MBPS = 40.0
-BASE_RTT = 0.025   # [s]
+BASE_RTT = 0.025  # [s]
 MSS = 1500
 
 
@@ -26,7 +26,9 @@ def _scenario(cc: str, schedule=None) -> dict:
 def _sampled(cc: str, size: int = 10_000_000, schedule=None, until: float = 30.0, dt: float = 0.05):
     """Run a bulk download, sampling the path every ``dt`` [s]: a list of
     (time [s], path, bandwidth estimate [Mbit/s] or None, srtt [s])."""
-    emu, conn, _app, _s = setup_episode(_scenario(cc, schedule), {"kind": "bulk", "size_bytes": size}, MinRTT())
+    emu, conn, _app, _s = setup_episode(
+        _scenario(cc, schedule), {"kind": "bulk", "size_bytes": size}, MinRTT()
+    )
     rows, t = [], 0.0
     while emu.sim.pending and not conn.finished and t < until:
         t += dt
@@ -41,11 +43,11 @@ def test_make_cc_builds_an_uncoupled_bbr():
     cc = make_cc("BBR", MSS, 32, group=CouplingGroup(), min_window_packets=2)
     assert isinstance(cc, BBR) and cc.name == "bbr" and CC_REGISTRY["bbr"] is BBR
     assert "bbr" not in COUPLED and cc.group is None
-    assert cc.cwnd == 32 * MSS and cc.min_window == 4 * MSS      # BBR's floor: 4 packets
+    assert cc.cwnd == 32 * MSS and cc.min_window == 4 * MSS  # BBR's floor: 4 packets
     assert cc.bandwidth == 0.0 and cc.min_rtt_estimate == float("inf") and cc.pacing_rate == 0.0
     assert cc.state == STARTUP and cc.in_slow_start
     with pytest.raises(AttributeError):
-        cc.bandwidth = 1.0                                      # read-only estimate
+        cc.bandwidth = 1.0  # read-only estimate
 
 
 def test_losses_do_not_reduce_the_window():
@@ -87,7 +89,9 @@ def test_the_pacer_runs_at_bbrs_rate():
         assert ps.pace_rate() == cc.pacing_rate
         if cc.state == PROBE_BW:
             assert cc.pacing_rate == pytest.approx(cc.pacing_gain * cc.bandwidth, rel=1e-12)
-            assert cc.cwnd == pytest.approx(max(2 * cc.bandwidth * cc.min_rtt_estimate, 4 * MSS), rel=0.05)
+            assert cc.cwnd == pytest.approx(
+                max(2 * cc.bandwidth * cc.min_rtt_estimate, 4 * MSS), rel=0.05
+            )
     # a window-based controller leaves the pacer its own rule: 1.25 x cwnd / srtt
     ps = _sampled("cubic", size=1_000_000)[-1][1]
     assert ps.cc.pacing_rate == 0.0
@@ -102,6 +106,6 @@ def test_the_estimate_follows_a_capacity_drop_and_rise():
         return next(r[2] for r in rows if r[0] >= t - 1e-9)
 
     assert bw_at(2.9) == pytest.approx(LINK_MBPS, rel=0.10)
-    assert bw_at(6.0) == pytest.approx(10.0, rel=0.10)          # within 3 s of the drop
+    assert bw_at(6.0) == pytest.approx(10.0, rel=0.10)  # within 3 s of the drop
     assert all(r[2] == pytest.approx(10.0, rel=0.10) for r in rows if 6.0 <= r[0] < 8.0)
-    assert bw_at(10.0) == pytest.approx(LINK_MBPS, rel=0.10)    # within 2 s of the rise
+    assert bw_at(10.0) == pytest.approx(LINK_MBPS, rel=0.10)  # within 2 s of the rise

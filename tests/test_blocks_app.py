@@ -24,14 +24,23 @@ CCS = ["cubic"] + (["bbr"] if "bbr" in CC_REGISTRY else [])
 
 
 def two_paths(mbps=(40, 40), rtt_ms=(25, 25), cc="cubic"):
-    return {"paths": [{"bandwidth_mbps": b, "rtt_ms": r, "buffer_packets": 1000, "cc": cc}
-                      for b, r in zip(mbps, rtt_ms)],
-            "setup": "none"}
+    return {
+        "paths": [
+            {"bandwidth_mbps": b, "rtt_ms": r, "buffer_packets": 1000, "cc": cc}
+            for b, r in zip(mbps, rtt_ms)
+        ],
+        "setup": "none",
+    }
 
 
 def blocks(block_bytes, duration_s, period_s=0.025, deadline_s=0.035):
-    return {"kind": "blocks", "block_bytes": block_bytes, "period_s": period_s, "deadline_s": deadline_s,
-            "duration_s": duration_s}
+    return {
+        "kind": "blocks",
+        "block_bytes": block_bytes,
+        "period_s": period_s,
+        "deadline_s": deadline_s,
+        "duration_s": duration_s,
+    }
 
 
 def run_app(scenario, app, scheduler, seed=0):
@@ -48,11 +57,15 @@ def test_small_blocks_are_all_on_time(cc):
     assert app.n_blocks == 40 and app.done
     assert out["on_time"].all() and out["release_s"][1] == pytest.approx(0.025)
     delays = out["completion_s"] - out["release_s"]
-    assert np.all(delays > 0.0125) and np.all(delays <= 0.035)     # at least a one-way delay
+    assert np.all(delays > 0.0125) and np.all(delays <= 0.035)  # at least a one-way delay
     assert np.allclose(app.object_times(), delays)
     m = block_metrics(app)
-    assert m == {"blocks": 40, "on_time": 40, "failure_probability": 0.0,
-                 "goodput_mbps": pytest.approx(40 * 20_000 * 8 / 1.0 / 1e6)}
+    assert m == {
+        "blocks": 40,
+        "on_time": 40,
+        "failure_probability": 0.0,
+        "goodput_mbps": pytest.approx(40 * 20_000 * 8 / 1.0 / 1e6),
+    }
     # the last block completes: the episode ends then, not at the final check
     assert app.done_time == pytest.approx(app.start_time + out["completion_s"][-1])
 
@@ -62,7 +75,10 @@ def test_blocks_beyond_the_capacity_all_fail_and_the_episode_ends():
     conn, app = run_app(two_paths(), blocks(500_000, 0.5), make_scheduler("minrtt"))
     out = app.block_outcomes()
     assert app.n_blocks == 20 and not out["on_time"].any()
-    assert block_metrics(app)["failure_probability"] == 1.0 and block_metrics(app)["goodput_mbps"] == 0.0
+    assert (
+        block_metrics(app)["failure_probability"] == 1.0
+        and block_metrics(app)["goodput_mbps"] == 0.0
+    )
     # the final check: the last block's deadline plus the margin
     assert app.done_time == pytest.approx(app.start_time + 19 * 0.025 + 0.035 + END_MARGIN_S)
     assert conn.finished
@@ -115,38 +131,50 @@ def test_blocks_are_served_in_release_order():
     watch.check(conn)
     assert watch.max_pending >= 3 and watch.violations == 0
     done = [c for c in app.complete if c >= 0]
-    assert len(done) >= 10 and done == sorted(done)        # completed in release order
+    assert len(done) >= 10 and done == sorted(done)  # completed in release order
 
 
 def test_metrics_arithmetic():
     m = block_metrics_from_times([0.01, 0.04, math.nan, 0.035], 1000, 2.0, 0.035)
-    assert m == {"blocks": 4, "on_time": 2, "failure_probability": 0.5,
-                 "goodput_mbps": pytest.approx(2 * 1000 * 8 / 2.0 / 1e6)}
+    assert m == {
+        "blocks": 4,
+        "on_time": 2,
+        "failure_probability": 0.5,
+        "goodput_mbps": pytest.approx(2 * 1000 * 8 / 2.0 / 1e6),
+    }
     # a stricter deadline given explicitly
     assert block_metrics_from_times([0.01, 0.04, math.nan, 0.035], 1000, 2.0, 0.02)["on_time"] == 1
     app = BlockApp(1000, 0.025, 0.035, 0.1)
-    assert block_metrics(app)["failure_probability"] == 1.0          # nothing ran: nothing delivered
+    assert block_metrics(app)["failure_probability"] == 1.0  # nothing ran: nothing delivered
     assert np.isnan(app.block_outcomes()["completion_s"]).all()
 
 
 # ------------------------------------------------------------------ config
 def test_blocks_config_defaults():
     a = normalise_app({"kind": "blocks", "block_bytes": "100000"})
-    assert (a["block_bytes"], a["period_s"], a["deadline_s"], a["duration_s"]) == (100_000, 0.025, 0.035, 30.0)
+    assert (a["block_bytes"], a["period_s"], a["deadline_s"], a["duration_s"]) == (
+        100_000,
+        0.025,
+        0.035,
+        30.0,
+    )
 
 
-@pytest.mark.parametrize("bad, key", [
-    ({}, "app.block_bytes"),
-    ({"block_bytes": None}, "app.block_bytes"),
-    ({"block_bytes": "big"}, "app.block_bytes"),
-    ({"block_bytes": 0}, "app.block_bytes"),
-    ({"block_bytes": 1000, "period_s": 0}, "app.period_s"),
-    ({"block_bytes": 1000, "period_s": "x"}, "app.period_s"),
-    ({"block_bytes": 1000, "deadline_s": -1}, "app.deadline_s"),
-    ({"block_bytes": 1000, "deadline_s": float("inf")}, "app.deadline_s"),
-    ({"block_bytes": 1000, "duration_s": None}, "app.duration_s"),
-    ({"block_bytes": 1000, "duration_s": 0.01}, "app.duration_s"),
-])
+@pytest.mark.parametrize(
+    "bad, key",
+    [
+        ({}, "app.block_bytes"),
+        ({"block_bytes": None}, "app.block_bytes"),
+        ({"block_bytes": "big"}, "app.block_bytes"),
+        ({"block_bytes": 0}, "app.block_bytes"),
+        ({"block_bytes": 1000, "period_s": 0}, "app.period_s"),
+        ({"block_bytes": 1000, "period_s": "x"}, "app.period_s"),
+        ({"block_bytes": 1000, "deadline_s": -1}, "app.deadline_s"),
+        ({"block_bytes": 1000, "deadline_s": float("inf")}, "app.deadline_s"),
+        ({"block_bytes": 1000, "duration_s": None}, "app.duration_s"),
+        ({"block_bytes": 1000, "duration_s": 0.01}, "app.duration_s"),
+    ],
+)
 def test_blocks_config_errors_name_the_key(bad, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as e:
         normalise_app({"kind": "blocks", **bad})
@@ -156,7 +184,10 @@ def test_blocks_config_errors_name_the_key(bad, key):
 def test_other_apps_are_unchanged():
     base = normalise_app({"kind": "bulk", "size_bytes": 1000})
     assert set(base) == {"kind", "size_bytes", "page", "trace", "streams"}
-    assert normalise_app({"kind": "bulk", "size_bytes": 1000, "period_s": None, "block_bytes": None}) == base
+    assert (
+        normalise_app({"kind": "bulk", "size_bytes": 1000, "period_s": None, "block_bytes": None})
+        == base
+    )
     with pytest.raises(ConfigError, match=r"app\.period_s: only used by kind=blocks"):
         normalise_app({"kind": "bulk", "period_s": 0.1})
     with pytest.raises(ConfigError, match="unknown key"):
@@ -171,8 +202,17 @@ class FakePath(SimpleNamespace):
 
 
 def path(srtt, cwnd, inflight=0, probed=True, **kw):
-    return FakePath(srtt=srtt if probed else 0.333, min_rtt=srtt if probed else math.inf, has_rtt_sample=probed,
-                    cwnd=cwnd, bytes_in_flight=inflight, packets_sent=0, mss=MSS, payload=MSS, **kw)
+    return FakePath(
+        srtt=srtt if probed else 0.333,
+        min_rtt=srtt if probed else math.inf,
+        has_rtt_sample=probed,
+        cwnd=cwnd,
+        bytes_in_flight=inflight,
+        packets_sent=0,
+        mss=MSS,
+        payload=MSS,
+        **kw,
+    )
 
 
 def view(paths, streams=()):
@@ -181,21 +221,21 @@ def view(paths, streams=()):
 
 def test_sttf_delivery_estimate():
     a = path(0.02, 20 * MSS, 15 * MSS)
-    assert bandwidth_estimate(a) == pytest.approx(1e6)                        # cwnd / srtt
+    assert bandwidth_estimate(a) == pytest.approx(1e6)  # cwnd / srtt
     assert delivery_time(a) == pytest.approx(16 * MSS / 1e6 + 0.01)
-    a.cc = SimpleNamespace(bandwidth=4e6)                                     # BBR's estimate wins
+    a.cc = SimpleNamespace(bandwidth=4e6)  # BBR's estimate wins
     assert delivery_time(a) == pytest.approx(16 * MSS / 4e6 + 0.01)
-    a.cc = SimpleNamespace(bandwidth=0.0)                                     # no sample yet: cwnd / srtt
+    a.cc = SimpleNamespace(bandwidth=0.0)  # no sample yet: cwnd / srtt
     assert bandwidth_estimate(a) == pytest.approx(1e6)
 
 
 def test_sttf_picks_the_earliest_delivery():
-    slow = path(0.05, 10 * MSS)                 # 1 packet / 2e5 B/s + 25 ms = 30 ms
-    fast = path(0.02, 20 * MSS, 15 * MSS)       # 16 packets / 1e6 B/s + 10 ms = 26 ms
+    slow = path(0.05, 10 * MSS)  # 1 packet / 2e5 B/s + 25 ms = 30 ms
+    fast = path(0.02, 20 * MSS, 15 * MSS)  # 16 packets / 1e6 B/s + 10 ms = 26 ms
     assert STTF().decide(view([fast, slow])) == 0
-    fast.bytes_in_flight = 18 * MSS             # 29 ms, whatever the order of the paths
+    fast.bytes_in_flight = 18 * MSS  # 29 ms, whatever the order of the paths
     assert STTF().decide(view([slow, fast])) == 1
-    fast.bytes_in_flight = 20 * MSS             # 31 ms and no room: the slow path
+    fast.bytes_in_flight = 20 * MSS  # 31 ms and no room: the slow path
     assert STTF().decide(view([fast, slow])) == 1
     # a queue on the fast path does not make a lower-RTT path win by itself
     fast.bytes_in_flight, fast.min_rtt = 0, 0.02
@@ -204,8 +244,8 @@ def test_sttf_picks_the_earliest_delivery():
 
 
 def test_sttf_waits_for_a_faster_path_without_room():
-    fast = path(0.02, 20 * MSS, 20 * MSS)       # 21 ms + 10 ms = 31 ms, no room
-    slow = path(0.2, 10 * MSS)                  # 1000 / 5e4 + 100 ms = 120 ms
+    fast = path(0.02, 20 * MSS, 20 * MSS)  # 21 ms + 10 ms = 31 ms, no room
+    slow = path(0.2, 10 * MSS)  # 1000 / 5e4 + 100 ms = 120 ms
     assert STTF().decide(view([fast, slow])) is None
     # an unprobed path with room is probed first; a closed path is no candidate
     assert STTF().decide(view([fast, path(0.05, 10 * MSS, probed=False)])) == 1
@@ -218,11 +258,11 @@ def test_dems_decisions():
     st = SimpleNamespace(stream_id=7, remaining=10 * MSS, size=10 * MSS)
     fast, slow = path(0.02, 10 * MSS), path(0.05, 10 * MSS)
     assert DEMS().decide(view([fast, slow], [st])) == Decision(0, 7, 0)
-    fast.bytes_in_flight = 10 * MSS             # fast full: the slow path takes the last chunk
+    fast.bytes_in_flight = 10 * MSS  # fast full: the slow path takes the last chunk
     assert DEMS().decide(view([fast, slow], [st])) == Decision(1, 7, 9 * MSS)
-    st.remaining = MSS // 2                     # less than a packet left: from its first byte
+    st.remaining = MSS // 2  # less than a packet left: from its first byte
     assert DEMS().decide(view([fast, slow], [st])) == Decision(1, 7, 0)
-    assert DEMS().decide(view([slow, fast], [st])) == Decision(0, 7, 0)   # path 0 is the slow one
+    assert DEMS().decide(view([slow, fast], [st])) == Decision(0, 7, 0)  # path 0 is the slow one
     slow.bytes_in_flight = 10 * MSS
     assert DEMS().decide(view([fast, slow], [st])) is None
     # three paths: every path but the fastest sends from the back
@@ -254,16 +294,20 @@ class FrameLog(Scheduler):
 def test_dems_fast_path_from_the_start_slow_path_from_the_end():
     size = 300_000
     log = FrameLog()
-    conn, app = run_app(two_paths(mbps=(40, 40), rtt_ms=(20, 60)), blocks(size, 0.025, deadline_s=1.0), log)
+    conn, app = run_app(
+        two_paths(mbps=(40, 40), rtt_ms=(20, 60)), blocks(size, 0.025, deadline_s=1.0), log
+    )
     log.collect(conn)
     assert app.done and app.block_outcomes()["on_time"].all()
     assert sum(p.retransmissions for p in conn.paths) == 0
     by_path = {i: [log.frames[k] for k in sorted(log.frames) if k[0] == i] for i in (0, 1)}
     assert by_path[0] and by_path[1]
-    assert by_path[0][0][1] == 0                                            # fast: from offset 0 ...
-    assert [f[1] for f in by_path[0]] == sorted(f[1] for f in by_path[0])   # ... forwards
-    assert by_path[1][0][1] + by_path[1][0][2] == size                      # slow: from the end ...
-    assert [f[1] for f in by_path[1]] == sorted((f[1] for f in by_path[1]), reverse=True)   # ... backwards
+    assert by_path[0][0][1] == 0  # fast: from offset 0 ...
+    assert [f[1] for f in by_path[0]] == sorted(f[1] for f in by_path[0])  # ... forwards
+    assert by_path[1][0][1] + by_path[1][0][2] == size  # slow: from the end ...
+    assert [f[1] for f in by_path[1]] == sorted(
+        (f[1] for f in by_path[1]), reverse=True
+    )  # ... backwards
     # every byte sent exactly once (no retransmissions here, no redundancy)
     spans = sorted((off, off + length) for sid, off, length in log.frames.values())
     assert spans[0][0] == 0 and spans[-1][1] == size
@@ -276,7 +320,9 @@ def test_dems_fast_path_from_the_start_slow_path_from_the_end():
 @pytest.mark.parametrize("cc", CCS)
 def test_run_episode_with_blocks_finishes(name, cc):
     assert name in SCHEDULERS
-    r = run_episode(two_paths(rtt_ms=(20, 30), cc=cc), blocks(60_000, 0.5), make_scheduler(name), seed=1)
+    r = run_episode(
+        two_paths(rtt_ms=(20, 30), cc=cc), blocks(60_000, 0.5), make_scheduler(name), seed=1
+    )
     assert r.metrics["timed_out"] == 0.0 and r.metrics["stalled"] == 0.0
     assert len(r.object_times) == 20 and r.object_release_times[1] == pytest.approx(0.025)
     m = block_metrics_from_times(r.object_times, 60_000, 0.5, 0.035)

@@ -29,14 +29,20 @@ from baselines.changepoint import BOCPD, BetaBinomial, PathChangeDetector, Stude
 from baselines.changepoint.bocpd import lgamma_array
 
 LAM = 100.0
-PRIOR = (0.1, 0.01, 1.0, 0.0)            # alpha, beta, kappa, mu (the package's order)
+PRIOR = (0.1, 0.01, 1.0, 0.0)  # alpha, beta, kappa, mu (the package's order)
 
 
 def _three_changes(seed: int = 1) -> np.ndarray:
     """400 samples, changes at 100, 220 and 300 (mean and variance)."""
     rng = np.random.default_rng(seed)
-    return np.concatenate([rng.normal(0, 1, 100), rng.normal(4, 1, 120), rng.normal(1, 3, 80),
-                           rng.normal(-2, 0.5, 100)])
+    return np.concatenate(
+        [
+            rng.normal(0, 1, 100),
+            rng.normal(4, 1, 120),
+            rng.normal(1, 3, 80),
+            rng.normal(-2, 0.5, 100),
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +53,9 @@ def oc():
 @pytest.fixture(scope="module")
 def package_R(oc):
     data = _three_changes()
-    R, _ = oc.online_changepoint_detection(data, partial(oc.constant_hazard, LAM),
-                                           oc.StudentT(*PRIOR))
+    R, _ = oc.online_changepoint_detection(
+        data, partial(oc.constant_hazard, LAM), oc.StudentT(*PRIOR)
+    )
     return data, R
 
 
@@ -59,7 +66,7 @@ def _l1_to_package(post: np.ndarray, col: np.ndarray, merged_at: int | None) -> 
         ref = np.concatenate([col[:merged_at], [col[merged_at:].sum()]])
         return float(np.abs(post - ref).sum())
     full = np.zeros(len(col))
-    full[:len(post)] = post
+    full[: len(post)] = post
     return float(np.abs(full - col).sum())
 
 
@@ -71,9 +78,9 @@ def test_matches_the_package_exactly_without_truncation(package_R):
     for t, x in enumerate(data):
         post = b.update(x)
         assert len(post) == t + 2
-        worst = max(worst, float(np.abs(post - R[:t + 2, t + 1]).max()))
-        assert post[0] == pytest.approx(1.0 / LAM, rel=1e-12)     # P(r=0) = H always
-    assert worst < 1e-10, worst                                    # measured ~2e-14
+        worst = max(worst, float(np.abs(post - R[: t + 2, t + 1]).max()))
+        assert post[0] == pytest.approx(1.0 / LAM, rel=1e-12)  # P(r=0) = H always
+    assert worst < 1e-10, worst  # measured ~2e-14
     # the changes are where the package puts them too
     assert b.map_run_length == int(R[:, -1].argmax()) == 100
 
@@ -89,7 +96,7 @@ def test_matches_the_package_up_to_the_truncated_mass(package_R, truncation):
         post = b.update(x)
         col = R[:, t + 1]
         err = _l1_to_package(post, col, M if truncation == "merge" else None)
-        assert err <= 2.0 * col[M + 1:].sum() + 1e-10, (t, err)
+        assert err <= 2.0 * col[M + 1 :].sum() + 1e-10, (t, err)
     assert b.size == M + 1 and b.t == len(data)
 
 
@@ -104,7 +111,7 @@ def test_tail_threshold_error_is_bounded_by_the_dropped_mass(package_R):
         assert err <= 2.0 * b.dropped_mass + 1e-10, (t, err, b.dropped_mass)
         sizes.append(b.size)
     assert 0.0 < b.dropped_mass < 1e-3
-    assert max(sizes) < 230 and sizes[-1] < 130      # old runs are dropped after each change
+    assert max(sizes) < 230 and sizes[-1] < 130  # old runs are dropped after each change
 
 
 def test_merge_bin_tracks_the_package_mass_beyond_the_cap(oc):
@@ -114,8 +121,9 @@ def test_merge_bin_tracks_the_package_mass_beyond_the_cap(oc):
     MAP run length the same at >= 99 % of the steps."""
     rng = np.random.default_rng(0)
     data = np.concatenate([rng.normal(0, 1, 300), rng.normal(3, 1, 60), rng.normal(1, 2, 240)])
-    R, _ = oc.online_changepoint_detection(data, partial(oc.constant_hazard, 200.0),
-                                           oc.StudentT(1.0, 1.0, 1.0, 0.0))
+    R, _ = oc.online_changepoint_detection(
+        data, partial(oc.constant_hazard, 200.0), oc.StudentT(1.0, 1.0, 1.0, 0.0)
+    )
     M = 100
     b = BOCPD(200.0, StudentT(1.0, 1.0, 1.0, 0.0), max_run_length=M)
     errs, same_map = [], []
@@ -132,6 +140,7 @@ class _RefBetaBinomial:
 
     def __init__(self, n, alpha, beta):
         from scipy import stats
+
         self.dist = stats.betabinom
         self.n = n
         self.a0 = self.a = np.array([alpha])
@@ -149,16 +158,23 @@ def test_beta_binomial_matches_the_package_with_a_reference_likelihood(oc):
     pytest.importorskip("scipy")
     rng = np.random.default_rng(3)
     n = 50
-    ks = np.concatenate([rng.binomial(n, 0.002, 150), rng.binomial(n, 0.05, 100),
-                         rng.binomial(n, 0.01, 100), rng.binomial(n, 0.3, 20)]).astype(float)
-    R, _ = oc.online_changepoint_detection(ks, partial(oc.constant_hazard, LAM),
-                                           _RefBetaBinomial(n, 0.5, 20.0))
+    ks = np.concatenate(
+        [
+            rng.binomial(n, 0.002, 150),
+            rng.binomial(n, 0.05, 100),
+            rng.binomial(n, 0.01, 100),
+            rng.binomial(n, 0.3, 20),
+        ]
+    ).astype(float)
+    R, _ = oc.online_changepoint_detection(
+        ks, partial(oc.constant_hazard, LAM), _RefBetaBinomial(n, 0.5, 20.0)
+    )
     b = BOCPD(LAM, BetaBinomial(n, 0.5, 20.0), max_run_length=len(ks))
     worst = 0.0
     for t, k in enumerate(ks):
         post = b.update(k)
-        worst = max(worst, float(np.abs(post - R[:t + 2, t + 1]).max()))
-    assert worst < 1e-9, worst                   # log-Gamma of ~1e4 arguments: ~1e-11 measured
+        worst = max(worst, float(np.abs(post - R[: t + 2, t + 1]).max()))
+    assert worst < 1e-9, worst  # log-Gamma of ~1e4 arguments: ~1e-11 measured
     assert b.map_run_length == 20
 
 
@@ -181,13 +197,13 @@ def test_state_is_bounded_over_10000_samples():
     chunk_times = []
     for c in range(10):
         t0 = time.perf_counter()
-        for x in data[c * 1000:(c + 1) * 1000]:
+        for x in data[c * 1000 : (c + 1) * 1000]:
             post = b.update(x)
             assert len(post) <= M + 1
         chunk_times.append(time.perf_counter() - t0)
         assert b.size <= M + 1
-    assert [id(b._R), id(b.model.mu), id(b.model.beta)] == arrays     # no reallocation
-    assert b.nbytes() == nbytes < 20 * (M + 1) * 8      # a fixed set of (M + 1)-arrays
+    assert [id(b._R), id(b.model.mu), id(b.model.beta)] == arrays  # no reallocation
+    assert b.nbytes() == nbytes < 20 * (M + 1) * 8  # a fixed set of (M + 1)-arrays
     assert b.t == 10_000
     # time per sample does not grow with t (min over chunks: robust to a noisy machine)
     assert min(chunk_times[-3:]) < 3.0 * min(chunk_times[1:4]), chunk_times
@@ -209,7 +225,18 @@ def _gamma_rtt(rng, mean_s, cv, n):
     return mean_s * rng.gamma(k, 1.0 / k, n)
 
 
-RTT_MEANS_MS = (10, 30, 15, 45, 150, 50, 100, 300, 150, 450)   # ratios 3, 1/2, 3, 3.3, 1/3, 2, 3, 1/2, 3
+RTT_MEANS_MS = (
+    10,
+    30,
+    15,
+    45,
+    150,
+    50,
+    100,
+    300,
+    150,
+    450,
+)  # ratios 3, 1/2, 3, 3.3, 1/3, 2, 3, 1/2, 3
 SEG = 1200
 
 
@@ -219,8 +246,8 @@ def test_rtt_changes_are_detected_quickly_and_once(cv):
     rtt = np.concatenate([_gamma_rtt(rng, m / 1000.0, cv, SEG) for m in RTT_MEANS_MS])
     det = PathChangeDetector()
     hits = [i for i, x in enumerate(rtt.tolist()) if det.update(0, x, i * 1e-3)]
-    big = 30 if cv <= 0.5 else 80          # bound for >= 3x changes
-    small = 60 if cv <= 0.5 else 200       # bound for 2x changes
+    big = 30 if cv <= 0.5 else 80  # bound for >= 3x changes
+    small = 60 if cv <= 0.5 else 200  # bound for 2x changes
     unexplained = set(hits)
     for j in range(1, len(RTT_MEANS_MS)):
         c = j * SEG
@@ -229,7 +256,7 @@ def test_rtt_changes_are_detected_quickly_and_once(cv):
         mine = [h for h in hits if c <= h < c + bound]
         assert mine, (cv, c, ratio, [h - c for h in hits if c <= h < c + SEG])
         unexplained.discard(mine[0])
-    assert len(unexplained) <= 1, (cv, sorted(unexplained))    # one report per change
+    assert len(unexplained) <= 1, (cv, sorted(unexplained))  # one report per change
     assert all(e.signal == "rtt" and e.path == 0 and e.lag > 0 for e in det.events)
     assert det.detections == [(e.time, e.path) for e in det.events]
 
@@ -244,7 +271,7 @@ def test_no_false_alarms_at_stable_rtt():
                 alarms += det.update(0, x, 0.0)
                 samples += 1
     assert samples == 80_000
-    assert alarms <= 2, alarms        # < 1 per 40 000 samples; measured 0
+    assert alarms <= 2, alarms  # < 1 per 40 000 samples; measured 0
 
 
 def test_loss_changes_are_detected():
@@ -258,7 +285,7 @@ def test_loss_changes_are_detected():
     for j in range(1, len(rates)):
         c = j * seg
         assert any(c <= h < c + bounds[j] for h in hits), (rates[j - 1], rates[j], hits)
-    assert len(hits) <= len(rates)         # no more than one extra report
+    assert len(hits) <= len(rates)  # no more than one extra report
     assert {e.signal for e in det.events} == {"loss"} and {e.path for e in det.events} == {1}
 
 
@@ -269,7 +296,7 @@ def test_no_false_alarms_at_stable_loss():
         det = PathChangeDetector()
         for x in (rng.random(n) < p).tolist():
             alarms += det.update_loss(0, x, 0.0)
-    assert alarms <= 1, alarms             # measured 0
+    assert alarms <= 1, alarms  # measured 0
 
 
 # ---------------------------------------------------------------- interface
@@ -313,7 +340,7 @@ def test_reset_restores_the_prior_and_runs_are_deterministic():
     second = [b.update(x).copy() for x in data]
     assert all(np.array_equal(a, c) for a, c in zip(first, second))
     with pytest.raises(ValueError):
-        b.posterior[0] = 0.5                                   # read-only view
+        b.posterior[0] = 0.5  # read-only view
 
 
 def test_changepoint_probability_rises_after_a_change_not_on_an_outlier():
@@ -322,8 +349,9 @@ def test_changepoint_probability_rises_after_a_change_not_on_an_outlier():
     low; a real change moves it above 0.99. (From about 6 sigma on, one
     sample is a change for BOCPD: the model has no outlier component.)"""
     rng = np.random.default_rng(9)
-    data = np.concatenate([rng.normal(0, 1, 300), [5.0], rng.normal(0, 1, 100),
-                           rng.normal(5, 1, 20)])
+    data = np.concatenate(
+        [rng.normal(0, 1, 300), [5.0], rng.normal(0, 1, 100), rng.normal(5, 1, 20)]
+    )
     b = BOCPD(1000.0, StudentT(1.0, 1.0, 0.1, 0.0), max_run_length=300, min_lag=4)
     probs, short = [], []
     for x in data:

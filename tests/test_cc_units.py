@@ -68,6 +68,7 @@ def put_in_ca(cc, cwnd_packets, srtt):
 
 # ---------------------------------------------------------------- NewReno
 
+
 @pytest.mark.parametrize("name", sorted(CC_REGISTRY))
 def test_slow_start_doubles_per_rtt(name):
     cc = make_cc(name, MSS, 10)
@@ -134,6 +135,7 @@ def test_persistent_congestion_collapse():
 
 # ---------------------------------------------------------------- CUBIC
 
+
 def test_cubic_loss_reduces_by_beta_once_per_recovery_period():
     cc = Cubic(MSS, 10)
     put_in_ca(cc, 100, 0.05)
@@ -174,7 +176,7 @@ def _cubic_after_loss_at(w_max_packets, rtt, duration):
 def test_cubic_window_follows_cubic_function():
     c, beta, w_max, rtt = 0.4, 0.7, 1000.0, 0.1
     cc, trace = _cubic_after_loss_at(w_max, rtt, 14.0)
-    k = (w_max * (1 - beta) / c) ** (1 / 3)           # RFC 9438 eq. 2, segments
+    k = (w_max * (1 - beta) / c) ** (1 / 3)  # RFC 9438 eq. 2, segments
     assert k == pytest.approx(9.0856, abs=1e-4)
     assert cc.k == pytest.approx(k, rel=1e-9)
     # the epoch starts with the first ACK after the recovery round
@@ -182,7 +184,7 @@ def test_cubic_window_follows_cubic_function():
     for t_probe in (0.5, 2.0, 5.0, k, 11.0, 13.0):
         now, w = min(trace, key=lambda p: abs(p[0] - cc.t_epoch - t_probe))
         t = now - cc.t_epoch
-        expected = c * (t - k) ** 3 + w_max           # RFC 9438 eq. 1, segments
+        expected = c * (t - k) ** 3 + w_max  # RFC 9438 eq. 1, segments
         assert w == pytest.approx(expected, rel=0.005), (t, w, expected)
 
 
@@ -217,6 +219,7 @@ def test_cubic_reno_friendly_region_at_small_bdp():
 
 # ---------------------------------------------------------------- coupled
 
+
 @pytest.mark.parametrize("name", sorted(COUPLED))
 def test_single_member_group_is_newreno(name):
     reno = NewReno(MSS, 10)
@@ -230,7 +233,7 @@ def test_single_member_group_is_newreno(name):
         if step in (6, 20, 31):
             for x in (reno, cc):
                 x.on_loss(now + 0.001, MSS, now - 0.01)
-                x.on_loss(now + 0.002, MSS, now - 0.005)    # same recovery period
+                x.on_loss(now + 0.002, MSS, now - 0.005)  # same recovery period
         assert cc.cwnd == pytest.approx(reno.cwnd, rel=1e-9), step
         assert cc.ssthresh == pytest.approx(reno.ssthresh, rel=1e-9), step
 
@@ -242,7 +245,7 @@ def test_coupled_equal_rtt_no_faster_than_one_reno(name, windows):
     ccs = [make_cc(name, MSS, 10, group=group) for _ in windows]
     for i, (cc, w) in enumerate(zip(ccs, windows, strict=True)):
         put_in_ca(cc, w, 0.05)
-        cc.l1 = 1e5 * (i + 1)          # distinct loss histories (OLIA)
+        cc.l1 = 1e5 * (i + 1)  # distinct loss histories (OLIA)
     now = 0.0
     for _ in range(20):
         before = sum(cc.cwnd for cc in ccs)
@@ -270,8 +273,8 @@ def test_coupled_aggregate_increase_hand_computed():
 def test_lia_alpha_unequal_rtts_hand_computed():
     group = CouplingGroup()
     a, b = Lia(MSS, 10, group=group), Lia(MSS, 10, group=group)
-    put_in_ca(a, 10, 0.01)     # W = 1e4 B, W/rtt = 1e6 B/s,  W/rtt^2 = 1e8
-    put_in_ca(b, 40, 0.1)      # W = 4e4 B, W/rtt = 4e5 B/s,  W/rtt^2 = 4e6
+    put_in_ca(a, 10, 0.01)  # W = 1e4 B, W/rtt = 1e6 B/s,  W/rtt^2 = 1e8
+    put_in_ca(b, 40, 0.1)  # W = 4e4 B, W/rtt = 4e5 B/s,  W/rtt^2 = 4e6
     alpha = 5e4 * 1e8 / (1.4e6) ** 2
     assert alpha == pytest.approx(2.5510204, rel=1e-6)
     assert a.alpha() == pytest.approx(alpha, rel=1e-12)
@@ -299,7 +302,7 @@ def test_olia_alpha_sets_hand_computed():
     # increase on p0 for one 2-MSS ACK, hand formula in bytes
     p[1].l1 = 1e5
     rate_sum = 1e4 / 0.05 + 3e4 / 0.05 + 2e4 / 0.1
-    expected = 2 * MSS * MSS * ((1e4 / 0.05 ** 2) / rate_sum ** 2 + (1 / 3) / 1e4)
+    expected = 2 * MSS * MSS * ((1e4 / 0.05**2) / rate_sum**2 + (1 / 3) / 1e4)
     p[0].on_ack(1.0, 2 * MSS, 0.95, Rtt(0.05))
     assert p[0].cwnd - 1e4 == pytest.approx(expected, rel=1e-9)
 
@@ -310,9 +313,9 @@ def test_olia_inter_loss_counters():
     ack_round(cc, 0.0, 0.05)
     assert cc.l2 == pytest.approx(10 * MSS) and cc.l1 == 0
     cc.on_loss(0.06, MSS, 0.055)
-    cc.on_loss(0.07, MSS, 0.056)        # same recovery period: no shift
+    cc.on_loss(0.07, MSS, 0.056)  # same recovery period: no shift
     assert cc.l1 == pytest.approx(10 * MSS) and cc.l2 == 0
-    cc.on_ack(0.08, 3 * MSS, 0.03, Rtt(0.05))   # counted although in recovery
+    cc.on_ack(0.08, 3 * MSS, 0.03, Rtt(0.05))  # counted although in recovery
     assert cc.l2 == 3 * MSS
 
 
@@ -320,7 +323,7 @@ def test_balia_loss_reduction_hand_computed():
     def pair(rtt2):
         group = CouplingGroup()
         a, b = Balia(MSS, 10, group=group), Balia(MSS, 10, group=group)
-        put_in_ca(a, 10, 0.01)      # x = 1e6 B/s
+        put_in_ca(a, 10, 0.01)  # x = 1e6 B/s
         put_in_ca(b, 40, rtt2)
         return a, b
 
@@ -328,7 +331,7 @@ def test_balia_loss_reduction_hand_computed():
     a, b = pair(0.1)
     assert a.alpha() == pytest.approx(1.0) and b.alpha() == pytest.approx(2.5)
     b.on_loss(1.0, MSS, 0.9)
-    assert b.cwnd == pytest.approx(40 * MSS - 20 * MSS * 1.5)     # 10 MSS
+    assert b.cwnd == pytest.approx(40 * MSS - 20 * MSS * 1.5)  # 10 MSS
     assert b.ssthresh == pytest.approx(10 * MSS)
     a, b = pair(0.1)
     a.on_loss(1.0, MSS, 0.9)
@@ -347,6 +350,7 @@ def test_balia_loss_reduction_hand_computed():
 
 
 # ---------------------------------------------------------------- registry
+
 
 def test_make_cc_registry_and_groups():
     assert set(CC_REGISTRY) == {"newreno", "cubic", "lia", "olia", "balia", "bbr"}
@@ -380,6 +384,11 @@ def test_floor_div_is_pythons_float_floor_division():
     rng = np.random.default_rng(7)
     b = rng.integers(100, 2000, 200_000) * (1.0 + rng.random(200_000))
     a = np.nextafter(rng.integers(1, 100_000, 200_000) * b, 0.0)
-    pairs = list(zip(np.concatenate([a, rng.random(20_000) * 1e7]).tolist(), np.concatenate([b, b[:20_000]]).tolist()))
-    assert sum(math.floor(x / y) != x // y for x, y in pairs) > 10      # the case is there
+    pairs = list(
+        zip(
+            np.concatenate([a, rng.random(20_000) * 1e7]).tolist(),
+            np.concatenate([b, b[:20_000]]).tolist(),
+        )
+    )
+    assert sum(math.floor(x / y) != x // y for x, y in pairs) > 10  # the case is there
     assert [floor_div(x, y) for x, y in pairs] == [x // y for x, y in pairs]

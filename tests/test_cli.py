@@ -43,8 +43,10 @@ def test_one_line_messages():
     assert one_line(TraceError("a.csv", "bad number", line=3)) == "trace a.csv:3: bad number"
     from hydra.errors import MissingConfigException
 
-    hydra_msg = ("In 'evaluate': Could not find 'agent/x'\n\nAvailable options in 'agent':\n\tblest\n\tminrtt\n"
-                 "Config search path:\n\tprovider=hydra, path=pkg://hydra.conf")
+    hydra_msg = (
+        "In 'evaluate': Could not find 'agent/x'\n\nAvailable options in 'agent':\n\tblest\n\tminrtt\n"
+        "Config search path:\n\tprovider=hydra, path=pkg://hydra.conf"
+    )
     assert one_line(MissingConfigException(hydra_msg)) == "unknown agent 'x' (known: blest, minrtt)"
 
 

@@ -17,14 +17,32 @@ from falcon.experiments.condition_lists import trace_files
 
 LISTS = ("dev", "train", "validation", "test")
 TEST_FILE = "lumos5g_mmwave_runs/lumos_trace_7.log"
-DEV = ["t1_4g_5g", "t1_4g_wlan", "t1_5g_wlan", "50_10__5_150", "50_20__5_400", "20_20__20_20", "100_20__100_80",
-       "10_40__100_40", "30_30_lossless__30_30_loss5", "50_30_std5__std100", "mobile_5g_5g", "aydin_wifi_cell",
-       "mahimahi_lte_wlan", "t1_4g_5g_20mb", "github_4g_wlan"]
+DEV = [
+    "t1_4g_5g",
+    "t1_4g_wlan",
+    "t1_5g_wlan",
+    "50_10__5_150",
+    "50_20__5_400",
+    "20_20__20_20",
+    "100_20__100_80",
+    "10_40__100_40",
+    "30_30_lossless__30_30_loss5",
+    "50_30_std5__std100",
+    "mobile_5g_5g",
+    "aydin_wifi_cell",
+    "mahimahi_lte_wlan",
+    "t1_4g_5g_20mb",
+    "github_4g_wlan",
+]
 
 
 def _settings(compose, *overrides):
-    return lb.settings(compose("train", ["experiment=learnability", "learnability.deployed=[]", "progress=false",
-                                         *overrides]))
+    return lb.settings(
+        compose(
+            "train",
+            ["experiment=learnability", "learnability.deployed=[]", "progress=false", *overrides],
+        )
+    )
 
 
 def _one(name: str, trace: str) -> str:
@@ -42,8 +60,15 @@ def lists():
     out = {}
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         for name in LISTS:
-            cfg = hydra_compose("train", ["experiment=learnability", f"conditions={name}", "learnability.deployed=[]",
-                                          "progress=false"])
+            cfg = hydra_compose(
+                "train",
+                [
+                    "experiment=learnability",
+                    f"conditions={name}",
+                    "learnability.deployed=[]",
+                    "progress=false",
+                ],
+            )
             _, sec, conds, _ = lb.settings(cfg)
             out[name] = (sec, conds)
     return out
@@ -86,36 +111,57 @@ def test_the_trace_lists_cover_sets_apps_and_outages(lists):
 
 def test_a_test_file_on_the_train_list_fails_before_anything_runs(run_cli, tmp_path):
     out = tmp_path / "out"
-    res = run_cli("train", "experiment=learnability", "conditions=train", "tracking=none", f"output={out}",
-                  _one("leak", TEST_FILE))
+    res = run_cli(
+        "train",
+        "experiment=learnability",
+        "conditions=train",
+        "tracking=none",
+        f"output={out}",
+        _one("leak", TEST_FILE),
+    )
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
-    assert lines == [f"error: learnability.conditions[0] (leak): paths[0].trace {TEST_FILE} is a test file of "
-                     f"split.yaml; the train list takes train files only"]
+    assert lines == [
+        f"error: learnability.conditions[0] (leak): paths[0].trace {TEST_FILE} is a test file of "
+        f"split.yaml; the train list takes train files only"
+    ]
     assert not out.exists()
 
 
 @pytest.mark.parametrize("name, allowed", [("dev", True), ("validation", False)])
 def test_a_file_in_no_split_is_refused_on_a_split_list(compose, tmp_path, name, allowed):
-    other = tmp_path / "own_lumos.log"       # a Lumos5G file by its name (its units: MB/s)
+    other = tmp_path / "own_lumos.log"  # a Lumos5G file by its name (its units: MB/s)
     shutil.copy(traces_dir() / "lumos5g_mmwave_runs/lumos_trace_3.log", other)
     other.write_text(other.read_text() + "999 1.5\n")
     overrides = [f"conditions={name}", "learnability.learners=[]", _one("own", other)]
     if allowed:
         assert [c["name"] for c in _settings(compose, *overrides)[2]] == ["own"]
     else:
-        with pytest.raises(ConfigError, match=r"paths\[0\].trace .*own_lumos.log is in no split \(not listed\) of "
-                                              r"split.yaml; the validation list takes validation files only"):
+        with pytest.raises(
+            ConfigError,
+            match=r"paths\[0\].trace .*own_lumos.log is in no split \(not listed\) of "
+            r"split.yaml; the validation list takes validation files only",
+        ):
             _settings(compose, *overrides)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["conditions=test", "learnability.learners=[dqn_off]"],
-     "learnability.learners: ['dqn_off'] on the test list: its files are for reporting only"),
-    (["learnability.split=tset"], "learnability.split: expected one of dev, train, validation, test"),
-    (["conditions=validation", _one("x", "lumos5g_mmwave_runs/lumos_trace_1.log")],
-     "is a train file of split.yaml; the validation list takes validation files only"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["conditions=test", "learnability.learners=[dqn_off]"],
+            "learnability.learners: ['dqn_off'] on the test list: its files are for reporting only",
+        ),
+        (
+            ["learnability.split=tset"],
+            "learnability.split: expected one of dev, train, validation, test",
+        ),
+        (
+            ["conditions=validation", _one("x", "lumos5g_mmwave_runs/lumos_trace_1.log")],
+            "is a train file of split.yaml; the validation list takes validation files only",
+        ),
+    ],
+)
 def test_list_violations_are_one_line_errors(compose, overrides, message):
     with pytest.raises(ConfigError) as e:
         _settings(compose, *overrides)

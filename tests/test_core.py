@@ -22,7 +22,7 @@ PURE = os.environ.get(_core.PURE_ENV) == "1"
 def test_the_compiled_core_is_built_and_loaded():
     """`make setup` compiles the core (setup.py); a missing or stale extension
     would silently cost the speed, so the suite says so."""
-    for name in _core.core_modules():      # every one, whatever other tests imported before
+    for name in _core.core_modules():  # every one, whatever other tests imported before
         importlib.import_module(name)
 
     assert envs.core_kind() == "compiled", "the compiled core is not built: run `make core`"
@@ -33,8 +33,17 @@ def test_the_compiled_core_is_built_and_loaded():
 
 def test_the_core_modules_are_the_ones_with_a_pxd():
     mods = _core.core_modules()
-    assert {"envs.sim", "envs.link", "envs.path_sender", "envs.transport", "envs.receiver",
-            "envs.streams", "envs.cc.base", "envs.cc.newreno", "envs.dense"} <= set(mods)
+    assert {
+        "envs.sim",
+        "envs.link",
+        "envs.path_sender",
+        "envs.transport",
+        "envs.receiver",
+        "envs.streams",
+        "envs.cc.base",
+        "envs.cc.newreno",
+        "envs.dense",
+    } <= set(mods)
     assert all(p.suffix == ".py" and p.exists() for p in mods.values())
 
 
@@ -48,8 +57,14 @@ def test_compiled_and_pure_python_cores_give_bit_identical_episodes():
         sys.path.remove(str(TESTS))
     here = core_corpus.digests()
     env = {**os.environ, _core.PURE_ENV: "1"}
-    out = subprocess.run([sys.executable, str(TESTS / "core_corpus.py")], env=env, capture_output=True,
-                         text=True, check=True, cwd=TESTS.parent)
+    out = subprocess.run(
+        [sys.executable, str(TESTS / "core_corpus.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=TESTS.parent,
+    )
     pure = json.loads(out.stdout)
     assert pure["core"] == "python"
     assert len(here) == len(pure["digests"]) >= 40
@@ -61,12 +76,14 @@ def test_a_stale_extension_is_replaced_by_its_source(tmp_path):
     """An edited .py that was not rebuilt must run as edited: the core runs
     from the sources (all of them: the extensions share C types), with a
     warning naming the stale module."""
-    code = ("import warnings\n"
-            "with warnings.catch_warnings(record=True) as w:\n"
-            "    warnings.simplefilter('always')\n"
-            "    import envs, envs.sim, envs.transport\n"
-            "print(envs.core_kind(), envs.sim.__file__, envs.transport.__file__, "
-            "'|'.join(str(x.message) for x in w))\n")
+    code = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import envs, envs.sim, envs.transport\n"
+        "print(envs.core_kind(), envs.sim.__file__, envs.transport.__file__, "
+        "'|'.join(str(x.message) for x in w))\n"
+    )
     sim = Path(envs.__file__).parent / "sim.py"
     ext = _core._extension(sim)
     if ext is None:
@@ -74,18 +91,35 @@ def test_a_stale_extension_is_replaced_by_its_source(tmp_path):
     st = sim.stat()
     try:
         os.utime(sim, (st.st_atime, ext.stat().st_mtime + 10))
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                             cwd=TESTS.parent, env={k: v for k, v in os.environ.items() if k != _core.PURE_ENV})
+        res = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=TESTS.parent,
+            env={k: v for k, v in os.environ.items() if k != _core.PURE_ENV},
+        )
     finally:
         os.utime(sim, (st.st_atime, st.st_mtime))
     kind, sim_file, transport_file, message = res.stdout.strip().split(" ", 3)
-    assert kind == "python" and sim_file.endswith("sim.py") and transport_file.endswith("transport.py")
+    assert (
+        kind == "python" and sim_file.endswith("sim.py") and transport_file.endswith("transport.py")
+    )
     assert "envs.sim" in message and "make core" in message
 
 
 def test_pure_python_env_selects_the_sources():
-    res = subprocess.run([sys.executable, "-c", "import envs, envs.transport as t; print(envs.core_kind(), t.__file__)"],
-                         capture_output=True, text=True, check=True, cwd=TESTS.parent,
-                         env={**os.environ, _core.PURE_ENV: "1"})
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import envs, envs.transport as t; print(envs.core_kind(), t.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=TESTS.parent,
+        env={**os.environ, _core.PURE_ENV: "1"},
+    )
     kind, path = res.stdout.split()
     assert kind == "python" and path.endswith("transport.py")

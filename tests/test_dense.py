@@ -92,7 +92,8 @@ def test_compiled_and_source_builds_agree_bit_for_bit():
 @pytest.mark.parametrize("build", ["imported", "source"])
 def test_argmax_takes_the_first_of_ties_and_a_nan_wins(build):
     mod = dense if build == "imported" else _source_module()
-    def outputs(values):      # a network whose outputs are its biases
+
+    def outputs(values):  # a network whose outputs are its biases
         return mod.DenseForward([np.zeros((2, 3), np.float32), np.array(values, np.float32)])
 
     zero = np.zeros(2, np.float32)
@@ -101,9 +102,13 @@ def test_argmax_takes_the_first_of_ties_and_a_nan_wins(build):
     assert outputs([-1.0, -3.0, -2.0]).argmax(zero) == 0
     ident = [np.eye(3, dtype=np.float32), np.zeros(3, np.float32)]
     # ReLU zeroes negatives and keeps a NaN (as np.maximum does), which then reaches every output
-    relu = mod.DenseForward([np.zeros((2, 3), np.float32), np.array([-1.0, -2.0, 3.0], np.float32)] + ident)
+    relu = mod.DenseForward(
+        [np.zeros((2, 3), np.float32), np.array([-1.0, -2.0, 3.0], np.float32)] + ident
+    )
     assert relu.q_values(zero).tolist() == [0.0, 0.0, 3.0]
-    nan = mod.DenseForward([np.zeros((2, 3), np.float32), np.array([np.nan, -2.0, 3.0], np.float32)] + ident)
+    nan = mod.DenseForward(
+        [np.zeros((2, 3), np.float32), np.array([np.nan, -2.0, 3.0], np.float32)] + ident
+    )
     assert np.isnan(nan.q_values(zero)).all()
 
 
@@ -111,19 +116,29 @@ def test_inputs_of_another_dtype_or_layout_are_converted():
     rng = np.random.default_rng(1)
     ws, _, _ = _random_net(rng, [6, 8, 2], normalise=False)
     net = dense.DenseForward(ws)
-    x = rng.normal(size=12)[::2]          # float64, strided
+    x = rng.normal(size=12)[::2]  # float64, strided
     assert np.array_equal(net.q_values(x), net.q_values(np.ascontiguousarray(x, np.float32)))
     assert np.array_equal(net.q_values(list(x)), net.q_values(x.astype(np.float32)))
 
 
-@pytest.mark.parametrize("weights, match", [
-    ([], "W0, b0"),
-    ([np.ones((3, 2), np.float32)], "W0, b0"),
-    ([np.ones((3, 2), np.float32), np.ones(3, np.float32)], "layer 0"),
-    ([np.ones((3, 2), np.float32), np.ones(2, np.float32), np.ones((4, 2), np.float32), np.ones(2, np.float32)],
-     "layer 1"),
-    ([np.ones(3, np.float32), np.ones(3, np.float32)], "layer 0"),
-])
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        ([], "W0, b0"),
+        ([np.ones((3, 2), np.float32)], "W0, b0"),
+        ([np.ones((3, 2), np.float32), np.ones(3, np.float32)], "layer 0"),
+        (
+            [
+                np.ones((3, 2), np.float32),
+                np.ones(2, np.float32),
+                np.ones((4, 2), np.float32),
+                np.ones(2, np.float32),
+            ],
+            "layer 1",
+        ),
+        ([np.ones(3, np.float32), np.ones(3, np.float32)], "layer 0"),
+    ],
+)
 def test_malformed_weights_are_rejected(weights, match):
     with pytest.raises(ConfigError, match=match):
         dense.DenseForward(weights)
@@ -139,7 +154,9 @@ def test_numpy_qnet_acts_through_the_dense_forward_pass():
     spec = QNetSpec(8, 3, hidden=(16, 16), input_offset=[0.5] * 8, input_scale=[2.0] * 8)
     weights = [p[0].numpy() for p in init_params(spec, 1, seed=4)]
     net = NumpyQNet(weights, spec)
-    ref = dense.DenseForward(weights, spec.offset_array(), (1.0 / spec.scale_array()).astype(np.float32))
+    ref = dense.DenseForward(
+        weights, spec.offset_array(), (1.0 / spec.scale_array()).astype(np.float32)
+    )
     xs = np.random.default_rng(2).uniform(0, 5, (20, 8)).astype(np.float32)
     batch = net(xs)
     for x, row in zip(xs, batch):

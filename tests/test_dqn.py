@@ -32,17 +32,25 @@ from envs.errors import ConfigError
 from envs.gym_env import MultipathSchedulingEnv, observe
 from envs.sim import Simulator
 
-SCENARIO = {"name": "fast_slow", "paths": [
-    {"bandwidth_mbps": 100, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
-    {"bandwidth_mbps": 5, "rtt_ms": 100, "rtt_std_ms": 20, "loss": 0.01}]}
+SCENARIO = {
+    "name": "fast_slow",
+    "paths": [
+        {"bandwidth_mbps": 100, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
+        {"bandwidth_mbps": 5, "rtt_ms": 100, "rtt_std_ms": 20, "loss": 0.01},
+    ],
+}
 SMALL_APP = {"kind": "bulk", "size_bytes": 200_000}
 
 
 def batch(m: int, b: int = 32, n_in: int = 8, seed: int = 0):
     rng = np.random.default_rng(seed)
-    return (rng.uniform(0, 5, (m, b, n_in)).astype(np.float32), rng.integers(0, 2, (m, b)),
-            rng.uniform(0, 5, (m, b)).astype(np.float32), rng.uniform(0, 5, (m, b, n_in)).astype(np.float32),
-            (rng.random((m, b)) < 0.1).astype(np.float32))
+    return (
+        rng.uniform(0, 5, (m, b, n_in)).astype(np.float32),
+        rng.integers(0, 2, (m, b)),
+        rng.uniform(0, 5, (m, b)).astype(np.float32),
+        rng.uniform(0, 5, (m, b, n_in)).astype(np.float32),
+        (rng.random((m, b)) < 0.1).astype(np.float32),
+    )
 
 
 # ------------------------------------------------------------------ network
@@ -63,7 +71,7 @@ def test_init_is_seeded_and_independent_of_stack_size():
     assert all(torch.equal(x[0], y[0]) for x, y in zip(a, b))
     c = init_params(spec, 1, seed=4)
     assert not torch.equal(a[0], c[0])
-    assert all(torch.count_nonzero(p) == 0 for p in a[1::2])   # zero biases (Keras default)
+    assert all(torch.count_nonzero(p) == 0 for p in a[1::2])  # zero biases (Keras default)
 
 
 def test_numpy_acting_net_matches_torch():
@@ -110,7 +118,7 @@ def test_stack_update_equals_independent_updates():
     for m in range(3):
         single = BatchedDQN(QNetSpec(8, 2, (16, 16, 16)), 1, seed=2)
         single.set_weights(BatchedDQN(QNetSpec(8, 2, (16, 16, 16)), 3, seed=2).get_weights(m))
-        single.update(*(x[m:m + 1] for x in b))
+        single.update(*(x[m : m + 1] for x in b))
         for w1, w2 in zip(single.get_weights(0), stack.get_weights(m)):
             np.testing.assert_allclose(w1, w2, atol=1e-6, rtol=1e-5)
 
@@ -161,7 +169,7 @@ def test_replay_ring_buffer_and_sampling():
     mem.extend(np.ones((3, 2)), [1, 1, 1], [9, 9, 9], np.ones((3, 2)), [1, 1, 1], model=1)
     assert list(mem.sizes) == [5, 3] and list(mem.added) == [7, 3]
     states, *_ = mem.contents(0)
-    assert states[:, 0].tolist() == [2, 3, 4, 5, 6]       # oldest two overwritten
+    assert states[:, 0].tolist() == [2, 3, 4, 5, 6]  # oldest two overwritten
     s, a, r, s2, d = mem.sample(16)
     assert s.shape == (2, 16, 2) and a.shape == (2, 16)
     assert set(r[0]) <= {2.0, 3.0, 4.0, 5.0, 6.0} and set(r[1]) == {9.0}
@@ -199,7 +207,7 @@ def test_greedy_adapter_is_deterministic_and_picklable():
     assert r1["download_time_s"] == r2["download_time_s"]
     eps = DQNScheduler(reward="packet_rate", seed=4, epsilon=1.0)
     shares = envs.run_episode(SCENARIO, SMALL_APP, eps, 1).metrics
-    assert 0.2 < shares["path1_share"] < 0.8     # uniformly random paths
+    assert 0.2 < shares["path1_share"] < 0.8  # uniformly random paths
 
 
 def test_packet_rate_reward_is_the_credit_of_the_decision():
@@ -218,7 +226,7 @@ def test_packet_rate_reward_is_the_credit_of_the_decision():
     # credit = 0.1 s / (ACK time - decision time): >= ~1 RTT on each path
     assert max(fast) <= 0.1 / 0.012 and max(slow) <= 0.1 / 0.050
     assert np.median(fast) > 2 * np.median(slow)
-    assert all(r == 0 or r > 0 for _, r, _ in seen)     # lost packets get 0
+    assert all(r == 0 or r > 0 for _, r, _ in seen)  # lost packets get 0
 
 
 @pytest.mark.parametrize("reward", ["goodput", "goodput_rate", "ack_rate"])
@@ -234,11 +242,11 @@ def test_step_rewards_match_the_environment_definitions(reward):
     emu, conn, app, s = envs.setup_episode(SCENARIO, SMALL_APP, sched, 0)
     emu.sim.run(s["max_duration_s"])
     sched.end_episode(app.done)
-    assert app.done and len(rows) == sched.decisions      # one transition per decision
+    assert app.done and len(rows) == sched.decisions  # one transition per decision
     assert rows[-1][4] is True and not any(r[4] for r in rows[:-1])
     rewards = np.array([r[2] for r in rows])
     assert (rewards >= 0).all() and rewards.max() > 0
-    if reward == "goodput":   # packets of in-order goodput between decisions: the whole file
+    if reward == "goodput":  # packets of in-order goodput between decisions: the whole file
         assert rewards.sum() * conn.payload == pytest.approx(200_000)
 
 
@@ -253,15 +261,20 @@ def test_unknown_reward_and_bad_epsilon():
 def test_async_trainer_deploys_only_after_the_emulated_step_time():
     sim = Simulator()
     log = []
-    trainer = AsyncTrainer(train=lambda n: log.append(("train", sim.now, n)) or 0.5,
-                           deploy=lambda: log.append(("deploy", sim.now)), ready=lambda: True,
-                           step_cost_s=0.01, train_interval=2, steps_per_update=3)
+    trainer = AsyncTrainer(
+        train=lambda n: log.append(("train", sim.now, n)) or 0.5,
+        deploy=lambda: log.append(("deploy", sim.now)),
+        ready=lambda: True,
+        step_cost_s=0.01,
+        train_interval=2,
+        steps_per_update=3,
+    )
     trainer.attach(sim)
     trainer.notify()
-    assert log == []                                    # fewer than train_interval transitions
+    assert log == []  # fewer than train_interval transitions
     trainer.notify()
     assert log == [("train", 0.0, 3)] and trainer.busy  # a job of 3 steps started at t = 0
-    for t in (0.005, 0.01, 0.02):                       # new experience while the trainer is busy
+    for t in (0.005, 0.01, 0.02):  # new experience while the trainer is busy
         sim.schedule(t, lambda _: trainer.notify(2))
     sim.run(0.029)
     # deployed at 3 x 0.01 s, not before; the job started at once with the waiting transitions
@@ -269,7 +282,7 @@ def test_async_trainer_deploys_only_after_the_emulated_step_time():
     assert ("deploy", pytest.approx(0.03)) in [tuple(x) for x in log]
     assert [x[0] for x in log] == ["train", "deploy", "train"]
     assert trainer.jobs == 2 and trainer.gradient_steps == 6 and trainer.deployments == 1
-    trainer.attach(Simulator())                         # a new episode completes the job in flight
+    trainer.attach(Simulator())  # a new episode completes the job in flight
     assert trainer.deployments == 2 and not trainer.busy
 
 
@@ -284,7 +297,9 @@ def test_synchronous_mode_deploys_at_once():
 def test_dqn_on_old_policy_schedules_while_training():
     """Within the emulator: decisions between a job's start and its end use
     the old weights; the new ones arrive step_cost later."""
-    agent = DQNOn(reward="packet_rate", seed=0, warmup=32, train_step_cost_s=0.004, steps_per_update=2)
+    agent = DQNOn(
+        reward="packet_rate", seed=0, warmup=32, train_step_cost_s=0.004, steps_per_update=2
+    )
     deploys = []
     base_deploy = agent.deploy
 
@@ -306,26 +321,37 @@ def test_dqn_on_old_policy_schedules_while_training():
     assert len(starts) >= 3 and len(deploys) >= 3
     for s, d in zip(starts, deploys):
         assert d == pytest.approx(s + 2 * 0.004)
-    assert all(b >= a + 0.008 - 1e-12 for a, b in zip(starts, starts[1:]))   # one job at a time
+    assert all(b >= a + 0.008 - 1e-12 for a, b in zip(starts, starts[1:]))  # one job at a time
 
 
 # ------------------------------------------------------------------ DQN-On / DQN-Off plumbing
 def test_dqn_on_buffers_nearby_conditions():
-    agent = DQNOn(reward="packet_rate", seed=1, buffer={"deviations": [-0.06, -0.03, 0.03, 0.06], "packets_per_condition": 50,
-                                  "pretrain_steps": 20})
+    agent = DQNOn(
+        reward="packet_rate",
+        seed=1,
+        buffer={
+            "deviations": [-0.06, -0.03, 0.03, 0.06],
+            "packets_per_condition": 50,
+            "pretrain_steps": 20,
+        },
+    )
     out = agent.fit(SCENARIO, SMALL_APP, seed=0, episodes=1, progress=False)
     # 50 decisions per condition; a decision whose packet is never sent (blocked on a
     # congested path until the data ran out) closes no transition
     assert 0.95 * 200 <= out["buffered_transitions"] <= 200
     assert agent.trainer.gradient_steps >= 20
     with pytest.raises(ConfigError, match="fit"):
-        envs.run_episode(SCENARIO, SMALL_APP, DQNOn(reward="packet_rate", buffer={"deviations": [0.03]}), 0)
+        envs.run_episode(
+            SCENARIO, SMALL_APP, DQNOn(reward="packet_rate", buffer={"deviations": [0.03]}), 0
+        )
 
 
 def test_dqn_on_fit_logs_a_learning_curve_and_progress(capsys):
     points = []
     agent = DQNOn(reward="packet_rate", seed=0, log_every=1)
-    out = agent.fit(SCENARIO, SMALL_APP, seed=0, episodes=2, log=lambda m, step: points.append((step, m)))
+    out = agent.fit(
+        SCENARIO, SMALL_APP, seed=0, episodes=2, log=lambda m, step: points.append((step, m))
+    )
     assert [s for s, _ in points] == [0, 1]
     assert {"download_time_s", "loss", "gradient_steps", "online_packets"} <= set(points[0][1])
     assert out["episodes"] == 2 and out["gradient_steps"] > 0
@@ -340,8 +366,13 @@ def test_dqn_off_needs_training_and_rejects_a_foreign_log(tmp_path):
     rec.add(np.zeros(8), 0, 1.0, np.zeros(8), False, 0.0)
     rec.write(tmp_path / "exp.h5")
     with pytest.raises(ConfigError, match="reward"):
-        DQNOff(reward="packet_rate").fit(SCENARIO, SMALL_APP, experience=str(tmp_path / "exp.h5"), gradient_steps=1,
-                     progress=False)
+        DQNOff(reward="packet_rate").fit(
+            SCENARIO,
+            SMALL_APP,
+            experience=str(tmp_path / "exp.h5"),
+            gradient_steps=1,
+            progress=False,
+        )
 
 
 def test_save_and_load_roundtrip(tmp_path):
@@ -375,7 +406,7 @@ def test_experience_log_roundtrip_and_append(tmp_path):
     rec.write(path, append=True)
     both = read_experience(path)
     assert len(both) == len(exp) + 1 and both.episode[-1] == 2 and both.done[-1]
-    assert not list(tmp_path.glob(".*tmp"))           # atomic write leaves no temporary file
+    assert not list(tmp_path.glob(".*tmp"))  # atomic write leaves no temporary file
     assert len(concatenate([exp, exp])) == 2 * len(exp)
 
 
@@ -387,6 +418,7 @@ def test_corrupt_or_foreign_experience_logs_give_one_line_errors(tmp_path):
     with pytest.raises(ExperienceFileError, match="no such file"):
         read_experience(tmp_path / "none.h5")
     import h5py
+
     with h5py.File(tmp_path / "foreign.h5", "w") as f:
         f.attrs["format"] = "something-else"
     with pytest.raises(ExperienceFileError, match="not a FALCON experience log"):
@@ -429,8 +461,10 @@ def test_trained_dqn_on_copies_run_identically():
     (local) or pickles (Ray): both must continue exactly like the original."""
     agent = DQNOn(reward="packet_rate", seed=0, hidden=[16, 16, 16])
     agent.fit(SCENARIO, SMALL_APP, seed=0, episodes=1, progress=False)
-    runs = [envs.run_episode(SCENARIO, SMALL_APP, a, 5).metrics["download_time_s"]
-            for a in (copy.deepcopy(agent), pickle.loads(pickle.dumps(agent)), agent)]
+    runs = [
+        envs.run_episode(SCENARIO, SMALL_APP, a, 5).metrics["download_time_s"]
+        for a in (copy.deepcopy(agent), pickle.loads(pickle.dumps(agent)), agent)
+    ]
     assert runs[0] == runs[1] == runs[2]
 
 
@@ -451,11 +485,11 @@ def test_ack_of_a_packet_sent_before_the_oldest_pending_decision_is_not_credited
     sched.recording = True
     sched.on_transition = lambda s, a, r, s2, d, t: got.append(r)
     state = np.zeros(8, np.float32)
-    sched._pending = [deque([[state, 0, 1.0, state, None]]), deque()]   # decided at t = 1.0 s
+    sched._pending = [deque([[state, 0, 1.0, state, None]]), deque()]  # decided at t = 1.0 s
     view = SimpleNamespace(sim=SimpleNamespace(now=1.05))
-    sched.on_packet_acked(view, 0, 1350, sent_time=0.5)                 # sent before the decision
+    sched.on_packet_acked(view, 0, 1350, sent_time=0.5)  # sent before the decision
     assert got == [] and len(sched._pending[0]) == 1
-    sched.on_packet_acked(view, 0, 1350, sent_time=1.0)                 # the decision's own packet
+    sched.on_packet_acked(view, 0, 1350, sent_time=1.0)  # the decision's own packet
     assert got == [pytest.approx(0.1 / 0.05)] and not sched._pending[0]
 
 

@@ -35,22 +35,32 @@ from baselines.dqn.dqn_on import DQNOn
 from baselines.rule_based import MinRTT, RoundRobin
 from envs import normalise_scenario
 
-SCENARIO = {"name": "static_fast_slow", "paths": [
-    {"name": "fast", "bandwidth_mbps": 100, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
-    {"name": "slow", "bandwidth_mbps": 5, "rtt_ms": 100, "rtt_std_ms": 20, "loss": 0.01}],
-    "pacing": False, "setup": {"rtt_samples": False, "path_validation": True}}
+SCENARIO = {
+    "name": "static_fast_slow",
+    "paths": [
+        {"name": "fast", "bandwidth_mbps": 100, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
+        {"name": "slow", "bandwidth_mbps": 5, "rtt_ms": 100, "rtt_std_ms": 20, "loss": 0.01},
+    ],
+    "pacing": False,
+    "setup": {"rtt_samples": False, "path_validation": True},
+}
 APP = {"kind": "bulk", "size_bytes": 2_000_000}
 EVAL_SEEDS = [50_000 + i for i in range(6)]
 
 
 def median_download(scenario, make_scheduler) -> float:
-    return statistics.median(envs.run_episode(scenario, APP, make_scheduler(), s).metrics["download_time_s"]
-                             for s in EVAL_SEEDS)
+    return statistics.median(
+        envs.run_episode(scenario, APP, make_scheduler(), s).metrics["download_time_s"]
+        for s in EVAL_SEEDS
+    )
 
 
 @pytest.fixture(scope="module")
 def rule_based():
-    return {"rr": median_download(SCENARIO, RoundRobin), "minrtt": median_download(SCENARIO, MinRTT)}
+    return {
+        "rr": median_download(SCENARIO, RoundRobin),
+        "minrtt": median_download(SCENARIO, MinRTT),
+    }
 
 
 def test_dqn_on_improves_online_and_ends_below_round_robin(rule_based):
@@ -59,11 +69,13 @@ def test_dqn_on_improves_online_and_ends_below_round_robin(rule_based):
     # be fair; the evidence script reports every seed).
     agent = DQNOn(reward="packet_rate", seed=3)
     agent.build(2)
-    scratch = median_download(SCENARIO, lambda: copy.deepcopy(agent))   # DQN-On(Z), 0 packets
+    scratch = median_download(SCENARIO, lambda: copy.deepcopy(agent))  # DQN-On(Z), 0 packets
     out = agent.fit(SCENARIO, APP, seed=1000, episodes=5, progress=False)
     trained = median_download(SCENARIO, lambda: copy.deepcopy(agent))
-    print(f"DQN-On: from scratch {scratch:.3f} s, after {out['online_packets']:.0f} online packets "
-          f"{trained:.3f} s; RR {rule_based['rr']:.3f} s, minRTT {rule_based['minrtt']:.3f} s")
+    print(
+        f"DQN-On: from scratch {scratch:.3f} s, after {out['online_packets']:.0f} online packets "
+        f"{trained:.3f} s; RR {rule_based['rr']:.3f} s, minRTT {rule_based['minrtt']:.3f} s"
+    )
     assert out["gradient_steps"] > 1000
     assert trained < 0.75 * scratch
     assert trained < 0.9 * rule_based["rr"]
@@ -73,15 +85,25 @@ def test_dqn_on_improves_online_and_ends_below_round_robin(rule_based):
 def dqn_off():
     agent = DQNOff(reward="packet_rate", seed=0)
     # logged experience of the examined conditions: six episodes of a random behaviour policy
-    agent.fit(SCENARIO, APP, seed=2000, collect_episodes=6, behaviour="random", gradient_steps=2000,
-              models=1, checkpoints=1, selection="last", progress=False)   # the paper's protocol
+    agent.fit(
+        SCENARIO,
+        APP,
+        seed=2000,
+        collect_episodes=6,
+        behaviour="random",
+        gradient_steps=2000,
+        models=1,
+        checkpoints=1,
+        selection="last",
+        progress=False,
+    )  # the paper's protocol
     return agent, median_download(SCENARIO, lambda: copy.deepcopy(agent))
 
 
 def test_dqn_off_beats_minrtt(dqn_off, rule_based):
     agent, off = dqn_off
     print(f"DQN-Off {off:.3f} s; minRTT {rule_based['minrtt']:.3f} s; RR {rule_based['rr']:.3f} s")
-    assert not agent.recording and agent.epsilon == 0.0     # greedy, no adaptation
+    assert not agent.recording and agent.epsilon == 0.0  # greedy, no adaptation
     assert off < 0.8 * rule_based["minrtt"]
 
 
@@ -102,7 +124,9 @@ def test_dqn_off_star_is_the_same_model_on_conditions_deviated_by_5_percent(dqn_
     for p, q in zip(base["paths"], deviated["paths"]):
         assert q["rtt_std_ms"] == pytest.approx(0.95 * p["rtt_std_ms"])
         assert q["loss"] == pytest.approx(0.95 * p["loss"])
-    star = median_download(deviated, lambda: copy.deepcopy(agent))   # the same model, deviated conditions
+    star = median_download(
+        deviated, lambda: copy.deepcopy(agent)
+    )  # the same model, deviated conditions
     print(f"DQN-Off {off:.3f} s; DQN-Off* {star:.3f} s")
     assert not agent.recording and agent.epsilon == 0.0
     assert star == pytest.approx(off, rel=0.1)

@@ -19,9 +19,11 @@ APP = {"kind": "bulk", "size_bytes": 200_000}
 
 def test_backend_selection_and_options():
     assert DQNOn(reward="packet_rate").backend == "torch"
-    agent = DQNOn(reward="packet_rate", backend="rllib", rllib={"iterations": 2, "num_env_runners": 1})
+    agent = DQNOn(
+        reward="packet_rate", backend="rllib", rllib={"iterations": 2, "num_env_runners": 1}
+    )
     assert agent.backend == "rllib" and agent.rllib_options["iterations"] == 2
-    assert agent.rllib_options["env_reward"] is None                  # defaults filled in: the agent's MDP
+    assert agent.rllib_options["env_reward"] is None  # defaults filled in: the agent's MDP
     with pytest.raises(ConfigError, match="backend"):
         DQNOn(reward="packet_rate", backend="tensorflow")
     with pytest.raises(ConfigError, match="unknown option"):
@@ -41,7 +43,13 @@ def test_rllib_config_and_weight_extraction_without_ray():
     )
     from envs.gym_env import MultipathSchedulingEnv
 
-    agent = DQNOn(reward="packet_rate", backend="rllib", hidden=[32, 32, 32], epsilon=0.3, rllib={"iterations": 1})
+    agent = DQNOn(
+        reward="packet_rate",
+        backend="rllib",
+        hidden=[32, 32, 32],
+        epsilon=0.3,
+        rllib={"iterations": 1},
+    )
     agent.build(2)
     cfg = build_config(agent, SCENARIO, APP, seed=0, options=agent.rllib_options)
     assert not ray.is_initialized()
@@ -51,13 +59,15 @@ def test_rllib_config_and_weight_extraction_without_ray():
     # per-decision credits: complete episodes, rewards attributed at the episode's end
     assert cfg.batch_mode == "complete_episodes"
     assert cfg.callbacks_on_episode_end is attribute_decision_rewards
-    assert cfg.training_intensity == 32 / 4          # the torch backend's replay ratio
-    step_rewards = build_config(agent, SCENARIO, APP, 0, {**agent.rllib_options, "env_reward": "goodput_rate"})
+    assert cfg.training_intensity == 32 / 4  # the torch backend's replay ratio
+    step_rewards = build_config(
+        agent, SCENARIO, APP, 0, {**agent.rllib_options, "env_reward": "goodput_rate"}
+    )
     assert step_rewards.batch_mode == "truncate_episodes"
     env = MultipathSchedulingEnv(SCENARIO, APP, reward="packet_rate")
     module = cfg.get_rl_module_spec(env=env).build()
     states = np.random.default_rng(0).uniform(0, 5, (16, 8)).astype(np.float32)
-    weights = extract_weights(module, agent.spec, states)       # checked against the module's Q-values
+    weights = extract_weights(module, agent.spec, states)  # checked against the module's Q-values
     agent.learner.set_weights(weights)
     agent.deploy()
     np.testing.assert_allclose(agent.q_values(states), module_q_values(module, states), atol=1e-5)
@@ -79,8 +89,9 @@ def test_episode_end_callback_attributes_the_decision_credits():
     while not episode.is_done:
         a = int(rng.integers(2))
         obs, r, term, trunc, info = env.step(a)
-        episode.add_env_step(observation=obs, action=a, reward=r, infos=info, terminated=term,
-                             truncated=trunc)
+        episode.add_env_step(
+            observation=obs, action=a, reward=r, infos=info, terminated=term, truncated=trunc
+        )
     credits = info["decision_rewards"]
     assert not np.allclose(episode.get_rewards(), credits)
     attribute_decision_rewards(episode=episode)
@@ -89,9 +100,13 @@ def test_episode_end_callback_attributes_the_decision_credits():
 
 @pytest.mark.slow
 def test_rllib_backend_trains_and_schedules():
-    agent = DQNOn(reward="packet_rate", backend="rllib", rllib={"iterations": 2, "rollout_fragment_length": 100, "num_cpus": 1})
+    agent = DQNOn(
+        reward="packet_rate",
+        backend="rllib",
+        rllib={"iterations": 2, "rollout_fragment_length": 100, "num_cpus": 1},
+    )
     points = []
     out = agent.fit(SCENARIO, APP, seed=0, log=lambda m, step: points.append(m), progress=False)
     assert out["iterations"] == 2 and len(points) == 2 and out["env_steps"] >= 200
-    res = envs.run_episode(SCENARIO, APP, agent, 0)     # the learned weights schedule in the emulator
+    res = envs.run_episode(SCENARIO, APP, agent, 0)  # the learned weights schedule in the emulator
     assert res.metrics["timed_out"] == 0

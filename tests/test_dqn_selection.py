@@ -14,8 +14,10 @@ from baselines.dqn.selection import download_cost, halving_rounds, successive_ha
 from baselines.rule_based import MinRTT
 from envs.errors import ConfigError
 
-SCENARIO = {"name": "fast_slow", "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20},
-                                           {"bandwidth_mbps": 5, "rtt_ms": 200}]}
+SCENARIO = {
+    "name": "fast_slow",
+    "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 5, "rtt_ms": 200}],
+}
 APP = {"kind": "bulk", "size_bytes": 200_000}
 
 
@@ -28,9 +30,9 @@ def test_successive_halving_finds_the_lowest_mean_cost_and_spends_the_budget_on_
     calls = []
 
     def cost(i, k):
-        seed = 10 + k                             # the k-th validation episode's seed
+        seed = 10 + k  # the k-th validation episode's seed
         calls.append((i, seed))
-        return true[i] + 0.1 * (seed % 2)        # a seed effect shared by every candidate
+        return true[i] + 0.1 * (seed % 2)  # a seed effect shared by every candidate
 
     best, record = successive_halving(9, cost, budget=18, progress=lambda line: None)
     assert best == 3
@@ -39,21 +41,32 @@ def test_successive_halving_finds_the_lowest_mean_cost_and_spends_the_budget_on_
     assert {i for i, r in enumerate(record) if r["episodes"] == 4} == {3, 4, 1}
     assert record[3]["mean_cost"] == pytest.approx(1.0 + 0.1 * 2 / 4)
     assert len(calls) == 18
-    assert {s for i, s in calls if i == 8} == {10}      # common seeds: the k-th episode has one seed
+    assert {s for i, s in calls if i == 8} == {10}  # common seeds: the k-th episode has one seed
     assert {s for i, s in calls if i == 3} == {10, 11, 12, 13}
 
 
 def test_download_cost_extrapolates_an_unfinished_episode():
-    done = envs.run_episode({"paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}]}, {"kind": "bulk", "size_bytes": 400_000},
-                            MinRTT(), 0).metrics
+    done = envs.run_episode(
+        {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}]},
+        {"kind": "bulk", "size_bytes": 400_000},
+        MinRTT(),
+        0,
+    ).metrics
     assert download_cost(done) == pytest.approx(np.log(done["download_time_s"]))
     # cut at half its download time: NaN download time, cost from the goodput so far
-    half = envs.run_episode({"paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}], "max_duration_s": done["download_time_s"] / 2},
-                            {"kind": "bulk", "size_bytes": 400_000}, MinRTT(), 0).metrics
+    half = envs.run_episode(
+        {
+            "paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}],
+            "max_duration_s": done["download_time_s"] / 2,
+        },
+        {"kind": "bulk", "size_bytes": 400_000},
+        MinRTT(),
+        0,
+    ).metrics
     assert np.isnan(half["download_time_s"])
     cost = download_cost(half)
     assert np.isfinite(cost) and cost > np.log(half["elapsed_s"])
-    assert abs(cost - np.log(done["download_time_s"])) < 0.7     # the same order as the finished time
+    assert abs(cost - np.log(done["download_time_s"])) < 0.7  # the same order as the finished time
     slower = {**half, "goodput_mbps": half["goodput_mbps"] / 2}
     assert download_cost(slower) == pytest.approx(cost + np.log(2))
 
@@ -67,7 +80,9 @@ def test_successive_halving_breaks_ties_towards_the_later_candidate():
 def test_successive_halving_rejects_impossible_settings():
     with pytest.raises(ConfigError, match="no candidate"):
         successive_halving(0, lambda i, s: 0.0, budget=1)
-    with pytest.raises(ConfigError, match="validation_episodes: 2 cannot run each of the 3 candidates"):
+    with pytest.raises(
+        ConfigError, match="validation_episodes: 2 cannot run each of the 3 candidates"
+    ):
         successive_halving(3, lambda i, s: 0.0, budget=2)
 
 
@@ -95,16 +110,24 @@ def test_dqn_off_deploys_the_candidate_with_the_best_validation_episodes(logged)
     agent = DQNOff(seed=3, log_every=10**9)
     out = agent.train_offline(logged, 60, progress=False, models=3, checkpoints=2)
     assert out["candidates"] == 6 and [c[:2] for c in agent.candidates] == [
-        (30, 0), (30, 1), (30, 2), (60, 0), (60, 1), (60, 2)]
+        (30, 0),
+        (30, 1),
+        (30, 2),
+        (60, 0),
+        (60, 1),
+        (60, 2),
+    ]
     got = agent.select(SCENARIO, APP, seed=7, episodes=12, progress=False)
     # every candidate, run by hand on the validation seeds it was given
     means = {}
     for rec in agent.selection_record:
         i = rec["candidate"]
         seeds = [7 + VALIDATION_SEED_OFFSET + k for k in range(rec["episodes"])]
-        times = [envs.run_episode(SCENARIO, APP, agent._greedy(i), s).metrics["download_time_s"]
-                 for s in seeds]
-        assert rec["mean_cost"] == pytest.approx(np.mean(np.log(times)))    # geometric mean
+        times = [
+            envs.run_episode(SCENARIO, APP, agent._greedy(i), s).metrics["download_time_s"]
+            for s in seeds
+        ]
+        assert rec["mean_cost"] == pytest.approx(np.mean(np.log(times)))  # geometric mean
         if rec["episodes"] == max(r["episodes"] for r in agent.selection_record):
             means[i] = np.mean(np.log(times))
     best = min(means, key=lambda i: (means[i], -i))
@@ -120,15 +143,21 @@ def test_fit_validates_its_selection_settings():
     with pytest.raises(ConfigError, match="selection: unknown 'best'"):
         DQNOff().fit(SCENARIO, APP, selection="best")
     with pytest.raises(ConfigError, match="validation_episodes: 47 cannot run each of the 48"):
-        DQNOff().fit(SCENARIO, APP, validation_episodes=47)   # before any episode is logged
+        DQNOff().fit(SCENARIO, APP, validation_episodes=47)  # before any episode is logged
     with pytest.raises(ConfigError, match="checkpoints"):
         DQNOff().train_offline(_tiny_log(), 2, models=1, checkpoints=3)
 
 
 def _tiny_log():
     agent = DQNOff(seed=0, log_every=10**9)
-    return agent.collect(SCENARIO, {"kind": "bulk", "size_bytes": 20_000}, seed=0, episodes=1,
-                         behaviour="rules", progress=False)
+    return agent.collect(
+        SCENARIO,
+        {"kind": "bulk", "size_bytes": 20_000},
+        seed=0,
+        episodes=1,
+        behaviour="rules",
+        progress=False,
+    )
 
 
 def test_a_large_log_gets_at_least_min_passes_over_it(logged):
@@ -147,8 +176,12 @@ def test_the_agent_config_and_fit_declare_the_same_training_defaults():
 
     import yaml
 
-    train = yaml.safe_load((Path(__file__).parents[1] / "configs/agent/dqn_off.yaml").read_text())["train"]
+    train = yaml.safe_load((Path(__file__).parents[1] / "configs/agent/dqn_off.yaml").read_text())[
+        "train"
+    ]
     params = inspect.signature(DQNOff.fit).parameters
     shared = [k for k in train if k in params]
-    assert {"models", "checkpoints", "selection", "validation_episodes", "min_passes"} <= set(shared)
+    assert {"models", "checkpoints", "selection", "validation_episodes", "min_passes"} <= set(
+        shared
+    )
     assert {k: train[k] for k in shared} == {k: params[k].default for k in shared}

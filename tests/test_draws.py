@@ -41,7 +41,7 @@ def test_an_unchanged_deviation_keeps_the_block():
     b = DelayModel(0.02, 0.4, np.random.default_rng(5))
     xs = [a.sample_rtt(0.0) for _ in range(3 * _SUB // 2)]
     b.sample_rtt(0.0)
-    b.set(0.02, 0.4)                              # the same values: nothing drawn or dropped
+    b.set(0.02, 0.4)  # the same values: nothing drawn or dropped
     assert [b.sample_rtt(0.0) for _ in range(len(xs) - 1)] == xs[1:]
 
 

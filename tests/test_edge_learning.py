@@ -34,8 +34,11 @@ def minrtt(_worker, _direction):
 
 
 def two_paths(bw=20.0, rtt=30.0, **kw) -> dict:
-    return {"paths": [{"bandwidth_mbps": bw, "rtt_ms": rtt}, {"bandwidth_mbps": bw, "rtt_ms": rtt}],
-            "cc": "lia", **kw}
+    return {
+        "paths": [{"bandwidth_mbps": bw, "rtt_ms": rtt}, {"bandwidth_mbps": bw, "rtt_ms": rtt}],
+        "cc": "lia",
+        **kw,
+    }
 
 
 SMALL = {"workers": 4, "model_bytes": 200_000, "compute_s": 0.1, "duration_s": 10.0}
@@ -57,8 +60,17 @@ def test_single_worker_iteration_time_matches_the_analytic_figure():
     # most, half on each at least)
     sc = two_paths(bw=100.0, rtt=20.0, setup="none", pacing=False)
     size, compute = 50_000, 1.0
-    res = run_del_episode(sc, {"workers": 1, "model_bytes": size, "compute_s": compute, "iterations": 5,
-                               "duration_s": 60}, minrtt)
+    res = run_del_episode(
+        sc,
+        {
+            "workers": 1,
+            "model_bytes": size,
+            "compute_s": compute,
+            "iterations": 5,
+            "duration_s": 60,
+        },
+        minrtt,
+    )
     packets = math.ceil(size / PAYLOAD)
     ser = packets * WIRE * 8 / 100e6
     lo, hi = compute + 2 * (0.010 + ser / 2), compute + 2 * (0.010 + ser) + 1e-9
@@ -70,11 +82,20 @@ def test_single_worker_iteration_time_matches_the_analytic_figure():
 
 
 def test_aggregation_time_separates_an_upload_from_the_next_start():
-    res = run_del_episode(two_paths(), {"workers": 2, "model_bytes": 100_000, "compute_s": 0.1,
-                                        "aggregate_s": 0.3, "iterations": 4}, minrtt)
+    res = run_del_episode(
+        two_paths(),
+        {
+            "workers": 2,
+            "model_bytes": 100_000,
+            "compute_s": 0.1,
+            "aggregate_s": 0.3,
+            "iterations": 4,
+        },
+        minrtt,
+    )
     s, e = res.iteration_start_s, res.iteration_end_s
-    np.testing.assert_array_equal(s[0], s[1])                  # BSP: everybody starts together
-    last = np.maximum(e[0], e[1])                                # the later update of each iteration
+    np.testing.assert_array_equal(s[0], s[1])  # BSP: everybody starts together
+    last = np.maximum(e[0], e[1])  # the later update of each iteration
     np.testing.assert_allclose(s[0][1:] - last[:-1], 0.3, atol=1e-12)
     # the iteration time runs start to next start; the last one to its upload
     np.testing.assert_allclose(res.iteration_times[0][:-1], np.diff(s[0]))
@@ -84,9 +105,14 @@ def test_aggregation_time_separates_an_upload_from_the_next_start():
 def test_bulk_iteration_time_is_the_transfer_time_at_capacity():
     # one worker alone on one 20 Mbit/s path with a 2-BDP buffer: the 3 MB
     # model and update each take about size / capacity (slow start costs a little)
-    sc = {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 20, "buffer_bdp": 2}], "cc": "cubic", "setup": "none"}
-    res = run_del_episode(sc, {"workers": 1, "model_bytes": 3_000_000, "compute_s": 0.2, "iterations": 3},
-                          minrtt)
+    sc = {
+        "paths": [{"bandwidth_mbps": 20, "rtt_ms": 20, "buffer_bdp": 2}],
+        "cc": "cubic",
+        "setup": "none",
+    }
+    res = run_del_episode(
+        sc, {"workers": 1, "model_bytes": 3_000_000, "compute_s": 0.2, "iterations": 3}, minrtt
+    )
     transfer = 3_000_000 / PAYLOAD * WIRE * 8 / 20e6
     assert res.iteration_times[0][1:] == pytest.approx(2 * transfer + 0.2, rel=0.08)
 
@@ -100,7 +126,12 @@ def test_upload_only_makes_the_download_instantaneous():
 
 @pytest.mark.parametrize("mode,bound", [("ssp", 2), ("ssp", 1), ("bsp", 0)])
 def test_staleness_bound_limits_how_far_a_fast_worker_runs_ahead(mode, bound):
-    wl = {**SMALL, "mode": mode, "staleness": bound, "stragglers": {"count": 1, "kind": "compute", "compute_s": 0.6}}
+    wl = {
+        **SMALL,
+        "mode": mode,
+        "staleness": bound,
+        "stragglers": {"count": 1, "kind": "compute", "compute_s": 0.6},
+    }
     res = run_del_episode(two_paths(), wl, minrtt)
     spread = completed_over_time(res)
     lead = spread.max(axis=1) - spread.min(axis=1)
@@ -129,7 +160,10 @@ def test_a_network_straggler_falls_behind_under_ssp_and_slows_everybody_under_bs
     ssp = run_del_episode(two_paths(), {**SMALL, "mode": "ssp", "stragglers": st}, minrtt)
     done = [e.size for e in ssp.iteration_end_s]
     assert ssp.straggler == 3 and done[3] < min(done[:3])
-    assert ssp.metrics["straggler_throughput_mean_mbps"] < 0.8 * free_ssp.metrics["throughput_mean_mbps"]
+    assert (
+        ssp.metrics["straggler_throughput_mean_mbps"]
+        < 0.8 * free_ssp.metrics["throughput_mean_mbps"]
+    )
     free = run_del_episode(two_paths(), {**SMALL, "mode": "bsp"}, minrtt)
     bsp = run_del_episode(two_paths(), {**SMALL, "mode": "bsp", "stragglers": st}, minrtt)
     assert bsp.metrics["iterations_max"] < 0.7 * free.metrics["iterations_min"]
@@ -151,7 +185,9 @@ def test_throughput_samples_add_up_to_the_delivered_bytes():
     assert res.throughput_mbps.shape == (2, 16)
     np.testing.assert_allclose(res.throughput_t, 0.25 * np.arange(1, 17))
     # the whole run fits in the 16 full periods: the samples' mean is the mean throughput
-    assert res.throughput_mbps.mean() == pytest.approx(res.metrics["throughput_mean_mbps"], rel=1e-9)
+    assert res.throughput_mbps.mean() == pytest.approx(
+        res.metrics["throughput_mean_mbps"], rel=1e-9
+    )
     # the iterations' bytes are all the bytes delivered, give or take the ones in transfer at the end
     per_iter = 2 * SMALL["model_bytes"] * 8 / 1e6 / wl["duration_s"]
     done = np.asarray([e.size for e in res.iteration_end_s])
@@ -163,7 +199,9 @@ def test_throughput_samples_add_up_to_the_delivered_bytes():
 
 
 def test_metric_functions_on_hand_made_cases():
-    assert throughput_fluctuation([[1.0, 3.0, 2.0], [0.0, 0.0, 4.0]]) == pytest.approx((1.5 + 2.0) / 2)
+    assert throughput_fluctuation([[1.0, 3.0, 2.0], [0.0, 0.0, 4.0]]) == pytest.approx(
+        (1.5 + 2.0) / 2
+    )
     assert math.isnan(throughput_fluctuation([[1.0], [2.0]]))
     assert unfairness_std([3, 5]) == pytest.approx(1.0)
     assert unfairness_std([4, 4, 4]) == 0.0
@@ -183,12 +221,18 @@ def test_metrics_follow_from_the_arrays():
     assert m["unfairness_std"] == pytest.approx(np.std(counts))
     assert m["iterations_min"] == min(counts) and m["iterations_max"] == max(counts)
     assert m["throughput_fluctuation_mbps"] == pytest.approx(
-        np.mean([np.mean(np.abs(np.diff(row))) for row in res.throughput_mbps]))
+        np.mean([np.mean(np.abs(np.diff(row))) for row in res.throughput_mbps])
+    )
     every = np.concatenate(res.iteration_times)
     assert m["iteration_time_p95_s"] == pytest.approx(np.percentile(every, 95))
     assert 0 < m["jain_throughput"] <= 1
-    for key in ("iteration_time_mean_s", "iterations_mean", "throughput_mean_mbps",
-                "straggler_throughput_mean_mbps", "duration_s"):
+    for key in (
+        "iteration_time_mean_s",
+        "iterations_mean",
+        "throughput_mean_mbps",
+        "straggler_throughput_mean_mbps",
+        "duration_s",
+    ):
         assert key in m
 
 
@@ -199,37 +243,56 @@ def test_defaults_live_in_one_place():
     w = normalise_workload({})
     assert w["update_bytes"] == DEL_DEFAULTS["model_bytes"]
     assert w["cross_traffic"]["directions"] == ["download", "upload"]
-    assert normalise_workload({"directions": ["upload"]})["cross_traffic"]["directions"] == ["upload"]
+    assert normalise_workload({"directions": ["upload"]})["cross_traffic"]["directions"] == [
+        "upload"
+    ]
     assert normalise_workload({"stragglers": {"count": 2}})["stragglers"]["kind"] == "bandwidth"
     assert normalise_workload(w) == w
 
 
-@pytest.mark.parametrize("workload,fragment", [
-    ({"colour": 1}, "unknown key(s) ['colour']"),
-    ({"workers": 0}, "workload.workers"),
-    ({"workers": 2.5}, "workload.workers"),
-    ({"mode": "async"}, "workload.mode: expected one of bsp, ssp, got 'async'"),
-    ({"staleness": -1}, "workload.staleness"),
-    ({"model_bytes": -5}, "workload.model_bytes: expected an integer >= 1, got -5"),
-    ({"update_bytes": 0}, "workload.update_bytes"),
-    ({"compute_s": -0.1}, "workload.compute_s"),
-    ({"duration_s": 0}, "workload.duration_s"),
-    ({"iterations": 0}, "workload.iterations"),
-    ({"directions": ["sideways"]}, "workload.directions"),
-    ({"directions": []}, "workload.directions"),
-    ({"sample_period_s": "often"}, "workload.sample_period_s"),
-    ({"cross_traffic": {"flows": -1}}, "workload.cross_traffic.flows"),
-    ({"cross_traffic": {"speed": 1}}, "workload.cross_traffic: unknown key(s) ['speed']"),
-    ({"directions": ["upload"], "cross_traffic": {"directions": ["download"]}}, "cross_traffic.directions"),
-    ({"stragglers": {"count": 7}}, "workload.stragglers.count: expected an integer in [0, 6], got 7"),
-    ({"stragglers": {"kind": "slow"}}, "workload.stragglers.kind: expected one of bandwidth, compute, cross"),
-    ({"stragglers": {"bandwidth_factor": 0}}, "workload.stragglers.bandwidth_factor"),
-    ({"cross_traffic": {"flows": 1, "path": 2}}, "workload.cross_traffic.path: 2 is not a path index"),
-    ({"cross_traffic": {"flows": 1, "cc": "vegas"}}, "vegas"),
-])
+@pytest.mark.parametrize(
+    "workload,fragment",
+    [
+        ({"colour": 1}, "unknown key(s) ['colour']"),
+        ({"workers": 0}, "workload.workers"),
+        ({"workers": 2.5}, "workload.workers"),
+        ({"mode": "async"}, "workload.mode: expected one of bsp, ssp, got 'async'"),
+        ({"staleness": -1}, "workload.staleness"),
+        ({"model_bytes": -5}, "workload.model_bytes: expected an integer >= 1, got -5"),
+        ({"update_bytes": 0}, "workload.update_bytes"),
+        ({"compute_s": -0.1}, "workload.compute_s"),
+        ({"duration_s": 0}, "workload.duration_s"),
+        ({"iterations": 0}, "workload.iterations"),
+        ({"directions": ["sideways"]}, "workload.directions"),
+        ({"directions": []}, "workload.directions"),
+        ({"sample_period_s": "often"}, "workload.sample_period_s"),
+        ({"cross_traffic": {"flows": -1}}, "workload.cross_traffic.flows"),
+        ({"cross_traffic": {"speed": 1}}, "workload.cross_traffic: unknown key(s) ['speed']"),
+        (
+            {"directions": ["upload"], "cross_traffic": {"directions": ["download"]}},
+            "cross_traffic.directions",
+        ),
+        (
+            {"stragglers": {"count": 7}},
+            "workload.stragglers.count: expected an integer in [0, 6], got 7",
+        ),
+        (
+            {"stragglers": {"kind": "slow"}},
+            "workload.stragglers.kind: expected one of bandwidth, compute, cross",
+        ),
+        ({"stragglers": {"bandwidth_factor": 0}}, "workload.stragglers.bandwidth_factor"),
+        (
+            {"cross_traffic": {"flows": 1, "path": 2}},
+            "workload.cross_traffic.path: 2 is not a path index",
+        ),
+        ({"cross_traffic": {"flows": 1, "cc": "vegas"}}, "vegas"),
+    ],
+)
 def test_bad_workload_gives_one_clear_line(workload, fragment):
     with pytest.raises(ConfigError) as e:
-        run_del_episode(two_paths(), {**workload, "duration_s": workload.get("duration_s", 1.0)}, minrtt)
+        run_del_episode(
+            two_paths(), {**workload, "duration_s": workload.get("duration_s", 1.0)}, minrtt
+        )
     assert fragment in str(e.value)
     assert "\n" not in str(e.value)
 
@@ -249,10 +312,19 @@ def _fingerprint(res: DelResult) -> str:
 
 
 def test_same_seed_same_run_bit_for_bit():
-    sc = {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 5, "loss": 0.01},
-                    {"bandwidth_mbps": 20, "rtt_ms": 40, "rtt_std_ms": 8, "loss": 0.005}], "cc": "lia"}
-    wl = {**SMALL, "mode": "ssp", "cross_traffic": {"flows": 2}, "stragglers": {"count": 1, "kind": "cross",
-                                                                              "cross_flows": 1}}
+    sc = {
+        "paths": [
+            {"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 5, "loss": 0.01},
+            {"bandwidth_mbps": 20, "rtt_ms": 40, "rtt_std_ms": 8, "loss": 0.005},
+        ],
+        "cc": "lia",
+    }
+    wl = {
+        **SMALL,
+        "mode": "ssp",
+        "cross_traffic": {"flows": 2},
+        "stragglers": {"count": 1, "kind": "cross", "cross_flows": 1},
+    }
     a, b = (run_del_episode(sc, wl, minrtt, seed=3) for _ in range(2))
     assert _fingerprint(a) == _fingerprint(b)
     assert _fingerprint(run_del_episode(sc, wl, minrtt, seed=4)) != _fingerprint(a)
@@ -265,10 +337,21 @@ def test_soak_memory_stays_flat():
     # 6 workers x 200 iterations of small messages over lossy paths: traced
     # memory after iteration 20 stays within 10 % (no per-packet or
     # per-message growth: streams retired, acknowledged frames pruned, OQS capped)
-    sc = {"paths": [{"bandwidth_mbps": 30, "rtt_ms": 20, "loss": 0.01},
-                    {"bandwidth_mbps": 30, "rtt_ms": 30, "rtt_std_ms": 3, "loss": 0.01}], "cc": "lia"}
-    wl = {"workers": 6, "mode": "ssp", "model_bytes": 30_000, "compute_s": 0.02, "iterations": 200,
-          "duration_s": 10_000.0}
+    sc = {
+        "paths": [
+            {"bandwidth_mbps": 30, "rtt_ms": 20, "loss": 0.01},
+            {"bandwidth_mbps": 30, "rtt_ms": 30, "rtt_std_ms": 3, "loss": 0.01},
+        ],
+        "cc": "lia",
+    }
+    wl = {
+        "workers": 6,
+        "mode": "ssp",
+        "model_bytes": 30_000,
+        "compute_s": 0.02,
+        "iterations": 200,
+        "duration_s": 10_000.0,
+    }
     marks = {}
 
     def hook(worker, completed, _now):
@@ -295,8 +378,10 @@ def test_bandwidth_schedule_on_a_shared_link():
     path = {"bandwidth_mbps": 8, "rtt_ms": 50, "shared_link": "s", "schedule": EXP1_SCHEDULE}
     emu = Emulation(0)
     emu.connect({"paths": [path]}, FirstWithRoom())
-    emu.connect({"paths": [path]}, FirstWithRoom())                                  # the same schedule
-    emu.connect({"paths": [dict(path, schedule=[{"at_s": 5.0, "rtt_ms": 80}])]}, FirstWithRoom())   # none
+    emu.connect({"paths": [path]}, FirstWithRoom())  # the same schedule
+    emu.connect(
+        {"paths": [dict(path, schedule=[{"at_s": 5.0, "rtt_ms": 80}])]}, FirstWithRoom()
+    )  # none
     link = emu.shared_links["s"]
     for t0, t1, mbps in ((0, 10, 8), (10, 30, 2), (30, 40, 16)):
         assert link.offered_bytes(t0, t1) == pytest.approx(mbps * 1e6 / 8 * (t1 - t0))
@@ -312,10 +397,18 @@ def test_bandwidth_schedule_on_a_shared_link():
 
 def test_del_follows_a_scheduled_shared_path():
     # Exp. 1 shape: path 0 fixed 8 Mbit/s, path 1 8 -> 2 (at 10 s) -> 16 (at 30 s), three workers share both
-    sc = {"paths": [{"bandwidth_mbps": 8, "rtt_ms": 50}, {"bandwidth_mbps": 8, "rtt_ms": 50,
-                                                        "schedule": EXP1_SCHEDULE}], "cc": "lia"}
-    res = run_del_episode(sc, {"workers": 3, "model_bytes": 300_000, "compute_s": 0.1, "duration_s": 40.0,
-                               "mode": "ssp"}, minrtt)
+    sc = {
+        "paths": [
+            {"bandwidth_mbps": 8, "rtt_ms": 50},
+            {"bandwidth_mbps": 8, "rtt_ms": 50, "schedule": EXP1_SCHEDULE},
+        ],
+        "cc": "lia",
+    }
+    res = run_del_episode(
+        sc,
+        {"workers": 3, "model_bytes": 300_000, "compute_s": 0.1, "duration_s": 40.0, "mode": "ssp"},
+        minrtt,
+    )
     total = res.throughput_mbps.sum(axis=0)
     t = res.throughput_t
 

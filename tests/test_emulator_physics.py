@@ -53,7 +53,9 @@ class RecordingMinRTT(Scheduler):
 
 def test_goodput_matches_link_rate_minus_headers():
     bw = 20.0
-    r = run_episode(one_path(bw, 40), {"kind": "bulk", "size_bytes": 10_000_000}, make_scheduler("minrtt"), 0)
+    r = run_episode(
+        one_path(bw, 40), {"kind": "bulk", "size_bytes": 10_000_000}, make_scheduler("minrtt"), 0
+    )
     expected = bw * PAYLOAD / WIRE
     assert r.metrics["timed_out"] == 0
     assert r.metrics["goodput_mbps"] == pytest.approx(expected, rel=0.05)
@@ -66,7 +68,9 @@ def test_rtt_samples_are_base_rtt_plus_queueing():
     an independent FIFO recursion over the send times gives exactly."""
     bw, rtt = 10.0, 50.0
     sched = RecordingMinRTT()
-    run_episode(one_path(bw, rtt, ack={"every": 1}), {"kind": "bulk", "size_bytes": 1_000_000}, sched, 0)
+    run_episode(
+        one_path(bw, rtt, ack={"every": 1}), {"kind": "bulk", "size_bytes": 1_000_000}, sched, 0
+    )
     rate = bw * 1e6 / 8
     last_departure = 0.0
     checked = 0
@@ -95,19 +99,27 @@ def test_rtt_samples_are_corrected_by_the_reported_ack_delay():
     packets, ACK every 2: the 9th waits for the timer."""
     bw, rtt = 100.0, 40.0
     sched = RecordingRttSamples()
-    run_episode(one_path(bw, rtt, initial_window_packets=9), {"kind": "bulk", "size_bytes": 40 * PAYLOAD},
-                sched, 0)
-    raw, corrected = zip(*sched.acks[:9])            # the first flight
-    wire = WIRE * 8 / (bw * 1e6)                      # serialisation of one packet [s]
-    assert max(raw) == pytest.approx(rtt / 1000 + 0.025, abs=10 * wire)   # the delayed ACK
-    assert max(corrected) == pytest.approx(rtt / 1000, abs=10 * wire)     # corrected back to path delay
+    run_episode(
+        one_path(bw, rtt, initial_window_packets=9),
+        {"kind": "bulk", "size_bytes": 40 * PAYLOAD},
+        sched,
+        0,
+    )
+    raw, corrected = zip(*sched.acks[:9])  # the first flight
+    wire = WIRE * 8 / (bw * 1e6)  # serialisation of one packet [s]
+    assert max(raw) == pytest.approx(rtt / 1000 + 0.025, abs=10 * wire)  # the delayed ACK
+    assert max(corrected) == pytest.approx(
+        rtt / 1000, abs=10 * wire
+    )  # corrected back to path delay
     assert all(c <= r for c, r in zip(corrected, raw))
     assert min(corrected) >= rtt / 1000
 
 
 def test_buffer_overflow_drops_exactly_the_excess():
     s = one_path(1.0, 100, path={"buffer_packets": 10}, initial_window_packets=50)
-    emu, conn, app, _ = setup_episode(s, {"kind": "bulk", "size_bytes": 1_000_000}, make_scheduler("minrtt"), 0)
+    emu, conn, app, _ = setup_episode(
+        s, {"kind": "bulk", "size_bytes": 1_000_000}, make_scheduler("minrtt"), 0
+    )
     link = conn.paths[0].path.link
     # the initial window leaves in one burst at t=0: 10 fit, 40 are dropped
     assert conn.paths[0].packets_sent == 50
@@ -116,9 +128,15 @@ def test_buffer_overflow_drops_exactly_the_excess():
 
 
 def test_buffer_in_bytes():
-    s = one_path(1.0, 100, path={"buffer_packets": None, "buffer_bytes": 5 * WIRE + 100},
-                 initial_window_packets=20)
-    emu, conn, app, _ = setup_episode(s, {"kind": "bulk", "size_bytes": 1_000_000}, make_scheduler("minrtt"), 0)
+    s = one_path(
+        1.0,
+        100,
+        path={"buffer_packets": None, "buffer_bytes": 5 * WIRE + 100},
+        initial_window_packets=20,
+    )
+    emu, conn, app, _ = setup_episode(
+        s, {"kind": "bulk", "size_bytes": 1_000_000}, make_scheduler("minrtt"), 0
+    )
     assert conn.paths[0].path.link.drops == 15
 
 
@@ -132,8 +150,12 @@ def test_newreno_follows_mathis_law(p):
     rtt = 0.05
     rates = []
     for seed in range(2):
-        r = run_episode(one_path(1000, rtt * 1000, p, max_duration_s=40),
-                        {"kind": "bulk", "size_bytes": 10**10}, make_scheduler("minrtt"), seed)
+        r = run_episode(
+            one_path(1000, rtt * 1000, p, max_duration_s=40),
+            {"kind": "bulk", "size_bytes": 10**10},
+            make_scheduler("minrtt"),
+            seed,
+        )
         rates.append(r.metrics["goodput_mbps"] * WIRE / PAYLOAD)
     mathis = WIRE * 8 / rtt * 1.22 / math.sqrt(p) / 1e6
     assert sum(rates) / len(rates) == pytest.approx(mathis, rel=0.25)
@@ -141,8 +163,12 @@ def test_newreno_follows_mathis_law(p):
 
 def test_cubic_beats_newreno_at_high_bdp():
     def goodput(cc):
-        r = run_episode(one_path(300, 80, 2e-4, cc=cc, max_duration_s=10),
-                        {"kind": "bulk", "size_bytes": 10**10}, make_scheduler("minrtt"), 0)
+        r = run_episode(
+            one_path(300, 80, 2e-4, cc=cc, max_duration_s=10),
+            {"kind": "bulk", "size_bytes": 10**10},
+            make_scheduler("minrtt"),
+            0,
+        )
         return r.metrics["goodput_mbps"]
 
     assert goodput("cubic") > 1.3 * goodput("newreno")
@@ -153,7 +179,9 @@ def test_slow_start_doubles_the_window_every_rtt():
     # rounds no longer end at whole RTTs, where this samples the window
     rtt = 0.1
     s = one_path(10_000, rtt * 1000, ack={"every": 1}, pacing=False)
-    emu, conn, app, _ = setup_episode(s, {"kind": "bulk", "size_bytes": 50_000_000}, make_scheduler("minrtt"), 0)
+    emu, conn, app, _ = setup_episode(
+        s, {"kind": "bulk", "size_bytes": 50_000_000}, make_scheduler("minrtt"), 0
+    )
     cwnds = []
     for k in range(6):
         # just before round k+1's ACKs start arriving, all of round k is acked
@@ -186,8 +214,9 @@ def test_2mb_download_matches_analytic_time(bw, rtt):
     assert r.metrics["download_time_s"] == pytest.approx(analytic, rel=0.03)
 
 
-def _shared_bottleneck_share(cc_multipath: str, competitor: str, subflows: int = 2, seeds=(0, 1, 2),
-                             T: float = 20.0) -> float:
+def _shared_bottleneck_share(
+    cc_multipath: str, competitor: str, subflows: int = 2, seeds=(0, 1, 2), T: float = 20.0
+) -> float:
     """Mean share of a shared 20 Mbit/s drop-tail bottleneck that an n-subflow
     connection takes against one single-path flow with congestion control
     ``competitor``. A little RTT jitter breaks the phase effects that
@@ -212,7 +241,7 @@ def test_coupled_cc_takes_no_more_than_one_flows_share():
     assert uncoupled > 0.62
     for cc in ("lia", "olia", "balia"):
         share = _shared_bottleneck_share(cc, "newreno")
-        assert share < 0.62, cc      # ~1/2, one flow's share: the design goal of RFC 6356
+        assert share < 0.62, cc  # ~1/2, one flow's share: the design goal of RFC 6356
         assert share < uncoupled - 0.08, cc
 
 
@@ -227,11 +256,24 @@ def test_coupled_cc_against_cubic_is_less_greedy_than_uncoupled_subflows():
 
 def test_mahimahi_replay_yields_the_trace_mean_rate():
     window = 15.0
-    spec = {"file": "mahimahi_cellular_lte/TMobile-LTE-short.down", "start_s": 20, "duration_s": window}
-    mean_mbps = load_trace("mahimahi_cellular_lte/TMobile-LTE-short.down", start_s=20,
-                           duration_s=window).capacity.mean_rate * 8 / 1e6
-    s = {"paths": [{"trace": spec, "rtt_ms": 20, "buffer_packets": 2000}], "cc": "cubic",
-         "flow_control": BIG_FC, "max_duration_s": window}
+    spec = {
+        "file": "mahimahi_cellular_lte/TMobile-LTE-short.down",
+        "start_s": 20,
+        "duration_s": window,
+    }
+    mean_mbps = (
+        load_trace(
+            "mahimahi_cellular_lte/TMobile-LTE-short.down", start_s=20, duration_s=window
+        ).capacity.mean_rate
+        * 8
+        / 1e6
+    )
+    s = {
+        "paths": [{"trace": spec, "rtt_ms": 20, "buffer_packets": 2000}],
+        "cc": "cubic",
+        "flow_control": BIG_FC,
+        "max_duration_s": window,
+    }
     r = run_episode(s, {"kind": "bulk", "size_bytes": 10**10}, make_scheduler("minrtt"), 0)
     wire_rate = r.metrics["goodput_mbps"] * WIRE / PAYLOAD
     assert wire_rate == pytest.approx(mean_mbps, rel=0.05)
@@ -251,18 +293,21 @@ def test_same_seed_same_result_different_seed_differs():
     assert run(3)[0] != run(4)[0]
 
 
-@pytest.mark.parametrize("scenario,fragment", [
-    ({"paths": []}, "at least one path"),
-    ({"paths": [{"link": "6g"}]}, "unknown link '6g'"),
-    ({"paths": [{"bandwidth_mbps": -5}]}, "bandwidth_mbps"),
-    ({"paths": [{"bandwidth_mbps": "fast"}]}, "expected a number"),
-    ({"paths": [{"bandwidth_mbps": 10, "loss": 1.0}]}, "loss"),
-    ({"paths": [{"bandwidth_mbps": 10, "rtt_ms": 0}]}, "rtt_ms"),
-    ({"paths": [{"bandwidth_mbps": 10, "colour": "red"}]}, "unknown key(s) ['colour']"),
-    ({"paths": [{"bandwidth_mbps": 10}], "cc": "vegas"}, "unknown congestion control 'vegas'"),
-    ({"paths": [{"rtt_ms": 10}]}, "exactly one of bandwidth_mbps, trace, synthetic"),
-    ({"paths": [{"bandwidth_mbps": 10, "loss_model": "burst"}]}, "loss_model"),
-])
+@pytest.mark.parametrize(
+    "scenario,fragment",
+    [
+        ({"paths": []}, "at least one path"),
+        ({"paths": [{"link": "6g"}]}, "unknown link '6g'"),
+        ({"paths": [{"bandwidth_mbps": -5}]}, "bandwidth_mbps"),
+        ({"paths": [{"bandwidth_mbps": "fast"}]}, "expected a number"),
+        ({"paths": [{"bandwidth_mbps": 10, "loss": 1.0}]}, "loss"),
+        ({"paths": [{"bandwidth_mbps": 10, "rtt_ms": 0}]}, "rtt_ms"),
+        ({"paths": [{"bandwidth_mbps": 10, "colour": "red"}]}, "unknown key(s) ['colour']"),
+        ({"paths": [{"bandwidth_mbps": 10}], "cc": "vegas"}, "unknown congestion control 'vegas'"),
+        ({"paths": [{"rtt_ms": 10}]}, "exactly one of bandwidth_mbps, trace, synthetic"),
+        ({"paths": [{"bandwidth_mbps": 10, "loss_model": "burst"}]}, "loss_model"),
+    ],
+)
 def test_bad_scenario_gives_one_clear_line(scenario, fragment):
     with pytest.raises(ConfigError) as e:
         run_episode(scenario, {"kind": "bulk"}, make_scheduler("minrtt"), 0)
@@ -272,14 +317,24 @@ def test_bad_scenario_gives_one_clear_line(scenario, fragment):
 
 def test_missing_trace_file_is_a_trace_error():
     with pytest.raises(TraceError, match="no_such_trace.csv"):
-        run_episode({"paths": [{"trace": "no_such_trace.csv"}]}, {"kind": "bulk"}, make_scheduler("minrtt"), 0)
+        run_episode(
+            {"paths": [{"trace": "no_such_trace.csv"}]},
+            {"kind": "bulk"},
+            make_scheduler("minrtt"),
+            0,
+        )
 
 
 def test_bad_app_is_a_config_error():
     with pytest.raises(ConfigError, match="app.kind"):
         run_episode({"paths": [{"link": "4g"}]}, {"kind": "video"}, make_scheduler("minrtt"), 0)
     with pytest.raises(ConfigError, match="size_bytes"):
-        run_episode({"paths": [{"link": "4g"}]}, {"kind": "bulk", "size_bytes": 0}, make_scheduler("minrtt"), 0)
+        run_episode(
+            {"paths": [{"link": "4g"}]},
+            {"kind": "bulk", "size_bytes": 0},
+            make_scheduler("minrtt"),
+            0,
+        )
 
 
 def test_random_trace_start_is_seeded_and_trace_loss_can_be_ignored():
@@ -291,7 +346,7 @@ def test_random_trace_start_is_seeded_and_trace_loss_can_be_ignored():
     off = [c.paths[0].path.link.offset for c in (conn_a, conn_b, conn_c)]
     assert off[0] == off[1] != off[2]
     assert 0 <= off[2] < load_trace(trace).capacity.period
-    assert conn_a.paths[0].path.loss.series is None            # Table I loss, not ping loss
+    assert conn_a.paths[0].path.loss.series is None  # Table I loss, not ping loss
     assert conn_a.paths[0].path.delay.one_way_series is not None  # ping RTT kept
 
 
@@ -308,8 +363,14 @@ def test_flow_control_counts_highest_offset_so_gaps_cannot_stall():
                     return Decision(p.index, gap=50 * view.payload)
             return None
 
-    s = {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}],
-         "flow_control": {"initial_window_bytes": 100_000, "max_window_bytes": 200_000, "autotune": True}}
+    s = {
+        "paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}],
+        "flow_control": {
+            "initial_window_bytes": 100_000,
+            "max_window_bytes": 200_000,
+            "autotune": True,
+        },
+    }
     r = run_episode(s, {"kind": "bulk", "size_bytes": 1_000_000}, AlwaysGap(), 0)
     assert r.metrics["timed_out"] == 0 and r.metrics["stalled"] == 0
 
@@ -336,26 +397,38 @@ def test_pruning_acknowledged_frames_changes_nothing_and_bounds_memory(monkeypat
     import envs.recovery as recovery
     import envs.transport as transport
 
-    sc = {"paths": [{"bandwidth_mbps": 80, "rtt_ms": 20, "rtt_std_ms": 8, "loss": 0.02},
-                    {"bandwidth_mbps": 40, "rtt_ms": 60, "rtt_std_ms": 20, "loss": 0.01}]}
+    sc = {
+        "paths": [
+            {"bandwidth_mbps": 80, "rtt_ms": 20, "rtt_std_ms": 8, "loss": 0.02},
+            {"bandwidth_mbps": 40, "rtt_ms": 60, "rtt_std_ms": 20, "loss": 0.01},
+        ]
+    }
 
     def episode(prune_min: int):
-        monkeypatch.setattr(transport, "ACKED_PRUNE_MIN", prune_min)    # the first prune
-        monkeypatch.setattr(recovery, "ACKED_PRUNE_MIN", prune_min)     # the floor of the later ones
-        emu, conn, app, s = setup_episode(sc, {"kind": "bulk", "size_bytes": 12_000_000}, make_scheduler("ecf"), 4)
+        monkeypatch.setattr(transport, "ACKED_PRUNE_MIN", prune_min)  # the first prune
+        monkeypatch.setattr(recovery, "ACKED_PRUNE_MIN", prune_min)  # the floor of the later ones
+        emu, conn, app, s = setup_episode(
+            sc, {"kind": "bulk", "size_bytes": 12_000_000}, make_scheduler("ecf"), 4
+        )
         largest = 0
         t = 0.0
         while not app.done:
             t += 0.05
             emu.sim.run(t)
             largest = max(largest, len(conn.acked_frames))
-        return (app.done_time, conn.bytes_acked, conn.retransmit_bytes, [p.packets_sent for p in conn.paths],
-                [p.packets_lost for p in conn.paths], [p.retransmissions for p in conn.paths]), largest
+        return (
+            app.done_time,
+            conn.bytes_acked,
+            conn.retransmit_bytes,
+            [p.packets_sent for p in conn.paths],
+            [p.packets_lost for p in conn.paths],
+            [p.retransmissions for p in conn.paths],
+        ), largest
 
     never, largest_never = episode(10**9)
     pruned, largest_pruned = episode(40)
     assert pruned == never
-    assert sum(never[5]) > 100                       # the retransmission path was exercised
+    assert sum(never[5]) > 100  # the retransmission path was exercised
     assert 100 < largest_never < 0.1 * sum(never[3])  # retransmitted frames only, not every packet
     assert largest_pruned < 0.6 * largest_never
 
@@ -367,11 +440,17 @@ def test_oqs_series_is_thinned_to_its_cap_with_exact_mean_and_max():
     reported are those of all samples."""
     from envs.metrics import episode_metrics
 
-    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 10, "rtt_std_ms": 4, "loss": 0.01},
-                    {"bandwidth_mbps": 20, "rtt_ms": 80, "rtt_std_ms": 30, "loss": 0.01}]}
+    sc = {
+        "paths": [
+            {"bandwidth_mbps": 50, "rtt_ms": 10, "rtt_std_ms": 4, "loss": 0.01},
+            {"bandwidth_mbps": 20, "rtt_ms": 80, "rtt_std_ms": 30, "loss": 0.01},
+        ]
+    }
 
     def episode(cap: int | None):
-        emu, conn, app, s = setup_episode(sc, {"kind": "bulk", "size_bytes": 3_000_000}, make_scheduler("rr"), 2)
+        emu, conn, app, s = setup_episode(
+            sc, {"kind": "bulk", "size_bytes": 3_000_000}, make_scheduler("rr"), 2
+        )
         if cap is not None:
             conn.oqs_cap = cap
         end = emu.sim.run(until=s["max_duration_s"])
@@ -381,8 +460,8 @@ def test_oqs_series_is_thinned_to_its_cap_with_exact_mean_and_max():
     thin, m_thin = episode(100)
     assert full.oqs_stride == 1 and thin.oqs_stride >= 8 and len(thin.oqs_v) < 100
     k = thin.oqs_stride
-    assert thin.oqs_v == full.oqs_v[k - 1::k][:len(thin.oqs_v)]
-    assert thin.oqs_t == full.oqs_t[k - 1::k][:len(thin.oqs_t)]
+    assert thin.oqs_v == full.oqs_v[k - 1 :: k][: len(thin.oqs_v)]
+    assert thin.oqs_t == full.oqs_t[k - 1 :: k][: len(thin.oqs_t)]
     assert len(full.oqs_v) - k < k * len(thin.oqs_v) <= len(full.oqs_v)
     assert m_thin["oqs_max_bytes"] == m_full["oqs_max_bytes"] > 0
     assert m_thin["oqs_mean_bytes"] == pytest.approx(m_full["oqs_mean_bytes"], rel=1e-12)
@@ -391,7 +470,9 @@ def test_oqs_series_is_thinned_to_its_cap_with_exact_mean_and_max():
 
 # ------------------------------------------------------------------ connection setup
 @pytest.mark.parametrize("rtt_ms", [10, 40, 200])
-@pytest.mark.parametrize("handshake, rtts", [("quic", 1), ("gquic", 2), ("tcp_tls", 2), ("zero_rtt", 0)])
+@pytest.mark.parametrize(
+    "handshake, rtts", [("quic", 1), ("gquic", 2), ("tcp_tls", 2), ("zero_rtt", 0)]
+)
 def test_setup_costs_the_handshake_and_request_trips_of_the_initial_path(rtt_ms, handshake, rtts):
     """A 2 MB download over one 5 Mbit/s path: against ``setup: none`` (the
     data at the server at t = 0), the setup adds the handshake's round trips
@@ -400,15 +481,21 @@ def test_setup_costs_the_handshake_and_request_trips_of_the_initial_path(rtt_ms,
     packet_time = WIRE * 8 / 5e6
     rtt = rtt_ms / 1000
 
-    def run(setup):     # round trips of one RTT draw each (handshake_link: its own tests)
+    def run(setup):  # round trips of one RTT draw each (handshake_link: its own tests)
         setup = setup if setup == "none" else {"handshake": setup, "handshake_link": False}
-        return run_episode(one_path(5, rtt_ms, setup=setup), {"kind": "bulk", "size_bytes": 2_000_000},
-                           make_scheduler("minrtt"), 0).metrics
+        return run_episode(
+            one_path(5, rtt_ms, setup=setup),
+            {"kind": "bulk", "size_bytes": 2_000_000},
+            make_scheduler("minrtt"),
+            0,
+        ).metrics
 
     none, with_setup = run("none"), run(handshake)
     extra = with_setup["download_time_s"] - none["download_time_s"]
     assert extra == pytest.approx((rtts + 0.5) * rtt, abs=packet_time)
-    assert with_setup["time_to_first_byte_s"] == pytest.approx((rtts + 1) * rtt + packet_time, abs=packet_time)
+    assert with_setup["time_to_first_byte_s"] == pytest.approx(
+        (rtts + 1) * rtt + packet_time, abs=packet_time
+    )
     assert none["time_to_first_byte_s"] == pytest.approx(0.5 * rtt + packet_time, abs=packet_time)
 
 
@@ -416,37 +503,52 @@ def test_secondary_path_carries_data_one_rtt_after_the_request():
     """``path_validation: true``: path 1 (100 ms) stays closed until one of its RTTs
     after the server has the request (1.5 RTTs of the 20 ms path 0 after the
     start), then carries data; ``path_validation: false`` opens it with path 0."""
-    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
-          "setup": {"path_validation": True, "handshake_link": False}}
+    sc = {
+        "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
+        "setup": {"path_validation": True, "handshake_link": False},
+    }
     t_up, t_open = 0.030, 0.130
-    emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0)
+    emu, conn, app, _ = setup_episode(
+        sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0
+    )
     emu.sim.run(t_open - 1e-6)
     p0, p1 = conn.paths
     assert p0.packets_sent > 0 and not p1.is_open and p1.packets_sent == 0 and not p1.has_room
     emu.sim.run(t_open + 1e-6)
     assert p1.is_open and p1.packets_sent > 0
-    emu, conn, app, _ = setup_episode({**sc, "setup": {"path_validation": False, "handshake_link": False}},
-                                      {"kind": "bulk", "size_bytes": 10**6},
-                                      make_scheduler("rr"), 0)
+    emu, conn, app, _ = setup_episode(
+        {**sc, "setup": {"path_validation": False, "handshake_link": False}},
+        {"kind": "bulk", "size_bytes": 10**6},
+        make_scheduler("rr"),
+        0,
+    )
     emu.sim.run(t_up + 1e-6)
     assert all(p.is_open and p.packets_sent > 0 for p in conn.paths)
 
 
-@pytest.mark.parametrize("handshake, ready_rtts", [("quic", 1), ("gquic", 2), ("tcp_tls", 1), ("zero_rtt", 1)])
+@pytest.mark.parametrize(
+    "handshake, ready_rtts", [("quic", 1), ("gquic", 2), ("tcp_tls", 1), ("zero_rtt", 1)]
+)
 def test_mutual_validation_opens_a_path_after_the_servers_own_challenge(handshake, ready_rtts):
     """``path_validation: mutual``: the client's challenge leaves when its handshake is complete
     (``ready_rtts`` of the 20 ms path 0), reaches the server half an RTT of the 100 ms path 1 later,
     and the server sends data after its own challenge's round trip: 1.5 RTTs of path 1 in all."""
-    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
-          "setup": {"handshake": handshake, "path_validation": "mutual", "handshake_link": False}}
+    sc = {
+        "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
+        "setup": {"handshake": handshake, "path_validation": "mutual", "handshake_link": False},
+    }
     t_open = ready_rtts * 0.020 + 1.5 * 0.100
-    emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0)
+    emu, conn, app, _ = setup_episode(
+        sc, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("rr"), 0
+    )
     assert conn.paths[1].open_time == pytest.approx(t_open)
     emu.sim.run(t_open - 1e-6)
     assert not conn.paths[1].is_open and conn.paths[1].packets_sent == 0
     emu.sim.run(t_open + 1e-6)
     assert conn.paths[1].is_open and conn.paths[1].packets_sent > 0
-    assert conn.paths[1].srtt == pytest.approx(0.100)        # the server's challenge round trip: its first sample
+    assert conn.paths[1].srtt == pytest.approx(
+        0.100
+    )  # the server's challenge round trip: its first sample
 
 
 def test_streams_requested_during_the_setup_open_when_the_connection_is_up():
@@ -456,10 +558,15 @@ def test_streams_requested_during_the_setup_open_when_the_connection_is_up():
 
     emu = Emulation(0)
     conn = emu.connect(one_path(20, 40, setup={"handshake_link": False}), make_scheduler("minrtt"))
-    app = StreamsApp([{"release_s": 0.0, "size_bytes": 5000}, {"release_s": 0.01, "size_bytes": 5000},
-                      {"release_s": 0.2, "size_bytes": 5000}])
+    app = StreamsApp(
+        [
+            {"release_s": 0.0, "size_bytes": 5000},
+            {"release_s": 0.01, "size_bytes": 5000},
+            {"release_s": 0.2, "size_bytes": 5000},
+        ]
+    )
     app.start(conn)
-    emu.sim.run(0.06 - 1e-6)                     # the request arrives at 1.5 x 40 ms
+    emu.sim.run(0.06 - 1e-6)  # the request arrives at 1.5 x 40 ms
     assert not conn.send_streams
     emu.sim.run(0.06 + 1e-6)
     assert sorted(conn.send_streams) == [0, 1]
@@ -473,14 +580,27 @@ def test_setup_block_is_validated():
     base = {"paths": [{"bandwidth_mbps": 10}]}
     full = {"path_validation": "mutual", "rtt_samples": True, "handshake_link": True}
     assert normalise_scenario(base)["setup"] == {"handshake": "quic", **full}
-    assert normalise_scenario({**base, "setup": "none"})["setup"] == {"handshake": "none", "path_validation": False,
-                                                                     "rtt_samples": False, "handshake_link": False}
+    assert normalise_scenario({**base, "setup": "none"})["setup"] == {
+        "handshake": "none",
+        "path_validation": False,
+        "rtt_samples": False,
+        "handshake_link": False,
+    }
     assert normalise_scenario({**base, "setup": "gquic"})["setup"] == {"handshake": "gquic", **full}
-    assert normalise_scenario({**base, "setup": {"path_validation": "mutual"}})["setup"]["path_validation"] == "mutual"
-    for bad, msg in (("tls", "handshake: unknown 'tls'"), ({"handshake": "quic", "x": 1}, "unknown key"),
-                     ({"path_validation": "yes"}, "expected true, false or 'mutual'"),
-                     ({"rtt_samples": "yes"}, "expected true or false"),
-                     ({"handshake_link": 1}, "handshake_link: expected true or false"), (3, "expected none, a handshake")):
+    assert (
+        normalise_scenario({**base, "setup": {"path_validation": "mutual"}})["setup"][
+            "path_validation"
+        ]
+        == "mutual"
+    )
+    for bad, msg in (
+        ("tls", "handshake: unknown 'tls'"),
+        ({"handshake": "quic", "x": 1}, "unknown key"),
+        ({"path_validation": "yes"}, "expected true, false or 'mutual'"),
+        ({"rtt_samples": "yes"}, "expected true or false"),
+        ({"handshake_link": 1}, "handshake_link: expected true or false"),
+        (3, "expected none, a handshake"),
+    ):
         with pytest.raises(ConfigError, match=msg):
             normalise_scenario({**base, "setup": bad})
 
@@ -492,17 +612,25 @@ def test_the_setup_round_trips_are_the_first_rtt_samples():
     """The handshake's round trip is path 0's first RTT sample before any
     data, a validated path's round trip is its sample when it opens;
     ``rtt_samples: false`` and ``zero_rtt`` leave path 0 without one."""
-    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
-          "setup": {"handshake_link": False}}      # RTT draws only (the link's share: tests/test_replay_physics.py)
-    emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 10**6}, make_scheduler("minrtt"), 0)
+    sc = {
+        "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 50, "rtt_ms": 100}],
+        "setup": {"handshake_link": False},
+    }  # RTT draws only (the link's share: tests/test_replay_physics.py)
+    emu, conn, app, _ = setup_episode(
+        sc, {"kind": "bulk", "size_bytes": 10**6}, make_scheduler("minrtt"), 0
+    )
     p0, p1 = conn.paths
     assert p0.has_rtt_sample and p0.srtt == pytest.approx(0.020) and p0.packets_sent == 0
     assert not p1.has_rtt_sample
-    emu.sim.run(0.170 + 1e-6)                    # path 1 opens 1.5 x 100 ms after the handshake (20 ms)
+    emu.sim.run(0.170 + 1e-6)  # path 1 opens 1.5 x 100 ms after the handshake (20 ms)
     assert p1.is_open and p1.has_rtt_sample and p1.min_rtt == pytest.approx(0.100)
     for setup in ({"rtt_samples": False}, {"handshake": "zero_rtt"}):
-        emu, conn, app, _ = setup_episode({**sc, "setup": setup}, {"kind": "bulk", "size_bytes": 10**6},
-                                          make_scheduler("minrtt"), 0)
+        emu, conn, app, _ = setup_episode(
+            {**sc, "setup": setup},
+            {"kind": "bulk", "size_bytes": 10**6},
+            make_scheduler("minrtt"),
+            0,
+        )
         assert not conn.paths[0].has_rtt_sample
 
 
@@ -511,9 +639,15 @@ def _first_flight(pacing, rtt_ms=80, buffer_packets=100_000):
     50 Mbit/s path, before its first ACK arrives (the default setup: the
     request reaches the server at 1.5 RTT)."""
     rtt = rtt_ms / 1000
-    sc = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": rtt_ms, "buffer_packets": buffer_packets}],
-          "cc": "newreno", "pacing": pacing, "setup": {"handshake_link": False}}
-    emu, conn, app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 10**7}, make_scheduler("minrtt"), 0)
+    sc = {
+        "paths": [{"bandwidth_mbps": 50, "rtt_ms": rtt_ms, "buffer_packets": buffer_packets}],
+        "cc": "newreno",
+        "pacing": pacing,
+        "setup": {"handshake_link": False},
+    }
+    emu, conn, app, _ = setup_episode(
+        sc, {"kind": "bulk", "size_bytes": 10**7}, make_scheduler("minrtt"), 0
+    )
     emu.sim.run(1.5 * rtt + rtt - 1e-3)
     p = conn.paths[0]
     return 1.5 * rtt, sorted(sp[0] for sp in p.sent.values()), p.path.link.drops
@@ -541,26 +675,41 @@ def test_paced_download_is_at_most_one_round_slower(bw, rtt):
     """Pacing at 1.25 x cwnd / srtt spreads a round over 0.8 of an RTT: on a
     loss-free path a 2 MB download takes no less than unpaced (up to the
     jitter of the order of events) and at most 0.8 RTT longer."""
+
     def run(pacing):
         s = one_path(bw, rtt, ack={"every": 1}, setup=None, pacing=pacing)
-        return run_episode(s, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("minrtt"), 0).metrics
+        return run_episode(
+            s, {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("minrtt"), 0
+        ).metrics
 
     paced, unpaced = run(True), run(False)
     assert paced["packets_lost"] == unpaced["packets_lost"] == 0
-    assert unpaced["download_time_s"] - 1e-3 <= paced["download_time_s"] <= unpaced["download_time_s"] + 0.8 * rtt / 1000
+    assert (
+        unpaced["download_time_s"] - 1e-3
+        <= paced["download_time_s"]
+        <= unpaced["download_time_s"] + 0.8 * rtt / 1000
+    )
 
 
 def test_pacing_block_is_validated():
     from envs.scenario import normalise_scenario
 
     base = {"paths": [{"bandwidth_mbps": 10}]}
-    assert normalise_scenario(base)["pacing"] == {"enabled": True, "gain": 1.25, "burst_packets": 10,
-                                                  "min_delay_ms": 1.0}
+    assert normalise_scenario(base)["pacing"] == {
+        "enabled": True,
+        "gain": 1.25,
+        "burst_packets": 10,
+        "min_delay_ms": 1.0,
+    }
     assert normalise_scenario({**base, "pacing": False})["pacing"]["enabled"] is False
     assert normalise_scenario({**base, "pacing": {"gain": 2}})["pacing"]["gain"] == 2.0
-    for bad, msg in (({"gain": 0}, "scenario.pacing.gain"), ({"rate": 1}, "unknown key"),
-                     ({"enabled": "yes"}, "expected true or false"), ("on", "expected true, false or a mapping"),
-                     ({"burst_packets": 0}, "scenario.pacing.burst_packets")):
+    for bad, msg in (
+        ({"gain": 0}, "scenario.pacing.gain"),
+        ({"rate": 1}, "unknown key"),
+        ({"enabled": "yes"}, "expected true or false"),
+        ("on", "expected true, false or a mapping"),
+        ({"burst_packets": 0}, "scenario.pacing.burst_packets"),
+    ):
         with pytest.raises(ConfigError, match=msg):
             normalise_scenario({**base, "pacing": bad})
 
@@ -576,11 +725,15 @@ def test_a_trace_paths_default_buffer_is_one_bdp_at_its_p95_rate():
         return math.ceil(rate * 0.060 / 1350)
 
     sc = {"paths": [{"trace": "mahimahi_cellular_lte/TMobile-LTE-short.down", "rtt_ms": 60}]}
-    emu, conn, _app, _ = setup_episode(sc, {"kind": "bulk", "size_bytes": 10**6}, make_scheduler("minrtt"), 0)
+    emu, conn, _app, _ = setup_episode(
+        sc, {"kind": "bulk", "size_bytes": 10**6}, make_scheduler("minrtt"), 0
+    )
     link = conn.paths[0].path.link
     cap = link.capacity
     assert buffer_rate(cap) > 2 * cap.mean_rate
     assert link.buffer_packets == bdp_packets(buffer_rate(cap)) > 2 * bdp_packets(cap.mean_rate)
     emu.close()
-    m = run_episode(sc, {"kind": "bulk", "size_bytes": 20_000_000}, make_scheduler("minrtt"), 0).metrics
+    m = run_episode(
+        sc, {"kind": "bulk", "size_bytes": 20_000_000}, make_scheduler("minrtt"), 0
+    ).metrics
     assert m["path0_utilisation"] > 0.8

@@ -44,10 +44,16 @@ def trained_record(hidden, name="m", seed=0, steps=30) -> ModelRecord:
     learner = BatchedDQN(spec, 1, seed=seed)
     rng = np.random.default_rng(seed)
     for _ in range(steps):
-        learner.update(rng.uniform(0, 5, (1, 32, 8)).astype(np.float32), rng.integers(0, 2, (1, 32)),
-                       rng.uniform(0, 5, (1, 32)).astype(np.float32),
-                       rng.uniform(0, 5, (1, 32, 8)).astype(np.float32), np.zeros((1, 32), np.float32))
-    return ModelRecord(name, spec, learner.get_weights(0), {"note": "test", "cell": {"loss": [0, 1]}})
+        learner.update(
+            rng.uniform(0, 5, (1, 32, 8)).astype(np.float32),
+            rng.integers(0, 2, (1, 32)),
+            rng.uniform(0, 5, (1, 32)).astype(np.float32),
+            rng.uniform(0, 5, (1, 32, 8)).astype(np.float32),
+            np.zeros((1, 32), np.float32),
+        )
+    return ModelRecord(
+        name, spec, learner.get_weights(0), {"note": "test", "cell": {"loss": [0, 1]}}
+    )
 
 
 def emulated_states(rec: ModelRecord, n_episodes: int = 1) -> np.ndarray:
@@ -77,7 +83,7 @@ def test_roundtrip_parity_on_random_and_real_states(tmp_path, hidden):
     for states in (random_states(8), real):
         res = check_parity(rec, h5, onx, states, tol=1e-5)
         assert res["hdf5_max_abs_diff"] < 1e-5 and res["onnx_max_abs_diff"] < 1e-5
-        assert res["q_abs_max"] > 0.1         # non-trivial Q-values were compared
+        assert res["q_abs_max"] > 0.1  # non-trivial Q-values were compared
 
 
 def test_parity_tolerance_scales_with_large_q_values(tmp_path):
@@ -90,10 +96,16 @@ def test_parity_tolerance_scales_with_large_q_values(tmp_path):
     res = check_parity(rec, h5, onx, random_states(rec.spec.n_inputs, 64), tol=1e-5)
     assert res["q_abs_max"] > 5000
     bad = trained_record((32, 32, 32))
-    bad.weights[-1] = bad.weights[-1] + 1e-3          # an export that is wrong by 1e-3 at Q ~ 1
+    bad.weights[-1] = bad.weights[-1] + 1e-3  # an export that is wrong by 1e-3 at Q ~ 1
     h5_bad = write_hdf5(tmp_path / "bad.h5", [bad])
     with pytest.raises(ModelFileError, match="differ from the torch model"):
-        check_parity(trained_record((32, 32, 32)), h5_bad, None, random_states(rec.spec.n_inputs, 64), tol=1e-5)
+        check_parity(
+            trained_record((32, 32, 32)),
+            h5_bad,
+            None,
+            random_states(rec.spec.n_inputs, 64),
+            tol=1e-5,
+        )
 
 
 def test_onnx_io_names_dynamic_batch_and_versions(tmp_path):
@@ -115,7 +127,9 @@ def test_onnx_io_names_dynamic_batch_and_versions(tmp_path):
 
 
 def test_input_normalisation_travels_with_the_model(tmp_path):
-    spec = QNetSpec(8, 2, (16, 16, 16), input_offset=[0.5] * 8, input_scale=[2.0, 1, 1, 1, 3, 1, 1, 4])
+    spec = QNetSpec(
+        8, 2, (16, 16, 16), input_offset=[0.5] * 8, input_scale=[2.0, 1, 1, 1, 3, 1, 1, 4]
+    )
     rec = ModelRecord("norm", spec, trained_record((16, 16, 16)).weights)
     h5, onx = write_hdf5(tmp_path / "n.h5", [rec]), write_onnx(tmp_path / "n.onnx", rec)
     assert read_hdf5(h5)[0].spec == spec
@@ -131,7 +145,12 @@ def test_bank_of_models_in_one_file(tmp_path):
     h5 = write_hdf5(tmp_path / "bank.h5", recs, file_attrs={"grid": "paper", "n_cells": 3})
     with h5py.File(h5) as f:
         assert f.attrs["n_models"] == 3 and list(f.attrs["model_names"]) == [r.name for r in recs]
-        assert list(f["models/cell_001"].attrs["layer_order"]) == ["dense_0", "dense_1", "dense_2", "dense_3"]
+        assert list(f["models/cell_001"].attrs["layer_order"]) == [
+            "dense_0",
+            "dense_1",
+            "dense_2",
+            "dense_3",
+        ]
         assert list(f["models/cell_001"].attrs["activations"]) == ["relu", "relu", "relu", "linear"]
         assert f["models/cell_001/dense_0/kernel"].shape == (8, 16)
     assert [r.name for r in read_hdf5(h5, names=["cell_002"])] == ["cell_002"]
@@ -154,12 +173,17 @@ def test_corrupt_and_mismatching_files_give_one_line_errors(tmp_path):
     truncated.write_bytes(good.read_bytes()[:1500])
     with h5py.File(tmp_path / "foreign.h5", "w") as f:
         f.create_dataset("x", data=[1])
-    cases = {"junk.h5": "not a readable HDF5", "trunc.h5": "not a readable HDF5",
-             "foreign.h5": "not a FALCON Q-network", "missing.h5": "no such file"}
+    cases = {
+        "junk.h5": "not a readable HDF5",
+        "trunc.h5": "not a readable HDF5",
+        "foreign.h5": "not a FALCON Q-network",
+        "missing.h5": "no such file",
+    }
     for name, message in cases.items():
         with pytest.raises(ModelFileError, match=message) as e:
             read_hdf5(tmp_path / name)
         _one_line(e.value)
+
     # a layer whose shape does not chain, a missing layer, non-finite weights
     def wrong_shape(f):
         del f["models/m/dense_1/kernel"]
@@ -171,8 +195,11 @@ def test_corrupt_and_mismatching_files_give_one_line_errors(tmp_path):
     def nan_bias(f):
         f["models/m/dense_0/bias"][0] = np.nan
 
-    for mutate, message in ((wrong_shape, "do not chain"), (missing_layer, "missing"),
-                            (nan_bias, "non-finite")):
+    for mutate, message in (
+        (wrong_shape, "do not chain"),
+        (missing_layer, "missing"),
+        (nan_bias, "non-finite"),
+    ):
         bad = tmp_path / "bad.h5"
         bad.write_bytes(good.read_bytes())
         with h5py.File(bad, "a") as f:
@@ -189,9 +216,13 @@ def test_corrupt_and_mismatching_files_give_one_line_errors(tmp_path):
     _one_line(e.value)
     import onnx
     from onnx import TensorProto, helper
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 8])])
+
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 8])],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.save(m, tmp_path / "other.onnx")
@@ -222,11 +253,14 @@ def test_export_entry_point_in_process(tmp_path, compose, capsys):
     from falcon.export import run_export
 
     sched = DQNScheduler(reward="packet_rate", seed=1, hidden=[24, 24, 24])
-    envs.run_episode(SCENARIO, {"kind": "bulk", "size_bytes": 100_000}, sched, 0)   # builds the net
+    envs.run_episode(SCENARIO, {"kind": "bulk", "size_bytes": 100_000}, sched, 0)  # builds the net
     sched.save(tmp_path / "models" / "dqn")
     out = tmp_path / "export"
-    summary = run_export(compose("export", [f"model={tmp_path}", f"output={out}",
-                                            "check.real_states.app_bytes=200000"]))
+    summary = run_export(
+        compose(
+            "export", [f"model={tmp_path}", f"output={out}", "check.real_states.app_bytes=200000"]
+        )
+    )
     files = sorted(p.name for p in out.iterdir())
     assert files == ["dqn.h5", "dqn.onnx", "summary.json"]
     parity = summary["exports"]["dqn"]["parity"]["dqn"]
@@ -239,8 +273,9 @@ def test_export_entry_point_in_process(tmp_path, compose, capsys):
     (tmp_path / "broken.h5").write_bytes(b"nope")
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
-        cli.guard(run_export)(compose("export", [f"model={tmp_path / 'broken.h5'}",
-                                                 f"output={tmp_path / 'x'}"]))
+        cli.guard(run_export)(
+            compose("export", [f"model={tmp_path / 'broken.h5'}", f"output={tmp_path / 'x'}"])
+        )
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2 and len(err) == 1 and err[0].startswith("error: model file")
     assert not (tmp_path / "x").exists()
@@ -271,16 +306,28 @@ def test_train_logs_the_learning_curve_and_exports(tmp_path, compose, capsys):
     from falcon.export import run_export
     from falcon.train import train_agents
 
-    cfg = compose("train", ["experiment=tiny", "agent=dqn_on", "agent.train.episodes=3", "agent.log_every=1",
-                            "agent.hidden=[16,16,16]", "runs=1"])
-    plan = make_plan(cfg, choices={"scenario": "static_4g_5g", "app": "bulk", "agent": "dqn_on"},
-                     cli_keys={"agent"})
+    cfg = compose(
+        "train",
+        [
+            "experiment=tiny",
+            "agent=dqn_on",
+            "agent.train.episodes=3",
+            "agent.log_every=1",
+            "agent.hidden=[16,16,16]",
+            "runs=1",
+        ],
+    )
+    plan = make_plan(
+        cfg,
+        choices={"scenario": "static_4g_5g", "app": "bulk", "agent": "dqn_on"},
+        cli_keys={"agent"},
+    )
     staging = tmp_path / "train"
     staging.mkdir()
     tracker = RecordingTracker()
     plan = train_agents(plan, staging, tracker, train_seed=7)
-    assert "dqn_on: episode 3/3" in capsys.readouterr().err     # progress lines
-    (name, trained), = plan.agents
+    assert "dqn_on: episode 3/3" in capsys.readouterr().err  # progress lines
+    ((name, trained),) = plan.agents
     assert name == "dqn_on" and trained.episodes_run == 3
     assert (staging / "models" / "dqn_on" / "model.h5").is_file()
     curve = tracker.history("train/dqn_on/download_time_s")
@@ -291,8 +338,10 @@ def test_train_logs_the_learning_curve_and_exports(tmp_path, compose, capsys):
     out = tmp_path / "export"
     run_export(compose("export", [f"model={staging}", f"output={out}"]))
     assert sorted(p.name for p in out.iterdir()) == ["dqn_on.h5", "dqn_on.onnx", "summary.json"]
-    x = random_states(trained.spec.n_inputs, 10)   # the default (completion) MDP: 19 inputs
-    np.testing.assert_allclose(onnx_q_values(out / "dqn_on.onnx", x), trained.q_values(x), atol=1e-5)
+    x = random_states(trained.spec.n_inputs, 10)  # the default (completion) MDP: 19 inputs
+    np.testing.assert_allclose(
+        onnx_q_values(out / "dqn_on.onnx", x), trained.q_values(x), atol=1e-5
+    )
 
 
 @pytest.mark.slow
@@ -300,8 +349,17 @@ def test_train_then_export_command_lines(run_cli, tmp_path, mlflow_uri):
     """The same through the command lines, with the real MLflow store
     (subprocesses: ~30 s)."""
     out = tmp_path / "train"
-    res = run_cli("train", "experiment=tiny", "agent=dqn_on", "agent.train.episodes=3", "agent.log_every=1",
-                  "agent.hidden=[16,16,16]", "runs=1", f"output={out}", f"tracking.uri={mlflow_uri}")
+    res = run_cli(
+        "train",
+        "experiment=tiny",
+        "agent=dqn_on",
+        "agent.train.episodes=3",
+        "agent.log_every=1",
+        "agent.hidden=[16,16,16]",
+        "runs=1",
+        f"output={out}",
+        f"tracking.uri={mlflow_uri}",
+    )
     assert res.returncode == 0, res.stderr
     assert "dqn_on: episode 3/3" in res.stderr
     client, runs = mlflow_runs(mlflow_uri)

@@ -30,19 +30,32 @@ def job_cfg(compose, tmp_path, monkeypatch, tiny_bank):
     monkeypatch.setattr(common, "experiment_bank", lambda cfg, progress=True: tiny_bank)
 
     def make(job, *extra, tracking="tracking=none"):
-        return compose("train", [f"experiment={job}", "quick=true", tracking,
-                                 f"output={tmp_path / job}", "progress=false", *extra])
+        return compose(
+            "train",
+            [
+                f"experiment={job}",
+                "quick=true",
+                tracking,
+                f"output={tmp_path / job}",
+                "progress=false",
+                *extra,
+            ],
+        )
+
     return make
 
 
 # ---------------------------------------------------------------- helpers
 def test_paired_score_is_the_geometric_mean_of_ratios_over_common_downloads():
     ref = {"a": 1.0, "b": 4.0, "c": 2.0, "d": 1.0}
-    mine = {"a": 2.0, "b": 1.0, "c": math.nan, "e": 9.0}     # c unfinished, d / e unpaired
+    mine = {"a": 2.0, "b": 1.0, "c": math.nan, "e": 9.0}  # c unfinished, d / e unpaired
     score, n = common.paired_score(ref, mine)
     assert n == 2 and score == pytest.approx(math.sqrt(0.5 * 4.0))
     # a ratio of medians would see 1.5 / 1.5 here; pairing sees the per-download gain
-    assert common.paired_score({"x": 1.0, "y": 2.0}, {"x": 0.5, "y": 1.0}) == (pytest.approx(2.0), 2)
+    assert common.paired_score({"x": 1.0, "y": 2.0}, {"x": 0.5, "y": 1.0}) == (
+        pytest.approx(2.0),
+        2,
+    )
     assert math.isnan(common.paired_score({"a": 1.0}, {"b": 1.0})[0])
 
 
@@ -50,8 +63,17 @@ def test_relative_score_and_bins():
     assert common.relative_score([1.0, 2.0, 3.0], [4.0, 4.0, math.nan]) == pytest.approx(0.5)
     assert math.isnan(common.relative_score([1.0], [math.nan]))
     edges = common.log_bin_edges(100, 10_000, 2)
-    assert edges[0] == 0.0 and edges[1] == 100 and edges[-1] == pytest.approx(10_000) and len(edges) == 6
-    assert common.bin_of(0, edges) == 0 and common.bin_of(150, edges) == 1 and common.bin_of(1e6, edges) is None
+    assert (
+        edges[0] == 0.0
+        and edges[1] == 100
+        and edges[-1] == pytest.approx(10_000)
+        and len(edges) == 6
+    )
+    assert (
+        common.bin_of(0, edges) == 0
+        and common.bin_of(150, edges) == 1
+        and common.bin_of(1e6, edges) is None
+    )
     assert 0 < common.bin_centre(edges, 0) < 100 < common.bin_centre(edges, 1) < edges[2]
     with pytest.raises(ConfigError):
         common.log_bin_edges(100, 10, 1)
@@ -59,11 +81,16 @@ def test_relative_score_and_bins():
 
 def test_packets_to_target_is_where_the_score_stays_above_it():
     def curve(*scores):
-        return [{"n": 0 if s is None else 3, "score": s, "median_packets": float(100 * k)}
-                for k, s in enumerate(scores)]
+        return [
+            {"n": 0 if s is None else 3, "score": s, "median_packets": float(100 * k)}
+            for k, s in enumerate(scores)
+        ]
+
     assert convergence.packets_to_target(curve(1.2, 1.0, 0.95), 0.9) == 0.0
     assert convergence.packets_to_target(curve(0.5, 0.95, 0.8, 0.92, 0.99), 0.9) == 300.0
-    assert convergence.packets_to_target(curve(0.5, None, 0.95, None), 0.9) == 200.0   # empty bins skipped
+    assert (
+        convergence.packets_to_target(curve(0.5, None, 0.95, None), 0.9) == 200.0
+    )  # empty bins skipped
     assert math.isnan(convergence.packets_to_target(curve(0.95, 0.5), 0.9))
 
 
@@ -81,8 +108,9 @@ def test_shifted_schedule_starts_with_the_condition_in_force():
     assert scheds == stress.path_schedules(2, 0.5, 4, seed=1)
     # the conditions do not depend on the interval
     other = stress.path_schedules(2, 8.0, 4, seed=1)
-    assert [{k: v for k, v in s.items() if k != "at_s"} for s in other[0]] == \
-           [{k: v for k, v in s.items() if k != "at_s"} for s in scheds[0]]
+    assert [{k: v for k, v in s.items() if k != "at_s"} for s in other[0]] == [
+        {k: v for k, v in s.items() if k != "at_s"} for s in scheds[0]
+    ]
     s = stress.shifted({"paths": [{"link": "4g"}, {"link": "5g"}]}, scheds, 0.7)
     seg = s["paths"][0]["schedule"]
     assert seg[0]["at_s"] == 0.0 and seg[0]["rtt_ms"] == scheds[0][1]["rtt_ms"]
@@ -100,7 +128,9 @@ def test_sparse_bank_and_min_k(tiny_bank):
     assert bank.select(conds) in cells
     assert float(bank.weights(bank.select(conds))[0].mean()) == pytest.approx(0.5)
     outside = next(c for c in range(grid.n_cells) if c not in cells)
-    assert np.allclose(np.concatenate([w.ravel() for w in bank.weights(outside)]), tiny_bank.params[0])
+    assert np.allclose(
+        np.concatenate([w.ravel() for w in bank.weights(outside)]), tiny_bank.params[0]
+    )
     assert k_impact.min_k([1, 2, 4], [0.5, 0.96, 1.0], 0.95) == 2
     assert k_impact.min_k([1], [math.nan], 0.95) is None
 
@@ -116,8 +146,12 @@ def test_convergence_job(job_cfg, mlflow_uri, tmp_path):
     edges = data["settings"]["bin_edges"]
     for curve in data["curves"].values():
         assert [r["bin"] for r in curve] == list(range(len(edges) - 1))
-        assert sum(r["n"] for r in curve) == 2 * 3          # runs x downloads on B
-    b = [r for r in data["records"] if r["phase"] == "B" and r["scheduler"] == "falcon" and r["run"] == 0]
+        assert sum(r["n"] for r in curve) == 2 * 3  # runs x downloads on B
+    b = [
+        r
+        for r in data["records"]
+        if r["phase"] == "B" and r["scheduler"] == "falcon" and r["run"] == 0
+    ]
     assert b[0]["packets_before"] == 0 and b[1]["packets_before"] == b[0]["packets"]
     assert data["reference"]["median_time_s"] > 0
     assert set(data["packets_to_target"]) == set(data["curves"])
@@ -125,18 +159,33 @@ def test_convergence_job(job_cfg, mlflow_uri, tmp_path):
     client, runs = mlflow_runs(mlflow_uri)
     assert len(runs) == 1 and runs[0].info.run_id == res["mlflow_run_id"]
     assert "score/falcon" in runs[0].data.metrics
-    assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} >= {"convergence.png", "convergence.json"}
+    assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} >= {
+        "convergence.png",
+        "convergence.json",
+    }
 
 
 def test_convergence_is_reproducible(compose, tiny_bank):
-    cfg = compose("train", ["experiment=convergence", "quick=true",
-                            "quick_variant.convergence.schedulers=[falcon,mpeekaboo]", "runs=1"])
+    cfg = compose(
+        "train",
+        [
+            "experiment=convergence",
+            "quick=true",
+            "quick_variant.convergence.schedulers=[falcon,mpeekaboo]",
+            "runs=1",
+        ],
+    )
     _, sec, a, b, app = convergence.settings(cfg)
     r1 = convergence.run_convergence(sec, a, b, app, tiny_bank, progress=False)
     r2 = convergence.run_convergence(sec, a, b, app, tiny_bank, progress=False)
-    key = [(r["scheduler"], r["phase"], r["index"], r["download_time_s"], r["packets"]) for r in r1["records"]]
-    assert key == [(r["scheduler"], r["phase"], r["index"], r["download_time_s"], r["packets"])
-                   for r in r2["records"]]
+    key = [
+        (r["scheduler"], r["phase"], r["index"], r["download_time_s"], r["packets"])
+        for r in r1["records"]
+    ]
+    assert key == [
+        (r["scheduler"], r["phase"], r["index"], r["download_time_s"], r["packets"])
+        for r in r2["records"]
+    ]
     assert r1["reference"]["times"] == r2["reference"]["times"]
 
 
@@ -153,10 +202,16 @@ def test_stress_job(job_cfg, tmp_path):
     assert all(r["score"] == pytest.approx(1.0) for r in data["scores"]["dqn_off"])
     assert all(r["paired_score"] == pytest.approx(1.0) for r in data["scores"]["dqn_off"])
     for iv, row in zip(ivs, data["scores"]["minrtt"]):
-        ref = {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in data["records"]
-               if r["scheduler"] == "dqn_off" and r["interval_s"] == iv}
-        own = {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in data["records"]
-               if r["scheduler"] == "minrtt" and r["interval_s"] == iv}
+        ref = {
+            (r["seed_index"], r["condition"], r["download"]): r["download_time_s"]
+            for r in data["records"]
+            if r["scheduler"] == "dqn_off" and r["interval_s"] == iv
+        }
+        own = {
+            (r["seed_index"], r["condition"], r["download"]): r["download_time_s"]
+            for r in data["records"]
+            if r["scheduler"] == "minrtt" and r["interval_s"] == iv
+        }
         score, pairs = common.paired_score(ref, own)
         assert row["paired_score"] == pytest.approx(score) and row["pairs"] == pairs >= 1
     assert "paired score per change interval" in (out / "stress.txt").read_text()
@@ -164,13 +219,18 @@ def test_stress_job(job_cfg, tmp_path):
     first = data["scores"]["minrtt"][0]
     assert first["pairs"] >= 3
     v = first["vs_best_other"]
-    assert v["best_other"] in {"dqn_off", "falcon"} and v["ratio_ci"][0] <= v["ratio"] <= v["ratio_ci"][1]
+    assert (
+        v["best_other"] in {"dqn_off", "falcon"}
+        and v["ratio_ci"][0] <= v["ratio"] <= v["ratio_ci"][1]
+    )
     assert "best other scheduler's, 95 % bootstrap interval" in (out / "stress.txt").read_text()
     # every download starts within its condition; sessions are reproducible
     for r in data["records"]:
         assert r["start_s"] < (r["condition"] + 1) * r["interval_s"]
     again = stress.run_job(job_cfg("stress"))
-    assert [r["download_time_s"] for r in again["records"]] == [r["download_time_s"] for r in res["records"]]
+    assert [r["download_time_s"] for r in again["records"]] == [
+        r["download_time_s"] for r in res["records"]
+    ]
 
 
 def test_k_impact_job(job_cfg, tmp_path):
@@ -185,11 +245,15 @@ def test_k_impact_job(job_cfg, tmp_path):
 
 
 def test_k_impact_with_a_sparse_bank(compose, tiny_bank):
-    cfg = compose("train", ["experiment=k_impact", "quick=true", "quick_variant.k_impact.ks=[2]", "runs=1"])
+    cfg = compose(
+        "train", ["experiment=k_impact", "quick=true", "quick_variant.k_impact.ks=[2]", "runs=1"]
+    )
     _, sec, a, b, app = k_impact.settings(cfg)
     sec["subranges"] = [2]
     grid = ConditionGrid(subranges=2)
-    sparse = k_impact.SparseBank(grid, tiny_bank.spec, {0: tiny_bank.params[1]}, tiny_bank.params[0])
+    sparse = k_impact.SparseBank(
+        grid, tiny_bank.spec, {0: tiny_bank.params[1]}, tiny_bank.params[0]
+    )
     res = k_impact.run_k_impact(sec, a, b, app, lambda n: sparse, progress=False)
     assert res["banks"]["2"] == {"cells": grid.n_cells, "sparse": True, "trained_cells": 1}
     row = res["curves"]["2"]["rows"][0]
@@ -248,12 +312,16 @@ def test_real_world_job(job_cfg, tmp_path):
     assert r["morning_update"]["cells"]
     assert [u["day"] for u in r["offline_updates"]["falcon"]] == list(range(1, days + 1))
     assert "falcon_n" not in r["offline_updates"]
-    t = {n: [by[(n, 1, i)]["download_time_s"] for i in range(per_day)] for n in ("falcon", "falcon_n")}
+    t = {
+        n: [by[(n, 1, i)]["download_time_s"] for i in range(per_day)]
+        for n in ("falcon", "falcon_n")
+    }
     assert t["falcon"] == t["falcon_n"]
     assert "falcon vs falcon_n" in (out / "real_world.txt").read_text()
     again = real_world.run_job(job_cfg("real_world", "~real_world.settings.static_5g_wlan"))
-    assert [x["download_time_s"] for x in again["results"]["mobile_4g_5g"]["records"]] == \
-        [x["download_time_s"] for x in recs]
+    assert [x["download_time_s"] for x in again["results"]["mobile_4g_5g"]["records"]] == [
+        x["download_time_s"] for x in recs
+    ]
 
 
 def test_real_world_morning_update_touches_only_visited_cells(compose, tiny_bank):
@@ -265,30 +333,54 @@ def test_real_world_morning_update_touches_only_visited_cells(compose, tiny_bank
     # no connection setup, no pacing and half-BDP buffers (a trace path's default is one BDP at its
     # p95 rate): the untrained networks must select within two short downloads (paced, the first
     # one ends at 0.40 s, before FALCON's window, restarted by the slow start's change signals, closes)
-    mornings = [{**s, "setup": "none", "pacing": False, "paths": [{**p, "buffer_bdp": 0.5} for p in s["paths"]]}
-                for s in real_world.morning_scenarios(base, setting, 2, 5, 0)]
+    mornings = [
+        {
+            **s,
+            "setup": "none",
+            "pacing": False,
+            "paths": [{**p, "buffer_bdp": 0.5} for p in s["paths"]],
+        }
+        for s in real_world.morning_scenarios(base, setting, 2, 5, 0)
+    ]
     bank, rec = real_world.morning_bank(tiny_bank, "falcon", None, mornings, app, 5, progress=False)
-    assert rec["cells"] and np.array_equal(tiny_bank.params, before)     # the built bank is untouched
+    assert rec["cells"] and np.array_equal(tiny_bank.params, before)  # the built bank is untouched
     for c in range(tiny_bank.grid.n_cells):
         assert np.array_equal(bank.row(c), before[c]) == (c not in rec["cells"])
     with pytest.raises(ConfigError, match="offline loop"):
-        real_world.morning_bank(tiny_bank, "falcon_n", None, real_world.morning_scenarios(base, setting, 1, 5, 0),
-                                app, 5, progress=False)
+        real_world.morning_bank(
+            tiny_bank,
+            "falcon_n",
+            None,
+            real_world.morning_scenarios(base, setting, 1, 5, 0),
+            app,
+            5,
+            progress=False,
+        )
 
 
 def test_bad_settings_are_one_line_errors(compose):
     with pytest.raises(ConfigError, match="test: 2 files for 5 days"):
-        real_world.settings(compose("train", [
-            "experiment=real_world",
-            "real_world.settings.mobile_4g_5g.paths.0.test=[a.csv,b.csv]"]))
+        real_world.settings(
+            compose(
+                "train",
+                [
+                    "experiment=real_world",
+                    "real_world.settings.mobile_4g_5g.paths.0.test=[a.csv,b.csv]",
+                ],
+            )
+        )
     with pytest.raises(ConfigError, match="persist_across_days"):
-        real_world.settings(compose("train", ["experiment=real_world", "real_world.persist_across_days=3"]))
+        real_world.settings(
+            compose("train", ["experiment=real_world", "real_world.persist_across_days=3"])
+        )
     with pytest.raises(ConfigError, match="ks"):
         k_impact.settings(compose("train", ["experiment=k_impact", "k_impact.ks=[-1]"]))
     with pytest.raises(ConfigError, match="intervals_s"):
         stress.settings(compose("train", ["experiment=stress", "stress.intervals_s=[-1]"]))
     with pytest.raises(ConfigError, match="schedulers"):
-        convergence.settings(compose("train", ["experiment=convergence", "convergence.schedulers=[]"]))
+        convergence.settings(
+            compose("train", ["experiment=convergence", "convergence.schedulers=[]"])
+        )
     with pytest.raises(ConfigError, match="change.at_s"):
         overhead.settings(compose("train", ["experiment=overhead", "overhead.change.at_s=5"]))
     with pytest.raises(ConfigError, match="sample_s"):

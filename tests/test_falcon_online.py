@@ -28,9 +28,14 @@ from metalearning.grid import ConditionGrid, PathCondition
 BULK = {"kind": "bulk", "size_bytes": 2_000_000}
 SPEC = QNetSpec(8, 2, (64, 64, 64))
 # path 0 fast (10 ms), path 1 slow (300 ms); cell (loss 0, rtt 0, dev 0) x (loss 0, rtt 2, dev 0)
-TWO_PATHS = {"ack": {"every": 1}, "max_duration_s": 30,
-             "paths": [{"bandwidth_mbps": 50, "rtt_ms": 10, "rtt_std_ms": 1, "loss": 0.0},
-                       {"bandwidth_mbps": 50, "rtt_ms": 300, "rtt_std_ms": 30, "loss": 0.0}]}
+TWO_PATHS = {
+    "ack": {"every": 1},
+    "max_duration_s": 30,
+    "paths": [
+        {"bandwidth_mbps": 50, "rtt_ms": 10, "rtt_std_ms": 1, "loss": 0.0},
+        {"bandwidth_mbps": 50, "rtt_ms": 300, "rtt_std_ms": 30, "loss": 0.0},
+    ],
+}
 TRUE = [PathCondition(0.0, 10.0, 1.0), PathCondition(0.0, 300.0, 30.0)]
 
 
@@ -41,7 +46,7 @@ def crafted_bank(grid: ConditionGrid | None = None) -> MetaModelBank:
     for c in range(grid.n_cells):
         row = base.copy()
         w = split_row(row, SPEC)
-        w[-2][:] = 0.0                        # output ignores the state
+        w[-2][:] = 0.0  # output ignores the state
         r0, r1 = (grid.range_indices(pc)[1] for pc in grid.path_cells_of(c))
         w[-1][:] = (1.0, 0.0) if r0 < r1 else (0.0, 1.0)
         params[c] = row
@@ -55,8 +60,12 @@ def bank():
 
 def falcon(bank, **kw) -> FalconScheduler:
     kw.setdefault("offline", None)
-    kw.setdefault("epsilon", 0.1)     # the crafted models send on one path: exploration feeds the other
-    kw.setdefault("continual", False)  # the crafted models are rules, not learned: keep them as built
+    kw.setdefault(
+        "epsilon", 0.1
+    )  # the crafted models send on one path: exploration feeds the other
+    kw.setdefault(
+        "continual", False
+    )  # the crafted models are rules, not learned: keep them as built
     kw.setdefault("continual_between", False)
     return FalconScheduler(bank, **kw)
 
@@ -68,8 +77,9 @@ def start_event(s):
 # ------------------------------------------------------------------ estimation
 def test_estimator_recovers_known_conditions():
     rng = np.random.default_rng(1)
-    est = ConditionEstimator(2, WindowConfig(min_rtt_samples=30, min_loss_packets=100,
-                                             rtt_memory=2000, loss_memory=4000))
+    est = ConditionEstimator(
+        2, WindowConfig(min_rtt_samples=30, min_loss_packets=100, rtt_memory=2000, loss_memory=4000)
+    )
     truth = [(0.03, 80.0, 40.0), (0.002, 20.0, 2.0)]
     assert not est.ready()
     for p, (loss, mean, std) in enumerate(truth):
@@ -111,11 +121,15 @@ def test_estimator_past_the_deadline_takes_the_few_samples_of_an_idle_path():
     est = ConditionEstimator(2, WindowConfig(min_partial_rtt=4))
     for x in (0.010, 0.012, 0.011, 0.013):
         est.add_rtt(0, x)
-    est.add_rtt(1, 0.300)            # path 1: only its probe packet
+    est.add_rtt(1, 0.300)  # path 1: only its probe packet
     assert not est.usable() and est.usable(late=True)
     c = est.estimate_all()
-    assert c[1].rtt_ms == pytest.approx(300.0) and c[1].rtt_std_ms == 0.0 and est.sources[1][0] == "few"
-    assert not ConditionEstimator(2).usable(late=True)     # no sample at all: nothing to estimate
+    assert (
+        c[1].rtt_ms == pytest.approx(300.0)
+        and c[1].rtt_std_ms == 0.0
+        and est.sources[1][0] == "few"
+    )
+    assert not ConditionEstimator(2).usable(late=True)  # no sample at all: nothing to estimate
 
 
 def test_estimator_past_the_deadline_assumes_the_prior_for_a_path_sent_nothing():
@@ -138,13 +152,24 @@ def test_falcon_selects_even_when_its_policy_leaves_a_path_unused(bank):
     is assumed in the prior's conditions, so FALCON still selects (here the
     cell whose model moves to the 10 ms path 0). No connection setup: with
     it, path 1 is closed for its first RTT and path 0 gets the packets."""
-    s = falcon(bank, detection="never", finetune_steps=0, continual=False, epsilon=0.0, deployed_epsilon=0.0)
+    s = falcon(
+        bank,
+        detection="never",
+        finetune_steps=0,
+        continual=False,
+        epsilon=0.0,
+        deployed_epsilon=0.0,
+    )
     m = s.run_episode({**TWO_PATHS, "setup": "none"}, BULK, seed=3)
     ev = start_event(s)
-    assert ev.action == "adapt" and ev.sources[0] == ("prior", "prior") and ev.sources[1][0] != "prior"
-    assert s.bank.grid.range_indices(s.bank.grid.path_cells_of(ev.cell)[0])[1] < \
-        s.bank.grid.range_indices(s.bank.grid.path_cells_of(ev.cell)[1])[1]
-    assert m["download_time_s"] < 1.5          # then on the 10 ms path (all on the 300 ms one: 2.0 s)
+    assert (
+        ev.action == "adapt" and ev.sources[0] == ("prior", "prior") and ev.sources[1][0] != "prior"
+    )
+    assert (
+        s.bank.grid.range_indices(s.bank.grid.path_cells_of(ev.cell)[0])[1]
+        < s.bank.grid.range_indices(s.bank.grid.path_cells_of(ev.cell)[1])[1]
+    )
+    assert m["download_time_s"] < 1.5  # then on the 10 ms path (all on the 300 ms one: 2.0 s)
 
 
 def test_zero_finetune_steps_deploy_the_selected_meta_model_at_once(bank):
@@ -153,7 +178,7 @@ def test_zero_finetune_steps_deploy_the_selected_meta_model_at_once(bank):
     ev = start_event(s)
     assert ev.action == "adapt" and ev.finetune_steps == 0 and ev.finetune_start is None
     assert ev.deploy_time == ev.select_time and s.deployments == 1 and s.deployed_cell == ev.cell
-    assert np.array_equal(s._deployed_flat, s.bank.params[ev.cell])    # the meta-model as built
+    assert np.array_equal(s._deployed_flat, s.bank.params[ev.cell])  # the meta-model as built
     with pytest.raises(ConfigError, match="finetune_steps"):
         falcon(bank, finetune_steps=-1)
 
@@ -164,15 +189,22 @@ def test_between_connections_the_deployed_model_learns_and_not_within_one(bank):
     DQN step per continual_train_interval of its transitions and acts with
     the result. Without it the meta-model stays."""
     for between in (True, False):
-        s = falcon(bank, detection="never", finetune_steps=0, continual_between=between,
-                   continual_train_interval=4)
+        s = falcon(
+            bank,
+            detection="never",
+            finetune_steps=0,
+            continual_between=between,
+            continual_train_interval=4,
+        )
         s.run_episode(TWO_PATHS, BULK, seed=3)
         cell = s.deployed_cell
-        assert np.array_equal(s._deployed_flat, s.bank.params[cell])    # no change within the connection
+        assert np.array_equal(
+            s._deployed_flat, s.bank.params[cell]
+        )  # no change within the connection
         collected = s._between_new
         assert collected > 100
         s.run_episode(TWO_PATHS, BULK, seed=4)
-        assert s.deployed_cell == cell and s.kept == 1          # the second start keeps the model in use
+        assert s.deployed_cell == cell and s.kept == 1  # the second start keeps the model in use
         if between:
             assert s.between_steps == collected // 4
             assert not np.array_equal(s._deployed_flat, s.bank.params[cell])
@@ -182,52 +214,80 @@ def test_between_connections_the_deployed_model_learns_and_not_within_one(bank):
     s = falcon(bank, detection="never", finetune_steps=0, continual_between=True, fallback="prior")
     for seed in (3, 4):
         s.run_episode(TWO_PATHS, BULK, seed=seed)
-    assert s.between_steps == 0               # every connection starts from the prior cell: no steps wasted
+    assert s.between_steps == 0  # every connection starts from the prior cell: no steps wasted
 
 
 def test_finetune_mix_deploys_a_share_of_the_k_step_move(bank):
     deployed = {}
     for mix in (0.0, 1.0):
-        s = falcon(bank, detection="never", finetune_steps=16, finetune_mix=mix, continual=False,
-                   train_step_cost_s=0.0, deploy_guard=False)
+        s = falcon(
+            bank,
+            detection="never",
+            finetune_steps=16,
+            finetune_mix=mix,
+            continual=False,
+            train_step_cost_s=0.0,
+            deploy_guard=False,
+        )
         s.run_episode(TWO_PATHS, BULK, seed=3)
         ev = start_event(s)
         assert ev.action == "adapt" and s.deployments == 1
         deployed[mix] = (s._deployed_flat.copy(), s.bank.row(ev.cell))
-    assert np.array_equal(*deployed[0.0])                 # mix 0: the meta-model as built
-    assert not np.array_equal(*deployed[1.0])             # mix 1: the fine-tuned network
+    assert np.array_equal(*deployed[0.0])  # mix 0: the meta-model as built
+    assert not np.array_equal(*deployed[1.0])  # mix 1: the fine-tuned network
     with pytest.raises(ConfigError, match="finetune_mix"):
         falcon(bank, finetune_mix=1.5)
 
 
 def test_guard_holds_out_every_nth_transition_and_scores_bellman_error():
     n = 20
-    trans = (np.arange(n * 8, dtype=np.float32).reshape(n, 8), np.arange(n) % 2, np.ones(n, np.float32),
-             np.zeros((n, 8), np.float32), np.zeros(n, np.float32))
+    trans = (
+        np.arange(n * 8, dtype=np.float32).reshape(n, 8),
+        np.arange(n) % 2,
+        np.ones(n, np.float32),
+        np.zeros((n, 8), np.float32),
+        np.zeros(n, np.float32),
+    )
     training, held = split_held_out(trans, 2)
     assert list(held[1]) == [1] * 10 and len(training[0]) == 10 and held[0][0, 0] == 8.0
-    assert split_held_out(trans, 4) is None              # 5 held out < MIN_HELD_OUT
-    zero = split_row(np.zeros(SPEC.n_parameters, np.float32), SPEC)   # Q = 0 everywhere: the error is the reward's
+    assert split_held_out(trans, 4) is None  # 5 held out < MIN_HELD_OUT
+    zero = split_row(
+        np.zeros(SPEC.n_parameters, np.float32), SPEC
+    )  # Q = 0 everywhere: the error is the reward's
     r = np.array([0.5, 3.0], np.float32)
-    batch = (np.zeros((2, 8), np.float32), np.zeros(2, np.int64), r, np.zeros((2, 8), np.float32),
-             np.zeros(2, np.float32))
+    batch = (
+        np.zeros((2, 8), np.float32),
+        np.zeros(2, np.int64),
+        r,
+        np.zeros((2, 8), np.float32),
+        np.zeros(2, np.float32),
+    )
     assert bellman_error(zero, SPEC, batch, 0.9, "huber", 1.0) == pytest.approx((0.125 + 2.5) / 2)
-    assert bellman_error(zero, SPEC, batch, 0.9, "mse") == pytest.approx((0.125 + 4.5) / 2)   # half the square
+    assert bellman_error(zero, SPEC, batch, 0.9, "mse") == pytest.approx(
+        (0.125 + 4.5) / 2
+    )  # half the square
 
 
 def test_deploy_guard_keeps_the_meta_model_when_fine_tuning_explains_the_change_worse(bank):
     runs = {}
-    for name, kw in (("guarded", {"lr": 0.5}), ("unguarded", {"lr": 0.5, "deploy_guard": False}),
-                     ("sane", {})):
+    for name, kw in (
+        ("guarded", {"lr": 0.5}),
+        ("unguarded", {"lr": 0.5, "deploy_guard": False}),
+        ("sane", {}),
+    ):
         s = falcon(bank, detection="never", finetune_steps=16, train_step_cost_s=0.0, **kw)
         s.run_episode(TWO_PATHS, BULK, seed=3)
         runs[name] = (s, start_event(s))
-    s, ev = runs["guarded"]        # lr 0.5 wrecks the network: the meta-model is deployed instead
+    s, ev = runs["guarded"]  # lr 0.5 wrecks the network: the meta-model is deployed instead
     assert ev.guard == "meta-model" and ev.guard_errors[0] > ev.guard_errors[1] and s.guarded == 1
     assert np.array_equal(s._deployed_flat, s.bank.row(ev.cell))
-    s, ev = runs["unguarded"]      # the paper's: the wrecked network is deployed
-    assert ev.guard is None and s.guarded == 0 and not np.array_equal(s._deployed_flat, s.bank.row(ev.cell))
-    s, ev = runs["sane"]           # a fine-tuning that lowers the held-out error is deployed
+    s, ev = runs["unguarded"]  # the paper's: the wrecked network is deployed
+    assert (
+        ev.guard is None
+        and s.guarded == 0
+        and not np.array_equal(s._deployed_flat, s.bank.row(ev.cell))
+    )
+    s, ev = runs["sane"]  # a fine-tuning that lowers the held-out error is deployed
     assert ev.guard == "fine-tuned" and ev.guard_errors[0] <= ev.guard_errors[1]
     assert not np.array_equal(s._deployed_flat, s.bank.row(ev.cell))
     with pytest.raises(ConfigError, match="guard_every"):
@@ -236,14 +296,18 @@ def test_deploy_guard_keeps_the_meta_model_when_fine_tuning_explains_the_change_
 
 def test_the_selected_meta_model_acts_while_its_fine_tuning_is_prepared(bank):
     acting = {}
-    for act in (True, False):      # K steps that cost 16 x 10 s never end within the download
-        s = falcon(bank, detection="never", finetune_steps=16, train_step_cost_s=10.0, act_on_selection=act)
+    for act in (True, False):  # K steps that cost 16 x 10 s never end within the download
+        s = falcon(
+            bank, detection="never", finetune_steps=16, train_step_cost_s=10.0, act_on_selection=act
+        )
         s.run_episode(TWO_PATHS, BULK, seed=3)
         ev = start_event(s)
         assert ev.action == "adapt" and ev.cell != s.prior_cell and ev.deploy_time is None
         acting[act] = (s._deployed_flat.copy(), s.bank.row(ev.cell), s.bank.row(s.prior_cell))
-    assert np.array_equal(acting[True][0], acting[True][1])     # the selected cell's meta-model
-    assert np.array_equal(acting[False][0], acting[False][2])   # the paper's: the prior's until deployment
+    assert np.array_equal(acting[True][0], acting[True][1])  # the selected cell's meta-model
+    assert np.array_equal(
+        acting[False][0], acting[False][2]
+    )  # the paper's: the prior's until deployment
 
 
 def test_emulated_estimate_selects_the_covering_cell(bank):
@@ -273,9 +337,13 @@ def test_selection_from_the_bank_beats_a_random_cell(bank):
 
 
 # ------------------------------------------------------------------ change detection
-CHANGING = {**TWO_PATHS, "paths": [
-    {**TWO_PATHS["paths"][0], "schedule": [{"at_s": 0.8, "rtt_ms": 400, "rtt_std_ms": 40}]},
-    {**TWO_PATHS["paths"][1], "rtt_ms": 100, "rtt_std_ms": 10}]}
+CHANGING = {
+    **TWO_PATHS,
+    "paths": [
+        {**TWO_PATHS["paths"][0], "schedule": [{"at_s": 0.8, "rtt_ms": 400, "rtt_std_ms": 40}]},
+        {**TWO_PATHS["paths"][1], "rtt_ms": 100, "rtt_std_ms": 10},
+    ],
+}
 
 
 def test_detected_change_reselects_a_new_cell(bank):
@@ -297,14 +365,23 @@ def test_detected_change_reselects_a_new_cell(bank):
 # ------------------------------------------------------------------ fine-tuning cost
 class Recording(FalconScheduler):
     def _choose(self, state):
-        self.trace.append((self._view.sim.now, self.qnet))   # the object: ids of freed networks get reused
+        self.trace.append(
+            (self._view.sim.now, self.qnet)
+        )  # the object: ids of freed networks get reused
         return super()._choose(state)
 
 
 def test_finetuning_costs_emulated_time_while_the_old_policy_acts(bank):
-    cost = 0.03     # 16 steps = 0.48 s: the old policy (blocked on the 300 ms path) decides meanwhile
-    s = Recording(bank, detection="never", train_step_cost_s=cost, finetune_steps=16, offline=None, epsilon=0.1,
-                  act_on_selection=False)     # the paper's reading: the old policy acts until deployment
+    cost = 0.03  # 16 steps = 0.48 s: the old policy (blocked on the 300 ms path) decides meanwhile
+    s = Recording(
+        bank,
+        detection="never",
+        train_step_cost_s=cost,
+        finetune_steps=16,
+        offline=None,
+        epsilon=0.1,
+        act_on_selection=False,
+    )  # the paper's reading: the old policy acts until deployment
     s.trace = []
     s.run_episode(TWO_PATHS, BULK, seed=2)
     ev = start_event(s)
@@ -331,18 +408,25 @@ def test_offline_update_moves_only_the_touched_cells():
     up = OfflineUpdater(bank, interval_episodes=1, meta_lr=0.5, inner_steps=4, min_transitions=8)
     rng = np.random.default_rng(0)
     n = 40
-    batch = (rng.random((n, 8), dtype=np.float32), rng.integers(0, 2, n), rng.random(n, dtype=np.float32),
-             rng.random((n, 8), dtype=np.float32), np.zeros(n, np.float32))
+    batch = (
+        rng.random((n, 8), dtype=np.float32),
+        rng.integers(0, 2, n),
+        rng.random(n, dtype=np.float32),
+        rng.random((n, 8), dtype=np.float32),
+        np.zeros(n, np.float32),
+    )
     up.extend(5, *batch)
     up.extend(700, *batch)
-    up.extend(9, *(x[:3] for x in batch))              # too little experience: untouched
+    up.extend(9, *(x[:3] for x in batch))  # too little experience: untouched
     rec = up.update()
     assert rec["cells"] == [5, 700] and rec["transitions"] == 2 * n
     moved = np.flatnonzero((bank.params != before).any(axis=1))
     assert moved.tolist() == [5, 700]
     assert up.pending() == {}
     # Theta moved a meta_lr fraction of the way toward the fine-tuned W
-    up2 = OfflineUpdater(crafted_bank(), interval_s=1.0, meta_lr=1.0, inner_steps=4, min_transitions=8)
+    up2 = OfflineUpdater(
+        crafted_bank(), interval_s=1.0, meta_lr=1.0, inner_steps=4, min_transitions=8
+    )
     up2.extend(5, *batch)
     up2.update()
     full = up2.bank.params[5] - before[5]
@@ -352,14 +436,21 @@ def test_offline_update_moves_only_the_touched_cells():
 def test_falcon_folds_its_experience_into_the_selected_cells():
     bank = crafted_bank()
     before = bank.params.copy()
-    s = FalconScheduler(bank, detection="never", seed=4, epsilon=0.1,
-                        offline={"interval_episodes": 1, "inner_steps": 4, "meta_lr": 0.1})
+    s = FalconScheduler(
+        bank,
+        detection="never",
+        seed=4,
+        epsilon=0.1,
+        offline={"interval_episodes": 1, "inner_steps": 4, "meta_lr": 0.1},
+    )
     for ep in range(2):
         s.run_episode(TWO_PATHS, BULK, seed=ep)
     moved = set(np.flatnonzero((bank.params != before).any(axis=1)).tolist())
     cells = {e.cell for e in s.events if e.cell is not None}
     assert s.offline.updates == 1 and moved and moved <= cells
-    n = FalconScheduler(crafted_bank(), detection="never", seed=4, offline=None, epsilon=0.1)   # FALCON-N
+    n = FalconScheduler(
+        crafted_bank(), detection="never", seed=4, offline=None, epsilon=0.1
+    )  # FALCON-N
     for ep in range(2):
         n.run_episode(TWO_PATHS, BULK, seed=ep)
     np.testing.assert_array_equal(n.bank.params, before)
@@ -369,13 +460,30 @@ def test_falcon_folds_its_experience_into_the_selected_cells():
 def test_memory_stays_flat_over_a_long_run():
     """Everything the scheduler holds (its pickled state: bank, learner,
     replay, detector, estimator, events, offline store) stops growing."""
-    s = falcon(crafted_bank(), seed=5, max_events=4, continual=True, continual_train_interval=4,
-               deployed_epsilon=0.1, finetune_steps=16,
-               offline={"interval_s": 0.5, "capacity_per_cell": 200, "max_cells": 2, "inner_steps": 2},
-               window={"max_window_s": 0.05})
-    sc = {**CHANGING, "paths": [{**CHANGING["paths"][0], "schedule": {
-        "segments": [{"at_s": 0.25, "rtt_ms": 400}, {"at_s": 0.75, "rtt_ms": 10}], "period_s": 1.0}},
-        CHANGING["paths"][1]]}
+    s = falcon(
+        crafted_bank(),
+        seed=5,
+        max_events=4,
+        continual=True,
+        continual_train_interval=4,
+        deployed_epsilon=0.1,
+        finetune_steps=16,
+        offline={"interval_s": 0.5, "capacity_per_cell": 200, "max_cells": 2, "inner_steps": 2},
+        window={"max_window_s": 0.05},
+    )
+    sc = {
+        **CHANGING,
+        "paths": [
+            {
+                **CHANGING["paths"][0],
+                "schedule": {
+                    "segments": [{"at_s": 0.25, "rtt_ms": 400}, {"at_s": 0.75, "rtt_ms": 10}],
+                    "period_s": 1.0,
+                },
+            },
+            CHANGING["paths"][1],
+        ],
+    }
     app = {"kind": "bulk", "size_bytes": 1_000_000}
     sizes = []
     for seed in range(6):
@@ -391,9 +499,17 @@ def test_memory_stays_flat_over_a_long_run():
 # ------------------------------------------------------------------ FALCON-S, configs
 def test_falcon_s_state_splits_cwnd_and_send_window_by_stream_weights(bank):
     s = FalconSScheduler(bank, detection="never", offline=None, epsilon=0.1)
-    m = s.run_episode({**TWO_PATHS, "paths": [dict(TWO_PATHS["paths"][0], rtt_ms=20),
-                                              dict(TWO_PATHS["paths"][1], rtt_ms=30, rtt_std_ms=3)]},
-                      {"kind": "web", "page": "google"}, seed=0)
+    m = s.run_episode(
+        {
+            **TWO_PATHS,
+            "paths": [
+                dict(TWO_PATHS["paths"][0], rtt_ms=20),
+                dict(TWO_PATHS["paths"][1], rtt_ms=30, rtt_std_ms=3),
+            ],
+        },
+        {"kind": "web", "page": "google"},
+        seed=0,
+    )
     assert m["timed_out"] == 0 and s.decisions > 100
 
     class P:  # a path view
@@ -430,12 +546,14 @@ def test_agent_configs_instantiate_with_a_bank_file(tmp_path):
     from falcon.config import AGENT_META_KEYS
     from falcon.experiments.common import agent_config
 
-    grid = ConditionGrid(1)           # 27 cells: quick to write and read
+    grid = ConditionGrid(1)  # 27 cells: quick to write and read
     spec = QNetSpec(4, 1, (8, 8, 8))
     params = np.zeros((grid.n_cells, spec.n_parameters), np.float32)
     path = MetaModelBank(grid, spec, params).write(tmp_path / "bank.h5")
     for name in ("falcon", "falcon_n", "falcon_s"):
-        cfg = {k: v for k, v in agent_config(name).items() if k not in AGENT_META_KEYS}   # composed by Hydra
+        cfg = {
+            k: v for k, v in agent_config(name).items() if k not in AGENT_META_KEYS
+        }  # composed by Hydra
         cfg["bank"] = str(path)
         sched = instantiate(cfg, _convert_="all")
         assert isinstance(sched, FalconScheduler)
@@ -458,11 +576,17 @@ def test_the_agent_config_and_the_constructor_declare_the_same_defaults():
     from falcon.experiments.common import agent_config
 
     cfg = agent_config("falcon")
-    defaults = {k: p.default for cls in (DQNScheduler, FalconScheduler)
-                for k, p in inspect.signature(cls.__init__).parameters.items()}
+    defaults = {
+        k: p.default
+        for cls in (DQNScheduler, FalconScheduler)
+        for k, p in inspect.signature(cls.__init__).parameters.items()
+    }
     assert {"gamma", "lr", "batch_size", "technique"} <= set(cfg)
-    differ = {k: (v, defaults[k]) for k, v in cfg.items()
-              if k in defaults and not isinstance(v, dict) and v != defaults[k]}
+    differ = {
+        k: (v, defaults[k])
+        for k, v in cfg.items()
+        if k in defaults and not isinstance(v, dict) and v != defaults[k]
+    }
     assert differ.pop("bank") == (None, inspect.Parameter.empty)
     assert differ == {}
 
@@ -472,5 +596,7 @@ def test_falcon_fine_tunes_in_the_reward_unit_of_its_bank():
     old = MetaModelBank(grid, SPEC, crafted_bank(grid).params, {"settings": {"reptile": {}}})
     assert falcon(old).reward_unit == "time"
     assert falcon(crafted_bank()).reward_unit == "packet"
-    with pytest.raises(ConfigError, match="reward_unit: the bank's meta-models learned rewards in 'time'"):
+    with pytest.raises(
+        ConfigError, match="reward_unit: the bank's meta-models learned rewards in 'time'"
+    ):
         falcon(old, reward_unit="packet")

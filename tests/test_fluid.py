@@ -26,9 +26,9 @@ TOY = [(200, 5), (500, 10)]
 
 def test_fig3_single_stream_ecf():
     """10 KB alone: both paths until t = 12.86 ms, then path 0 only; done at 22.86 ms."""
-    assert thresholds(TOY) == [0, 1000]                       # S_lim = R_1 (D_2 - D_1)
+    assert thresholds(TOY) == [0, 1000]  # S_lim = R_1 (D_2 - D_1)
     res = ecf_single(10_000, TOY)
-    assert res.completion == [F(160, 7)]                      # 22.857... ms exactly
+    assert res.completion == [F(160, 7)]  # 22.857... ms exactly
     assert round(float(res.completion[0]), 2) == 22.86
     stop0, stop1 = ecf_switch_times(10_000, TOY)
     assert stop1 == F(90, 7) and round(float(stop1), 2) == 12.86
@@ -37,7 +37,7 @@ def test_fig3_single_stream_ecf():
     # Eqs. (1)-(3)
     assert ecf_completion(800, TOY) == 5 + F(800, 200)
     assert ecf_completion(10_000, TOY) == 10 + F(10_000 - 1000, 700)
-    assert ecf_completion(1000, TOY) == 10 == 5 + F(1000, 200)   # continuous at S_lim
+    assert ecf_completion(1000, TOY) == 10 == 5 + F(1000, 200)  # continuous at S_lim
 
 
 def test_fig5_srpt_ecf():
@@ -60,15 +60,19 @@ def test_fig6_sa_ecf():
     assert res.completion == [11, F(45, 4)]
     assert [round(float(c), 1) for c in res.sorted_completion()] == [11.0, 11.2]
     # worse than SRPT-ECF for every order statistic, not better in total
-    assert all(a <= b for a, b in zip(srpt_ecf([900, 800], TOY).sorted_completion(),
-                                      res.sorted_completion()))
+    assert all(
+        a <= b
+        for a, b in zip(srpt_ecf([900, 800], TOY).sorted_completion(), res.sorted_completion())
+    )
 
 
 def test_exact_arithmetic_and_inputs():
     assert fluid.q(0.067) == F(67, 1000)
     assert fluid.q("1.05") == F(21, 20)
-    res = srpt_ecf([{"size_bytes": 900, "release_s": 0}, (800, 0.0, 0)],
-                   [{"rate": 200, "delay": 5}, (500.0, 10.0)])
+    res = srpt_ecf(
+        [{"size_bytes": 900, "release_s": 0}, (800, 0.0, 0)],
+        [{"rate": 200, "delay": 5}, (500.0, 10.0)],
+    )
     assert res.completion == [11, 9] and all(isinstance(c, F) for c in res.completion)
     with pytest.raises(ValueError):
         srpt_ecf([0], TOY)
@@ -79,7 +83,7 @@ def test_exact_arithmetic_and_inputs():
 def test_n_path_thresholds_and_completion():
     """Three paths: TH_j = sum_{i<j} R_i (D_j - D_i); C* matches the simulated
     single stream, whose data arrives at the same time on every path used."""
-    paths = [(300, 20), (100, 2), (200, 8)]           # unsorted on purpose
+    paths = [(300, 20), (100, 2), (200, 8)]  # unsorted on purpose
     ps = PathSet(paths)
     assert ps.order == [1, 2, 0]
     assert ps.th == [0, 100 * 6, 100 * 18 + 200 * 12]
@@ -117,7 +121,7 @@ def test_online_insertion_and_preemption():
     assert res.order_changes == 0
     assert res.completion == [25, 10, F(15, 2)]
     assert res.sent_by(0, stream=1) == [(4, 9)] and res.sent_by(0, stream=2) == [(9, F(23, 2))]
-    assert res.sent_by(1, stream=0) == [(0, 15)]        # 15 + 10 = 25 = 20 + 5
+    assert res.sent_by(1, stream=0) == [(0, 15)]  # 15 + 10 = 25 = 20 + 5
     assert res.sent_by(0, stream=0) == [(0, 4), (F(23, 2), 20)]
 
 
@@ -126,8 +130,10 @@ def test_online_stability_random():
     rng = random.Random(3)
     for _ in range(80):
         paths = [(rng.randint(1, 9) * 100, rng.randint(1, 20)) for _ in range(rng.choice([2, 3]))]
-        streams = [(rng.randint(1, 40) * 100, rng.randint(0, 30), rng.choice([0, 0, 1]))
-                   for _ in range(rng.randint(2, 7))]
+        streams = [
+            (rng.randint(1, 40) * 100, rng.randint(0, 30), rng.choice([0, 0, 1]))
+            for _ in range(rng.randint(2, 7))
+        ]
         assert srpt_ecf(streams, paths).order_changes == 0
 
 

@@ -20,7 +20,14 @@ from envs.scheduler import Decision, Scheduler
 def two_paths(f_srtt=0.02, s_srtt=0.1, f_cwnd=10, s_inflight=4, **kw):
     """f (no room: cwnd full) and s (room): minRTT picks the slower s."""
     f = path(f_srtt, cwnd=f_cwnd * MSS, inflight=f_cwnd * MSS, rttvar=0.005)
-    s = path(s_srtt, cwnd=10 * MSS, inflight=s_inflight * MSS, rttvar=0.01, min_srtt=s_srtt, max_srtt=s_srtt)
+    s = path(
+        s_srtt,
+        cwnd=10 * MSS,
+        inflight=s_inflight * MSS,
+        rttvar=0.01,
+        min_srtt=s_srtt,
+        max_srtt=s_srtt,
+    )
     return view([f, s], **kw)
 
 
@@ -35,16 +42,16 @@ def test_registry_entries_and_configs():
 def test_fixed_gap_on_the_slower_path_only():
     v = two_paths()
     assert FixedGap(5).decide(v) == Decision(1, gap=5 * MSS)
-    v.paths[0].bytes_in_flight = 0                      # f has room: plain int, no gap
+    v.paths[0].bytes_in_flight = 0  # f has room: plain int, no gap
     assert FixedGap(5).decide(v) == 0
-    v = two_paths(retransmit=MSS)                        # retransmissions pending: plain int
+    v = two_paths(retransmit=MSS)  # retransmissions pending: plain int
     d = FixedGap(5).decide(v)
     assert d == 1 and not isinstance(d, Decision)
     v = two_paths()
-    v.paths[1] = path(0.1, probed=False)                 # unprobed s: probed first, plain int
+    v.paths[1] = path(0.1, probed=False)  # unprobed s: probed first, plain int
     assert FixedGap(5).decide(v) == 1
     v = two_paths()
-    v.paths[1].bytes_in_flight = v.paths[1].cwnd         # no room anywhere: wait
+    v.paths[1].bytes_in_flight = v.paths[1].cwnd  # no room anywhere: wait
     assert FixedGap(5).decide(v) is None
 
 
@@ -52,13 +59,13 @@ def test_fixed_gap_per_srtt_rank_with_three_paths():
     f = path(0.02, inflight=10 * MSS)
     mid = path(0.05, inflight=10 * MSS)
     slow = path(0.1)
-    v = view([slow, f, mid])                              # index order != srtt order
+    v = view([slow, f, mid])  # index order != srtt order
     assert [srtt_rank(v.paths, i) for i in range(3)] == [2, 0, 1]
     assert FixedGap([3, 7]).decide(v) == Decision(0, gap=7 * MSS)
     v.paths[0].bytes_in_flight = v.paths[0].cwnd
     v.paths[2].bytes_in_flight = 0
     assert FixedGap([3, 7]).decide(v) == Decision(2, gap=3 * MSS)
-    assert FixedGap(4).decide(v) == Decision(2, gap=4 * MSS)   # one number: every slower path
+    assert FixedGap(4).decide(v) == Decision(2, gap=4 * MSS)  # one number: every slower path
 
 
 def test_gap_clamped_to_gap_limit_and_max_gap():
@@ -70,18 +77,25 @@ def test_gap_clamped_to_gap_limit_and_max_gap():
     assert BlestGap(max_gap_packets=10).decide(two_paths()) == Decision(1, gap=10 * MSS)
     v = two_paths()
     assert gap_bytes(v, 2.49, 64) == 2 * MSS and gap_bytes(v, 2.5, 64) == 3 * MSS
-    assert gap_bytes(v, -3.0, 64) == 0 and gap_bytes(v, math.nan, 64) == 0 and gap_bytes(v, 1e9, 64) == 64 * MSS
+    assert (
+        gap_bytes(v, -3.0, 64) == 0
+        and gap_bytes(v, math.nan, 64) == 0
+        and gap_bytes(v, 1e9, 64) == 64 * MSS
+    )
 
 
-@pytest.mark.parametrize("make, key", [
-    (lambda: FixedGap(-1), "gap_packets"),
-    (lambda: FixedGap(300, max_gap_packets=256), "gap_packets"),
-    (lambda: FixedGap([2, 20], max_gap_packets=10), "gap_packets"),
-    (lambda: FixedGap(2.5), "gap_packets"),
-    (lambda: FixedGap(0, max_gap_packets=-1), "max_gap_packets"),
-    (lambda: BlestGap(max_gap_packets=-5), "max_gap_packets"),
-    (lambda: EcfGap(max_gap_packets=1.5), "max_gap_packets"),
-])
+@pytest.mark.parametrize(
+    "make, key",
+    [
+        (lambda: FixedGap(-1), "gap_packets"),
+        (lambda: FixedGap(300, max_gap_packets=256), "gap_packets"),
+        (lambda: FixedGap([2, 20], max_gap_packets=10), "gap_packets"),
+        (lambda: FixedGap(2.5), "gap_packets"),
+        (lambda: FixedGap(0, max_gap_packets=-1), "max_gap_packets"),
+        (lambda: BlestGap(max_gap_packets=-5), "max_gap_packets"),
+        (lambda: EcfGap(max_gap_packets=1.5), "max_gap_packets"),
+    ],
+)
 def test_bad_gap_settings_are_one_line_config_errors(make, key):
     with pytest.raises(ConfigError) as e:
         make()
@@ -161,7 +175,7 @@ def test_recorder_records_slower_path_gaps_and_forwards_everything():
     v = two_paths()
     assert rec.decide(v) == Decision(1, gap=2 * MSS)
     v.paths[0].bytes_in_flight = 0
-    assert rec.decide(v) == 0                       # the fastest path: not recorded
+    assert rec.decide(v) == 0  # the fastest path: not recorded
     assert rec.gaps == [2.0] and rec.by_path == {1: 1} and rec.mean_gap == 2.0
     rec.on_packet_acked(v, 0, MSS, 0.0)
     rec.on_packet_lost(v, 1, MSS, 0.0)
@@ -174,8 +188,12 @@ def test_recorder_records_slower_path_gaps_and_forwards_everything():
 
 
 def scen(loss=0.0):
-    return {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20, "buffer_packets": 100, "loss": loss},
-                      {"bandwidth_mbps": 50, "rtt_ms": 100, "buffer_packets": 100, "loss": loss}]}
+    return {
+        "paths": [
+            {"bandwidth_mbps": 50, "rtt_ms": 20, "buffer_packets": 100, "loss": loss},
+            {"bandwidth_mbps": 50, "rtt_ms": 100, "buffer_packets": 100, "loss": loss},
+        ]
+    }
 
 
 APP = {"kind": "bulk", "size_bytes": 3_000_000}
@@ -193,7 +211,7 @@ def test_fixed_gap_in_an_episode_sends_gaps_and_cuts_the_oqs():
     rec = GapRecorder(FixedGap(80))
     m_gap = envs.run_episode(scen(), APP, rec, 0).metrics
     m_min = envs.run_episode(scen(), APP, make_scheduler("minrtt"), 0).metrics
-    assert len(rec.gaps) > 10 and rec.mean_gap > 40     # real Decision gaps (clamped near the end)
+    assert len(rec.gaps) > 10 and rec.mean_gap > 40  # real Decision gaps (clamped near the end)
     assert not m_gap["timed_out"] and not m_min["timed_out"]
     assert m_gap["oqs_mean_bytes"] < 0.9 * m_min["oqs_mean_bytes"]
 
@@ -202,14 +220,19 @@ def test_fixed_gap_in_an_episode_sends_gaps_and_cuts_the_oqs():
 def test_true_gap_finds_the_minimum_of_the_sweep():
     calls = []
 
-    def fake(scenario, app, sched, seed):            # OQS = (gap - 20)^2 (+ seed), p99 = 2 x that
+    def fake(scenario, app, sched, seed):  # OQS = (gap - 20)^2 (+ seed), p99 = 2 x that
         g = sched.gaps[0]
         calls.append((g, seed))
         return {"oqs_mean_bytes": (g - 20) ** 2 + seed, "oqs_p99_bytes": 2 * ((g - 20) ** 2 + seed)}
 
-    assert gap_grid(64, 8) == [0, 8, 16, 24, 32, 40, 48, 56, 64] and gap_grid(10, 4) == [0, 4, 8, 10]
+    assert gap_grid(64, 8) == [0, 8, 16, 24, 32, 40, 48, 56, 64] and gap_grid(10, 4) == [
+        0,
+        4,
+        8,
+        10,
+    ]
     r = true_gap(scen(), APP, seeds=[0, 2], max_gap_packets=64, step=8, run=fake)
-    assert r.gap_packets == 16            # 16 and 24 tie: the smaller one
+    assert r.gap_packets == 16  # 16 and 24 tie: the smaller one
     assert r.oqs_mean_bytes == pytest.approx(17.0) and r.oqs_p99_bytes == pytest.approx(34.0)
     assert [c["gap_packets"] for c in r.curve] == gap_grid(64, 8) and len(calls) == 18
     r = true_gap(scen(), APP, seeds=[0], max_gap_packets=64, step=8, refine_step=2, run=fake)
@@ -221,7 +244,9 @@ def test_true_gap_finds_the_minimum_of_the_sweep():
 
 
 def test_true_gap_sweep_in_emulated_episodes():
-    r = true_gap(scen(), {"kind": "bulk", "size_bytes": 1_500_000}, seeds=[0], max_gap_packets=120, step=40)
+    r = true_gap(
+        scen(), {"kind": "bulk", "size_bytes": 1_500_000}, seeds=[0], max_gap_packets=120, step=40
+    )
     means = {c["gap_packets"]: c["oqs_mean_bytes"] for c in r.curve}
     assert sorted(means) == [0, 40, 80, 120]
     assert r.gap_packets == min(means, key=means.get) and r.gap_packets > 0
@@ -237,7 +262,7 @@ def test_stms_is_a_gap_scheduler_the_recorder_sees():
 def test_recorder_keeps_the_inner_schedulers_wake_at_working():
     from baselines.rule_based.common import minrtt_choice
 
-    class Late(Scheduler):       # waits until 50 ms with a wake-up, never re-asked when idle
+    class Late(Scheduler):  # waits until 50 ms with a wake-up, never re-asked when idle
         name = "late"
         reask_when_idle = False
 
@@ -249,4 +274,8 @@ def test_recorder_keeps_the_inner_schedulers_wake_at_working():
 
     rec = GapRecorder(Late())
     m = envs.run_episode(scen(), {"kind": "bulk", "size_bytes": 200_000}, rec, 0).metrics
-    assert not m["timed_out"] and m["time_to_first_byte_s"] > 0.05 and rec.gaps == [0.0] * len(rec.gaps)
+    assert (
+        not m["timed_out"]
+        and m["time_to_first_byte_s"] > 0.05
+        and rec.gaps == [0.0] * len(rec.gaps)
+    )

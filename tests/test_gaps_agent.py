@@ -18,10 +18,18 @@ from envs.errors import ConfigError
 from envs.runner import run_episode, setup_episode
 from envs.scheduler import Decision, Scheduler
 
-ASYM = {"name": "asym", "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20, "loss": 1e-4},
-                                  {"bandwidth_mbps": 50, "rtt_ms": 80, "loss": 1e-4}]}
+ASYM = {
+    "name": "asym",
+    "paths": [
+        {"bandwidth_mbps": 50, "rtt_ms": 20, "loss": 1e-4},
+        {"bandwidth_mbps": 50, "rtt_ms": 80, "loss": 1e-4},
+    ],
+}
 SMALL_APP = {"kind": "bulk", "size_bytes": 400_000}
-MID_APP = {"kind": "bulk", "size_bytes": 3_000_000}   # long enough for the 80 ms path to open and carry data
+MID_APP = {
+    "kind": "bulk",
+    "size_bytes": 3_000_000,
+}  # long enough for the 80 ms path to open and carry data
 TINY = {"warmup": 32, "batch_size": 16, "replay_capacity": 4096}
 
 
@@ -47,10 +55,10 @@ def test_acks_carry_the_receivers_out_of_order_queue_to_the_sender():
     emu.sim.run(s["max_duration_s"])
     reported = {v for _, v in probe.seen}
     assert max(reported) > 0
-    assert reported <= set(conn.oqs_v) | {0}          # every report is a queue the receiver had
+    assert reported <= set(conn.oqs_v) | {0}  # every report is a queue the receiver had
     first_queue = conn.oqs_t[next(i for i, v in enumerate(conn.oqs_v) if v > 0)]
     first_report = next(t for t, v in probe.seen if v > 0)
-    assert first_report > first_queue                   # it travels back with an ACK
+    assert first_report > first_queue  # it travels back with an ACK
 
 
 def test_padding_and_the_fastest_token_get_no_action_and_padding_changes_nothing():
@@ -76,7 +84,7 @@ def test_slow_paths_send_with_the_gap_kept_within_the_unsent_data():
         decisions.append((d, view.payload))
         return d
 
-    def epoch(self, view):                 # a fixed GAP of 30 packets on the slow path
+    def epoch(self, view):  # a fixed GAP of 30 packets on the slow path
         self.gaps = [0.0, 30.0]
 
     agent._epoch = epoch.__get__(agent)
@@ -86,14 +94,16 @@ def test_slow_paths_send_with_the_gap_kept_within_the_unsent_data():
     payload = decisions[0][1]
     assert gaps and max(gaps) == 30 * payload
     assert all(g % payload == 0 and 0 <= g <= 30 * payload for g in gaps)
-    assert min(gaps) < 30 * payload                   # the tail: gap_limit shrinks it
+    assert min(gaps) < 30 * payload  # the tail: gap_limit shrinks it
     assert r.metrics["timed_out"] == 0.0
 
 
 def test_training_is_seeded_and_learns_something(tmp_path):
     def train(seed):
-        a = GAPS(seed=seed, epoch="ack", **TINY)        # many epochs in a short download
-        out = a.fit(ASYM, SMALL_APP, seed=3, progress=False, episodes=2, rtt_ranges_ms=[[20, 40], [60, 90]])
+        a = GAPS(seed=seed, epoch="ack", **TINY)  # many epochs in a short download
+        out = a.fit(
+            ASYM, SMALL_APP, seed=3, progress=False, episodes=2, rtt_ranges_ms=[[20, 40], [60, 90]]
+        )
         return a, out
 
     a, out = train(0)
@@ -111,14 +121,14 @@ def test_training_is_seeded_and_learns_something(tmp_path):
 
 def test_exports_match_the_torch_actor(tmp_path):
     a = GAPS(seed=1)
-    for p in a.ddpg.actor.parameters():          # away from the initial values
+    for p in a.ddpg.actor.parameters():  # away from the initial values
         p.data += 0.05 * torch.randn_like(p)
     a.save(tmp_path)
     onnx_path = write_onnx(tmp_path / "actor.onnx", tmp_path / "model.h5")
     res = check_parity(a, tmp_path / "model.h5", onnx_path, tolerance=1e-5)
     assert res["hdf5_max_abs_diff"] <= 1e-5 and res["onnx_max_abs_diff"] <= 1e-5
     x, m = random_states(a.net_config, 8, seed=3)
-    assert np.abs(onnx_actor(onnx_path, x, m)).max() > 1e-3      # not a constant graph
+    assert np.abs(onnx_actor(onnx_path, x, m)).max() > 1e-3  # not a constant graph
     assert numpy_actor(tmp_path / "model.h5", x, m).shape == (8, 8)
 
 
@@ -128,10 +138,20 @@ def test_falcon_export_writes_and_checks_a_gaps_model(tmp_path):
     a = GAPS(seed=2)
     a.save(tmp_path / "run" / "models" / "gaps")
     out = tmp_path / "out"
-    summary = run_export({"model": str(tmp_path / "run"), "formats": ["hdf5", "onnx"], "output": str(out),
-                          "onnx": {"opset": 17, "ir_version": 8},
-                          "check": {"enabled": True, "tolerance": 1e-5, "random_states": 64,
-                                    "real_states": {"gaps_app_bytes": 3_000_000}}})
+    summary = run_export(
+        {
+            "model": str(tmp_path / "run"),
+            "formats": ["hdf5", "onnx"],
+            "output": str(out),
+            "onnx": {"opset": 17, "ir_version": 8},
+            "check": {
+                "enabled": True,
+                "tolerance": 1e-5,
+                "random_states": 64,
+                "real_states": {"gaps_app_bytes": 3_000_000},
+            },
+        }
+    )
     e = summary["exports"]["gaps"]
     assert sorted(e["files"]) == ["gaps.h5", "gaps.onnx"]
     assert e["parity"]["actor"]["real"]["states"] >= 5
@@ -154,16 +174,22 @@ def test_bad_model_files_and_settings_are_one_line_errors(tmp_path):
     from baselines.dqn.network import QNetSpec
 
     spec = QNetSpec(8, 2, (4,))
-    qnet = write_qnet_onnx(tmp_path / "q.onnx", ModelRecord("q", spec, BatchedDQN(spec, 1, seed=0).get_weights(0)))
+    qnet = write_qnet_onnx(
+        tmp_path / "q.onnx", ModelRecord("q", spec, BatchedDQN(spec, 1, seed=0).get_weights(0))
+    )
     with pytest.raises(ModelFileError, match=r"expected input \['state', 'mask'\]"):
         onnx_actor(qnet, *random_states(GAPS().net_config, 2))
     small = GAPS(seed=0, network={"d_model": 16})
     small.save(tmp_path / "s")
     with pytest.raises(ModelFileError, match="differs from the agent"):
         GAPS(model=str(tmp_path / "s"))
-    for kw, key in (({"max_gap_packets": -1}, "max_gap_packets"), ({"max_step_packets": 0}, "max_step_packets"),
-                    ({"size": "huge"}, "size"), ({"network": {"heads": 3}}, "multiple of heads"),
-                    ({"gamma": 1.0}, "gamma")):
+    for kw, key in (
+        ({"max_gap_packets": -1}, "max_gap_packets"),
+        ({"max_step_packets": 0}, "max_step_packets"),
+        ({"size": "huge"}, "size"),
+        ({"network": {"heads": 3}}, "multiple of heads"),
+        ({"gamma": 1.0}, "gamma"),
+    ):
         with pytest.raises(ConfigError, match=key):
             GAPS(**kw)
     nine = {"name": "nine", "paths": [{"bandwidth_mbps": 10, "rtt_ms": 20 + i} for i in range(9)]}
@@ -182,6 +208,7 @@ def test_the_paper_sized_encoder_acts_and_learns_a_few_steps():
     n_params = sum(p.numel() for p in a.ddpg.actor.parameters())
     assert n_params > 6 * 3_000_000
     from baselines.gaps.ddpg import Replay
+
     rep = Replay(64, 8, N_FEATURES)
     x, m = random_states(cfg, 16)
     for i in range(16):
@@ -220,7 +247,9 @@ def test_design_variants_sparse_epochs_and_the_model_base():
         GAPS._epoch = real_epoch
     mine = [(t, r) for o, t, r in times if o]
     assert len(mine) * 20 < len(times) - len(mine)
-    assert all(b[0] - a[0] >= b[1] * 0.999 for a, b in zip(mine, mine[1:]))   # checked with the srtt at b
+    assert all(
+        b[0] - a[0] >= b[1] * 0.999 for a, b in zip(mine, mine[1:])
+    )  # checked with the srtt at b
     assert seen["model"] > 10 and 0.25 * seen["model"] - 1 <= seen["gap"] <= 4 * seen["model"] + 1
     with pytest.raises(ConfigError, match="gaps.epoch"):
         GAPS(epoch="rtt")

@@ -32,8 +32,21 @@ GOLDEN = Path(__file__).parent / "golden" / "results.json"
 UPDATE = os.environ.get("FALCON_UPDATE_GOLDEN") == "1"
 #: a number whose key (or an enclosing key) contains one of these is a
 #: measurement of the machine, not of the emulation, or an identifier
-MACHINE = ("wall", "cpu", "memory", "rss", "mlflow", "output", "created", "_ms", "elapsed_wall", "seconds_per",
-           "per_s", "rate_hz", "selection_s")
+MACHINE = (
+    "wall",
+    "cpu",
+    "memory",
+    "rss",
+    "mlflow",
+    "output",
+    "created",
+    "_ms",
+    "elapsed_wall",
+    "seconds_per",
+    "per_s",
+    "rate_hz",
+    "selection_s",
+)
 
 JOBS = {
     "main": ["experiment=main", "runs=2", "scenario_list=[static_4g_5g,mobile_5g_5g]"],
@@ -43,32 +56,68 @@ JOBS = {
     "overhead": ["experiment=overhead", "quick=true"],
     "real_world": ["experiment=real_world", "quick=true", "~real_world.settings.static_5g_wlan"],
     "learnability": ["experiment=learnability", "quick=true", "runtime.workers=1"],
-    "meta_evidence": ["experiment=meta_evidence", "bank.reptile.meta_iterations=2", "bank.reptile.decisions_per_task=48",
-                      "evidence.n_cells=2", "evidence.tasks_per_cell=1", "evidence.eval_seeds=1",
-                      "evidence.finetune_decisions=48", "evidence.eval_size_bytes=200000",
-                      "evidence.max_duration_s=30", "+bank.generalist.tasks=2", "+bank.generalist.gradient_steps=20",
-                      "+bank.generalist.models=2", "+bank.generalist.checkpoints=1",
-                      "+bank.generalist.validation_tasks=1", "+bank.generalist.validation_episodes=2"],
+    "meta_evidence": [
+        "experiment=meta_evidence",
+        "bank.reptile.meta_iterations=2",
+        "bank.reptile.decisions_per_task=48",
+        "evidence.n_cells=2",
+        "evidence.tasks_per_cell=1",
+        "evidence.eval_seeds=1",
+        "evidence.finetune_decisions=48",
+        "evidence.eval_size_bytes=200000",
+        "evidence.max_duration_s=30",
+        "+bank.generalist.tasks=2",
+        "+bank.generalist.gradient_steps=20",
+        "+bank.generalist.models=2",
+        "+bank.generalist.checkpoints=1",
+        "+bank.generalist.validation_tasks=1",
+        "+bank.generalist.validation_episodes=2",
+    ],
 }
 #: falcon.evaluate's named experiments (the same check)
 EVALUATE_JOBS = {
     "stream_aware": ["experiment=stream_aware", "runs=2"],
-    "web_pages": ["experiment=web_pages", "runs=1", "scenario_list=[static_4g_wlan,mobile_5g_5g]",
-                  "app_list=[web_github]"],
+    "web_pages": [
+        "experiment=web_pages",
+        "runs=1",
+        "scenario_list=[static_4g_wlan,mobile_5g_5g]",
+        "app_list=[web_github]",
+    ],
 }
 #: a one-path bank (27 cells) with a generalist start: builds in seconds
-TINY_BANK = {"name": "tiny", "seed": 3, "hidden": [8, 8, 8], "grid": {"n_paths": 1, "bandwidth_mbps": [1, 1200]},
-             "generalist": {"tasks": 2, "gradient_steps": 20, "models": 2, "checkpoints": 1, "validation_tasks": 1,
-                            "validation_episodes": 2},
-             "reptile": {"meta_iterations": 3, "decisions_per_task": 24, "inner_steps": 2, "task_size_bytes": 60_000},
-             "chunk_size": 10, "checkpoint_every": 1}
+TINY_BANK = {
+    "name": "tiny",
+    "seed": 3,
+    "hidden": [8, 8, 8],
+    "grid": {"n_paths": 1, "bandwidth_mbps": [1, 1200]},
+    "generalist": {
+        "tasks": 2,
+        "gradient_steps": 20,
+        "models": 2,
+        "checkpoints": 1,
+        "validation_tasks": 1,
+        "validation_episodes": 2,
+    },
+    "reptile": {
+        "meta_iterations": 3,
+        "decisions_per_task": 24,
+        "inner_steps": 2,
+        "task_size_bytes": 60_000,
+    },
+    "chunk_size": 10,
+    "checkpoint_every": 1,
+}
 
 
 def numbers(obj, path: str = "") -> list[tuple[str, str]]:
     """``(key path, float.hex)`` of every number in ``obj`` outside :data:`MACHINE` keys, in order."""
     if isinstance(obj, dict):
-        return [x for k, v in obj.items() if not any(m in str(k).lower() for m in MACHINE)
-                for x in numbers(v, f"{path}/{k}")]
+        return [
+            x
+            for k, v in obj.items()
+            if not any(m in str(k).lower() for m in MACHINE)
+            for x in numbers(v, f"{path}/{k}")
+        ]
     if isinstance(obj, (list, tuple)):
         return [x for i, v in enumerate(obj) for x in numbers(v, f"{path}[{i}]")]
     if isinstance(obj, bool) or not isinstance(obj, (int, float)):
@@ -78,7 +127,7 @@ def numbers(obj, path: str = "") -> list[tuple[str, str]]:
 
 
 def digest(obj) -> dict:
-    nums = sorted(numbers(obj))      # by key path: the order of a mapping's keys is not a result
+    nums = sorted(numbers(obj))  # by key path: the order of a mapping's keys is not a result
     h = hashlib.sha256(json.dumps(nums).encode()).hexdigest()
     return {"numbers": len(nums), "sha256": h}
 
@@ -92,8 +141,10 @@ def check(name: str, obj) -> None:
         GOLDEN.write_text(json.dumps(dict(sorted(golden.items())), indent=1) + "\n")
         return
     assert name in golden, f"no golden digest for {name}: run with FALCON_UPDATE_GOLDEN=1"
-    assert got == golden[name], (f"{name}: seeded results changed ({got['numbers']} numbers, golden "
-                                 f"{golden[name]['numbers']}); if meant, FALCON_UPDATE_GOLDEN=1 (module docstring)")
+    assert got == golden[name], (
+        f"{name}: seeded results changed ({got['numbers']} numbers, golden "
+        f"{golden[name]['numbers']}); if meant, FALCON_UPDATE_GOLDEN=1 (module docstring)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +161,20 @@ def test_seeded_results_are_unchanged(job, compose, tmp_path, monkeypatch, small
     small_bank.write(bank_file)
     monkeypatch.setattr(common, "experiment_bank", lambda cfg, progress=True: small_bank)
     monkeypatch.setattr(bank_job, "ensure_bank", lambda cfg, runtime=None, progress=True: None)
-    cfg = compose("train", [*JOBS[job], "tracking=none", "progress=false", f"output={tmp_path / 'out'}",
-                            f"bank.path={bank_file}"])
+    cfg = compose(
+        "train",
+        [
+            *JOBS[job],
+            "tracking=none",
+            "progress=false",
+            f"output={tmp_path / 'out'}",
+            f"bank.path={bank_file}",
+        ],
+    )
     res = run_train_job(cfg)
-    if job == "main":          # the summary: per scenario, app and scheduler, the statistics of every metric
+    if (
+        job == "main"
+    ):  # the summary: per scenario, app and scheduler, the statistics of every metric
         res = {k: v for k, v in res.items() if k not in ("schedulers_info",)}
     check(job, res)
 
@@ -126,8 +187,16 @@ def test_seeded_evaluations_are_unchanged(job, compose, tmp_path, monkeypatch, s
     bank_file = tmp_path / "bank.h5"
     small_bank.write(bank_file)
     monkeypatch.setattr(bank_job, "ensure_bank", lambda cfg, runtime=None, progress=True: None)
-    cfg = compose("evaluate", [*EVALUATE_JOBS[job], "tracking=none", "progress=false", f"output={tmp_path / 'out'}",
-                               f"bank.path={bank_file}"])
+    cfg = compose(
+        "evaluate",
+        [
+            *EVALUATE_JOBS[job],
+            "tracking=none",
+            "progress=false",
+            f"output={tmp_path / 'out'}",
+            f"bank.path={bank_file}",
+        ],
+    )
     check(job, run_evaluate_job(cfg))
 
 
@@ -142,5 +211,10 @@ def test_bank_fingerprints_are_unchanged():
     from falcon.bank_job import bank_config
     from metalearning.build import BankBuildSpec
 
-    check("bank_fingerprints", {name: int(BankBuildSpec.from_config(bank_config(name)).fingerprint()[:12], 16)
-                                for name in ("quick", "paper")})
+    check(
+        "bank_fingerprints",
+        {
+            name: int(BankBuildSpec.from_config(bank_config(name)).fingerprint()[:12], 16)
+            for name in ("quick", "paper")
+        },
+    )

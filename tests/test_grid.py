@@ -23,13 +23,16 @@ def test_paper_grid_counts_and_names():
     one = ConditionGrid(n_paths=1)
     assert one.n_cells == 27 and one.name(0) == "cell_00" and one.name(26) == "cell_26"
     three = ConditionGrid(n_paths=3)
-    assert three.n_cells == 27 ** 3 and three.name(5) == "cell_00005"
+    assert three.n_cells == 27**3 and three.name(5) == "cell_00005"
 
 
 def test_cells_are_distinct_and_cover_the_paper_ranges():
     seen = {json.dumps(GRID.ranges(c)) for c in range(GRID.n_cells)}
     assert len(seen) == 729
-    assert GRID.ranges(0) == [{"loss": (0.0, 0.01), "rtt_ms": (0.0, 50.0), "dev_ratio": (0.0, 0.4)}] * 2
+    assert (
+        GRID.ranges(0)
+        == [{"loss": (0.0, 0.01), "rtt_ms": (0.0, 50.0), "dev_ratio": (0.0, 0.4)}] * 2
+    )
     top = {"loss": (0.05, 1.0), "rtt_ms": (200.0, math.inf), "dev_ratio": (0.8, math.inf)}
     assert GRID.ranges(728) == [top, top]
 
@@ -48,32 +51,38 @@ def test_mixed_radix_index():
     assert GRID.range_indices(9) == (1, 0, 0)
 
 
-@pytest.mark.parametrize("loss, rtt, std, want", [
-    (0.0, 0.0, 0.0, (0, 0, 0)),
-    (0.00999, 49.999, 0.0, (0, 0, 0)),
-    (0.01, 50.0, 20.0, (1, 1, 1)),           # lower edges belong to the upper range
-    (0.049999, 199.99, 39.99, (1, 1, 0)),
-    (0.05, 200.0, 160.0, (2, 2, 2)),
-    (1.0, 1e6, 1e7, (2, 2, 2)),              # loss 1.0 and values above the caps: top ranges
-    (0.5, 10.0, 3.9999, (2, 0, 0)),
-    (0.0, 10.0, 4.0, (0, 0, 1)),
-    (0.0, 0.0, 1.0, (0, 0, 2)),              # a deviation around a zero mean is unbounded
-])
+@pytest.mark.parametrize(
+    "loss, rtt, std, want",
+    [
+        (0.0, 0.0, 0.0, (0, 0, 0)),
+        (0.00999, 49.999, 0.0, (0, 0, 0)),
+        (0.01, 50.0, 20.0, (1, 1, 1)),  # lower edges belong to the upper range
+        (0.049999, 199.99, 39.99, (1, 1, 0)),
+        (0.05, 200.0, 160.0, (2, 2, 2)),
+        (1.0, 1e6, 1e7, (2, 2, 2)),  # loss 1.0 and values above the caps: top ranges
+        (0.5, 10.0, 3.9999, (2, 0, 0)),
+        (0.0, 10.0, 4.0, (0, 0, 1)),
+        (0.0, 0.0, 1.0, (0, 0, 2)),  # a deviation around a zero mean is unbounded
+    ],
+)
 def test_boundaries(loss, rtt, std, want):
     pc = GRID.path_cell(PathCondition(loss, rtt, std))
     assert GRID.range_indices(pc) == want
 
 
-@pytest.mark.parametrize("cond, msg", [
-    (PathCondition(-0.01, 10.0, 1.0), "loss"),
-    (PathCondition(float("nan"), 10.0, 1.0), "loss"),
-    (PathCondition(1.5, 10.0, 1.0), "loss"),
-    (PathCondition(0.0, -1.0, 1.0), "rtt_ms"),
-    (PathCondition(0.0, float("nan"), 1.0), "rtt_ms"),
-    (PathCondition(0.0, math.inf, 1.0), "rtt_ms"),
-    (PathCondition(0.0, 10.0, -1.0), "rtt_std_ms"),
-    (PathCondition(0.0, 10.0, float("nan")), "rtt_std_ms"),
-])
+@pytest.mark.parametrize(
+    "cond, msg",
+    [
+        (PathCondition(-0.01, 10.0, 1.0), "loss"),
+        (PathCondition(float("nan"), 10.0, 1.0), "loss"),
+        (PathCondition(1.5, 10.0, 1.0), "loss"),
+        (PathCondition(0.0, -1.0, 1.0), "rtt_ms"),
+        (PathCondition(0.0, float("nan"), 1.0), "rtt_ms"),
+        (PathCondition(0.0, math.inf, 1.0), "rtt_ms"),
+        (PathCondition(0.0, 10.0, -1.0), "rtt_std_ms"),
+        (PathCondition(0.0, 10.0, float("nan")), "rtt_std_ms"),
+    ],
+)
 def test_bad_conditions_are_one_line_errors(cond, msg):
     with pytest.raises(ConfigError, match=msg) as e:
         GRID.cell_index([cond, PathCondition(0.0, 10.0, 1.0)])
@@ -95,8 +104,15 @@ def test_bad_arguments():
     for sub in (0, -1, True, (1, 2), "2", (1, 0, 1), 1.5):
         with pytest.raises(ConfigError, match="subranges"):
             ConditionGrid(subranges=sub)
-    for caps in ({"loss": 0.05}, {"loss": 1.0}, {"rtt_ms": 100}, {"dev_ratio": math.inf}, {"jitter": 1},
-                 {"loss": "x"}, [0.2]):
+    for caps in (
+        {"loss": 0.05},
+        {"loss": 1.0},
+        {"rtt_ms": 100},
+        {"dev_ratio": math.inf},
+        {"jitter": 1},
+        {"loss": "x"},
+        [0.2],
+    ):
         with pytest.raises(ConfigError, match="caps"):
             ConditionGrid(caps=caps)
     for links in ((), ("lte",), "4g"):
@@ -110,7 +126,7 @@ def test_bad_arguments():
 
 def test_subranges():
     g = ConditionGrid(subranges=2)
-    assert g.n_ranges == (6, 6, 6) and g.n_path_cells == 216 and g.n_cells == 216 ** 2
+    assert g.n_ranges == (6, 6, 6) and g.n_path_cells == 216 and g.n_cells == 216**2
     assert g.edges("rtt_ms") == (0.0, 25.0, 50.0, 125.0, 200.0, 400.0, math.inf)
     assert g.edges("dev_ratio") == (0.0, 0.2, 0.4, 0.6, 0.8, 1.15, math.inf)
     assert g.edges("loss") == (0.0, 0.005, 0.01, 0.03, 0.05, 0.125, 1.0)
@@ -129,8 +145,13 @@ def test_every_sampled_task_maps_back_to_its_cell():
         conds = conditions_of_scenario(task)
         assert GRID.cell_index(conds) == cell
         for cond, p in zip(conds, task["paths"]):
-            assert 0.0 <= cond.loss <= 0.20 and 1.0 <= cond.rtt_ms <= 600.0 and cond.dev_ratio <= 1.5
-            assert p["link"] in GRID.links and p["bandwidth_mbps"] == LINKS[p["link"]]["bandwidth_mbps"]
+            assert (
+                0.0 <= cond.loss <= 0.20 and 1.0 <= cond.rtt_ms <= 600.0 and cond.dev_ratio <= 1.5
+            )
+            assert (
+                p["link"] in GRID.links
+                and p["bandwidth_mbps"] == LINKS[p["link"]]["bandwidth_mbps"]
+            )
         assert task["cc"] == "olia" and task["max_duration_s"] == 30.0
         assert task["name"] == f"grid-{GRID.name(cell)}"
         assert normalise_scenario(task) == task
@@ -179,7 +200,9 @@ def test_links_and_base_paths():
     task = g.sample_task(100, np.random.default_rng(0), {"paths": {"buffer_bdp": 2.0}})
     assert [p["link"] for p in task["paths"]] == ["wlan", "wlan"]
     assert all(p["bandwidth_mbps"] == 30.0 and p["buffer_bdp"] == 2.0 for p in task["paths"])
-    task = g.sample_task(100, np.random.default_rng(0), {"paths": [{"cc": "cubic"}, {}], "name": "t"})
+    task = g.sample_task(
+        100, np.random.default_rng(0), {"paths": [{"cc": "cubic"}, {}], "name": "t"}
+    )
     assert task["paths"][0]["cc"] == "cubic" and task["name"] == "t"
     with pytest.raises(ConfigError, match="set by the grid"):
         g.sample_task(0, np.random.default_rng(0), {"paths": {"loss": 0.1}})
@@ -195,20 +218,27 @@ def test_bandwidth_range_tasks():
     bws = []
     for cell in range(0, g.n_cells, 7):
         task = g.sample_task(cell, rng)
-        assert g.cell_index(conditions_of_scenario(task)) == cell   # the bandwidth does not move the cell
+        assert (
+            g.cell_index(conditions_of_scenario(task)) == cell
+        )  # the bandwidth does not move the cell
         assert all(p.get("link") is None for p in task["paths"])
         bws += [p["bandwidth_mbps"] for p in task["paths"]]
     assert 2.0 <= min(bws) and max(bws) <= 800.0
-    logs = np.log(bws)                # log-uniform: about half the draws below the geometric midpoint
+    logs = np.log(bws)  # log-uniform: about half the draws below the geometric midpoint
     assert 0.35 < np.mean(logs < np.log(40.0)) < 0.65 and max(bws) > 400 and min(bws) < 4
-    assert g != ConditionGrid() and ConditionGrid.from_dict(json.loads(json.dumps(g.to_dict()))) == g
+    assert (
+        g != ConditionGrid() and ConditionGrid.from_dict(json.loads(json.dumps(g.to_dict()))) == g
+    )
     for bad in ((0, 10), (10, 5), (1, math.inf), "fast", (1, 2, 3)):
         with pytest.raises(ConfigError, match="bandwidth_mbps"):
             ConditionGrid(bandwidth_mbps=bad)
 
 
 def test_to_dict_round_trip():
-    for g in (GRID, ConditionGrid(n_paths=1, subranges=(2, 1, 3), caps={"rtt_ms": 800}, links=("5g", "4g"))):
+    for g in (
+        GRID,
+        ConditionGrid(n_paths=1, subranges=(2, 1, 3), caps={"rtt_ms": 800}, links=("5g", "4g")),
+    ):
         d = json.loads(json.dumps(g.to_dict()))
         back = ConditionGrid.from_dict(d)
         assert back == g and hash(back) == hash(g) and back.to_dict() == g.to_dict()
@@ -228,12 +258,20 @@ def test_to_dict_round_trip():
 
 
 def test_conditions_of_scenario():
-    conds = conditions_of_scenario({"paths": [{"link": "4g"}, {"bandwidth_mbps": 10, "rtt_ms": 80,
-                                                               "rtt_std_ms": 40, "loss": 0.02}]})
+    conds = conditions_of_scenario(
+        {
+            "paths": [
+                {"link": "4g"},
+                {"bandwidth_mbps": 10, "rtt_ms": 80, "rtt_std_ms": 40, "loss": 0.02},
+            ]
+        }
+    )
     assert conds[0] == PathCondition(0.001, 29.2, 4.8)
     assert conds[1].dev_ratio == 0.5 and GRID.range_indices(GRID.path_cell(conds[1])) == (1, 1, 1)
     ge = {"p_gb": 0.01, "p_bg": 0.09, "loss_good": 0.0, "loss_bad": 0.5}
-    (c,) = conditions_of_scenario({"paths": [{"bandwidth_mbps": 10, "loss_model": "gilbert_elliott", "ge": ge}]})
+    (c,) = conditions_of_scenario(
+        {"paths": [{"bandwidth_mbps": 10, "loss_model": "gilbert_elliott", "ge": ge}]}
+    )
     assert c.loss == pytest.approx(0.05)
 
 

@@ -65,7 +65,7 @@ def test_spaces_and_initial_observation():
     np.testing.assert_allclose(obs[3], rtt, rtol=1e-6)
     np.testing.assert_allclose(obs[0], 32 / rtt / RATE_SCALE_PKTS, rtol=1e-6)
     np.testing.assert_allclose(obs[7], 0.333 / RTT_SCALE_S, rtol=1e-6)
-    assert obs[1] == 0.0      # nothing in flight yet
+    assert obs[1] == 0.0  # nothing in flight yet
     assert "emulator_seed" in info
     # the returned observation is a copy, not the internal buffer
     obs[:] = -1
@@ -102,7 +102,9 @@ def test_same_seed_same_trajectory_different_seed_differs():
     o3, r3, _, _, _ = rollout(env, 8, random_policy)
     assert o1.shape != o3.shape or not np.array_equal(o1, o3)
     # a second, independent instance reproduces the same trajectory
-    o4, r4, _, _, _ = rollout(MultipathSchedulingEnv(SCENARIO, APP, reward="goodput"), 7, random_policy)
+    o4, r4, _, _, _ = rollout(
+        MultipathSchedulingEnv(SCENARIO, APP, reward="goodput"), 7, random_policy
+    )
     np.testing.assert_array_equal(o1, o4)
     np.testing.assert_array_equal(r1, r4)
 
@@ -175,9 +177,13 @@ def test_packet_rate_credits_every_decision_with_its_own_packet():
     their packets' fates become known, so both sum to the same return. On a
     fast (20 ms) + slow (100 ms, 5 Mbit/s) pair, decisions that pick the slow
     path earn far less than those that pick the fast one."""
-    scenario = {"name": "fast_slow", "paths": [
-        {"bandwidth_mbps": 100, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
-        {"bandwidth_mbps": 5, "rtt_ms": 100, "rtt_std_ms": 20, "loss": 0.01}]}
+    scenario = {
+        "name": "fast_slow",
+        "paths": [
+            {"bandwidth_mbps": 100, "rtt_ms": 20, "rtt_std_ms": 2, "loss": 0.001},
+            {"bandwidth_mbps": 5, "rtt_ms": 100, "rtt_std_ms": 20, "loss": 0.01},
+        ],
+    }
     env = MultipathSchedulingEnv(scenario, APP, reward="packet_rate")
     _, rewards, actions, info, term = rollout(env, 3, random_policy)
     credits = info["decision_rewards"]
@@ -186,7 +192,7 @@ def test_packet_rate_credits_every_decision_with_its_own_packet():
     assert rewards.sum() == pytest.approx(float(credits.sum(dtype=np.float64)), rel=1e-5)
     acts = np.array(actions)
     fast, slow = np.median(credits[acts == 0]), np.median(credits[acts == 1])
-    assert 1.0 < fast < 5.0        # about 0.1 s / 20-100 ms
+    assert 1.0 < fast < 5.0  # about 0.1 s / 20-100 ms
     assert slow < 0.5 * fast
 
 
@@ -235,7 +241,9 @@ def test_bad_arguments():
 
 
 def test_sync_vector_env_two_envs():
-    venv = gym.vector.SyncVectorEnv([lambda: MultipathSchedulingEnv(SCENARIO, APP, reward="goodput") for _ in range(2)])
+    venv = gym.vector.SyncVectorEnv(
+        [lambda: MultipathSchedulingEnv(SCENARIO, APP, reward="goodput") for _ in range(2)]
+    )
     obs, _ = venv.reset(seed=[0, 1])
     assert obs.shape == (2, 8) and obs.dtype == np.float32
     finished = 0
@@ -271,4 +279,4 @@ def test_register_rllib_does_not_start_ray():
     env = _global_registry.get(ENV_CREATOR, name)({"app": APP})
     assert isinstance(env, MultipathSchedulingEnv)
     obs, _ = env.reset(seed=0)
-    assert obs.shape == (19,)     # the default (completion) MDP, two paths
+    assert obs.shape == (19,)  # the default (completion) MDP, two paths

@@ -23,17 +23,31 @@ from envs.errors import ConfigError
 
 
 def synthetic_path(mean_mbps, rtt_ms=25, std_mbps=8, duration_s=30):
-    return {"synthetic": {"kind": "gaussian_rate", "mean_mbps": mean_mbps, "std_mbps": std_mbps, "step_s": 0.025,
-                          "duration_s": duration_s, "dist": "truncnorm"},
-            "rtt_ms": rtt_ms, "buffer_packets": 1000}
+    return {
+        "synthetic": {
+            "kind": "gaussian_rate",
+            "mean_mbps": mean_mbps,
+            "std_mbps": std_mbps,
+            "step_s": 0.025,
+            "duration_s": duration_s,
+            "dist": "truncnorm",
+        },
+        "rtt_ms": rtt_ms,
+        "buffer_packets": 1000,
+    }
 
 
 BALANCED = {"paths": [synthetic_path(40), synthetic_path(40)]}
-CONSTANT = {"paths": [{"bandwidth_mbps": 40, "rtt_ms": 25, "buffer_packets": 1000},
-                      {"bandwidth_mbps": 40, "rtt_ms": 25, "buffer_packets": 1000}]}
+CONSTANT = {
+    "paths": [
+        {"bandwidth_mbps": 40, "rtt_ms": 25, "buffer_packets": 1000},
+        {"bandwidth_mbps": 40, "rtt_ms": 25, "buffer_packets": 1000},
+    ]
+}
 
 
 # ---------------------------------------------------------------- the schedule math
+
 
 def brute_force_failure(lams, counts, k, samples):
     """P(on-time total < k) by enumerating each path's first late packet."""
@@ -59,8 +73,9 @@ def test_the_failure_probability_is_exact_against_enumeration():
         lams = random_lams(rng, m, 6)
         counts = [int(c) for c in rng.integers(0, 7, m)]
         k = int(rng.integers(1, 8))
-        assert failure_probability(lams, counts, k) == pytest.approx(brute_force_failure(lams, counts, k, None),
-                                                                      abs=1e-12)
+        assert failure_probability(lams, counts, k) == pytest.approx(
+            brute_force_failure(lams, counts, k, None), abs=1e-12
+        )
         for s in counts:
             assert delivered_distribution(lams[0], s).sum() == pytest.approx(1.0)
 
@@ -71,7 +86,11 @@ def test_the_failure_probability_matches_a_fifo_monte_carlo():
     rng = np.random.default_rng(1)
     mus, sds, counts, k = [20.0, 12.0], [4.0, 3.0], [25, 16], 30
     from statistics import NormalDist
-    lams = [np.array([NormalDist(mu, sd).cdf(j) for j in range(1, s + 1)]) for mu, sd, s in zip(mus, sds, counts)]
+
+    lams = [
+        np.array([NormalDist(mu, sd).cdf(j) for j in range(1, s + 1)])
+        for mu, sd, s in zip(mus, sds, counts)
+    ]
     caps = np.stack([rng.normal(mu, sd, 200_000) for mu, sd in zip(mus, sds)])
     on_time = sum(np.clip(np.floor(c), 0, s) for c, s in zip(caps, counts))
     assert failure_probability(lams, counts, k) == pytest.approx(np.mean(on_time < k), abs=3e-3)
@@ -79,7 +98,9 @@ def test_the_failure_probability_matches_a_fifo_monte_carlo():
 
 def naive_jump(lams, k, p_thr, caps, min_per_path, eps):
     """JUMP as the paper states it: one packet at a time until P_e meets the target."""
-    order = greedy_order(lams, [min(c, k) for c in caps], [min(min_per_path, min(c, k)) for c in caps], eps)
+    order = greedy_order(
+        lams, [min(c, k) for c in caps], [min(min_per_path, min(c, k)) for c in caps], eps
+    )
     for s in order:
         if failure_probability(lams, s, k) <= 1 - p_thr:
             return s, True
@@ -118,29 +139,35 @@ def test_an_infeasible_block_gets_the_maximal_schedule_flagged():
 
 def test_leap_finds_the_largest_feasible_block_and_flip_the_shortest_deadline():
     from statistics import NormalDist
+
     lams = [np.array([NormalDist(60, 8).cdf(j) for j in range(1, 101)])] * 2
     k, counts, pe = leap(lams, 0.98, [100, 100], k_max=200, min_per_path=0)
     assert jump(lams, k, 0.98, [100, 100], 0)[2] and not jump(lams, k + 1, 0.98, [100, 100], 0)[2]
     assert pe <= 0.02 and 60 < k < 120
 
-    def lams_at(T):     # capacity 2 packets per ms per path, +- 20 %
-        return [np.array([NormalDist(2 * T * 1e3, 0.4 * T * 1e3).cdf(j) for j in range(1, 201)])] * 2
+    def lams_at(T):  # capacity 2 packets per ms per path, +- 20 %
+        return [
+            np.array([NormalDist(2 * T * 1e3, 0.4 * T * 1e3).cdf(j) for j in range(1, 201)])
+        ] * 2
 
-    T, counts, pe, ok = flip(lams_at, 60, 0.98, lambda T: [200, 200], t_max=0.2, quantum=0.001, min_per_path=0)
+    T, counts, pe, ok = flip(
+        lams_at, 60, 0.98, lambda T: [200, 200], t_max=0.2, quantum=0.001, min_per_path=0
+    )
     assert ok and pe <= 0.02
     assert not jump(lams_at(T - 0.001), 60, 0.98, [200, 200], 0)[2]
 
 
 # ---------------------------------------------------------------- SKIP
 
+
 def test_skip_measures_the_capacity_of_a_constant_path_from_ack_spacing():
     est = SkipEstimator(1500)
-    rate = 5e6                                        # bytes/s (40 Mb/s)
+    rate = 5e6  # bytes/s (40 Mb/s)
     pn = 0
     for burst in range(40):
         t0 = burst * 0.025
         est.on_sent(t0, pn, 60)
-        for j in range(60):                           # served back to back, acked one RTT later
+        for j in range(60):  # served back to back, acked one RTT later
             est.on_ack(pn + j, t0, t0 + 0.025 + (j + 1) * 1500 / rate)
         pn += 60
     est.forecast(1.0, 0.02)
@@ -160,7 +187,7 @@ def test_skip_resets_to_the_outage_rate_and_follows_a_down_step():
         est2.step(5e6)
     for _ in range(5):
         est2.step(1e6)
-    assert est2.x == pytest.approx(1e6, rel=0.05)    # a long-standing step: reset to the recent mean
+    assert est2.x == pytest.approx(1e6, rel=0.05)  # a long-standing step: reset to the recent mean
 
 
 def _joint_state(rho_target: float):
@@ -168,8 +195,10 @@ def _joint_state(rho_target: float):
     est = SkipEstimator(1500, calibrate=True, queue="joint")
     rng = np.random.default_rng(0)
     real = [5e6]
-    for _ in range(399):        # an AR(1) history of realised rates with lag-one correlation ~rho_target
-        real.append(5e6 + rho_target * (real[-1] - 5e6) + math.sqrt(1 - rho_target ** 2) * rng.normal(0, 1e6))
+    for _ in range(399):  # an AR(1) history of realised rates with lag-one correlation ~rho_target
+        real.append(
+            5e6 + rho_target * (real[-1] - 5e6) + math.sqrt(1 - rho_target**2) * rng.normal(0, 1e6)
+        )
     est._errors.extend((5e6, r) for r in real)
     est.has_sample, est.min_rtt, est.last_ack_time = True, 0.025, 0.100
     est.unacked.extend([(pn, 0.090) for pn in range(40)] + [(pn, 0.110) for pn in range(40, 100)])
@@ -193,8 +222,13 @@ def test_the_joint_lateness_is_the_bivariate_model_it_states(rho_target):
     c_w = mu + sd * (rho * z1 + math.sqrt(1 - rho * rho) * z2)
     window = T - 0.0125
     t_dep = 0.100 - 0.025
-    backlog = np.maximum.reduce([np.zeros_like(c_p), 100 * 1500 - c_p * (now - max(0.090, t_dep)),
-                                 60 * 1500 - c_p * (now - 0.110)])
+    backlog = np.maximum.reduce(
+        [
+            np.zeros_like(c_p),
+            100 * 1500 - c_p * (now - max(0.090, t_dep)),
+            60 * 1500 - c_p * (now - 0.110),
+        ]
+    )
     j = np.arange(1, n + 1)
     mc = np.array([np.mean(c_w * window < backlog + jj * 1500) for jj in j])
     assert np.max(np.abs(lam - mc)) < 0.01
@@ -221,11 +255,18 @@ def test_the_lateness_cap_counts_the_packets_at_most_that_late():
 
     hop = HOP(cap="lateness", lateness_cap=0.25)
     hop.estimators = [Stub(), Stub()]
-    n = path_cap(5e6 + 3 * 1e6, 0.035, 0.0125, 1500)      # what rate + 3 std carries in the window
+    n = path_cap(5e6 + 3 * 1e6, 0.035, 0.0125, 1500)  # what rate + 3 std carries in the window
     assert n == 120
-    assert hop._caps(0.0, 0.035, 1500, 10_000) == [int(np.count_nonzero(np.linspace(0.0, 1.0, n) <= 0.25))] * 2
-    for kw in ({"queue": "joint"}, {"queue": "joint", "calibrate": True, "estimator": "oracle"},
-               {"lateness_cap": 1.0}, {"queue": "fifo"}):
+    assert (
+        hop._caps(0.0, 0.035, 1500, 10_000)
+        == [int(np.count_nonzero(np.linspace(0.0, 1.0, n) <= 0.25))] * 2
+    )
+    for kw in (
+        {"queue": "joint"},
+        {"queue": "joint", "calibrate": True, "estimator": "oracle"},
+        {"lateness_cap": 1.0},
+        {"queue": "fifo"},
+    ):
         with pytest.raises(ConfigError):
             HOP(**kw)
 
@@ -241,9 +282,14 @@ def test_the_calibrated_forecast_is_calibrated(seed):
     """The issue's bar: blocks whose realised window capacity falls below the
     forecast's 2 % quantile: within 1-4 % (per path, after a warm-up);
     the paper's formula misses it by far (its spread is too small)."""
+
     def below_q02(hop):
-        r = run_block_episode({"paths": [synthetic_path(32), synthetic_path(48)]},
-                              {"block_bytes": 100_000, "duration_s": 30}, hop, seed=seed)
+        r = run_block_episode(
+            {"paths": [synthetic_path(32), synthetic_path(48)]},
+            {"block_bytes": 100_000, "duration_s": 30},
+            hop,
+            seed=seed,
+        )
         f = np.array(hop.forecasts)[40:]
         return np.mean(r.window_capacity[40:] < f[:, :, 0] - 2.054 * f[:, :, 1], axis=0)
 
@@ -253,6 +299,7 @@ def test_the_calibrated_forecast_is_calibrated(seed):
 
 
 # ---------------------------------------------------------------- the block transport
+
 
 class Fixed(BlockScheduler):
     name = "fixed"
@@ -274,7 +321,9 @@ def test_blocks_within_capacity_all_decode_and_too_large_ones_all_fail():
     assert small.metrics["goodput_mbps"] == pytest.approx(30_000 * 8 / 0.025 / 1e6)
     assert np.all(small.decode_s < 0.035)
     # 40 Mb/s per path serves 75 packets in the 22.5 ms window: 100 per path cannot all make it
-    big = run_block_episode(CONSTANT, {"block_bytes": 300_000, "duration_s": 0.5}, Fixed((100, 100)))
+    big = run_block_episode(
+        CONSTANT, {"block_bytes": 300_000, "duration_s": 0.5}, Fixed((100, 100))
+    )
     assert big.metrics["failure_probability"] == 1.0
     assert np.all(big.on_time <= 2 * 75)
 
@@ -295,13 +344,21 @@ def test_the_window_capacity_is_the_trace_ground_truth():
 
 
 def test_block_config_errors_are_one_line():
-    for bad, key in (({"block_bytes": 0}, "block_bytes"), ({"deadline_s": -1}, "deadline_s"),
-                     ({"p_thr": 1.0}, "p_thr"), ({"header_bytes": 1500}, "header_bytes"),
-                     ({"nope": 1}, "unknown"), ({"period_s": "x"}, "period_s")):
+    for bad, key in (
+        ({"block_bytes": 0}, "block_bytes"),
+        ({"deadline_s": -1}, "deadline_s"),
+        ({"p_thr": 1.0}, "p_thr"),
+        ({"header_bytes": 1500}, "header_bytes"),
+        ({"nope": 1}, "unknown"),
+        ({"period_s": "x"}, "period_s"),
+    ):
         with pytest.raises(ConfigError, match=key) as e:
             normalise_block(bad)
         assert "\n" not in str(e.value)
-    assert normalise_block({"deadline_s": None, "block_bytes": 1000})["deadline_s"] == normalise_block({})["deadline_s"]
+    assert (
+        normalise_block({"deadline_s": None, "block_bytes": 1000})["deadline_s"]
+        == normalise_block({})["deadline_s"]
+    )
     with pytest.raises(ValueError, match="counts"):
         run_block_episode(CONSTANT, {"block_bytes": 10_000, "duration_s": 0.1}, Fixed((1,)))
     for kw in ({"mode": "fast"}, {"estimator": "psychic"}, {"cap": "none"}, {"p_thr": 2}):
@@ -311,11 +368,20 @@ def test_block_config_errors_are_one_line():
 
 # ---------------------------------------------------------------- HOP end to end
 
+
 def test_hop_runs_are_reproducible_from_the_seed():
-    a = run_block_episode(BALANCED, {"block_bytes": 120_000, "duration_s": 2}, HOP(calibrate=True, cap="backlog"),
-                          seed=5)
-    b = run_block_episode(BALANCED, {"block_bytes": 120_000, "duration_s": 2}, HOP(calibrate=True, cap="backlog"),
-                          seed=5)
+    a = run_block_episode(
+        BALANCED,
+        {"block_bytes": 120_000, "duration_s": 2},
+        HOP(calibrate=True, cap="backlog"),
+        seed=5,
+    )
+    b = run_block_episode(
+        BALANCED,
+        {"block_bytes": 120_000, "duration_s": 2},
+        HOP(calibrate=True, cap="backlog"),
+        seed=5,
+    )
     assert a.metrics == b.metrics and np.array_equal(a.sent, b.sent)
 
 
@@ -336,10 +402,14 @@ def test_the_joint_queue_model_and_the_lateness_cap_close_most_of_the_gap_to_ide
     as ideal JUMP; the joint model with the lateness cap comes within a
     few tenths of a percent of it and sends far less redundancy."""
     block = {"block_bytes": 140_000, "duration_s": 15}
-    runs = {name: run_block_episode(BALANCED, block, HOP(**kw), seed=1) for name, kw in (
-        ("backlog", {"calibrate": True, "cap": "backlog"}),
-        ("ours", {"calibrate": True, "cap": "lateness", "queue": "joint"}),
-        ("ideal", {"estimator": "oracle", "cap": "backlog"}))}
+    runs = {
+        name: run_block_episode(BALANCED, block, HOP(**kw), seed=1)
+        for name, kw in (
+            ("backlog", {"calibrate": True, "cap": "backlog"}),
+            ("ours", {"calibrate": True, "cap": "lateness", "queue": "joint"}),
+            ("ideal", {"estimator": "oracle", "cap": "backlog"}),
+        )
+    }
     fail = {n: r.metrics["failure_probability"] for n, r in runs.items()}
     assert fail["ours"] < 0.7 * fail["backlog"], fail
     assert fail["ours"] < fail["ideal"] + 0.01, fail
@@ -352,9 +422,19 @@ def test_the_gaussian_bound_of_the_balanced_case_is_about_51_mbps():
 
 
 def test_leap_and_flip_choose_their_block_size_and_deadline():
-    leap_run = run_block_episode(BALANCED, {"block_bytes": 100_000, "duration_s": 3},
-                                 HOP(mode="leap", calibrate=True, cap="backlog"), seed=2)
-    assert len(set(leap_run.k[10:].tolist())) > 3          # the size follows the forecast
-    flip_run = run_block_episode(BALANCED, {"block_bytes": 60_000, "duration_s": 3},
-                                 HOP(mode="flip", calibrate=True, cap="backlog"), seed=2)
-    assert flip_run.deadline_s[10:].mean() < 0.035          # a small block needs less than the contract's 35 ms
+    leap_run = run_block_episode(
+        BALANCED,
+        {"block_bytes": 100_000, "duration_s": 3},
+        HOP(mode="leap", calibrate=True, cap="backlog"),
+        seed=2,
+    )
+    assert len(set(leap_run.k[10:].tolist())) > 3  # the size follows the forecast
+    flip_run = run_block_episode(
+        BALANCED,
+        {"block_bytes": 60_000, "duration_s": 3},
+        HOP(mode="flip", calibrate=True, cap="backlog"),
+        seed=2,
+    )
+    assert (
+        flip_run.deadline_s[10:].mean() < 0.035
+    )  # a small block needs less than the contract's 35 ms

@@ -15,15 +15,32 @@ from falcon.experiments import hop, hop_report
 @pytest.fixture
 def job_cfg(compose, tmp_path):
     def make(*extra, quick=True):
-        return compose("train", ["experiment=hop", f"quick={str(quick).lower()}", "tracking=none",
-                                 f"output={tmp_path / 'hop'}", "progress=false", *extra])
+        return compose(
+            "train",
+            [
+                "experiment=hop",
+                f"quick={str(quick).lower()}",
+                "tracking=none",
+                f"output={tmp_path / 'hop'}",
+                "progress=false",
+                *extra,
+            ],
+        )
+
     return make
 
 
 def test_quick_variant_end_to_end(job_cfg, tmp_path):
     res = hop.run_job(job_cfg())
     out = tmp_path / "hop"
-    for name in ("hop.json", "hop.txt", "hop.png", "hop_leap.png", "hop_estimator.png", "config.json"):
+    for name in (
+        "hop.json",
+        "hop.txt",
+        "hop.png",
+        "hop_leap.png",
+        "hop_estimator.png",
+        "config.json",
+    ):
         assert (out / name).is_file(), name
     data = json.loads((out / "hop.json").read_text())
     names = ["hop", "ideal_jump", "leap", "cubic+minrtt", "bbr+dems"]
@@ -34,7 +51,9 @@ def test_quick_variant_end_to_end(job_cfg, tmp_path):
             assert list(p["sizes"]) == (["leap"] if name == "leap" else ["100", "140"])
             for c in p["sizes"].values():
                 assert 0.0 <= c["failure_probability"] <= 1.0 and c["runs"] == 1
-        assert cs["bound_empirical"]["goodput_mbps"] > 0 and cs["bound_gaussian"]["goodput_mbps"] > 0
+        assert (
+            cs["bound_empirical"]["goodput_mbps"] > 0 and cs["bound_gaussian"]["goodput_mbps"] > 0
+        )
         assert cs["schedulers"]["leap"]["mean_block_kb"] > 0
         assert len(cs["schedulers"]["hop"]["estimator"]["below_q2"]) == 2
     assert set(data["summary"]["highly_unbalanced"]["failure_ratios"]) == {"bbr+dems/hop"}
@@ -46,16 +65,19 @@ def test_quick_variant_end_to_end(job_cfg, tmp_path):
     assert "the paper's claims beside ours" in text and "46.4" in text
 
 
-@pytest.mark.parametrize("override, match", [
-    ("hop.cases=[balanced,nowhere]", "unknown case 'nowhere'"),
-    ("hop.schedulers=[hop,foo+minrtt]", r"unknown scheduler 'foo\+minrtt'"),
-    ("hop.schedulers=[hop,bbr+nosuch]", "nosuch"),
-    ("hop.runs=0", "runs"),
-    ("hop.block_kb=[100,-5]", "block_kb"),
-    ("hop.duration_s=0", "duration_s"),
-    ("hop.block.p_thr=1.5", "p_thr"),
-    ("+hop.hop_variants.bad={mode: sideways}", "hop_variants.bad"),
-])
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        ("hop.cases=[balanced,nowhere]", "unknown case 'nowhere'"),
+        ("hop.schedulers=[hop,foo+minrtt]", r"unknown scheduler 'foo\+minrtt'"),
+        ("hop.schedulers=[hop,bbr+nosuch]", "nosuch"),
+        ("hop.runs=0", "runs"),
+        ("hop.block_kb=[100,-5]", "block_kb"),
+        ("hop.duration_s=0", "duration_s"),
+        ("hop.block.p_thr=1.5", "p_thr"),
+        ("+hop.hop_variants.bad={mode: sideways}", "hop_variants.bad"),
+    ],
+)
 def test_config_errors(job_cfg, override, match):
     with pytest.raises(ConfigError, match=match) as e:
         hop.settings(job_cfg(override, quick=False))

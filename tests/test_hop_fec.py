@@ -33,7 +33,9 @@ def test_any_k_of_n_decode_and_fewer_fail_cleanly(case):
     if len(received) >= k:  # at most n - k erasures
         assert decode(received, k, n, len(block)) == block
     else:
-        with pytest.raises(FecError, match=f"received {len(received)} of {n} packets: need at least k={k}"):
+        with pytest.raises(
+            FecError, match=f"received {len(received)} of {n} packets: need at least k={k}"
+        ):
             decode(received, k, n, len(block))
 
 
@@ -78,7 +80,8 @@ def test_bad_packets_and_blocks_are_one_line_errors():
 
 
 @pytest.mark.parametrize(
-    ("block_bytes", "payload", "k"), [(0, 1500, 0), (1, 1500, 1), (1500, 1500, 1), (1501, 1500, 2), (145_000, 1500, 97)]
+    ("block_bytes", "payload", "k"),
+    [(0, 1500, 0), (1, 1500, 1), (1500, 1500, 1), (1501, 1500, 2), (145_000, 1500, 97)],
 )
 def test_packets_needed_is_the_ceiling(block_bytes, payload, k):
     assert packets_needed(block_bytes, payload) == k

@@ -38,7 +38,15 @@ def _trained_like(seed=0, **kw):
     m = np.ones(3, np.float32)
     rng = np.random.default_rng(seed)
     for i in range(64):
-        rep.add(x[i], m, rng.uniform(-1, 1, 3).astype(np.float32), rng.normal(), x[(i + 1) % 64], m, False)
+        rep.add(
+            x[i],
+            m,
+            rng.uniform(-1, 1, 3).astype(np.float32),
+            rng.normal(),
+            x[(i + 1) % 64],
+            m,
+            False,
+        )
     for _ in range(5):
         a.ddpg.update(rep.sample(a.rng, 16))
     return a
@@ -51,7 +59,7 @@ def test_numpy_and_onnx_readers_match_torch_for_any_subflow_count(tmp_path):
     a.save(tmp_path)
     h5 = tmp_path / "model.h5"
     onx = write_onnx(tmp_path / "actor.onnx", h5)
-    res = check_parity(a, h5, onx)                      # 1, 2, 3, 4, 8 subflows, 256 states each
+    res = check_parity(a, h5, onx)  # 1, 2, 3, 4, 8 subflows, 256 states each
     assert res["states"] == 5 * 256
     assert res["hdf5_max_abs_diff"] < 1e-5 and res["onnx_max_abs_diff"] < 1e-5
     x = random_states(a.net_config, 7, subflows=(5,))[0]
@@ -81,9 +89,19 @@ def test_the_file_records_kind_network_and_inner_loop(tmp_path):
     with h5py.File(tmp_path / "model.h5", "r") as f:
         assert f.attrs["format"] == "falcon-hybrid" and f.attrs["kind"] == "hybrid"
         assert not f.attrs["inner_loop"]
-        assert json.loads(f.attrs["network"]) == {"n_features": 6, "lstm_hidden": 16, "hidden": [32, 32]}
-        assert list(f.attrs["feature_names"]) == ["send_rate", "throughput", "rtt", "window_change", "share",
-                                                  "rtt_excess"]
+        assert json.loads(f.attrs["network"]) == {
+            "n_features": 6,
+            "lstm_hidden": 16,
+            "hidden": [32, 32],
+        }
+        assert list(f.attrs["feature_names"]) == [
+            "send_rate",
+            "throughput",
+            "rtt",
+            "window_change",
+            "share",
+            "rtt_excess",
+        ]
         assert "lstm.weight_ih_l0" in f["actor"] and "lstm.weight_ih_l0" in f["critic"]
     cfg, weights, meta = read_weights(tmp_path / "model.h5")
     assert cfg == a.net_config and meta == {"inner_loop": False, "action": "scale"}
@@ -95,10 +113,20 @@ def test_falcon_export_writes_and_checks_a_hybrid_model(tmp_path):
     a = _trained_like(3, inner_loop=False, **SMALL)
     a.save(tmp_path / "run" / "models" / "drl_mptcp")
     out = tmp_path / "out"
-    summary = run_export({"model": str(tmp_path / "run"), "formats": ["hdf5", "onnx"], "output": str(out),
-                          "onnx": {"opset": 17, "ir_version": 8},
-                          "check": {"enabled": True, "tolerance": 1e-5, "random_states": 32,
-                                    "real_states": {"hybrid_app_bytes": 8_000_000}}})
+    summary = run_export(
+        {
+            "model": str(tmp_path / "run"),
+            "formats": ["hdf5", "onnx"],
+            "output": str(out),
+            "onnx": {"opset": 17, "ir_version": 8},
+            "check": {
+                "enabled": True,
+                "tolerance": 1e-5,
+                "random_states": 32,
+                "real_states": {"hybrid_app_bytes": 8_000_000},
+            },
+        }
+    )
     e = summary["exports"]["drl_mptcp"]
     assert sorted(e["files"]) == ["drl_mptcp.h5", "drl_mptcp.onnx"]
     parity = e["parity"]["actor"]
@@ -131,15 +159,21 @@ def test_corrupt_and_foreign_files_are_one_line_errors(tmp_path, compose, capsys
     a = HybridMPTCP(seed=0, **SMALL)
     a.save(tmp_path / "ok")
     with pytest.raises(ModelFileError, match="differs from the agent"):
-        HybridMPTCP(model=str(tmp_path / "ok"))               # default network: 64/128
+        HybridMPTCP(model=str(tmp_path / "ok"))  # default network: 64/128
     for name, damage, match in (
-            ("nan", lambda f: f["actor/head.0.bias"].__setitem__(0, np.nan), "NaN"),
-            ("shape", lambda f: (f["actor"].__delitem__("head.2.bias"),
-                                 f["actor"].create_dataset("head.2.bias", data=np.zeros(3, np.float32))),
-             "has shape"),
-            ("missing", lambda f: f.__delitem__("critic"), "missing group /critic"),
-            ("network", lambda f: f.attrs.__setitem__("network", "{not json"), "bad network"),
-            ("version", lambda f: f.attrs.__setitem__("format_version", 9), "format_version")):
+        ("nan", lambda f: f["actor/head.0.bias"].__setitem__(0, np.nan), "NaN"),
+        (
+            "shape",
+            lambda f: (
+                f["actor"].__delitem__("head.2.bias"),
+                f["actor"].create_dataset("head.2.bias", data=np.zeros(3, np.float32)),
+            ),
+            "has shape",
+        ),
+        ("missing", lambda f: f.__delitem__("critic"), "missing group /critic"),
+        ("network", lambda f: f.attrs.__setitem__("network", "{not json"), "bad network"),
+        ("version", lambda f: f.attrs.__setitem__("format_version", 9), "format_version"),
+    ):
         p = tmp_path / f"{name}.h5"
         p.write_bytes((tmp_path / "ok" / "model.h5").read_bytes())
         with h5py.File(p, "r+") as f:
@@ -150,7 +184,9 @@ def test_corrupt_and_foreign_files_are_one_line_errors(tmp_path, compose, capsys
     # the command: a damaged Hybrid file is one "error:" line, exit status 2, nothing written
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
-        cli.guard(run_export)(compose("export", [f"model={tmp_path / 'nan.h5'}", f"output={tmp_path / 'x'}"]))
+        cli.guard(run_export)(
+            compose("export", [f"model={tmp_path / 'nan.h5'}", f"output={tmp_path / 'x'}"])
+        )
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2 and len(err) == 1 and err[0].startswith("error:") and "NaN" in err[0]
     assert not (tmp_path / "x").exists()

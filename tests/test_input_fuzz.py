@@ -27,38 +27,144 @@ from envs.apps import make_app, normalise_app
 from envs.errors import FalconInputError
 from envs.scenario import Emulation, normalise_scenario
 
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**7), st.sampled_from(
-    [0.0, -1.0, 0.5, 1.0, 2.0, 30.0, 1e9, math.nan, math.inf, "", "x", "4g", "wlan", "olia", "cubic", "random",
-     "gilbert_elliott", "bernoulli", "google", "bulk", "web", "streams", "aydin_multipath_wifi_cellular/7_1_wifi.csv"]))
-PATH_KEYS = ["link", "name", "bandwidth_mbps", "trace", "synthetic", "trace_start_s", "rtt_ms", "rtt_std_ms", "loss",
-             "loss_model", "ge", "buffer_packets", "buffer_bytes", "buffer_bdp", "cc", "return_bandwidth_mbps",
-             "shared_link", "schedule", "junk"]
-SCENARIO_KEYS = ["name", "packet_size", "header_bytes", "initial_window_packets", "min_window_packets",
-                 "max_duration_s", "ack", "flow_control", "cc", "setup", "junk"]
-segment = st.dictionaries(st.sampled_from(["at_s", "rtt_ms", "rtt_std_ms", "loss", "bandwidth_mbps", "x"]),
-                          st.one_of(SCALARS, st.floats(0, 5)), max_size=4)
-schedule = st.one_of(st.lists(segment, max_size=4),
-                     st.fixed_dictionaries({"segments": st.lists(segment, max_size=3)},
-                                           optional={"period_s": st.one_of(SCALARS, st.floats(0, 10))}),
-                     SCALARS)
-value = st.one_of(SCALARS, st.dictionaries(st.sampled_from(["every", "max_delay_ms", "size_bytes", "p_gb", "p_bg",
-                                                            "loss_good", "loss_bad", "kind", "file"]),
-                                           SCALARS, max_size=3))
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**7),
+    st.sampled_from(
+        [
+            0.0,
+            -1.0,
+            0.5,
+            1.0,
+            2.0,
+            30.0,
+            1e9,
+            math.nan,
+            math.inf,
+            "",
+            "x",
+            "4g",
+            "wlan",
+            "olia",
+            "cubic",
+            "random",
+            "gilbert_elliott",
+            "bernoulli",
+            "google",
+            "bulk",
+            "web",
+            "streams",
+            "aydin_multipath_wifi_cellular/7_1_wifi.csv",
+        ]
+    ),
+)
+PATH_KEYS = [
+    "link",
+    "name",
+    "bandwidth_mbps",
+    "trace",
+    "synthetic",
+    "trace_start_s",
+    "rtt_ms",
+    "rtt_std_ms",
+    "loss",
+    "loss_model",
+    "ge",
+    "buffer_packets",
+    "buffer_bytes",
+    "buffer_bdp",
+    "cc",
+    "return_bandwidth_mbps",
+    "shared_link",
+    "schedule",
+    "junk",
+]
+SCENARIO_KEYS = [
+    "name",
+    "packet_size",
+    "header_bytes",
+    "initial_window_packets",
+    "min_window_packets",
+    "max_duration_s",
+    "ack",
+    "flow_control",
+    "cc",
+    "setup",
+    "junk",
+]
+segment = st.dictionaries(
+    st.sampled_from(["at_s", "rtt_ms", "rtt_std_ms", "loss", "bandwidth_mbps", "x"]),
+    st.one_of(SCALARS, st.floats(0, 5)),
+    max_size=4,
+)
+schedule = st.one_of(
+    st.lists(segment, max_size=4),
+    st.fixed_dictionaries(
+        {"segments": st.lists(segment, max_size=3)},
+        optional={"period_s": st.one_of(SCALARS, st.floats(0, 10))},
+    ),
+    SCALARS,
+)
+value = st.one_of(
+    SCALARS,
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "every",
+                "max_delay_ms",
+                "size_bytes",
+                "p_gb",
+                "p_bg",
+                "loss_good",
+                "loss_bad",
+                "kind",
+                "file",
+            ]
+        ),
+        SCALARS,
+        max_size=3,
+    ),
+)
 path = st.one_of(
     st.dictionaries(st.sampled_from(PATH_KEYS), value, max_size=6),
-    st.fixed_dictionaries({"bandwidth_mbps": st.floats(0.1, 2000), "rtt_ms": st.floats(0.5, 500)},
-                          optional={"loss": st.floats(0, 0.99), "rtt_std_ms": st.floats(0, 300), "schedule": schedule,
-                                    "cc": st.sampled_from(["olia", "cubic", "bbr"])}),
-    SCALARS)
-setup = st.one_of(st.sampled_from(["none", "quic", "gquic", "tcp_tls", "zero_rtt", "tls"]),
-                  st.dictionaries(st.sampled_from(["handshake", "path_validation", "x"]),
-                                  st.one_of(SCALARS, st.sampled_from(["quic", "zero_rtt"])), max_size=2), SCALARS)
-scenario = st.fixed_dictionaries({"paths": st.one_of(st.lists(path, max_size=3), SCALARS)},
-                                 optional={k: setup if k == "setup" else value for k in SCENARIO_KEYS})
-app = st.one_of(st.dictionaries(st.sampled_from(["kind", "size_bytes", "page", "trace", "streams", "x"]),
-                                st.one_of(SCALARS, st.lists(st.dictionaries(
-                                    st.sampled_from(["release_s", "size_bytes", "priority"]), SCALARS), max_size=3))),
-                SCALARS)
+    st.fixed_dictionaries(
+        {"bandwidth_mbps": st.floats(0.1, 2000), "rtt_ms": st.floats(0.5, 500)},
+        optional={
+            "loss": st.floats(0, 0.99),
+            "rtt_std_ms": st.floats(0, 300),
+            "schedule": schedule,
+            "cc": st.sampled_from(["olia", "cubic", "bbr"]),
+        },
+    ),
+    SCALARS,
+)
+setup = st.one_of(
+    st.sampled_from(["none", "quic", "gquic", "tcp_tls", "zero_rtt", "tls"]),
+    st.dictionaries(
+        st.sampled_from(["handshake", "path_validation", "x"]),
+        st.one_of(SCALARS, st.sampled_from(["quic", "zero_rtt"])),
+        max_size=2,
+    ),
+    SCALARS,
+)
+scenario = st.fixed_dictionaries(
+    {"paths": st.one_of(st.lists(path, max_size=3), SCALARS)},
+    optional={k: setup if k == "setup" else value for k in SCENARIO_KEYS},
+)
+app = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["kind", "size_bytes", "page", "trace", "streams", "x"]),
+        st.one_of(
+            SCALARS,
+            st.lists(
+                st.dictionaries(st.sampled_from(["release_s", "size_bytes", "priority"]), SCALARS),
+                max_size=3,
+            ),
+        ),
+    ),
+    SCALARS,
+)
 
 
 def one_line(e: Exception) -> None:
@@ -68,8 +174,12 @@ def one_line(e: Exception) -> None:
 @pytest.mark.parametrize("scale", SCALES)
 def test_generated_scenarios_normalise_and_build_or_raise_one_error(scale):
     @seed(7 + scale)
-    @settings(max_examples=examples(1.5, scale), deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples(1.5, scale),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(s=scenario)
     def run(s):
         try:
@@ -90,7 +200,12 @@ def test_generated_scenarios_normalise_and_build_or_raise_one_error(scale):
 @pytest.mark.parametrize("scale", SCALES)
 def test_generated_apps_normalise_or_raise_one_error(scale):
     @seed(8 + scale)
-    @settings(max_examples=examples(0.75, scale), deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples(0.75, scale),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(a=app)
     def run(a):
         try:
@@ -113,12 +228,21 @@ def good_files(tmp_path_factory):
     from metalearning.grid import ConditionGrid
 
     d = tmp_path_factory.mktemp("good")
-    bank = MetaModelBank.initial(ConditionGrid(n_paths=1), QNetSpec(n_inputs(1, "completion"), 1, (4, 4, 4)), seed=1)
+    bank = MetaModelBank.initial(
+        ConditionGrid(n_paths=1), QNetSpec(n_inputs(1, "completion"), 1, (4, 4, 4)), seed=1
+    )
     bank.write(d / "bank.h5")
     write_hdf5(d / "model.h5", bank.records()[:2])
     off = DQNOff(seed=0, log_every=10**9)
-    exp = off.collect({"paths": [{"link": "4g"}, {"link": "wlan"}]}, {"kind": "bulk", "size_bytes": 300_000}, 0, 1,
-                      "rules", 0.3, progress=False)
+    exp = off.collect(
+        {"paths": [{"link": "4g"}, {"link": "wlan"}]},
+        {"kind": "bulk", "size_bytes": 300_000},
+        0,
+        1,
+        "rules",
+        0.3,
+        progress=False,
+    )
     write_experience(d / "experience.h5", exp)
     return d
 
@@ -128,7 +252,9 @@ def _read(kind: str, path) -> None:
     from baselines.dqn.export import read_hdf5
     from metalearning.bank import MetaModelBank
 
-    {"bank.h5": MetaModelBank.read, "experience.h5": read_experience, "model.h5": read_hdf5}[kind](path)
+    {"bank.h5": MetaModelBank.read, "experience.h5": read_experience, "model.h5": read_hdf5}[kind](
+        path
+    )
 
 
 FILES = ["bank.h5", "experience.h5", "model.h5"]
@@ -137,7 +263,9 @@ FILES = ["bank.h5", "experience.h5", "model.h5"]
 def _outcome(kind: str, path) -> str:
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error")      # e.g. a complex number cast to an integer is not a result
+            warnings.simplefilter(
+                "error"
+            )  # e.g. a complex number cast to an integer is not a result
             _read(kind, path)
         return "ok"
     except FalconInputError as e:
@@ -168,8 +296,10 @@ def outcomes_guarded(cases: list[tuple[str, str]], timeout_s: float = 60.0) -> l
             try:
                 got.append(out.get(timeout=timeout_s))
             except queue.Empty:
-                pytest.fail(f"reading {case} hung for {timeout_s:.0f} s or killed the reader "
-                            f"(exit code {worker.exitcode})")
+                pytest.fail(
+                    f"reading {case} hung for {timeout_s:.0f} s or killed the reader "
+                    f"(exit code {worker.exitcode})"
+                )
     finally:
         worker.kill()
         worker.join()
@@ -190,7 +320,9 @@ def test_damaged_model_files_raise_one_error(tmp_path, good_files, scale):
         if how == 0:
             data = data[: int(rng.integers(0, len(data)))]
         elif how == 1:
-            data = bytearray(rng.integers(0, 256, int(rng.integers(0, 4096)), dtype=np.uint8).tobytes())
+            data = bytearray(
+                rng.integers(0, 256, int(rng.integers(0, 4096)), dtype=np.uint8).tobytes()
+            )
         else:
             for i in rng.integers(0, len(data), int(rng.integers(1, 20))):
                 data[i] = int(rng.integers(0, 256))
@@ -213,15 +345,27 @@ def _objects(path) -> tuple[list[str], list[tuple[str, str]]]:
     names, attrs = [], []
     with h5py.File(path, "r") as f:
         attrs.extend(("/", a) for a in f.attrs)
+
         def visit(name, obj):
             names.append(name)
             attrs.extend((name, a) for a in obj.attrs)
+
         f.visititems(visit)
     return names, attrs
 
 
-ODD_VALUES = [np.float64(np.nan), np.int64(-1), np.int64(10**9), "x", "", b"\xff", np.zeros(3, np.float32),
-              np.array(["a", "b"], dtype=object), np.array([[1, 2], [3, 4]]), np.complex64(1j)]
+ODD_VALUES = [
+    np.float64(np.nan),
+    np.int64(-1),
+    np.int64(10**9),
+    "x",
+    "",
+    b"\xff",
+    np.zeros(3, np.float32),
+    np.array(["a", "b"], dtype=object),
+    np.array([[1, 2], [3, 4]]),
+    np.complex64(1j),
+]
 
 
 @pytest.mark.parametrize("scale", SCALES)
@@ -233,10 +377,18 @@ def test_structurally_damaged_model_files_raise_one_error(tmp_path, good_files, 
     listing = {kind: _objects(good_files / kind) for kind in FILES}
 
     @seed(11 + scale)
-    @settings(max_examples=examples(0.25, scale), deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(kind=st.sampled_from(FILES), pick=st.integers(0, 10**6), how=st.sampled_from(
-        ["del_object", "del_attr", "attr", "dtype", "shape", "nan", "empty"]), odd=st.sampled_from(range(len(ODD_VALUES))))
+    @settings(
+        max_examples=examples(0.25, scale),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        kind=st.sampled_from(FILES),
+        pick=st.integers(0, 10**6),
+        how=st.sampled_from(["del_object", "del_attr", "attr", "dtype", "shape", "nan", "empty"]),
+        odd=st.sampled_from(range(len(ODD_VALUES))),
+    )
     def run(kind, pick, how, odd):
         names, attrs = listing[kind]
         target = tmp_path / kind
@@ -257,12 +409,20 @@ def test_structurally_damaged_model_files_raise_one_error(tmp_path, good_files, 
                 name = datasets[pick % len(datasets)]
                 old = f[name][()]
                 del f[name]
-                if how == "dtype":      # numbers as strings, or as complex numbers (strings: as numbers)
+                if (
+                    how == "dtype"
+                ):  # numbers as strings, or as complex numbers (strings: as numbers)
                     old = np.asarray(old)
                     if odd % 2 or old.dtype.kind not in "biuf":
                         as_text = old.dtype.kind in "biuf"
-                        new = old.astype(str).astype(object) if as_text else np.ones(old.shape, np.complex64)
-                        f.create_dataset(name, data=new, dtype=h5py.string_dtype() if as_text else None)
+                        new = (
+                            old.astype(str).astype(object)
+                            if as_text
+                            else np.ones(old.shape, np.complex64)
+                        )
+                        f.create_dataset(
+                            name, data=new, dtype=h5py.string_dtype() if as_text else None
+                        )
                     else:
                         f.create_dataset(name, data=old.astype(np.complex64))
                 elif how == "shape":

@@ -24,17 +24,45 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 KILLS = int(os.environ.get("FALCON_KILLS", "1"))
 #: kills per job: the default suite's, and 5 in the slow run
-KILL_COUNTS = [pytest.param(KILLS, id=f"{KILLS}kill"), pytest.param(5, id="5kills", marks=pytest.mark.slow)]
+KILL_COUNTS = [
+    pytest.param(KILLS, id=f"{KILLS}kill"),
+    pytest.param(5, id="5kills", marks=pytest.mark.slow),
+]
 
-BANK = ["experiment=build_bank", "bank=quick", "bank.grid.n_paths=1", "bank.hidden=[8,8,8]",
-        "bank.reptile.meta_iterations=6", "bank.reptile.decisions_per_task=24", "bank.reptile.inner_steps=2",
-        "bank.reptile.task_size_bytes=60000", "bank.chunk_size=3", "bank.checkpoint_every=1",
-        "bank.generalist=null", "runtime.workers=1", "tracking=none"]
-TRAIN = ["experiment=tiny", "agent=dqn_off", "agent_list=[dqn_off]", "runs=2", "tracking=none",
-         "agent.train.collect_episodes=2", "agent.train.gradient_steps=300", "agent.train.models=2",
-         "agent.train.checkpoints=2", "agent.train.validation_episodes=4"]
-LEARNABILITY = ["experiment=learnability", "quick=true", "learnability.learners=[dqn_off]", "tracking=none",
-                "runtime.workers=1"]
+BANK = [
+    "experiment=build_bank",
+    "bank=quick",
+    "bank.grid.n_paths=1",
+    "bank.hidden=[8,8,8]",
+    "bank.reptile.meta_iterations=6",
+    "bank.reptile.decisions_per_task=24",
+    "bank.reptile.inner_steps=2",
+    "bank.reptile.task_size_bytes=60000",
+    "bank.chunk_size=3",
+    "bank.checkpoint_every=1",
+    "bank.generalist=null",
+    "runtime.workers=1",
+    "tracking=none",
+]
+TRAIN = [
+    "experiment=tiny",
+    "agent=dqn_off",
+    "agent_list=[dqn_off]",
+    "runs=2",
+    "tracking=none",
+    "agent.train.collect_episodes=2",
+    "agent.train.gradient_steps=300",
+    "agent.train.models=2",
+    "agent.train.checkpoints=2",
+    "agent.train.validation_episodes=4",
+]
+LEARNABILITY = [
+    "experiment=learnability",
+    "quick=true",
+    "learnability.learners=[dqn_off]",
+    "tracking=none",
+    "runtime.workers=1",
+]
 
 
 def command(args: list[str]) -> list[str]:
@@ -50,15 +78,23 @@ def env() -> dict:
 def run(args: list[str], cwd: Path) -> float:
     """Run to completion; its wall time [s]."""
     t0 = time.monotonic()
-    res = subprocess.run(command(args), cwd=cwd, env=env(), capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        command(args), cwd=cwd, env=env(), capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     return time.monotonic() - t0
 
 
 def run_and_kill(args: list[str], cwd: Path, after_s: float) -> bool:
     """Start the job and SIGKILL its process group after ``after_s``; True if it was still running."""
-    proc = subprocess.Popen(command(args), cwd=cwd, env=env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        command(args),
+        cwd=cwd,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         proc.wait(after_s)
         return False
@@ -74,7 +110,7 @@ def complete_files(root: Path) -> None:
 
     for f in root.rglob("*"):
         if not f.is_file() or any(part.startswith(".") for part in f.relative_to(root).parts):
-            continue          # temporary names: hidden staging folders and files
+            continue  # temporary names: hidden staging folders and files
         if f.suffix == ".json":
             json.loads(f.read_text())
         elif f.suffix in (".h5", ".hdf5"):
@@ -85,7 +121,9 @@ def complete_files(root: Path) -> None:
                 assert len(z.files) > 0, f
 
 
-def killed_then_finished(args: list[str], cwd: Path, reference_s: float, seed: int, kills: int) -> int:
+def killed_then_finished(
+    args: list[str], cwd: Path, reference_s: float, seed: int, kills: int
+) -> int:
     """Kill the job ``kills`` times at seeded instants, checking the files after each
     kill, then let it finish; the number of kills that hit a running job."""
     rng = np.random.default_rng(seed)
@@ -95,7 +133,7 @@ def killed_then_finished(args: list[str], cwd: Path, reference_s: float, seed: i
         complete_files(cwd)
     run(args, cwd)
     complete_files(cwd)
-    print(f"{hits} of {kills} kills hit the running job", file=sys.stderr)   # shown with pytest -s
+    print(f"{hits} of {kills} kills hit the running job", file=sys.stderr)  # shown with pytest -s
     return hits
 
 
@@ -113,11 +151,13 @@ def test_a_killed_bank_build_resumes_to_the_same_bank(tmp_path, kills):
     t_ref = run([*BANK, f"bank.path={ref / 'bank.h5'}"], ref)
     work = tmp_path / "work"
     work.mkdir()
-    hits = killed_then_finished([*BANK, f"bank.path={work / 'bank.h5'}"], work, t_ref, seed=1, kills=kills)
+    hits = killed_then_finished(
+        [*BANK, f"bank.path={work / 'bank.h5'}"], work, t_ref, seed=1, kills=kills
+    )
     assert enough_hits(hits, kills)
     a, b = MetaModelBank.read(ref / "bank.h5"), MetaModelBank.read(work / "bank.h5")
     assert np.array_equal(a.params, b.params)
-    assert not (work / "bank.h5.partial").exists()      # checkpoints removed once the bank is written
+    assert not (work / "bank.h5.partial").exists()  # checkpoints removed once the bank is written
 
 
 @pytest.mark.parametrize("kills", KILL_COUNTS)
@@ -131,7 +171,10 @@ def test_a_killed_job_restarted_gives_the_same_output(tmp_path, job, args, kills
     hits = killed_then_finished([*args, "output=out"], work, t_ref, seed=2, kills=kills)
     assert enough_hits(hits, kills)
     name = "learnability.json" if job == "learnability" else "summary.json"
-    a, b = json.loads((ref / "out" / name).read_text()), json.loads((work / "out" / name).read_text())
+    a, b = (
+        json.loads((ref / "out" / name).read_text()),
+        json.loads((work / "out" / name).read_text()),
+    )
     assert without_timings(a["results"]) == without_timings(b["results"])
 
 

@@ -15,24 +15,44 @@ from baselines import make_scheduler
 from envs.errors import ConfigError
 from falcon.experiments import learnability as lb
 
-SLOW_FAST = ("{name: x, scenario: {paths: [{bandwidth_mbps: 50, rtt_ms: 10}, "
-             "{bandwidth_mbps: 5, rtt_ms: 150}]}}")
+SLOW_FAST = (
+    "{name: x, scenario: {paths: [{bandwidth_mbps: 50, rtt_ms: 10}, "
+    "{bandwidth_mbps: 5, rtt_ms: 150}]}}"
+)
 
 
 def _quick(compose, *extra):
-    return compose("train", ["experiment=learnability", "quick=true", "progress=false", "runtime.workers=1",
-                             *extra])
+    return compose(
+        "train",
+        ["experiment=learnability", "quick=true", "progress=false", "runtime.workers=1", *extra],
+    )
 
 
 def test_quick_suite_end_to_end(compose, tmp_path):
     out = tmp_path / "suite"
     res = lb.run_job(_quick(compose, "tracking=none", f"output={out}"))
     assert res["mlflow_run_id"] is None and res["output"] == str(out)
-    for name in ("learnability.json", "table.txt", "learnability.png", "summary.json", "config.json"):
+    for name in (
+        "learnability.json",
+        "table.txt",
+        "learnability.png",
+        "summary.json",
+        "config.json",
+    ):
         assert (out / name).is_file(), name
     data = json.loads((out / "learnability.json").read_text())
     rules, learners = data["settings"]["rules"], data["settings"]["learners"]
-    assert rules == ["minrtt", "blest", "ecf", "rr", "daps", "stms", "minrtt_or", "minrtt_xlink", "redundant"]
+    assert rules == [
+        "minrtt",
+        "blest",
+        "ecf",
+        "rr",
+        "daps",
+        "stms",
+        "minrtt_or",
+        "minrtt_xlink",
+        "redundant",
+    ]
     assert learners == ["dqn_off", "dqn_on"]
     refs = ["best_single_path", "best_fixed_split", "oracle", "crossfit_policy"]
     assert data["schedulers"] == [*rules, *refs, *learners]
@@ -45,7 +65,10 @@ def test_quick_suite_end_to_end(compose, tmp_path):
         assert list(sch) == data["schedulers"]
         assert all(len(s["download_time_s"]["values"]) == 3 for s in sch.values())
         medians = {r: sch[r]["download_time_s"]["median"] for r in rules}
-        assert res_c["best_rule"] == {"name": min(medians, key=medians.get), "median_s": min(medians.values())}
+        assert res_c["best_rule"] == {
+            "name": min(medians, key=medians.get),
+            "median_s": min(medians.values()),
+        }
         shares = {float(k): v["median"] for k, v in sch["best_fixed_split"]["shares"].items()}
         assert len(shares) == 11 and sch["best_fixed_split"]["share"] == min(shares, key=shares.get)
         # the references: the best single path is share 0 or 1; the oracle is, seed by seed, no slower
@@ -57,15 +80,26 @@ def test_quick_suite_end_to_end(compose, tmp_path):
         others = [sch[r]["download_time_s"]["values"] for r in rules]
         others += [v["values"] for v in sch["best_fixed_split"]["shares"].values()]
         assert all(o <= x[k] for x in others for k, o in enumerate(oracle))
-        assert sum(sch["oracle"]["chosen_counts"].values()) == 3 and sch["oracle"]["candidates"] == 11 * 4 + 9
+        assert (
+            sum(sch["oracle"]["chosen_counts"].values()) == 3
+            and sch["oracle"]["candidates"] == 11 * 4 + 9
+        )
         known = {n: s["download_time_s"]["median"] for n, s in sch.items()}
         assert res_c["best_known"]["median_s"] == min(known.values())
-        assert res_c["headroom"] == pytest.approx(res_c["best_rule"]["median_s"] / min(known.values()))
+        assert res_c["headroom"] == pytest.approx(
+            res_c["best_rule"]["median_s"] / min(known.values())
+        )
         assert sch["oracle"]["ratio_best_known"] >= 1.0 and sch["oracle"]["ratio"] <= 1.0
         # the cross-fitted policy: each seed gets one of the candidates, never faster than the oracle there
         cross = sch["crossfit_policy"]["download_time_s"]["values"]
-        assert all(c >= o for c, o in zip(cross, oracle)) and sch["crossfit_policy"]["candidates"] == 11 * 4 + 9
-        assert sch["minrtt_xlink"]["redundancy_overhead"] > 0 and sch["minrtt"]["redundancy_overhead"] == 0
+        assert (
+            all(c >= o for c, o in zip(cross, oracle))
+            and sch["crossfit_policy"]["candidates"] == 11 * 4 + 9
+        )
+        assert (
+            sch["minrtt_xlink"]["redundancy_overhead"] > 0
+            and sch["minrtt"]["redundancy_overhead"] == 0
+        )
         for n in learners:
             exp = sch[n]["train"]["experience"]
             assert exp["packets"] > 0 and exp["episodes"] == {"dqn_on": 3, "dqn_off": 2}[n]
@@ -73,53 +107,94 @@ def test_quick_suite_end_to_end(compose, tmp_path):
             assert (out / "models" / cond / n / "model.h5").is_file()
     # the suite score is the geometric mean of median / best-rule median over the conditions
     for n in data["schedulers"]:
-        ratios = [r["schedulers"][n]["download_time_s"]["median"] / r["best_rule"]["median_s"]
-                  for r in data["results"].values()]
-        assert data["suite_score"][n] == pytest.approx(math.exp(sum(map(math.log, ratios)) / len(ratios)))
+        ratios = [
+            r["schedulers"][n]["download_time_s"]["median"] / r["best_rule"]["median_s"]
+            for r in data["results"].values()
+        ]
+        assert data["suite_score"][n] == pytest.approx(
+            math.exp(sum(map(math.log, ratios)) / len(ratios))
+        )
     assert min(data["suite_score"][r] for r in rules) >= 1.0
     for n, w in data["within_best_rule"].items():
-        assert w["count"] == sum(r["schedulers"][n]["ratio"] <= 1.05 for r in data["results"].values())
+        assert w["count"] == sum(
+            r["schedulers"][n]["ratio"] <= 1.05 for r in data["results"].values()
+        )
     table = (out / "table.txt").read_text()
     assert "suite score" in table and "t1_5g_wlan" in table and "against the best known" in table
     assert data["headroom"]["count"] == sum(r["has_headroom"] for r in data["results"].values())
-    metrics = lb.flat_metrics(data)        # what goes to MLflow
+    metrics = lb.flat_metrics(data)  # what goes to MLflow
     assert metrics["suite_score/dqn_on"] == data["suite_score"]["dqn_on"]
-    assert metrics["t1_4g_5g/minrtt/median"] == data["results"]["t1_4g_5g"]["schedulers"]["minrtt"][
-        "download_time_s"]["median"]
+    assert (
+        metrics["t1_4g_5g/minrtt/median"]
+        == data["results"]["t1_4g_5g"]["schedulers"]["minrtt"]["download_time_s"]["median"]
+    )
 
 
 def test_condition_list_from_the_command_line(run_cli, tmp_path, compose):
     out = tmp_path / "one"
-    res = run_cli("train", "experiment=learnability", "quick=true", "tracking=none", f"output={out}",
-                  "learnability.learners=[]", "learnability.fixed_split_shares=[0.0,0.5,1.0]", "runs=2",
-                  "learnability.oracle=false",
-                  "runtime.workers=1",
-                  f"learnability.conditions=[{SLOW_FAST}]")
+    res = run_cli(
+        "train",
+        "experiment=learnability",
+        "quick=true",
+        "tracking=none",
+        f"output={out}",
+        "learnability.learners=[]",
+        "learnability.fixed_split_shares=[0.0,0.5,1.0]",
+        "runs=2",
+        "learnability.oracle=false",
+        "runtime.workers=1",
+        f"learnability.conditions=[{SLOW_FAST}]",
+    )
     assert res.returncode == 0, res.stderr
     data = json.loads((out / "learnability.json").read_text())
     assert [c["name"] for c in data["conditions"]] == ["x"]
-    assert data["conditions"][0]["app"]["size_bytes"] == 200_000          # quick: 200 kB files
-    assert set(data["results"]["x"]["schedulers"]["best_fixed_split"]["shares"]) == {"0.0", "0.5", "1.0"}
+    assert data["conditions"][0]["app"]["size_bytes"] == 200_000  # quick: 200 kB files
+    assert set(data["results"]["x"]["schedulers"]["best_fixed_split"]["shares"]) == {
+        "0.0",
+        "0.5",
+        "1.0",
+    }
     assert "oracle" not in data["results"]["x"]["schedulers"]
     jobs = [line for line in res.stderr.splitlines() if line.startswith("learnability: [")]
-    assert len(jobs) == 10 and all(" x " in line for line in jobs)         # one line per rule + fixed split
+    assert len(jobs) == 10 and all(
+        " x " in line for line in jobs
+    )  # one line per rule + fixed split
     # without quick: a condition with no app is a 2 MB bulk download
-    _, _, conds, _ = lb.settings(compose("train", ["experiment=learnability", f"learnability.conditions=[{SLOW_FAST}]",
-                                                   "learnability.learners=[]", "learnability.deployed=[]"]))
+    _, _, conds, _ = lb.settings(
+        compose(
+            "train",
+            [
+                "experiment=learnability",
+                f"learnability.conditions=[{SLOW_FAST}]",
+                "learnability.learners=[]",
+                "learnability.deployed=[]",
+            ],
+        )
+    )
     assert conds[0]["app"]["kind"] == "bulk" and conds[0]["app"]["size_bytes"] == 2_000_000
 
 
-@pytest.mark.parametrize("path0, message", [
-    ("{bandwidth_mbps: -5, rtt_ms: 10}", "paths[0].bandwidth_mbps: -5"),
-    ("{bandwidth_mbps: 5, rtt_msec: 10}", "unknown key(s) ['rtt_msec']"),
-    ("{trace: no/such.csv, rtt_ms: 10}", "no/such.csv: no such file"),
-])
+@pytest.mark.parametrize(
+    "path0, message",
+    [
+        ("{bandwidth_mbps: -5, rtt_ms: 10}", "paths[0].bandwidth_mbps: -5"),
+        ("{bandwidth_mbps: 5, rtt_msec: 10}", "unknown key(s) ['rtt_msec']"),
+        ("{trace: no/such.csv, rtt_ms: 10}", "no/such.csv: no such file"),
+    ],
+)
 def test_bad_condition_exits_2_before_training(run_cli, tmp_path, path0, message):
     out = tmp_path / "bad"
-    cond = f"{{name: good, scenario: {{paths: [{{link: 4g}}, {{link: 5g}}]}}}}, " \
-           f"{{name: bad, scenario: {{paths: [{path0}, {{link: wlan}}]}}}}"
-    res = run_cli("train", "experiment=learnability", "tracking=none", f"output={out}",
-                  f"learnability.conditions=[{cond}]")
+    cond = (
+        f"{{name: good, scenario: {{paths: [{{link: 4g}}, {{link: 5g}}]}}}}, "
+        f"{{name: bad, scenario: {{paths: [{path0}, {{link: wlan}}]}}}}"
+    )
+    res = run_cli(
+        "train",
+        "experiment=learnability",
+        "tracking=none",
+        f"output={out}",
+        f"learnability.conditions=[{cond}]",
+    )
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.stderr
@@ -127,24 +202,59 @@ def test_bad_condition_exits_2_before_training(run_cli, tmp_path, path0, message
     assert not out.exists() and not list(tmp_path.glob(".bad*"))
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}]}}]"], "expected 2 paths"),
-    (["learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}, {link: 5g}]}, appp: {}}]"],
-     "unknown key(s) ['appp']"),
-    (["learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}, {link: 5g}]}, app: {kind: video}}]"],
-     "app.kind: unknown app 'video'"),
-    (["learnability.learners=[mpeekaboo]"], "'mpeekaboo' has no train: section"),
-    (["learnability.learners=[minrtt]"], "minrtt listed more than once among rules, learners and deployed"),
-    (["learnability.deployed=[dqn_off,dqn_off]"], "learnability.deployed: dqn_off listed twice"),
-    (["learnability.deployed=[dqn_off]"], "dqn_off listed more than once"),
-    (["learnability.rules=[dqn_on]", "learnability.learners=[]"], "'dqn_on' has a train: section"),
-    (["learnability.fixed_split_shares=[0.5,1.5]"], "fixed_split_shares: share: expected a number in [0, 1]"),
-    (["learnability.fixed_split_shares=[0.0,0.5]"], "must include 0 and 1"),
-    (["learnability.oracle={thresholds: [0.5], reinject: [false]}"], "oracle.thresholds: threshold: expected"),
-    (["learnability.oracle={thresholds: [null], reinject: [maybe]}"], "oracle.reinject: expected"),
-    (["learnability.agent_overrides={nosuch: {epsilon: 0}}"], "agent_overrides: unknown agent 'nosuch'"),
-    (["learnability.rules=[nosuch]"], "unknown agent 'nosuch'"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}]}}]"],
+            "expected 2 paths",
+        ),
+        (
+            [
+                "learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}, {link: 5g}]}, appp: {}}]"
+            ],
+            "unknown key(s) ['appp']",
+        ),
+        (
+            [
+                "learnability.conditions=[{name: x, scenario: {paths: [{link: 4g}, {link: 5g}]}, app: {kind: video}}]"
+            ],
+            "app.kind: unknown app 'video'",
+        ),
+        (["learnability.learners=[mpeekaboo]"], "'mpeekaboo' has no train: section"),
+        (
+            ["learnability.learners=[minrtt]"],
+            "minrtt listed more than once among rules, learners and deployed",
+        ),
+        (
+            ["learnability.deployed=[dqn_off,dqn_off]"],
+            "learnability.deployed: dqn_off listed twice",
+        ),
+        (["learnability.deployed=[dqn_off]"], "dqn_off listed more than once"),
+        (
+            ["learnability.rules=[dqn_on]", "learnability.learners=[]"],
+            "'dqn_on' has a train: section",
+        ),
+        (
+            ["learnability.fixed_split_shares=[0.5,1.5]"],
+            "fixed_split_shares: share: expected a number in [0, 1]",
+        ),
+        (["learnability.fixed_split_shares=[0.0,0.5]"], "must include 0 and 1"),
+        (
+            ["learnability.oracle={thresholds: [0.5], reinject: [false]}"],
+            "oracle.thresholds: threshold: expected",
+        ),
+        (
+            ["learnability.oracle={thresholds: [null], reinject: [maybe]}"],
+            "oracle.reinject: expected",
+        ),
+        (
+            ["learnability.agent_overrides={nosuch: {epsilon: 0}}"],
+            "agent_overrides: unknown agent 'nosuch'",
+        ),
+        (["learnability.rules=[nosuch]"], "unknown agent 'nosuch'"),
+    ],
+)
 def test_bad_settings_are_one_line_errors(compose, overrides, message):
     with pytest.raises(ConfigError) as e:
         lb.settings(compose("train", ["experiment=learnability", *overrides]))
@@ -153,17 +263,33 @@ def test_bad_settings_are_one_line_errors(compose, overrides, message):
 
 def test_results_do_not_depend_on_the_runtime(compose):
     """Inline and a two-process pool give the same numbers (learner included)."""
-    cfg = compose("train", ["experiment=learnability", "quick=true", "runs=2", "learnability.max_conditions=1",
-                            "learnability.rules=[minrtt,rr]", "learnability.learners=[dqn_on]",
-                            "learnability.fixed_split_shares=[0.0,0.3,1.0]",
-                            "learnability.oracle={thresholds: [null, 2], reinject: [true]}",
-                            "learnability.agent_overrides={dqn_on: {train: {episodes: 1}}}"])
+    cfg = compose(
+        "train",
+        [
+            "experiment=learnability",
+            "quick=true",
+            "runs=2",
+            "learnability.max_conditions=1",
+            "learnability.rules=[minrtt,rr]",
+            "learnability.learners=[dqn_on]",
+            "learnability.fixed_split_shares=[0.0,0.3,1.0]",
+            "learnability.oracle={thresholds: [null, 2], reinject: [true]}",
+            "learnability.agent_overrides={dqn_on: {train: {episodes: 1}}}",
+        ],
+    )
     _, sec, conds, agents = lb.settings(cfg)
 
     def numbers(workers):
-        res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": workers}, progress=False)
-        return {c: {n: (s["download_time_s"]["values"], s.get("share")) for n, s in r["schedulers"].items()}
-                for c, r in res["results"].items()}, res["suite_score"]
+        res = lb.run_learnability(
+            sec, conds, agents, {"name": "local", "workers": workers}, progress=False
+        )
+        return {
+            c: {
+                n: (s["download_time_s"]["values"], s.get("share"))
+                for n, s in r["schedulers"].items()
+            }
+            for c, r in res["results"].items()
+        }, res["suite_score"]
 
     assert numbers(1) == numbers(2)
 
@@ -171,24 +297,42 @@ def test_results_do_not_depend_on_the_runtime(compose):
 def test_fixed_split_holds_its_share_in_the_emulator():
     scen = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 10}, {"bandwidth_mbps": 5, "rtt_ms": 150}]}
     for share in (0.0, 0.3, 1.0):
-        m = envs.run_episode(scen, {"kind": "bulk", "size_bytes": 300_000},
-                             make_scheduler("fixed_split", share=share), 0).metrics
+        m = envs.run_episode(
+            scen,
+            {"kind": "bulk", "size_bytes": 300_000},
+            make_scheduler("fixed_split", share=share),
+            0,
+        ).metrics
         assert m["timed_out"] == 0 and m["path0_share"] == pytest.approx(share, abs=0.01)
 
 
-def test_a_deployed_scheduler_is_evaluated_from_its_config_and_scored_like_a_learner(compose, tmp_path):
+def test_a_deployed_scheduler_is_evaluated_from_its_config_and_scored_like_a_learner(
+    compose, tmp_path
+):
     """FALCON joins the suite deployed from a bank (here a tiny untrained
     one), never trained on the condition, judged against the rules."""
     from baselines.dqn.network import QNetSpec
     from metalearning import ConditionGrid, MetaModelBank
 
-    bank = MetaModelBank.initial(ConditionGrid(2), QNetSpec(19, 2, (8, 8, 8)), seed=0).write(tmp_path / "b.h5")
-    cfg = compose("train", ["experiment=learnability", "runs=2", "learnability.max_conditions=1",
-                            "learnability.bulk_size_bytes=200000", "progress=false",
-                            "learnability.rules=[minrtt,rr]", "learnability.learners=[]",
-                            "learnability.deployed=[falcon]", "learnability.fixed_split_shares=[0.0,0.5,1.0]",
-                            "learnability.oracle=false",
-                            f"learnability.agent_overrides={{falcon: {{bank: '{bank}'}}}}"])
+    bank = MetaModelBank.initial(ConditionGrid(2), QNetSpec(19, 2, (8, 8, 8)), seed=0).write(
+        tmp_path / "b.h5"
+    )
+    cfg = compose(
+        "train",
+        [
+            "experiment=learnability",
+            "runs=2",
+            "learnability.max_conditions=1",
+            "learnability.bulk_size_bytes=200000",
+            "progress=false",
+            "learnability.rules=[minrtt,rr]",
+            "learnability.learners=[]",
+            "learnability.deployed=[falcon]",
+            "learnability.fixed_split_shares=[0.0,0.5,1.0]",
+            "learnability.oracle=false",
+            f"learnability.agent_overrides={{falcon: {{bank: '{bank}'}}}}",
+        ],
+    )
     _, sec, conds, agents = lb.settings(cfg)
     res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
     assert res["schedulers"] == ["minrtt", "rr", "best_single_path", "best_fixed_split", "falcon"]
@@ -196,7 +340,9 @@ def test_a_deployed_scheduler_is_evaluated_from_its_config_and_scored_like_a_lea
     assert len(st["download_time_s"]["values"]) == 2 and "train" not in st
     best = res["results"]["t1_4g_5g"]["best_rule"]["median_s"]
     assert st["ratio"] == pytest.approx(st["download_time_s"]["median"] / best)
-    assert res["within_best_rule"]["falcon"]["of"] == 1 and res["settings"]["deployed"] == ["falcon"]
+    assert res["within_best_rule"]["falcon"]["of"] == 1 and res["settings"]["deployed"] == [
+        "falcon"
+    ]
     assert res["suite_score"]["falcon"] == pytest.approx(st["ratio"])
     assert "falcon" in lb.table(res)
 
@@ -209,15 +355,31 @@ def test_each_learner_ratio_gets_a_bootstrap_interval_and_resolvably_behind_is_c
         return {"runs": [{METRIC: t, "timed_out": 0.0} for t in times], "wall_s": 0.0}
 
     base = [1.0, 1.1, 0.9, 1.2, 1.05, 0.95, 1.15, 0.85, 1.0, 1.1]
-    out = {"minrtt": runs(base), "rr": runs([t * 1.02 for t in base]),
-           "slow": runs([t * 1.20 for t in base]), "close": runs([t * 1.01 for t in base]),
-           FIXED: {"shares": {0.5: [{METRIC: t * 1.3, "timed_out": 0.0} for t in base]}, "wall_s": 0.0}}
-    sec = {"rules": ["minrtt", "rr"], "learners": ["slow", "close"], "deployed": [], "within": 1.05,
-           "beat_margin": 0.1, "headroom_margin": 0.1}
+    out = {
+        "minrtt": runs(base),
+        "rr": runs([t * 1.02 for t in base]),
+        "slow": runs([t * 1.20 for t in base]),
+        "close": runs([t * 1.01 for t in base]),
+        FIXED: {
+            "shares": {0.5: [{METRIC: t * 1.3, "timed_out": 0.0} for t in base]},
+            "wall_s": 0.0,
+        },
+    }
+    sec = {
+        "rules": ["minrtt", "rr"],
+        "learners": ["slow", "close"],
+        "deployed": [],
+        "within": 1.05,
+        "beat_margin": 0.1,
+        "headroom_margin": 0.1,
+    }
     res = score_condition(out, sec)
-    slow, close = res["schedulers"]["slow"]["vs_best_rule"], res["schedulers"]["close"]["vs_best_rule"]
+    slow, close = (
+        res["schedulers"]["slow"]["vs_best_rule"],
+        res["schedulers"]["close"]["vs_best_rule"],
+    )
     assert slow["best"] == "minrtt" and slow["paired"] == pytest.approx(1.20)
-    assert slow["ratio_ci"][0] > 1.05                      # 20 % behind on every seed: resolved
+    assert slow["ratio_ci"][0] > 1.05  # 20 % behind on every seed: resolved
     assert close["ratio_ci"][0] <= 1.05
     summary = suite_summary({"c": res}, sec)
     assert summary["resolvably_behind"]["slow"]["conditions"] == ["c"]
@@ -236,10 +398,14 @@ def test_the_oracle_takes_per_seed_the_fastest_candidate():
     nan = math.nan
     best, chosen = per_seed_best({"a": [3.0, nan, 2.0, nan], "b": [1.0, 5.0, 2.0, nan]})
     assert best[:3] == [1.0, 5.0, 2.0] and math.isnan(best[3])
-    assert chosen == ["b", "b", "a", None]                     # ties: the first listed
+    assert chosen == ["b", "b", "a", None]  # ties: the first listed
     groups = member_groups([0.0, 0.5, 1.0], {"thresholds": [None, 2.0], "reinject": [False, True]})
-    assert [len(g) for g in groups] == [3, 3, 3]               # (none, off) is the fixed split's own
-    assert {(g[0]["threshold"], g[0]["reinject"]) for g in groups} == {(None, True), (2.0, False), (2.0, True)}
+    assert [len(g) for g in groups] == [3, 3, 3]  # (none, off) is the fixed split's own
+    assert {(g[0]["threshold"], g[0]["reinject"]) for g in groups} == {
+        (None, True),
+        (2.0, False),
+        (2.0, True),
+    }
     assert label(0.3, None, False) == "share=0.3,threshold=none,reinject=off"
     assert captured(2.0, 1.0, 1.5) == 0.5 and captured(2.0, 2.0, 1.5) is None
     with pytest.raises(ConfigError, match=r"x: unknown key\(s\) \['shares'\]"):
@@ -248,13 +414,24 @@ def test_the_oracle_takes_per_seed_the_fastest_candidate():
 
 
 def test_the_oracle_is_reproducible_from_the_seed(compose):
-    cfg = compose("train", ["experiment=learnability", "quick=true", "runs=2", "learnability.max_conditions=1",
-                            "learnability.learners=[]", "learnability.rules=[minrtt]",
-                            "learnability.fixed_split_shares=[0.0,0.5,1.0]"])
+    cfg = compose(
+        "train",
+        [
+            "experiment=learnability",
+            "quick=true",
+            "runs=2",
+            "learnability.max_conditions=1",
+            "learnability.learners=[]",
+            "learnability.rules=[minrtt]",
+            "learnability.fixed_split_shares=[0.0,0.5,1.0]",
+        ],
+    )
     _, sec, conds, agents = lb.settings(cfg)
 
     def oracle():
-        res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
+        res = lb.run_learnability(
+            sec, conds, agents, {"name": "local", "workers": 1}, progress=False
+        )
         o = res["results"]["t1_4g_5g"]["schedulers"]["oracle"]
         return o["download_time_s"]["values"], o["chosen"]
 

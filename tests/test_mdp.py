@@ -15,8 +15,10 @@ from baselines.dqn.policy import DQNScheduler
 from envs import mdp
 from envs.credit import CompletionCredit
 
-SCENARIO = {"name": "fast_slow", "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20},
-                                           {"bandwidth_mbps": 5, "rtt_ms": 200}]}
+SCENARIO = {
+    "name": "fast_slow",
+    "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 5, "rtt_ms": 200}],
+}
 APP = {"kind": "bulk", "size_bytes": 300_000}
 
 
@@ -43,7 +45,9 @@ def test_predicted_finish_waits_for_data_in_flight():
 def test_input_sizes_and_names_of_both_mdps():
     assert mdp.n_inputs(2, "packet_rate") == 8 and mdp.n_inputs(2, "completion") == 19
     assert len(mdp.feature_names(3, "completion")) == mdp.n_inputs(3, "completion")
-    assert mdp.reward_of_inputs(19, 2) == "completion" and mdp.reward_of_inputs(8, 2) == "packet_rate"
+    assert (
+        mdp.reward_of_inputs(19, 2) == "completion" and mdp.reward_of_inputs(8, 2) == "packet_rate"
+    )
     assert mdp.reward_of_inputs(7, 2) is None
     with pytest.raises(envs.ConfigError, match="unknown reward 'nope'"):
         mdp.n_inputs(2, "nope")
@@ -77,7 +81,11 @@ def test_completion_action_on_a_full_path_waits_instead_of_committing():
     class V:
         paths = [P(0), P(13500), P(0, is_open=False)]
 
-    assert mdp.decode_action(V, 0) == 0 and mdp.decode_action(V, 1) is None and mdp.decode_action(V, 2) is None
+    assert (
+        mdp.decode_action(V, 0) == 0
+        and mdp.decode_action(V, 1) is None
+        and mdp.decode_action(V, 2) is None
+    )
 
 
 def test_completion_credit_closes_every_recorded_decision_once():
@@ -115,8 +123,14 @@ def test_the_credit_predicts_with_path_estimates_and_predicted_finish_bit_for_bi
             srtts, rates = mdp.path_estimates(view)
             assert list(srtt) == srtts and list(rate) == rates and largest == max(srtts)
             raw = credit._raw(view, now)
-            want = mdp.predicted_finish(now, view.pending_bytes, list(credit.last_send),
-                                        [p.bytes_in_flight > 0 for p in view.paths], srtts, rates)
+            want = mdp.predicted_finish(
+                now,
+                view.pending_bytes,
+                list(credit.last_send),
+                [p.bytes_in_flight > 0 for p in view.paths],
+                srtts,
+                rates,
+            )
             assert mdp.raw_finish(raw, srtt, rate, array("q", [0] * n)) == want
             state = credit.observe(view, now, False)
             vals = mdp.completion_features_into(view, now, want, [0.0] * len(state))
@@ -124,9 +138,13 @@ def test_the_credit_predicts_with_path_estimates_and_predicted_finish_bit_for_bi
             checked.append(now)
             return super()._decide_completion(view)
 
-    three = {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 30, "loss": 0.02},
-                       {"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 3},
-                       {"bandwidth_mbps": 4, "rtt_ms": 150}]}
+    three = {
+        "paths": [
+            {"bandwidth_mbps": 20, "rtt_ms": 30, "loss": 0.02},
+            {"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 3},
+            {"bandwidth_mbps": 4, "rtt_ms": 150},
+        ]
+    }
     for seed in (0, 1):
         envs.run_episode(three, APP, Check(reward="completion", epsilon=0.5, seed=seed), seed)
     assert len(checked) > 200
@@ -157,8 +175,18 @@ def test_a_completion_model_does_not_load_into_a_paper_agent(tmp_path):
 
 def test_dqn_off_learns_from_rule_logs_on_the_completion_mdp():
     agent = DQNOff(reward="completion", seed=1)
-    out = agent.fit(SCENARIO, APP, seed=100, collect_episodes=6, behaviour="rules",
-                    gradient_steps=300, models=2, checkpoints=2, validation_episodes=8, progress=False)
+    out = agent.fit(
+        SCENARIO,
+        APP,
+        seed=100,
+        collect_episodes=6,
+        behaviour="rules",
+        gradient_steps=300,
+        models=2,
+        checkpoints=2,
+        validation_episodes=8,
+        progress=False,
+    )
     assert out["logged_episodes"] == 6 and out["transitions"] > 100
     m = envs.run_episode(SCENARIO, APP, agent, 0).metrics
     assert not m["timed_out"] and m["download_time_s"] < 5.0
@@ -202,7 +230,9 @@ def test_rllib_trains_on_the_agents_mdp_by_default():
     cfg = build_config(agent, SCENARIO, APP, seed=0, options=agent.rllib_options)
     assert cfg.env_config["reward"] == "completion" and cfg.batch_mode == "complete_episodes"
     assert cfg.callbacks_on_episode_end is attribute_decision_rewards
-    module = cfg.get_rl_module_spec(env=MultipathSchedulingEnv(SCENARIO, APP, reward="completion")).build()
+    module = cfg.get_rl_module_spec(
+        env=MultipathSchedulingEnv(SCENARIO, APP, reward="completion")
+    ).build()
     weights = extract_weights(module, agent.spec)
     assert [w.shape for w in weights][0] == (19, 16)
     with pytest.raises(envs.ConfigError, match="differs from the agent's reward"):
@@ -211,9 +241,12 @@ def test_rllib_trains_on_the_agents_mdp_by_default():
 
 def test_logged_rewards_follow_the_agents_hindsight():
     """DQN-Off's logs are rewarded with its own hindsight horizon (not the default)."""
-    logs = [DQNOff(reward="completion", hindsight_rtts=h).collect(SCENARIO, APP, 5, 1, "rules", 0.0,
-                                                                    progress=False)
-            for h in (0.0, 1.0, 1.0)]
+    logs = [
+        DQNOff(reward="completion", hindsight_rtts=h).collect(
+            SCENARIO, APP, 5, 1, "rules", 0.0, progress=False
+        )
+        for h in (0.0, 1.0, 1.0)
+    ]
     assert np.array_equal(logs[1].reward_values, logs[2].reward_values)
     assert len(logs[0]) == len(logs[1])
     assert not np.array_equal(logs[0].reward_values, logs[1].reward_values)
@@ -221,7 +254,11 @@ def test_logged_rewards_follow_the_agents_hindsight():
 
 def _logged_rewards(bandwidth_mbps: float, unit: str) -> np.ndarray:
     """The rewards of one minRTT-logged 300 kB download over one path."""
-    one = {"name": "one", "setup": "none", "paths": [{"bandwidth_mbps": bandwidth_mbps, "rtt_ms": 20}]}
+    one = {
+        "name": "one",
+        "setup": "none",
+        "paths": [{"bandwidth_mbps": bandwidth_mbps, "rtt_ms": 20}],
+    }
     off = DQNOff(reward="completion", reward_unit=unit)
     return off.collect(one, APP, 5, 1, "rules", 0.0, progress=False).reward_values
 
@@ -269,7 +306,9 @@ def test_experience_logs_carry_their_reward_unit(tmp_path):
         write_experience,
     )
 
-    exp = DQNOff(reward="completion", reward_unit="time").collect(SCENARIO, APP, 5, 1, "rules", 0.0, progress=False)
+    exp = DQNOff(reward="completion", reward_unit="time").collect(
+        SCENARIO, APP, 5, 1, "rules", 0.0, progress=False
+    )
     assert exp.reward_unit == "time"
     path = write_experience(tmp_path / "log.h5", exp)
     assert read_experience(path).reward_unit == "time"
@@ -278,7 +317,9 @@ def test_experience_logs_carry_their_reward_unit(tmp_path):
         del f.attrs["reward_unit"]
     back = read_experience(path)
     assert back.reward_unit == "time"
-    with pytest.raises(envs.ConfigError, match="rewards are in 'time' units, the agent's reward_unit is 'packet'"):
+    with pytest.raises(
+        envs.ConfigError, match="rewards are in 'time' units, the agent's reward_unit is 'packet'"
+    ):
         DQNOff(reward="completion").fit(SCENARIO, APP, seed=0, experience=str(path), progress=False)
     pkt = DQNOff(reward="completion").collect(SCENARIO, APP, 5, 1, "rules", 0.0, progress=False)
     with pytest.raises(ExperienceFileError, match="rewarded in 'packet' and in 'time' units"):

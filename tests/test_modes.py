@@ -59,7 +59,9 @@ def test_modes_are_checked():
         DQNModes(switch_margins=[-1.0])
     three = {"paths": SCEN["paths"] * 2}
     with pytest.raises(ConfigError, match="exactly 2 paths"):
-        run_episode({"paths": three["paths"][:3]}, APP, ModeScheduler(make_modes(), lambda s: 0), seed=0)
+        run_episode(
+            {"paths": three["paths"][:3]}, APP, ModeScheduler(make_modes(), lambda s: 0), seed=0
+        )
 
 
 def test_state_sees_a_path_that_stopped_delivering(tmp_path):
@@ -76,13 +78,21 @@ def test_state_sees_a_path_that_stopped_delivering(tmp_path):
     state = late[0]
     assert state[names.index("path1_log_delivery")] == 0.0
     assert state[names.index("path1_ack_age")] > 3.0
-    assert state[names.index("path0_log_delivery")] > 0.0 and state[names.index("path0_ack_age")] < 2.0
+    assert (
+        state[names.index("path0_log_delivery")] > 0.0 and state[names.index("path0_ack_age")] < 2.0
+    )
 
 
 def _episode(times, end, modes, unacked):
     n = len(times)
-    return Episode(np.zeros((n, n_inputs(2)), np.float32), np.asarray(modes), np.asarray(times, float),
-                   np.asarray(unacked, float), end, end)
+    return Episode(
+        np.zeros((n, n_inputs(2)), np.float32),
+        np.asarray(modes),
+        np.asarray(times, float),
+        np.asarray(unacked, float),
+        end,
+        end,
+    )
 
 
 def test_return_to_go_targets_and_the_shaped_reward():
@@ -100,9 +110,14 @@ def test_return_to_go_targets_and_the_shaped_reward():
 
 
 def test_the_constant_candidate_is_the_mode_with_the_lowest_median():
-    eps = [_episode([0.0], t, [m], [1.0]) for m, t in ((0, 1.0), (0, 9.0), (0, 1.1), (1, 2.0), (1, 2.1), (1, 1.9))]
-    eps.append(_episode([0.0, 0.1], 0.2, [2, 3], [1.0, 1.0]))       # changed mode: not a constant candidate
-    assert best_constant_mode(eps, 4) == 0          # median 1.1 s against 2.0 s (mean 3.7 s against 2.0 s)
+    eps = [
+        _episode([0.0], t, [m], [1.0])
+        for m, t in ((0, 1.0), (0, 9.0), (0, 1.1), (1, 2.0), (1, 2.1), (1, 1.9))
+    ]
+    eps.append(
+        _episode([0.0, 0.1], 0.2, [2, 3], [1.0, 1.0])
+    )  # changed mode: not a constant candidate
+    assert best_constant_mode(eps, 4) == 0  # median 1.1 s against 2.0 s (mean 3.7 s against 2.0 s)
 
 
 def test_hold_or_switch():
@@ -116,24 +131,55 @@ def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_
     learned modes come within 10 % of sending everything on path 0, where
     minRTT, ECF and BLEST (which use path 1 when path 0's window is full) are
     15-70 % slower."""
-    scen = {"paths": [{"bandwidth_mbps": 30, "rtt_ms": 20},
-                      {"bandwidth_mbps": 1, "rtt_ms": 150, "loss": 0.05}]}
+    scen = {
+        "paths": [
+            {"bandwidth_mbps": 30, "rtt_ms": 20},
+            {"bandwidth_mbps": 1, "rtt_ms": 150, "loss": 0.05},
+        ]
+    }
     app = {"kind": "bulk", "size_bytes": 2_000_000}
-    agent = DQNModes(shares=[0.0, 0.5, 1.0], reinject=[False], rules=["minrtt"], hidden=[32],
-                     switch_margins=[0.0, None], constant_candidate=True)
-    out = agent.fit(scen, app, seed=100, seeds_per_mode=3, switching_episodes=12, gradient_steps=600, models=2,
-                    validation_episodes=8, progress=False)
+    agent = DQNModes(
+        shares=[0.0, 0.5, 1.0],
+        reinject=[False],
+        rules=["minrtt"],
+        hidden=[32],
+        switch_margins=[0.0, None],
+        constant_candidate=True,
+    )
+    out = agent.fit(
+        scen,
+        app,
+        seed=100,
+        seeds_per_mode=3,
+        switching_episodes=12,
+        gradient_steps=600,
+        models=2,
+        validation_episodes=8,
+        progress=False,
+    )
     assert out["transitions"] > 0 and math.isfinite(out["final_loss"])
 
     def median(s):
-        return float(np.median([run_episode(scen, app, s, seed=k).metrics["download_time_s"] for k in range(5)]))
+        return float(
+            np.median(
+                [run_episode(scen, app, s, seed=k).metrics["download_time_s"] for k in range(5)]
+            )
+        )
 
     single = median(make_scheduler("fixed_split", share=1.0))
     learned = median(agent)
-    assert learned <= 1.10 * single < min(median(make_scheduler(n)) for n in ("minrtt", "ecf", "blest"))
+    assert (
+        learned
+        <= 1.10 * single
+        < min(median(make_scheduler(n)) for n in ("minrtt", "ecf", "blest"))
+    )
     agent.save(tmp_path)
     again = DQNModes(model=str(tmp_path))
-    assert again.modes == agent.modes and again.switch_margin == agent.switch_margin and median(again) == learned
+    assert (
+        again.modes == agent.modes
+        and again.switch_margin == agent.switch_margin
+        and median(again) == learned
+    )
     assert again.constant_mode == agent.constant_mode
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     with pytest.raises(ModelFileError, match="bad.h5: unreadable"):
@@ -149,11 +195,15 @@ def test_the_agent_config_builds_a_trainable_scheduler_with_rule_modes():
 
     from envs.scheduler import Trainable
 
-    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs/agent/dqn_modes.yaml").read_text())
+    cfg = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "configs/agent/dqn_modes.yaml").read_text()
+    )
     train = cfg.pop("train")
     agent = instantiate(cfg)
     fit_defaults = {k: p.default for k, p in inspect.signature(DQNModes.fit).parameters.items()}
-    assert isinstance(agent, Trainable) and train == {k: fit_defaults[k] for k in train}      # one value each
+    assert isinstance(agent, Trainable) and train == {
+        k: fit_defaults[k] for k in train
+    }  # one value each
     assert len(agent.modes) == len(cfg["shares"]) * len(cfg["reinject"]) + len(cfg["rules"])
     with pytest.raises(ConfigError, match="no trained model"):
         agent.policy()

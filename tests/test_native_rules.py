@@ -18,32 +18,64 @@ from core_corpus import _digest  # noqa: E402
 
 SCENARIOS = {
     "table1_4g_5g": {"paths": [{"link": "4g"}, {"link": "5g"}]},
-    "three_paths_lossy": {"paths": [{"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 6, "loss": 0.01},
-                                    {"bandwidth_mbps": 8, "rtt_ms": 90, "rtt_std_ms": 20},
-                                    {"bandwidth_mbps": 40, "rtt_ms": 15, "loss": 0.002}]},
-    "trace_pair": {"paths": [{"trace": "mahimahi_cellular_lte/ATT-LTE-driving-2016.down", "rtt_ms": 60},
-                             {"link": "wlan"}]},
-    "small_window": {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 5, "rtt_ms": 200}],
-                     "flow_control": {"initial_window_bytes": 65536, "autotune": False}, "pacing": {"enabled": False}},
-    "no_setup_probing": {"paths": [{"bandwidth_mbps": 30, "rtt_ms": 40}, {"bandwidth_mbps": 30, "rtt_ms": 20},
-                                   {"bandwidth_mbps": 10, "rtt_ms": 10}], "setup": "none"},
+    "three_paths_lossy": {
+        "paths": [
+            {"bandwidth_mbps": 20, "rtt_ms": 30, "rtt_std_ms": 6, "loss": 0.01},
+            {"bandwidth_mbps": 8, "rtt_ms": 90, "rtt_std_ms": 20},
+            {"bandwidth_mbps": 40, "rtt_ms": 15, "loss": 0.002},
+        ]
+    },
+    "trace_pair": {
+        "paths": [
+            {"trace": "mahimahi_cellular_lte/ATT-LTE-driving-2016.down", "rtt_ms": 60},
+            {"link": "wlan"},
+        ]
+    },
+    "small_window": {
+        "paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 5, "rtt_ms": 200}],
+        "flow_control": {"initial_window_bytes": 65536, "autotune": False},
+        "pacing": {"enabled": False},
+    },
+    "no_setup_probing": {
+        "paths": [
+            {"bandwidth_mbps": 30, "rtt_ms": 40},
+            {"bandwidth_mbps": 30, "rtt_ms": 20},
+            {"bandwidth_mbps": 10, "rtt_ms": 10},
+        ],
+        "setup": "none",
+    },
 }
-NATIVE = {"minrtt": MINRTT, "rr": ROUND_ROBIN, "blest": MINRTT_UNLESS_SLOWER, "ecf": MINRTT_UNLESS_SLOWER}
+NATIVE = {
+    "minrtt": MINRTT,
+    "rr": ROUND_ROBIN,
+    "blest": MINRTT_UNLESS_SLOWER,
+    "ecf": MINRTT_UNLESS_SLOWER,
+}
 
 
 def python_twin(name: str) -> Scheduler:
     """``name``'s scheduler with its own ``decide`` called for every decision (no native rule)."""
     base = type(make_scheduler(name))
-    twin = type(f"Python{base.__name__}", (base,), {"decide": lambda self, view: base.decide(self, view)})
+    twin = type(
+        f"Python{base.__name__}", (base,), {"decide": lambda self, view: base.decide(self, view)}
+    )
     return twin()
 
 
 def digest(scenario: dict, scheduler: Scheduler, seed: int) -> str:
-    r = run_episode({"max_duration_s": 20.0, **scenario}, {"kind": "bulk", "size_bytes": 1_500_000}, scheduler,
-                    seed)
+    r = run_episode(
+        {"max_duration_s": 20.0, **scenario},
+        {"kind": "bulk", "size_bytes": 1_500_000},
+        scheduler,
+        seed,
+    )
     keys = sorted(r.metrics)
-    return _digest([r.metrics[k] for k in keys], r.object_times, r.timeseries["oqs_t"],
-                   r.timeseries["oqs_bytes"])
+    return _digest(
+        [r.metrics[k] for k in keys],
+        r.object_times,
+        r.timeseries["oqs_t"],
+        r.timeseries["oqs_bytes"],
+    )
 
 
 @pytest.mark.parametrize("name", sorted(NATIVE))
@@ -57,7 +89,9 @@ def test_native_rules_give_the_episodes_of_the_python_decide(name, scenario):
 
 def test_the_connection_takes_the_native_rule_and_round_robin_keeps_its_cursor():
     sched = make_scheduler("rr")
-    emu, conn, _app, s = setup_episode(SCENARIOS["table1_4g_5g"], {"kind": "bulk", "size_bytes": 200_000}, sched)
+    emu, conn, _app, s = setup_episode(
+        SCENARIOS["table1_4g_5g"], {"kind": "bulk", "size_bytes": 200_000}, sched
+    )
     assert conn.native_rule == ROUND_ROBIN
     emu.sim.run(until=s["max_duration_s"])
     assert conn.finished

@@ -31,14 +31,16 @@ BINARY_PROBE = 8000
 def tracked_files() -> list[str]:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
 def hits_in(rel: str, root: Path = ROOT) -> list[str]:
     """``"file:line: pattern: text"`` of every hit in one tracked file."""
     path = root / rel
-    if path.is_symlink() or not path.is_file():       # a link, a submodule, or deleted in the work tree
+    if path.is_symlink() or not path.is_file():  # a link, a submodule, or deleted in the work tree
         return []
     data = path.read_bytes()
     if b"\0" in data[:BINARY_PROBE]:
@@ -58,13 +60,17 @@ def test_no_reference_to_documents_outside_the_repository():
     files = tracked_files()
     assert files, "git ls-files listed nothing"
     hits = [h for rel in files for h in hits_in(rel)]
-    assert not hits, (f"{len(hits)} reference(s) to documents that are not in the repository (cite the "
-                      "paper by authors, title, venue and year, or point at the project's own text):\n"
-                      + "\n".join(hits))
+    assert not hits, (
+        f"{len(hits)} reference(s) to documents that are not in the repository (cite the "
+        "paper by authors, title, venue and year, or point at the project's own text):\n"
+        + "\n".join(hits)
+    )
 
 
 def test_the_check_finds_a_planted_reference(tmp_path):
     (tmp_path / "a.md").write_text("fine\nsee " + "SPEC" + "-x.md\n")
     (tmp_path / "b.bin").write_bytes(b"\0" + ("seed" + " 001").encode())
-    assert hits_in("a.md", tmp_path) == ["a.md:2: " + repr("SPEC" + "-") + ": see " + "SPEC" + "-x.md"]
+    assert hits_in("a.md", tmp_path) == [
+        "a.md:2: " + repr("SPEC" + "-") + ": see " + "SPEC" + "-x.md"
+    ]
     assert hits_in("b.bin", tmp_path) == [] and hits_in("missing.txt", tmp_path) == []

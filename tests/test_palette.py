@@ -58,10 +58,20 @@ def test_every_agent_config_has_a_distinct_colour():
 def test_plot_metric_cdf_and_box_use_the_palette(tmp_path, figures):
     default = [_rgb(f"C{i}") for i in range(len(NAMES))]
     assert all(_rgb(palette.color(n)) != d for n, d in zip(NAMES, default))
-    records = [{"scenario": "s", "app": "bulk", "agent": n, "seed": seed,
-                "metrics": {"download_time_s": 1.0 + k + 0.5 * seed}}
-               for k, n in enumerate(NAMES) for seed in range(3)]
-    paths = report.plot_metric(report.summarize(records, seeds=[0, 1, 2]), "download_time_s", tmp_path)
+    records = [
+        {
+            "scenario": "s",
+            "app": "bulk",
+            "agent": n,
+            "seed": seed,
+            "metrics": {"download_time_s": 1.0 + k + 0.5 * seed},
+        }
+        for k, n in enumerate(NAMES)
+        for seed in range(3)
+    ]
+    paths = report.plot_metric(
+        report.summarize(records, seeds=[0, 1, 2]), "download_time_s", tmp_path
+    )
     assert [p.name for p in paths] == ["download_time_s__s__bulk.png"]
     [fig] = figures
     ax_cdf, ax_box = fig.axes
@@ -80,13 +90,21 @@ def test_hybrid_plot_uses_the_palette(tmp_path, figures):
 
     names = ["lia", "cubic", "hybrid"]
     series = {"t_s": [0.0, 1.0], "total_mbps": [1.0, 2.0], "straggler_mbps": [0.5, 1.0]}
-    cell = {n: {"iteration_time_mean_s": 1.0 + i, "unfairness_std": 0.1 * i, "series": series}
-            for i, n in enumerate(names)}
-    res = {"settings": {"schedulers": names},
-           "summary": {"settings": {"exp1": {"time_varying": cell},
-                                    "exp23": {"bsp_20mbps": cell, "ssp_20mbps": cell},
-                                    "exp6": {"stragglers_0": cell, "stragglers_1": cell}},
-                       "training": {"hybrid": {"curves": [[0.1, 0.2, 0.3]]}}}}
+    cell = {
+        n: {"iteration_time_mean_s": 1.0 + i, "unfairness_std": 0.1 * i, "series": series}
+        for i, n in enumerate(names)
+    }
+    res = {
+        "settings": {"schedulers": names},
+        "summary": {
+            "settings": {
+                "exp1": {"time_varying": cell},
+                "exp23": {"bsp_20mbps": cell, "ssp_20mbps": cell},
+                "exp6": {"stragglers_0": cell, "stragglers_1": cell},
+            },
+            "training": {"hybrid": {"curves": [[0.1, 0.2, 0.3]]}},
+        },
+    }
     hybrid_report.plot(res, tmp_path / "hybrid.png")
     main, throughput, training = figures
     for ax in main.axes + throughput.axes:
@@ -104,11 +122,15 @@ def test_gaps_bars_use_the_palette(tmp_path, figures):
     from falcon.experiments import gaps_report
 
     names = ["gaps", "falcon", "blest_gap"]
-    summary = {"default": {n: {"oqs_mean_kb": 1.0 + i, "oqs_p99_kb": 2.0 + i} for i, n in enumerate(names)}}
+    summary = {
+        "default": {n: {"oqs_mean_kb": 1.0 + i, "oqs_p99_kb": 2.0 + i} for i, n in enumerate(names)}
+    }
     gaps_report._plot_bars({"summary": summary}, tmp_path / "bars.png", plt)
     [fig] = figures
     for ax in fig.axes:
-        assert [_rgb(p.get_facecolor()) for p in ax.patches] == [_rgb(c) for c in palette.colors(names)]
+        assert [_rgb(p.get_facecolor()) for p in ax.patches] == [
+            _rgb(c) for c in palette.colors(names)
+        ]
 
 
 def test_stream_aware_figures_use_the_palette():
@@ -127,7 +149,9 @@ def test_stream_aware_figures_use_the_palette():
         plt.close(fig)
     fig = plot_active_streams({n: [([0.0, 0.1], [0.2, 0.3 + i])] for i, n in enumerate(names)})
     try:
-        assert [_rgb(ln.get_color()) for ln in fig.axes[0].get_lines()] == [_rgb(c) for c in palette.colors(names)]
+        assert [_rgb(ln.get_color()) for ln in fig.axes[0].get_lines()] == [
+            _rgb(c) for c in palette.colors(names)
+        ]
     finally:
         plt.close(fig)
 

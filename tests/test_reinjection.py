@@ -16,8 +16,10 @@ LOSSY = {"paths": [{"link": "5g"}, {"link": "wlan", "loss": 0.03}]}
 # a small fixed receive window and a slow path with a large window of its own: the slow
 # path's data in flight holds the connection's window (the case Linux MPTCP's
 # opportunistic retransmission was made for)
-BLOCKED = {"flow_control": {"initial_window_bytes": 100_000, "autotune": False},
-           "paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}, {"bandwidth_mbps": 10, "rtt_ms": 200}]}
+BLOCKED = {
+    "flow_control": {"initial_window_bytes": 100_000, "autotune": False},
+    "paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}, {"bandwidth_mbps": 10, "rtt_ms": 200}],
+}
 BULK = {"kind": "bulk", "size_bytes": 1_000_000}
 
 
@@ -38,8 +40,8 @@ def test_the_connection_acknowledges_every_byte_once_with_copies():
     emu, conn, _app, s = setup_episode(LOSSY, BULK, make_scheduler("redundant"), 2)
     emu.sim.run(until=s["max_duration_s"])
     assert conn.reinjected_packets > 0
-    assert conn.bytes_acked <= BULK["size_bytes"]        # a frame acknowledged on both paths counts once
-    assert conn.delivered == BULK["size_bytes"]          # the receiver keeps the first copy only
+    assert conn.bytes_acked <= BULK["size_bytes"]  # a frame acknowledged on both paths counts once
+    assert conn.delivered == BULK["size_bytes"]  # the receiver keeps the first copy only
     emu.close()
 
 
@@ -51,9 +53,11 @@ def test_schedulers_without_reinjection_have_no_copies_and_no_overhead_metric():
 def test_tail_reinjection_shortens_the_tail_of_a_lossy_slow_path():
     """The 5G + lossy WLAN pair: minRTT leaves the tail losses of the slow path to its
     timeouts; re-injecting them on the fast path finishes sooner (median of 8 seeds)."""
+
     def median(name):
         xs = sorted(_run(LOSSY, name, seed=s).metrics["download_time_s"] for s in range(8))
         return (xs[3] + xs[4]) / 2
+
     assert median("minrtt_xlink") < median("minrtt")
 
 
@@ -61,7 +65,7 @@ def test_opportunistic_retransmission_fires_only_when_flow_control_blocks():
     blocked = _run(BLOCKED, "minrtt_or").metrics
     assert blocked["reinjected_bytes"] > 0
     assert blocked["download_time_s"] < 0.5 * _run(BLOCKED, "minrtt").metrics["download_time_s"]
-    free = _run(FIVE_G_WLAN, "minrtt_or").metrics          # flow control never blocks 1 MB here
+    free = _run(FIVE_G_WLAN, "minrtt_or").metrics  # flow control never blocks 1 MB here
     plain = _run(FIVE_G_WLAN, "minrtt").metrics
     assert free["reinjected_bytes"] == 0
     assert free["download_time_s"] == plain["download_time_s"]
@@ -70,14 +74,14 @@ def test_opportunistic_retransmission_fires_only_when_flow_control_blocks():
 def test_penalise_halves_the_window_once_per_rtt():
     emu, conn, _app, _s = setup_episode(FIVE_G_WLAN, BULK, make_scheduler("minrtt"), 0)
     ps = conn.paths[1]
-    ps.cc.cwnd, ps.cc.ssthresh = 40_000.0, 30_000.0          # in congestion avoidance
+    ps.cc.cwnd, ps.cc.ssthresh = 40_000.0, 30_000.0  # in congestion avoidance
     ps.srtt = 0.05
     assert conn.penalise(1)
     assert (ps.cc.cwnd, ps.cc.ssthresh) == (20_000.0, 15_000.0)
-    assert not conn.penalise(1)                              # again within one srtt: no
+    assert not conn.penalise(1)  # again within one srtt: no
     assert ps.cc.cwnd == 20_000.0
-    ps.cc.cwnd, ps.cc.ssthresh = 1000.0, math.inf            # slow start: ssthresh kept, floor min_window
-    conn._penalised_at[1] = -1.0                             # as if one srtt had passed
+    ps.cc.cwnd, ps.cc.ssthresh = 1000.0, math.inf  # slow start: ssthresh kept, floor min_window
+    conn._penalised_at[1] = -1.0  # as if one srtt had passed
     assert conn.penalise(1)
     assert ps.cc.cwnd == ps.cc.min_window and ps.cc.ssthresh == math.inf
     emu.close()
@@ -122,7 +126,9 @@ def test_split_threshold_without_threshold_or_reinjection_is_the_fixed_split(sha
 def test_split_threshold_leaves_a_path_that_is_far_worse():
     scen = {"paths": [{"bandwidth_mbps": 50, "rtt_ms": 20}, {"bandwidth_mbps": 2, "rtt_ms": 300}]}
     split = run_episode(scen, BULK, make_scheduler("split_threshold", share=0.5), 0).metrics
-    left = run_episode(scen, BULK, make_scheduler("split_threshold", share=0.5, threshold=1.5), 0).metrics
+    left = run_episode(
+        scen, BULK, make_scheduler("split_threshold", share=0.5, threshold=1.5), 0
+    ).metrics
     assert left["download_time_s"] < 0.5 * split["download_time_s"]
     assert left["path0_share"] > split["path0_share"]
 

@@ -14,14 +14,17 @@ from envs.errors import ConfigError
 from falcon.relay import Relay, format_report, self_test
 from falcon.relay.__main__ import load_scenario
 
-pytestmark = pytest.mark.skipif(not loopback_aliases(),
-                                reason=LOOPBACK_REASON)
+pytestmark = pytest.mark.skipif(not loopback_aliases(), reason=LOOPBACK_REASON)
 
 
 def _pair(**path1) -> dict:
-    return {"name": "t", "paths": [{"bandwidth_mbps": 10.0, "rtt_ms": 20.0, "rtt_std_ms": 0.0, "loss": 0.0},
-                                   {"bandwidth_mbps": 5.0, "rtt_ms": 80.0, "rtt_std_ms": 0.0, "loss": 0.0,
-                                    **path1}]}
+    return {
+        "name": "t",
+        "paths": [
+            {"bandwidth_mbps": 10.0, "rtt_ms": 20.0, "rtt_std_ms": 0.0, "loss": 0.0},
+            {"bandwidth_mbps": 5.0, "rtt_ms": 80.0, "rtt_std_ms": 0.0, "loss": 0.0, **path1},
+        ],
+    }
 
 
 class _Echo:
@@ -72,8 +75,8 @@ def test_each_path_is_chosen_by_the_client_address_and_keeps_its_delay():
         stats = relay.stats()
     echo.sock.close()
     assert len(fast) == len(slow) == 5
-    assert 0.019 < min(fast) and max(fast) < 0.030          # 20 ms RTT
-    assert 0.079 < min(slow) and max(slow) < 0.095          # 80 ms RTT
+    assert 0.019 < min(fast) and max(fast) < 0.030  # 20 ms RTT
+    assert 0.079 < min(slow) and max(slow) < 0.095  # 80 ms RTT
     assert [s["up_packets"] for s in stats] == [5, 5]
     assert [s["down_packets"] for s in stats] == [5, 5]
 
@@ -90,7 +93,7 @@ def test_random_loss_hits_the_data_direction_only_and_unknown_sources_are_droppe
         st = relay.stats()[1]
         unknown = relay.unknown_sources
     echo.sock.close()
-    assert st["up_packets"] == 5                            # client -> server: never lost
+    assert st["up_packets"] == 5  # client -> server: never lost
     # 5 x 20 answers at once: the drop-tail buffer (the emulator's default, a
     # fraction of the BDP in packets) takes some, random loss about half the rest
     assert st["down_packets"] + st["down_lost"] + st["down_dropped"] == 100
@@ -105,10 +108,16 @@ def test_self_test_measures_the_configured_delay_and_rate():
     rep = self_test(_pair(), pings=10, ping_interval_s=0.02, blast_s=0.6, tolerance=0.15)
     assert rep["passed"], format_report(rep)
     fast, slow = rep["paths"]
-    assert fast["configured_rtt_ms"] == pytest.approx(20.0) and slow["configured_rtt_ms"] == pytest.approx(80.0)
-    assert fast["rtt_ms"] == pytest.approx(20.0, rel=0.01) and slow["rtt_ms"] == pytest.approx(80.0, rel=0.01)
-    assert fast["rate_mbps"] == pytest.approx(10.0, rel=0.02) and slow["rate_mbps"] == pytest.approx(5.0, rel=0.02)
-    assert fast["dropped"] > 0                               # overloaded: the drop-tail queue overflows
+    assert fast["configured_rtt_ms"] == pytest.approx(20.0) and slow[
+        "configured_rtt_ms"
+    ] == pytest.approx(80.0)
+    assert fast["rtt_ms"] == pytest.approx(20.0, rel=0.01) and slow["rtt_ms"] == pytest.approx(
+        80.0, rel=0.01
+    )
+    assert fast["rate_mbps"] == pytest.approx(10.0, rel=0.02) and slow[
+        "rate_mbps"
+    ] == pytest.approx(5.0, rel=0.02)
+    assert fast["dropped"] > 0  # overloaded: the drop-tail queue overflows
     assert "relay self-test passed" in format_report(rep)
 
 
@@ -133,8 +142,12 @@ def test_bad_input_is_one_line():
         with pytest.raises(ConfigError, match="cannot bind"):
             Relay(_pair(), listen=busy.getsockname()).start()
         host, port = busy.getsockname()
-        res = subprocess.run([sys.executable, "-m", "falcon.relay", "--listen", f"{host}:{port}"],
-                             capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            [sys.executable, "-m", "falcon.relay", "--listen", f"{host}:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         busy.close()
     assert res.returncode == 2
@@ -145,13 +158,27 @@ def test_a_trace_driven_and_a_jittery_path_are_judged_against_their_own_model():
     """The self-test compares with what the model released (a trace's own
     rate over the blast, the jitter draws of the very pings), not with the
     configured means."""
-    scen = {"name": "tr", "paths": [
-        {"synthetic": {"kind": "gaussian_rate", "mean_mbps": 8.0, "std_mbps": 4.0, "step_s": 0.1,
-                       "duration_s": 30.0}, "rtt_ms": 30.0, "rtt_std_ms": 0.0, "loss": 0.0},
-        {"bandwidth_mbps": 5.0, "rtt_ms": 50.0, "rtt_std_ms": 10.0, "loss": 0.0}]}
+    scen = {
+        "name": "tr",
+        "paths": [
+            {
+                "synthetic": {
+                    "kind": "gaussian_rate",
+                    "mean_mbps": 8.0,
+                    "std_mbps": 4.0,
+                    "step_s": 0.1,
+                    "duration_s": 30.0,
+                },
+                "rtt_ms": 30.0,
+                "rtt_std_ms": 0.0,
+                "loss": 0.0,
+            },
+            {"bandwidth_mbps": 5.0, "rtt_ms": 50.0, "rtt_std_ms": 10.0, "loss": 0.0},
+        ],
+    }
     rep = self_test(scen, pings=10, ping_interval_s=0.02, blast_s=0.6, tolerance=0.15)
     assert rep["passed"], format_report(rep)
     trace, jittery = rep["paths"]
     assert trace["measured_rate_mbps"] == pytest.approx(trace["rate_mbps"], rel=0.15)
-    assert jittery["rtt_ms"] != pytest.approx(50.0, abs=0.01)   # the pings' own draws
+    assert jittery["rtt_ms"] != pytest.approx(50.0, abs=0.01)  # the pings' own draws
     assert jittery["measured_rtt_ms"] == pytest.approx(jittery["rtt_ms"], rel=0.15)

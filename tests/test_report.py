@@ -15,14 +15,28 @@ def _records():
     recs = []
     for agent, base in (("minrtt", 1.0), ("blest", 2.0)):
         for seed in (2, 0, 1):  # out of order on purpose
-            recs.append({"scenario": "s1", "app": "bulk", "agent": agent, "seed": seed,
-                         "metrics": {"download_time_s": base + seed, "goodput_mbps": 10.0 * (seed + 1)}})
+            recs.append(
+                {
+                    "scenario": "s1",
+                    "app": "bulk",
+                    "agent": agent,
+                    "seed": seed,
+                    "metrics": {"download_time_s": base + seed, "goodput_mbps": 10.0 * (seed + 1)},
+                }
+            )
     return recs
 
 
 def test_describe():
     s = describe([4.0, 1.0, 3.0, 2.0])
-    assert s == {"n": 4, "median": 2.5, "p25": 1.75, "p75": 3.25, "mean": 2.5, "values": [4.0, 1.0, 3.0, 2.0]}
+    assert s == {
+        "n": 4,
+        "median": 2.5,
+        "p25": 1.75,
+        "p75": 3.25,
+        "mean": 2.5,
+        "values": [4.0, 1.0, 3.0, 2.0],
+    }
 
 
 def test_describe_non_finite_values():
@@ -43,8 +57,10 @@ def test_summarize_structure_and_seed_order():
 
 
 def test_table_lists_schedulers_and_skips_missing_metrics():
-    table = summary_table(summarize(_records(), seeds=[0, 1, 2]), ["download_time_s", "oqs_mean_bytes",
-                                                                   "goodput_mbps"])
+    table = summary_table(
+        summarize(_records(), seeds=[0, 1, 2]),
+        ["download_time_s", "oqs_mean_bytes", "goodput_mbps"],
+    )
     lines = table.splitlines()
     assert lines[0].startswith("scenario s1 | app bulk | 3 runs")
     assert "download_time_s median [p25, p75]" in lines[1] and "goodput_mbps (median)" in lines[1]
@@ -61,7 +77,11 @@ def test_json_roundtrip_and_flat_metrics(tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     flat = flat_metrics(summary)
     assert flat["blest/download_time_s_median"] == 3.0
-    assert set(flat) >= {"minrtt/goodput_mbps_p25", "minrtt/goodput_mbps_p75", "minrtt/goodput_mbps_mean"}
+    assert set(flat) >= {
+        "minrtt/goodput_mbps_p25",
+        "minrtt/goodput_mbps_p75",
+        "minrtt/goodput_mbps_mean",
+    }
     two = summarize(recs + [{**recs[0], "scenario": "s2"}], seeds=[0, 1, 2])
     assert "s2/bulk/minrtt/goodput_mbps_median" in flat_metrics(two)
     assert "s2/bulk/minrtt/download_time_s_median" not in flat_metrics(two)  # its only value is inf
@@ -93,14 +113,29 @@ def test_multi_object_apps_get_pooled_stats_and_the_objects_plot(tmp_path):
     from falcon.jobs import Job, run_episode_job
     from falcon.report import plot_objects, summarize
 
-    app = {"kind": "streams", "streams": [{"release_s": 0.0, "size_bytes": 20_000},
-                                          {"release_s": 0.1, "size_bytes": 5_000}]}
+    app = {
+        "kind": "streams",
+        "streams": [
+            {"release_s": 0.0, "size_bytes": 20_000},
+            {"release_s": 0.1, "size_bytes": 5_000},
+        ],
+    }
     scenario = {"paths": [{"link": "4g"}, {"link": "wlan"}]}
     records = []
     for seed in (0, 1):
-        job = Job(seed, "s", "a", "minrtt", seed, scenario, app,
-                  {"_target_": "baselines.rule_based.minrtt.MinRTT"})
-        records.append({"scenario": "s", "app": "a", "agent": "minrtt", "seed": seed, **run_episode_job(job)})
+        job = Job(
+            seed,
+            "s",
+            "a",
+            "minrtt",
+            seed,
+            scenario,
+            app,
+            {"_target_": "baselines.rule_based.minrtt.MinRTT"},
+        )
+        records.append(
+            {"scenario": "s", "app": "a", "agent": "minrtt", "seed": seed, **run_episode_job(job)}
+        )
     assert records[0]["objects"]["release"] == [0.0, 0.1]
     summary = summarize(records, seeds=[0, 1])
     pooled = summary["results"]["s"]["a"]["minrtt"]["object_completion_s"]
@@ -114,17 +149,21 @@ def test_every_scheduler_is_set_against_the_best_other_with_a_bootstrap_interval
 
     rng = np.random.default_rng(4)
     base = rng.gamma(20.0, 0.015, 40)
-    vals = {"a": list(base), "slower": list(base * 1.10), "noisy": list(base * rng.lognormal(0.0, 0.3, 40))}
+    vals = {
+        "a": list(base),
+        "slower": list(base * 1.10),
+        "noisy": list(base * rng.lognormal(0.0, 0.3, 40)),
+    }
     cmp = compare_to_best(vals)
     assert cmp["slower"]["best_other"] == "a"
     assert cmp["slower"]["paired"] == pytest.approx(1.10)
     lo, hi = cmp["slower"]["paired_ci"]
-    assert 1.0 < lo <= 1.10 <= hi          # a fixed 10 % is told apart from 1 by the paired interval
+    assert 1.0 < lo <= 1.10 <= hi  # a fixed 10 % is told apart from 1 by the paired interval
     lo, hi = cmp["noisy"]["ratio_ci"]
     assert lo < cmp["noisy"]["ratio"] < hi and hi - lo > 0.05
-    assert compare_to_best(vals) == cmp                           # seeded
-    assert compare_to_best({"a": [1.0, 2.0]}) == {}                # one scheduler: nothing to compare
-    assert compare_to_best({"a": [1.0, None, 2.0], "b": [1.0, 1.0, None]}) == {}   # < 3 common seeds
+    assert compare_to_best(vals) == cmp  # seeded
+    assert compare_to_best({"a": [1.0, 2.0]}) == {}  # one scheduler: nothing to compare
+    assert compare_to_best({"a": [1.0, None, 2.0], "b": [1.0, 1.0, None]}) == {}  # < 3 common seeds
     summary = summarize(_records(), seeds=[0, 1, 2])
     assert set(summary["comparison"]["s1"]["bulk"]) == {"minrtt", "blest"}
     table = summary_table(summary, ["download_time_s"])

@@ -16,21 +16,33 @@ CHOICES = {"scenario": "static_4g_5g", "app": "bulk", "agent": "minrtt"}
 @pytest.fixture
 def tiny_plan(compose):
     """2 schedulers x 2 seeds on static 4G+5G, 300 kB file."""
-    cfg = compose("evaluate", ["experiment=tiny", "agent_list=[minrtt,blest]", "app.size_bytes=300000"])
+    cfg = compose(
+        "evaluate", ["experiment=tiny", "agent_list=[minrtt,blest]", "app.size_bytes=300000"]
+    )
     return make_plan(cfg, choices=CHOICES, cli_keys=set())
 
 
 def test_make_jobs_covers_the_product_in_order(tiny_plan):
     jobs = make_jobs(tiny_plan)
     assert [j.index for j in jobs] == list(range(4))
-    assert [(j.agent_name, j.seed) for j in jobs] == [("minrtt", 0), ("minrtt", 1), ("blest", 0), ("blest", 1)]
+    assert [(j.agent_name, j.seed) for j in jobs] == [
+        ("minrtt", 0),
+        ("minrtt", 1),
+        ("blest", 0),
+        ("blest", 1),
+    ]
 
 
 def test_local_runs_are_reproducible(tiny_plan):
     a = execute(tiny_plan, {"name": "local"}, progress=False)
     b = execute(tiny_plan, {"name": "local"}, progress=False)
     assert a == b
-    assert [(r["agent"], r["seed"]) for r in a] == [("minrtt", 0), ("minrtt", 1), ("blest", 0), ("blest", 1)]
+    assert [(r["agent"], r["seed"]) for r in a] == [
+        ("minrtt", 0),
+        ("minrtt", 1),
+        ("blest", 0),
+        ("blest", 1),
+    ]
     # different seeds give different episodes (the comparison is not trivially equal)
     assert a[0]["metrics"] != a[1]["metrics"]
 
@@ -46,13 +58,17 @@ def test_ray_equals_local(tiny_plan):
     pytest.importorskip("ray")
     jobs = make_jobs(tiny_plan)
     local = run_jobs(jobs, run_episode_job, {"name": "local"}, progress=False)
-    ray_results = run_jobs(jobs, run_episode_job, {"name": "ray", "address": None, "num_cpus": 2}, progress=False)
+    ray_results = run_jobs(
+        jobs, run_episode_job, {"name": "ray", "address": None, "num_cpus": 2}, progress=False
+    )
     assert ray_results == local  # bit for bit, in job order
 
 
 def test_worker_input_error_propagates(tiny_plan):
     jobs = make_jobs(tiny_plan)
-    bad = jobs[1].__class__(**{**jobs[1].__dict__, "scenario": {**jobs[1].scenario, "cc": "nosuch"}})
+    bad = jobs[1].__class__(
+        **{**jobs[1].__dict__, "scenario": {**jobs[1].scenario, "cc": "nosuch"}}
+    )
     with pytest.raises(ConfigError):
         run_jobs([jobs[0], bad], run_episode_job, {"name": "local"}, progress=False)
 
@@ -80,8 +96,13 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, tty):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_on_result_is_called_once_per_job_as_it_arrives(workers):
     seen = []
-    out = run_jobs([3, -4, 5, -6], abs, {"name": "local", "workers": workers}, progress=False,
-                   on_result=lambda i, r: seen.append((i, r)))
+    out = run_jobs(
+        [3, -4, 5, -6],
+        abs,
+        {"name": "local", "workers": workers},
+        progress=False,
+        on_result=lambda i, r: seen.append((i, r)),
+    )
     assert out == [3, 4, 5, 6]
     assert sorted(seen) == [(0, 3), (1, 4), (2, 5), (3, 6)]
 
@@ -98,10 +119,12 @@ def test_progress_off_a_terminal_is_a_plain_line_now_and_then():
         for _ in range(4):
             bar.update(1)
     lines = buf.getvalue().splitlines()
-    assert lines[0].startswith("episodes: 1/4 (25 %) [") and lines[3].startswith("episodes: 4/4 (100 %)")
+    assert lines[0].startswith("episodes: 1/4 (25 %) [") and lines[3].startswith(
+        "episodes: 4/4 (100 %)"
+    )
     quiet = io.StringIO()
     with LineProgress(4, "episodes", every_s=3600.0, file=quiet) as bar:
         bar.update(4)
-    assert quiet.getvalue() == ""                         # a short job says nothing
-    assert isinstance(_progress(5, True, "x"), LineProgress)   # pytest's stderr is not a terminal
+    assert quiet.getvalue() == ""  # a short job says nothing
+    assert isinstance(_progress(5, True, "x"), LineProgress)  # pytest's stderr is not a terminal
     assert not isinstance(_progress(5, False, "x"), LineProgress)

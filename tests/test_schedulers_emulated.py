@@ -125,7 +125,11 @@ class Run:
 
     def __init__(self, result, rec: Recorder, size: int):
         self.m = result.metrics
-        self.waits, self.waits_slow_room, self.idle_waits = rec.waits, rec.waits_slow_room, rec.idle_waits
+        self.waits, self.waits_slow_room, self.idle_waits = (
+            rec.waits,
+            rec.waits_slow_room,
+            rec.idle_waits,
+        )
         self.gapped, self.gap_bytes = rec.gapped, rec.gap_bytes
         conn = rec.conn
         rs = conn.recv_streams[0]
@@ -262,9 +266,15 @@ def test_every_scheduler_delivers_all_bytes(name, scenario):
 @pytest.mark.parametrize("name", NAMES)
 def test_same_seed_same_metrics_other_seed_other_time(name):
     scenario, size = "4g+wlan", 1_000_000
-    r1 = run_episode(SCENARIOS[scenario], {"kind": "bulk", "size_bytes": size}, make_scheduler(name), 7)
-    r2 = run_episode(SCENARIOS[scenario], {"kind": "bulk", "size_bytes": size}, make_scheduler(name), 7)
-    r3 = run_episode(SCENARIOS[scenario], {"kind": "bulk", "size_bytes": size}, make_scheduler(name), 8)
+    r1 = run_episode(
+        SCENARIOS[scenario], {"kind": "bulk", "size_bytes": size}, make_scheduler(name), 7
+    )
+    r2 = run_episode(
+        SCENARIOS[scenario], {"kind": "bulk", "size_bytes": size}, make_scheduler(name), 7
+    )
+    r3 = run_episode(
+        SCENARIOS[scenario], {"kind": "bulk", "size_bytes": size}, make_scheduler(name), 8
+    )
     assert r1.metrics == r2.metrics
     for k in r1.timeseries:
         np.testing.assert_array_equal(r1.timeseries[k], r2.timeseries[k])

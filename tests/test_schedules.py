@@ -50,8 +50,13 @@ class Recorder(Scheduler):
 def one_path(schedule, duration, **path):
     p = {"bandwidth_mbps": 100, "rtt_ms": 40, "rtt_std_ms": 0, "loss": 0.0, "schedule": schedule}
     p.update(path)
-    return {"paths": [p], "cc": "cubic", "flow_control": BIG_FC, "max_duration_s": duration,
-            "ack": {"every": 1}}
+    return {
+        "paths": [p],
+        "cc": "cubic",
+        "flow_control": BIG_FC,
+        "max_duration_s": duration,
+        "ack": {"every": 1},
+    }
 
 
 # ---------------------------------------------------------------- conditions follow the schedule
@@ -73,8 +78,14 @@ def test_rtt_samples_follow_the_new_mean_and_std_after_a_change():
 
 def test_loss_rate_follows_the_schedule_from_the_send_time_on():
     rec = Recorder()
-    s = one_path([{"at_s": 2.0, "loss": 0.03}], 10.0, bandwidth_mbps=20, rtt_ms=10, buffer_packets=1000)
-    s["flow_control"] = {"initial_window_bytes": 200_000, "max_window_bytes": 200_000, "autotune": False}
+    s = one_path(
+        [{"at_s": 2.0, "loss": 0.03}], 10.0, bandwidth_mbps=20, rtt_ms=10, buffer_packets=1000
+    )
+    s["flow_control"] = {
+        "initial_window_bytes": 200_000,
+        "max_window_bytes": 200_000,
+        "autotune": False,
+    }
     run_episode(s, BULK, rec, 0)  # flow control caps the queue: no buffer drops
     lost_before = sum(1 for s, _ in rec.losses if s < 2.0)
     sent_before = sum(1 for s, _, _ in rec.acks if s < 2.0)
@@ -100,9 +111,15 @@ def test_capacity_changes_show_in_the_delivered_rate():
 def test_bdp_buffer_follows_the_segments_explicit_buffer_stays():
     emu = Emulation(0)
     sched = [{"at_s": 1.0, "bandwidth_mbps": 81, "rtt_ms": 100}]
-    conn = emu.connect({"paths": [{"bandwidth_mbps": 27, "rtt_ms": 20, "schedule": sched},
-                                  {"bandwidth_mbps": 27, "rtt_ms": 20, "schedule": sched,
-                                   "buffer_packets": 77}]}, Recorder())
+    conn = emu.connect(
+        {
+            "paths": [
+                {"bandwidth_mbps": 27, "rtt_ms": 20, "schedule": sched},
+                {"bandwidth_mbps": 27, "rtt_ms": 20, "schedule": sched, "buffer_packets": 77},
+            ]
+        },
+        Recorder(),
+    )
     follows, fixed = (c.path for c in conn.paths)
     bdp = 27e6 / 8 * 0.020 / WIRE  # 50 packets
     assert follows.link.buffer_packets == math.ceil(bdp) and fixed.link.buffer_packets == 77
@@ -125,7 +142,7 @@ def test_an_rtt_drop_never_reorders_packets_within_a_path():
     path = Emulation(0).connect(s, Recorder()).paths[0].path
     last, overtook = 0.0, 0
     for k in range(1000):
-        now = 0.9 + k * 2e-4   # slower than the link serves: departure = now + serialisation
+        now = 0.9 + k * 2e-4  # slower than the link serves: departure = now + serialisation
         arrival, half = path.transmit(now, WIRE)
         overtook += now + WIRE / 12.5e6 + half < last
         assert arrival >= last
@@ -134,8 +151,11 @@ def test_an_rtt_drop_never_reorders_packets_within_a_path():
 
 
 def test_looped_schedule_repeats_and_starts_each_period_from_the_path_values():
-    s = one_path({"segments": [{"at_s": 0.5, "rtt_ms": 80}, {"at_s": 0.8, "rtt_ms": 60}], "period_s": 1.0},
-                 5.0, rtt_ms=40)
+    s = one_path(
+        {"segments": [{"at_s": 0.5, "rtt_ms": 80}, {"at_s": 0.8, "rtt_ms": 60}], "period_s": 1.0},
+        5.0,
+        rtt_ms=40,
+    )
     path = Emulation(0).connect(s, Recorder()).paths[0].path
     assert isinstance(path, ScheduledPath)
     for t, want in ((0.1, 40), (0.6, 80), (0.9, 60), (1.2, 40), (1.55, 80), (4.85, 60), (5.0, 40)):
@@ -149,14 +169,22 @@ def test_looped_schedule_repeats_and_starts_each_period_from_the_path_values():
 
 def test_scheduled_rtt_overrides_a_trace_delay_series_until_the_period_ends():
     trace = "raca_5g_2020/download_driving/B_2019.12.16_07.22.43.csv"
-    s = {"paths": [{"link": "5g", "trace": trace, "trace_loss": False,
-                    "schedule": {"segments": [{"at_s": 1.0, "rtt_ms": 100}], "period_s": 2.0}}]}
+    s = {
+        "paths": [
+            {
+                "link": "5g",
+                "trace": trace,
+                "trace_loss": False,
+                "schedule": {"segments": [{"at_s": 1.0, "rtt_ms": 100}], "period_s": 2.0},
+            }
+        ]
+    }
     path = Emulation(0).connect(s, Recorder()).paths[0].path
     series = path.delay.one_way_series
     assert series is not None
     path.transmit(1.5, WIRE)
     assert path.delay.one_way_series is None and path.delay.mean_rtt == pytest.approx(0.1)
-    assert path.delay.cv == pytest.approx(6.4 / 100)   # Table I std over the scheduled mean
+    assert path.delay.cv == pytest.approx(6.4 / 100)  # Table I std over the scheduled mean
     path.transmit(2.5, WIRE)
     assert path.delay.one_way_series is series
 
@@ -166,10 +194,13 @@ def _run(scenario, seed):
     return json.dumps(r.metrics, sort_keys=True), r.timeseries["oqs_bytes"].tolist()
 
 
-@pytest.mark.parametrize("schedule", [
-    [{"at_s": 0.0, "rtt_ms": 29.2, "rtt_std_ms": 4.8, "loss": 0.001, "bandwidth_mbps": 140}],
-    {"segments": [{"at_s": 0.05, "rtt_ms": 29.2, "rtt_std_ms": 4.8}], "period_s": 0.1},
-])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        [{"at_s": 0.0, "rtt_ms": 29.2, "rtt_std_ms": 4.8, "loss": 0.001, "bandwidth_mbps": 140}],
+        {"segments": [{"at_s": 0.05, "rtt_ms": 29.2, "rtt_std_ms": 4.8}], "period_s": 0.1},
+    ],
+)
 def test_a_schedule_of_the_path_values_gives_a_bit_identical_run(schedule):
     plain = {"paths": [{"link": "4g"}], "cc": "olia"}
     scheduled = {"paths": [{"link": "4g", "schedule": schedule}], "cc": "olia"}
@@ -192,23 +223,34 @@ def test_random_condition_schedule_draws_table1_conditions_reproducibly():
     sched = random_condition_schedule(np.random.default_rng(7), 0.5, 6)
     assert sched == random_condition_schedule(np.random.default_rng(7), 0.5, 6)
     assert [seg["at_s"] for seg in sched] == pytest.approx([0.0, 0.5, 1.0, 1.5, 2.0, 2.5])
-    assert TABLE1_RANGES == {"bandwidth_mbps": (30.0, 1100.0), "rtt_ms": (20.0, 29.2),
-                             "rtt_std_ms": (4.8, 10.0), "loss": (0.001, 0.007)}
+    assert TABLE1_RANGES == {
+        "bandwidth_mbps": (30.0, 1100.0),
+        "rtt_ms": (20.0, 29.2),
+        "rtt_std_ms": (4.8, 10.0),
+        "loss": (0.001, 0.007),
+    }
     for field, (lo, hi) in TABLE1_RANGES.items():
         values = [seg[field] for seg in sched]
         assert all(lo <= v <= hi for v in values) and len(set(values)) == 6
     assert normalise_schedule(sched)["segments"] == sched
-    only_rtt = random_condition_schedule(np.random.default_rng(7), 2.0, 3, {"rtt_ms": (50, 60)}, start_s=1.0)
-    assert [sorted(seg) for seg in only_rtt] == [["at_s", "rtt_ms"]] * 3 and only_rtt[0]["at_s"] == 1.0
+    only_rtt = random_condition_schedule(
+        np.random.default_rng(7), 2.0, 3, {"rtt_ms": (50, 60)}, start_s=1.0
+    )
+    assert [sorted(seg) for seg in only_rtt] == [["at_s", "rtt_ms"]] * 3 and only_rtt[0][
+        "at_s"
+    ] == 1.0
 
 
-@pytest.mark.parametrize("args,fragment", [
-    ((0.0, 3), "interval_s"),
-    ((1.0, 0), "n_segments"),
-    ((1.0, 2, {"jitter": (0, 1)}), "ranges"),
-    ((1.0, 2, {"loss": (0.1, 0.01)}), "exceeds"),
-    ((1.0, 2, {"loss": (0.1, 1.0)}), "loss"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        ((0.0, 3), "interval_s"),
+        ((1.0, 0), "n_segments"),
+        ((1.0, 2, {"jitter": (0, 1)}), "ranges"),
+        ((1.0, 2, {"loss": (0.1, 0.01)}), "exceeds"),
+        ((1.0, 2, {"loss": (0.1, 1.0)}), "loss"),
+    ],
+)
 def test_random_condition_schedule_rejects_bad_arguments(args, fragment):
     with pytest.raises(ConfigError, match=fragment):
         random_condition_schedule(np.random.default_rng(0), *args)
@@ -217,27 +259,42 @@ def test_random_condition_schedule_rejects_bad_arguments(args, fragment):
 TRACE = "mahimahi_cellular_lte/TMobile-LTE-short.down"
 
 
-@pytest.mark.parametrize("path,fragment", [
-    ({"schedule": [{"at_s": 1.0}, {"at_s": 1.0}]}, "strictly increase"),
-    ({"schedule": [{"at_s": 2.0}, {"at_s": 1.0}]}, "strictly increase"),
-    ({"schedule": [{"at_s": -1.0}]}, "schedule[0].at_s"),
-    ({"schedule": [{"rtt_ms": 10}]}, "missing at_s"),
-    ({"schedule": [{"at_s": 0, "rtt_ms": -5}]}, "schedule[0].rtt_ms"),
-    ({"schedule": [{"at_s": 0, "rtt_std_ms": -1}]}, "schedule[0].rtt_std_ms"),
-    ({"schedule": [{"at_s": 0, "bandwidth_mbps": 0}]}, "schedule[0].bandwidth_mbps"),
-    ({"schedule": [{"at_s": 0, "loss": 1.5}]}, "schedule[0].loss"),
-    ({"schedule": [{"at_s": 0, "loss": 1.0}]}, "lose every packet"),
-    ({"schedule": [{"at_s": 0, "jitter_ms": 3}]}, "unknown key(s) ['jitter_ms']"),
-    ({"schedule": {"segments": [{"at_s": 0}], "loop": True}}, "unknown key(s) ['loop']"),
-    ({"schedule": {"segments": [{"at_s": 0}, {"at_s": 2}], "period_s": 2}}, "period_s"),
-    ({"schedule": []}, "non-empty list"),
-    ({"schedule": "fast"}, "expected a list of segments"),
-    ({"schedule": [3]}, "schedule[0]: expected a mapping"),
-    ({"bandwidth_mbps": None, "trace": TRACE, "schedule": [{"at_s": 1, "bandwidth_mbps": 5}]},
-     "constant bandwidth_mbps"),
-    ({"loss_model": "gilbert_elliott", "ge": {"p_gb": 0.1, "p_bg": 0.5, "loss_good": 0, "loss_bad": 0.5},
-      "schedule": [{"at_s": 1, "loss": 0.1}]}, "loss_model bernoulli"),
-])
+@pytest.mark.parametrize(
+    "path,fragment",
+    [
+        ({"schedule": [{"at_s": 1.0}, {"at_s": 1.0}]}, "strictly increase"),
+        ({"schedule": [{"at_s": 2.0}, {"at_s": 1.0}]}, "strictly increase"),
+        ({"schedule": [{"at_s": -1.0}]}, "schedule[0].at_s"),
+        ({"schedule": [{"rtt_ms": 10}]}, "missing at_s"),
+        ({"schedule": [{"at_s": 0, "rtt_ms": -5}]}, "schedule[0].rtt_ms"),
+        ({"schedule": [{"at_s": 0, "rtt_std_ms": -1}]}, "schedule[0].rtt_std_ms"),
+        ({"schedule": [{"at_s": 0, "bandwidth_mbps": 0}]}, "schedule[0].bandwidth_mbps"),
+        ({"schedule": [{"at_s": 0, "loss": 1.5}]}, "schedule[0].loss"),
+        ({"schedule": [{"at_s": 0, "loss": 1.0}]}, "lose every packet"),
+        ({"schedule": [{"at_s": 0, "jitter_ms": 3}]}, "unknown key(s) ['jitter_ms']"),
+        ({"schedule": {"segments": [{"at_s": 0}], "loop": True}}, "unknown key(s) ['loop']"),
+        ({"schedule": {"segments": [{"at_s": 0}, {"at_s": 2}], "period_s": 2}}, "period_s"),
+        ({"schedule": []}, "non-empty list"),
+        ({"schedule": "fast"}, "expected a list of segments"),
+        ({"schedule": [3]}, "schedule[0]: expected a mapping"),
+        (
+            {
+                "bandwidth_mbps": None,
+                "trace": TRACE,
+                "schedule": [{"at_s": 1, "bandwidth_mbps": 5}],
+            },
+            "constant bandwidth_mbps",
+        ),
+        (
+            {
+                "loss_model": "gilbert_elliott",
+                "ge": {"p_gb": 0.1, "p_bg": 0.5, "loss_good": 0, "loss_bad": 0.5},
+                "schedule": [{"at_s": 1, "loss": 0.1}],
+            },
+            "loss_model bernoulli",
+        ),
+    ],
+)
 def test_bad_schedule_gives_one_clear_line(path, fragment):
     p = {"bandwidth_mbps": 10, "rtt_ms": 20}
     p.update(path)

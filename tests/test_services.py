@@ -47,12 +47,15 @@ def stop(proc: subprocess.Popen) -> None:
 
 def kill_matching(pattern: str) -> None:
     """SIGTERM, then SIGKILL, every process whose command line contains ``pattern``."""
+
     def matching() -> list[int]:
         pids = []
         for proc in Path("/proc").iterdir():
             if proc.name.isdigit() and int(proc.name) != os.getpid():
                 try:
-                    if pattern in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    if pattern in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                        errors="replace"
+                    ):
                         pids.append(int(proc.name))
                 except OSError:
                     continue
@@ -86,11 +89,24 @@ def mlflow_server(tmp_path):
         pytest.skip("no mlflow executable next to this interpreter")
     port = free_port()
     log = tmp_path / "mlflow-server.log"
-    cmd = [str(exe), "server", "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-           "--artifacts-destination", str(tmp_path / "server-artifacts"), "--host", "127.0.0.1",
-           "--port", str(port), "--workers", "1"]
+    cmd = [
+        str(exe),
+        "server",
+        "--backend-store-uri",
+        f"sqlite:///{tmp_path / 'server.db'}",
+        "--artifacts-destination",
+        str(tmp_path / "server-artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:
@@ -112,8 +128,14 @@ def mlflow_server(tmp_path):
 def test_runs_metrics_and_artifacts_reach_an_mlflow_server(mlflow_server, run_cli, tmp_path):
     from mlflow.tracking import MlflowClient
 
-    res = run_cli("evaluate", "experiment=tiny", "agent_list=[minrtt,ecf]", "runs=2",
-                  f"tracking.uri={mlflow_server}", "output=out")
+    res = run_cli(
+        "evaluate",
+        "experiment=tiny",
+        "agent_list=[minrtt,ecf]",
+        "runs=2",
+        f"tracking.uri={mlflow_server}",
+        "output=out",
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     client = MlflowClient(mlflow_server)
     exp = client.get_experiment_by_name("falcon")
@@ -147,8 +169,22 @@ def ray_cluster(tmp_path, monkeypatch):
     env = dict(os.environ)
     # a short temp dir: Ray's socket paths must stay under the OS limit (107 bytes)
     ray_tmp = Path(f"/tmp/ray-falcon-{port}")
-    cmd = [str(exe), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
-           "--include-dashboard", "false", "--disable-usage-stats", "--temp-dir", str(ray_tmp)]
+    cmd = [
+        str(exe),
+        "start",
+        "--head",
+        "--node-ip-address",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--num-cpus",
+        "2",
+        "--include-dashboard",
+        "false",
+        "--disable-usage-stats",
+        "--temp-dir",
+        str(ray_tmp),
+    ]
     with open(log, "w") as out:
         res = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=180)
     try:
@@ -156,26 +192,51 @@ def ray_cluster(tmp_path, monkeypatch):
             pytest.fail(f"ray start failed:\n{log.read_text()[-3000:]}")
         yield f"127.0.0.1:{port}"
     finally:
-        kill_matching(str(ray_tmp))        # this cluster only: `ray stop` would stop every Ray on the machine
+        kill_matching(
+            str(ray_tmp)
+        )  # this cluster only: `ray stop` would stop every Ray on the machine
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
-def test_a_ray_cluster_runs_a_bank_build_and_an_evaluation_like_the_local_runtime(ray_cluster, run_cli, tmp_path):
-    bank = ["experiment=build_bank", "bank=quick", "bank.grid.n_paths=1", "bank.hidden=[8,8,8]",
-            "bank.reptile.meta_iterations=2", "bank.reptile.decisions_per_task=24", "bank.reptile.inner_steps=2",
-            "bank.reptile.task_size_bytes=60000", "bank.chunk_size=9", "bank.generalist=null", "tracking=none"]
-    for name, runtime in (("ray", ["runtime=ray", f"runtime.address={ray_cluster}"]),
-                          ("local", ["runtime.workers=1"])):
+def test_a_ray_cluster_runs_a_bank_build_and_an_evaluation_like_the_local_runtime(
+    ray_cluster, run_cli, tmp_path
+):
+    bank = [
+        "experiment=build_bank",
+        "bank=quick",
+        "bank.grid.n_paths=1",
+        "bank.hidden=[8,8,8]",
+        "bank.reptile.meta_iterations=2",
+        "bank.reptile.decisions_per_task=24",
+        "bank.reptile.inner_steps=2",
+        "bank.reptile.task_size_bytes=60000",
+        "bank.chunk_size=9",
+        "bank.generalist=null",
+        "tracking=none",
+    ]
+    for name, runtime in (
+        ("ray", ["runtime=ray", f"runtime.address={ray_cluster}"]),
+        ("local", ["runtime.workers=1"]),
+    ):
         res = run_cli("train", *bank, f"bank.path={tmp_path / name}.h5", *runtime, timeout=600)
         assert res.returncode == 0, res.stderr[-2000:]
     from metalearning.bank import MetaModelBank
 
-    ray_bank, local_bank = MetaModelBank.read(tmp_path / "ray.h5"), MetaModelBank.read(tmp_path / "local.h5")
+    ray_bank, local_bank = (
+        MetaModelBank.read(tmp_path / "ray.h5"),
+        MetaModelBank.read(tmp_path / "local.h5"),
+    )
     assert ray_bank.meta["runtime"] == "ray" and (ray_bank.params == local_bank.params).all()
 
     evaluate = ["experiment=tiny", "agent_list=[minrtt,blest]", "runs=3", "tracking=none"]
-    res = run_cli("evaluate", *evaluate, "runtime=ray", f"runtime.address={ray_cluster}", "output=ray_eval",
-                  timeout=600)
+    res = run_cli(
+        "evaluate",
+        *evaluate,
+        "runtime=ray",
+        f"runtime.address={ray_cluster}",
+        "output=ray_eval",
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     res = run_cli("evaluate", *evaluate, "output=local_eval")
     assert res.returncode == 0, res.stderr[-2000:]

@@ -86,16 +86,24 @@ def test_an_episode_makes_no_reference_cycles_while_it_runs():
     per-packet ones). In a fresh interpreter: another test's threads could
     drop garbage meanwhile."""
     names = ["minrtt", "blest", "stms", "mpeekaboo"]
-    res = subprocess.run([sys.executable, "-c", _CYCLES, *names], capture_output=True, text=True,
-                         timeout=300, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", _CYCLES, *names],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     out = json.loads(res.stdout.strip().splitlines()[-1])
     for name in names:
         packets, garbage = out[name]
         assert packets > 2_000, name
-        assert garbage < 300, (name, garbage)        # made during the run (the emulation is alive)
+        assert garbage < 300, (name, garbage)  # made during the run (the emulation is alive)
 
 
-SMALL = {"name": "small", "paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}, {"bandwidth_mbps": 10, "rtt_ms": 40}]}
+SMALL = {
+    "name": "small",
+    "paths": [{"bandwidth_mbps": 20, "rtt_ms": 20}, {"bandwidth_mbps": 10, "rtt_ms": 40}],
+}
 BULK = {"kind": "bulk", "size_bytes": 200_000}
 
 
@@ -107,14 +115,19 @@ def _collect_task():
     collect.TaskCollector(QNetSpec(19, 2, (8, 8, 8)), epsilon=0.3).collect(SMALL, None, 1, 64)
 
 
-@pytest.mark.parametrize("module, drive, dropped", [
-    (runner, lambda: runner.run_episode(SMALL, BULK, make_scheduler("minrtt"), 1), True),
-    (collect, _collect_task, True),
-    # a DQN scheduler keeps its last view (FALCON reads it between connections)
-    (dqn_policy, _drive_dqn, False),
-], ids=["run_episode", "task_collector", "drive_episode"])
-def test_episode_drivers_pause_the_collector_and_drop_the_emulation_first(monkeypatch, collector_on,
-                                                                          module, drive, dropped):
+@pytest.mark.parametrize(
+    "module, drive, dropped",
+    [
+        (runner, lambda: runner.run_episode(SMALL, BULK, make_scheduler("minrtt"), 1), True),
+        (collect, _collect_task, True),
+        # a DQN scheduler keeps its last view (FALCON reads it between connections)
+        (dqn_policy, _drive_dqn, False),
+    ],
+    ids=["run_episode", "task_collector", "drive_episode"],
+)
+def test_episode_drivers_pause_the_collector_and_drop_the_emulation_first(
+    monkeypatch, collector_on, module, drive, dropped
+):
     """Set-up, run and metrics see the collector paused, and when the pause
     ends nothing of the driver's holds the emulation: the collector's next
     pass finds it garbage (envs/sim.py says why that matters)."""
@@ -131,7 +144,7 @@ def test_episode_drivers_pause_the_collector_and_drop_the_emulation_first(monkey
     def paused():
         with collector_paused():
             yield
-            gc.collect()                 # what a pass at this point would find
+            gc.collect()  # what a pass at this point would find
             seen["dropped"] = seen["app"]() is None
 
     monkeypatch.setattr(module, "setup_episode", setup)
@@ -160,7 +173,7 @@ def test_events_run_in_time_then_scheduling_order_as_the_queue_grows_and_after_c
     def callback(k: int) -> None:
         ran.append((sim.now, k))
         if k % 2 == 0 and k < 6000:
-            add(sim.now + float(rng.integers(0, 4)) * 0.001)    # often a tie with queued events
+            add(sim.now + float(rng.integers(0, 4)) * 0.001)  # often a tie with queued events
 
     for base in (0.0, 1.0):
         for _ in range(2000):
@@ -168,7 +181,11 @@ def test_events_run_in_time_then_scheduling_order_as_the_queue_grows_and_after_c
         assert sim.pending == 2000
         sim.run(until=base + 0.1)
         expected = [heapq.heappop(model) for _ in range(len(ran))]
-        assert ran == expected and all(t <= base + 0.1 for t, _ in ran) and sim.pending == len(model) > 0
+        assert (
+            ran == expected
+            and all(t <= base + 0.1 for t, _ in ran)
+            and sim.pending == len(model) > 0
+        )
         sim.clear()
         assert sim.pending == 0
         model.clear()
@@ -179,12 +196,20 @@ def test_a_reserved_event_runs_where_it_would_have_run_if_scheduled_then():
     """envs.wire queues a path's next arrival only when the one before it runs, with
     the sequence number reserved at its send: ties at equal times keep the send order."""
     sim, ran = Simulator(), []
-    early = sim.reserve()                      # reserved first: runs first among the ties at t = 1
+    early = sim.reserve()  # reserved first: runs first among the ties at t = 1
     sim.schedule(1.0, ran.append, "scheduled after the reservation")
     late = sim.reserve()
     sim.schedule(1.0, ran.append, "scheduled after both reservations")
-    sim.schedule(0.5, lambda _: sim.schedule_reserved(1.0, late, ran.append, "reserved second"), None)
-    sim.schedule(0.5, lambda _: sim.schedule_reserved(1.0, early, ran.append, "reserved first"), None)
+    sim.schedule(
+        0.5, lambda _: sim.schedule_reserved(1.0, late, ran.append, "reserved second"), None
+    )
+    sim.schedule(
+        0.5, lambda _: sim.schedule_reserved(1.0, early, ran.append, "reserved first"), None
+    )
     sim.run()
-    assert ran == ["reserved first", "scheduled after the reservation", "reserved second",
-                   "scheduled after both reservations"]
+    assert ran == [
+        "reserved first",
+        "scheduled after the reservation",
+        "reserved second",
+        "scheduled after both reservations",
+    ]

@@ -22,7 +22,7 @@ import pytest
 from envs.apps import make_app
 from envs.scenario import Emulation, random_condition_schedule
 
-OQS_CAP = 4096                  # OQS samples kept (the default, 2**18, is reached only by the slow run)
+OQS_CAP = 4096  # OQS samples kept (the default, 2**18, is reached only by the slow run)
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -34,11 +34,28 @@ def rss_mb() -> float:
 
 def long_scenario(seed: int) -> dict:
     rng = np.random.default_rng(seed)
-    return {"max_duration_s": 10**6, "paths": [
-        {"bandwidth_mbps": 100, "rtt_ms": 25, "rtt_std_ms": 5, "loss": 0.002,
-         "schedule": {"segments": random_condition_schedule(rng, 2.0, 20), "period_s": 40.0}},
-        {"bandwidth_mbps": 60, "rtt_ms": 40, "rtt_std_ms": 8, "loss": 0.004,
-         "schedule": {"segments": random_condition_schedule(rng, 2.0, 20, start_s=1.0), "period_s": 40.0}}]}
+    return {
+        "max_duration_s": 10**6,
+        "paths": [
+            {
+                "bandwidth_mbps": 100,
+                "rtt_ms": 25,
+                "rtt_std_ms": 5,
+                "loss": 0.002,
+                "schedule": {"segments": random_condition_schedule(rng, 2.0, 20), "period_s": 40.0},
+            },
+            {
+                "bandwidth_mbps": 60,
+                "rtt_ms": 40,
+                "rtt_std_ms": 8,
+                "loss": 0.004,
+                "schedule": {
+                    "segments": random_condition_schedule(rng, 2.0, 20, start_s=1.0),
+                    "period_s": 40.0,
+                },
+            },
+        ],
+    }
 
 
 def soak(sched, decisions: int, seed: int = 0):
@@ -66,11 +83,14 @@ def flat_after_warmup(samples, decisions: int) -> tuple[float, float]:
 
 def check_flat(samples, decisions: int, conn, heap: int) -> None:
     warm, peak = flat_after_warmup(samples, decisions)
-    print(f"RSS {warm:.1f} MiB at 10 % of {decisions} decisions, at most {peak:.1f} MiB after", flush=True)
+    print(
+        f"RSS {warm:.1f} MiB at 10 % of {decisions} decisions, at most {peak:.1f} MiB after",
+        flush=True,
+    )
     assert peak <= warm * 1.10 + 8.0, f"memory grew from {warm:.1f} to {peak:.1f} MiB"
-    assert heap < 1000, heap                        # events in the heap: per packet in flight, not per packet sent
-    assert len(conn.acked_frames) < 70_000          # pruned (envs.transport.Connection._prune_acked)
-    assert len(conn.oqs_v) < OQS_CAP and conn.oqs_stride >= 4    # thinned, several times
+    assert heap < 1000, heap  # events in the heap: per packet in flight, not per packet sent
+    assert len(conn.acked_frames) < 70_000  # pruned (envs.transport.Connection._prune_acked)
+    assert len(conn.oqs_v) < OQS_CAP and conn.oqs_stride >= 4  # thinned, several times
 
 
 def dqn_on():
@@ -86,10 +106,22 @@ def falcon():
     from metalearning.bank import MetaModelBank
     from metalearning.grid import ConditionGrid
 
-    bank = MetaModelBank.initial(ConditionGrid(), QNetSpec(n_inputs(2, "completion"), 2, (16, 16, 16)), seed=3)
-    return FalconScheduler(bank, seed=2, max_events=200, replay_capacity=2000, log_every=10**9,
-                           offline={"interval_s": 5.0, "interval_episodes": None, "capacity_per_cell": 500,
-                                    "max_cells": 8})
+    bank = MetaModelBank.initial(
+        ConditionGrid(), QNetSpec(n_inputs(2, "completion"), 2, (16, 16, 16)), seed=3
+    )
+    return FalconScheduler(
+        bank,
+        seed=2,
+        max_events=200,
+        replay_capacity=2000,
+        log_every=10**9,
+        offline={
+            "interval_s": 5.0,
+            "interval_episodes": None,
+            "capacity_per_cell": 500,
+            "max_cells": 8,
+        },
+    )
 
 
 def bounded_learner_state(name: str, sched) -> None:

@@ -27,26 +27,52 @@ REPO = Path(__file__).resolve().parent.parent
 
 # --------------------------------------------------------------------------- packet level vs fluid
 
+
 def fluid_like_scenario(rates_mbps, one_way_ms, packet=100):
     """Fixed-rate paths as the fluid model sees them: no jitter, no loss, no
     header bytes (payload rate = link rate), buffers and windows that never
     limit, one ACK per packet (the pacing horizon is the next ACK), and no
     connection setup (the fluid model's streams start at their release)."""
-    return {"name": "fluid_like", "packet_size": packet, "header_bytes": 0, "setup": "none",
-            "initial_window_packets": 100_000, "cc": "newreno", "max_duration_s": 30,
-            "ack": {"every": 1, "max_delay_ms": 0, "size_bytes": 50},
-            "flow_control": {"initial_window_bytes": 10**9, "max_window_bytes": 10**9, "autotune": False},
-            "paths": [{"bandwidth_mbps": r, "rtt_ms": 2 * d, "rtt_std_ms": 0, "loss": 0,
-                       "buffer_packets": 10**6} for r, d in zip(rates_mbps, one_way_ms)]}
+    return {
+        "name": "fluid_like",
+        "packet_size": packet,
+        "header_bytes": 0,
+        "setup": "none",
+        "initial_window_packets": 100_000,
+        "cc": "newreno",
+        "max_duration_s": 30,
+        "ack": {"every": 1, "max_delay_ms": 0, "size_bytes": 50},
+        "flow_control": {
+            "initial_window_bytes": 10**9,
+            "max_window_bytes": 10**9,
+            "autotune": False,
+        },
+        "paths": [
+            {
+                "bandwidth_mbps": r,
+                "rtt_ms": 2 * d,
+                "rtt_std_ms": 0,
+                "loss": 0,
+                "buffer_packets": 10**6,
+            }
+            for r, d in zip(rates_mbps, one_way_ms)
+        ],
+    }
 
 
 def run_packet_and_fluid(rates, delays, streams):
     """(packet-level completion times, fluid result) for (size, release_s, priority) streams."""
-    streams = sorted(streams, key=lambda s: s[1])     # the app's stream order
-    app = {"kind": "streams", "streams": [{"size_bytes": s, "release_s": r, "priority": p}
-                                          for s, r, p in streams]}
-    res = run_episode(fluid_like_scenario(rates, delays), app,
-                      SRPTECF(rates_mbps=rates, one_way_delays_ms=delays), 0)
+    streams = sorted(streams, key=lambda s: s[1])  # the app's stream order
+    app = {
+        "kind": "streams",
+        "streams": [{"size_bytes": s, "release_s": r, "priority": p} for s, r, p in streams],
+    }
+    res = run_episode(
+        fluid_like_scenario(rates, delays),
+        app,
+        SRPTECF(rates_mbps=rates, one_way_delays_ms=delays),
+        0,
+    )
     paths = [(fluid.q(r) * 10**6 / 8, fluid.q(d) / 1000) for r, d in zip(rates, delays)]
     return res.object_times, fluid.srpt_ecf(streams, paths), paths
 
@@ -56,14 +82,22 @@ def always_busy(res, paths, streams):
     in the fluid schedule: the pacing horizon is then the next ACK."""
     for _, rel, _ in streams:
         r = fluid.q(rel)
-        if r > 0 and max((s.t1 + 2 * paths[s.path][1] for s in res.segments if s.t0 < r),
-                         default=F(0)) <= r:
+        if (
+            r > 0
+            and max((s.t1 + 2 * paths[s.path][1] for s in res.segments if s.t0 < r), default=F(0))
+            <= r
+        ):
             return False
     return True
 
 
-@pytest.mark.parametrize("rates,delays", [([1.6, 4.0], [5.0, 10.0]),            # Fig. 3's paths
-                                          ([1.6, 4.0, 2.4], [5.0, 10.0, 20.0])])  # and a third
+@pytest.mark.parametrize(
+    "rates,delays",
+    [
+        ([1.6, 4.0], [5.0, 10.0]),  # Fig. 3's paths
+        ([1.6, 4.0, 2.4], [5.0, 10.0, 20.0]),
+    ],
+)  # and a third
 def test_srpt_ecf_matches_the_fluid_model(rates, delays):
     """Per stream, |packet-level - fluid| <= two packet serialisation times of
     the slowest path (here 2 x 0.5 ms): one for the packet in service that a
@@ -83,11 +117,17 @@ def test_srpt_ecf_matches_the_fluid_model(rates, delays):
     checked, worst = 0, 0.0
     for _ in range(14):
         streams = [(30_000, 0.0, 0)] + [
-            (rng.randint(5, 300) * 50 + rng.randint(0, 49), round(rng.uniform(0.012, 0.06), 4),
-             rng.choice([0, 0, 0, 1])) for _ in range(rng.randint(3, 8))]
+            (
+                rng.randint(5, 300) * 50 + rng.randint(0, 49),
+                round(rng.uniform(0.012, 0.06), 4),
+                rng.choice([0, 0, 0, 1]),
+            )
+            for _ in range(rng.randint(3, 8))
+        ]
         packet, flu, paths = run_packet_and_fluid(rates, delays, streams)
-        if not always_busy(flu, paths, streams) or (flu.insert_margin is not None
-                                                    and flu.insert_margin < F(1, 1000)):
+        if not always_busy(flu, paths, streams) or (
+            flu.insert_margin is not None and flu.insert_margin < F(1, 1000)
+        ):
             continue
         assert flu.order_changes == 0
         dev = [abs(a - float(b)) for a, b in zip(packet, flu.completion)]
@@ -95,7 +135,7 @@ def test_srpt_ecf_matches_the_fluid_model(rates, delays):
         assert max(dev) <= tol, (streams, dev)
         checked += 1
     assert checked >= 6
-    assert worst > 0          # packets are not fluid: the bound is not vacuous
+    assert worst > 0  # packets are not fluid: the bound is not vacuous
 
 
 def test_same_time_releases_are_scheduled_together():
@@ -110,6 +150,7 @@ def test_same_time_releases_are_scheduled_together():
 
 # --------------------------------------------------------------------------- page replay
 
+
 @pytest.fixture(scope="module")
 def paper_plan():
     from hydra import compose, initialize_config_dir
@@ -118,7 +159,9 @@ def paper_plan():
 
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=["experiment=stream_aware"])
-        return make_plan(cfg, choices={"scenario": "srpt_ecf_paper", "app": "page_replay"}, cli_keys=set())
+        return make_plan(
+            cfg, choices={"scenario": "srpt_ecf_paper", "app": "page_replay"}, cli_keys=set()
+        )
 
 
 def test_page_replay_srpt_ecf_beats_sa_ecf_and_fcfs(paper_plan):
@@ -129,14 +172,16 @@ def test_page_replay_srpt_ecf_beats_sa_ecf_and_fcfs(paper_plan):
     from falcon.jobs import instantiate_agent
 
     assert [n for n, _ in paper_plan.agents] == ["srpt_ecf", "sa_ecf", "fcfs_minrtt", "srpt_minrtt"]
-    (_, scenario), = paper_plan.scenarios
-    (_, app), = paper_plan.apps
+    ((_, scenario),) = paper_plan.scenarios
+    ((_, app),) = paper_plan.apps
     agents = dict(paper_plan.agents)
     stats = {}
     for name in ("srpt_ecf", "sa_ecf", "fcfs_minrtt"):
         per_seed = []
         for seed in range(4):
-            t = np.array(run_episode(scenario, app, instantiate_agent(name, agents[name]), seed).object_times)
+            t = np.array(
+                run_episode(scenario, app, instantiate_agent(name, agents[name]), seed).object_times
+            )
             assert len(t) == 49 and not np.isnan(t).any()
             per_seed.append((t.mean(), np.percentile(t, 95)))
         stats[name] = np.array(per_seed)
@@ -149,7 +194,9 @@ def test_page_replay_srpt_ecf_beats_sa_ecf_and_fcfs(paper_plan):
 
 
 def test_plot_script_writes_figures_and_summary(tmp_path):
-    mod = runpy.run_path(str(REPO / "scripts" / "plot_stream_aware.py"), run_name="plot_stream_aware")
+    mod = runpy.run_path(
+        str(REPO / "scripts" / "plot_stream_aware.py"), run_name="plot_stream_aware"
+    )
     assert mod["main"]([str(tmp_path), "--runs", "1"]) == 0
     for f in ("completion_cdf.png", "active_streams.png"):
         assert (tmp_path / f).stat().st_size > 5000
@@ -162,22 +209,34 @@ def test_plot_script_writes_figures_and_summary(tmp_path):
 
 def test_active_streams_step_function():
     rel, fin = [0.0, 1.0, 1.0, 2.0], [3.0, 1.5, float("nan"), 2.0]
-    assert list(active_streams(rel, fin, np.array([0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]))) == [1, 1, 3, 2, 2, 2, 1]
+    assert list(active_streams(rel, fin, np.array([0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]))) == [
+        1,
+        1,
+        3,
+        2,
+        2,
+        2,
+        1,
+    ]
     t, n = active_streams(rel, fin)
-    assert n.max() == 3 and n[-1] == 1          # the unfinished stream stays active
+    assert n.max() == 3 and n[-1] == 1  # the unfinished stream stays active
 
 
 # --------------------------------------------------------------------------- data
 
+
 def test_shipped_trace_and_app_config_agree():
     rows = load_stream_trace(REPO / "data" / "streams" / "frwiki_main.csv")
     assert len(rows) == 49 and sum(r["size_bytes"] for r in rows) == 299_821
-    assert rows[0] == {"release_s": 0.0, "size_bytes": 14002, "priority": 0}      # the HTML
+    assert rows[0] == {"release_s": 0.0, "size_bytes": 14002, "priority": 0}  # the HTML
     assert all(r["priority"] == 0 for r in rows)
     prio = load_stream_trace(REPO / "data" / "streams" / "frwiki_main_prio.csv")
-    assert [(r["release_s"], r["size_bytes"]) for r in prio] == [(r["release_s"], r["size_bytes"]) for r in rows]
-    assert {r["priority"] for r in prio} == {0, 2}     # HTML/CSS/JS and images only on this page
+    assert [(r["release_s"], r["size_bytes"]) for r in prio] == [
+        (r["release_s"], r["size_bytes"]) for r in rows
+    ]
+    assert {r["priority"] for r in prio} == {0, 2}  # HTML/CSS/JS and images only on this page
     from omegaconf import OmegaConf
+
     app = OmegaConf.to_container(OmegaConf.load(REPO / "configs" / "app" / "page_replay.yaml"))
     assert app["kind"] == "streams" and app["trace"] is None
     assert app["streams"] == rows
@@ -186,6 +245,7 @@ def test_shipped_trace_and_app_config_agree():
 
 # --------------------------------------------------------------------------- decision rules
 
+
 class FakePath(SimpleNamespace):
     @property
     def has_room(self):
@@ -193,16 +253,33 @@ class FakePath(SimpleNamespace):
 
 
 def fpath(srtt, cwnd=100_000, inflight=0, **kw):
-    d = dict(srtt=srtt, rttvar=srtt / 4, min_rtt=srtt, latest_rtt=srtt, has_rtt_sample=True, cwnd=cwnd,
-             bytes_in_flight=inflight, packets_in_flight=inflight // 1000, packets_sent=10, mss=1000,
-             payload=1000)
+    d = dict(
+        srtt=srtt,
+        rttvar=srtt / 4,
+        min_rtt=srtt,
+        latest_rtt=srtt,
+        has_rtt_sample=True,
+        cwnd=cwnd,
+        bytes_in_flight=inflight,
+        packets_in_flight=inflight // 1000,
+        packets_sent=10,
+        mss=1000,
+        payload=1000,
+    )
     d.update(kw)
     return FakePath(**d)
 
 
 def fstream(sid, remaining, release=0.0, priority=0, weight=1.0):
-    return SimpleNamespace(stream_id=sid, remaining=remaining, size=remaining, release_time=release,
-                           priority=priority, weight=weight, sent_offset=0)
+    return SimpleNamespace(
+        stream_id=sid,
+        remaining=remaining,
+        size=remaining,
+        release_time=release,
+        priority=priority,
+        weight=weight,
+        sent_offset=0,
+    )
 
 
 class FakeView(SimpleNamespace):
@@ -211,18 +288,30 @@ class FakeView(SimpleNamespace):
 
 
 def fview(paths, streams, now=0.0):
-    return FakeView(now=now, paths=paths, streams=streams, retransmit_bytes=0, send_window=10**9,
-                    payload=1000, pending_bytes=sum(s.remaining for s in streams))
+    return FakeView(
+        now=now,
+        paths=paths,
+        streams=streams,
+        retransmit_bytes=0,
+        send_window=10**9,
+        payload=1000,
+        pending_bytes=sum(s.remaining for s in streams),
+    )
 
 
 def test_registry_and_configs_instantiate(compose):
     from falcon.config import load_group
     from falcon.jobs import instantiate_agent
 
-    for name, cls in (("srpt_ecf", SRPTECF), ("sa_ecf", SAECF), ("fcfs_minrtt", FCFSMinRTT),
-                      ("srpt_minrtt", SRPTMinRTT)):
+    for name, cls in (
+        ("srpt_ecf", SRPTECF),
+        ("sa_ecf", SAECF),
+        ("fcfs_minrtt", FCFSMinRTT),
+        ("srpt_minrtt", SRPTMinRTT),
+    ):
         assert isinstance(make_scheduler(name), cls)
         from falcon.config import to_plain
+
         assert isinstance(instantiate_agent(name, to_plain(load_group("agent", name))), cls)
 
 
@@ -230,16 +319,16 @@ def test_srpt_ecf_thresholds_on_measured_paths():
     """Measured model: rate cwnd/srtt, delay srtt - min_rtt/2. Path 0: 1 MB/s,
     10 ms one-way; path 1: 50 ms one-way: TH_1 = 1e6 x 0.04 = 40 kB. A 10 kB
     stream alone leaves path 1 idle (wait); behind a 40 kB one it takes path 1."""
-    p0 = fpath(0.02, cwnd=20_000)                 # 1 MB/s, D = 0.01
-    p1 = fpath(0.1, cwnd=20_000)                  # D = 0.05
+    p0 = fpath(0.02, cwnd=20_000)  # 1 MB/s, D = 0.01
+    p1 = fpath(0.1, cwnd=20_000)  # D = 0.05
     s = SRPTECF()
     v = fview([p0, FakePath(**{**vars(p1), "cwnd": 20_000})], [fstream(0, 10_000)])
     s.reset(v)
     assert s.decide(v) == Decision(0, stream_id=0)
-    v.paths[0].bytes_in_flight = 20_000           # path 0 full: path 1 must not take the small stream
+    v.paths[0].bytes_in_flight = 20_000  # path 0 full: path 1 must not take the small stream
     assert s.decide(v) is None
     v.streams.append(fstream(1, 40_000, release=0.0))
-    d = s.decide(v)                               # cumulative 50 kB > 40 kB: the big stream on path 1
+    d = s.decide(v)  # cumulative 50 kB > 40 kB: the big stream on path 1
     assert d == Decision(1, stream_id=1)
     assert s.order == [0, 1]
 
@@ -250,7 +339,7 @@ def test_srpt_ecf_insertion_keeps_order_and_uses_priority():
     v = fview(paths, [fstream(0, 50_000), fstream(1, 5_000, priority=1)])
     s.reset(v)
     s.decide(v)
-    assert s.order == [0, 1]                      # priority before size
+    assert s.order == [0, 1]  # priority before size
     v.streams.append(fstream(2, 1_000, release=0.01))
     v.now = 0.01
     s.decide(v)
@@ -259,14 +348,18 @@ def test_srpt_ecf_insertion_keeps_order_and_uses_priority():
 
 def test_fcfs_and_srpt_minrtt_choices():
     paths = [fpath(0.05), fpath(0.02)]
-    streams = [fstream(0, 9000, release=0.0), fstream(1, 500, release=0.1), fstream(2, 3000, release=0.2)]
+    streams = [
+        fstream(0, 9000, release=0.0),
+        fstream(1, 500, release=0.1),
+        fstream(2, 3000, release=0.2),
+    ]
     v = fview(paths, streams)
     assert FCFSMinRTT().decide(v) == Decision(1, stream_id=0)
     assert SRPTMinRTT().decide(v) == Decision(1, stream_id=1)
     streams[0].priority = -1
     assert SRPTMinRTT().decide(v) == Decision(1, stream_id=0)
     paths[1].bytes_in_flight = paths[1].cwnd
-    assert FCFSMinRTT().decide(v).path == 0       # minRTT never waits while a path has room
+    assert FCFSMinRTT().decide(v).path == 0  # minRTT never waits while a path has room
 
 
 def test_deficit_round_robin_shares_bytes():
@@ -277,7 +370,7 @@ def test_deficit_round_robin_shares_bytes():
         drr.add(sid)
     sizes = {0: 1000, 1: 1000, 2: 300}
     picks = [drr.pick(sizes, {}) for _ in range(2)]
-    assert picks[0] == 2                           # 2 credits reach 300 B before 7 reach 1000 B
+    assert picks[0] == 2  # 2 credits reach 300 B before 7 reach 1000 B
     drr.sync({0: 1, 1: 1})
     seq = [drr.pick(sizes, {}) for _ in range(6)]
     assert sorted(seq[:2]) == [0, 1] and seq[2:4] == seq[:2] and seq[4:] == seq[:2]
@@ -295,7 +388,7 @@ def test_sa_ecf_uses_the_aggregate_threshold():
     v = fview([p0, p1], [fstream(0, 10_000), fstream(1, 10_000)])
     s.reset(v)
     p0.bytes_in_flight = 20_000
-    assert s.decide(v) is None                     # 20 kB <= TH_1 = 40 kB: wait for path 0
+    assert s.decide(v) is None  # 20 kB <= TH_1 = 40 kB: wait for path 0
     v.streams.append(fstream(2, 30_000))
     d = s.decide(v)
     assert d.path == 1 and d.stream_id in (0, 1, 2)

@@ -43,8 +43,16 @@ def csv_column(rel, col):
 
 # ------------------------------------------------------------ real files --
 
-@pytest.mark.parametrize("name, mean", [("TMobile-LTE-short.down", 16.70), ("Verizon-LTE-short.down", 5.03),
-                                        ("ATT-LTE-driving-2016.down", 4.56), ("ATT-LTE-driving-2016.up", 1.91)])
+
+@pytest.mark.parametrize(
+    "name, mean",
+    [
+        ("TMobile-LTE-short.down", 16.70),
+        ("Verizon-LTE-short.down", 5.03),
+        ("ATT-LTE-driving-2016.down", 4.56),
+        ("ATT-LTE-driving-2016.up", 1.91),
+    ],
+)
 def test_mahimahi_mean_matches_provenance(name, mean):
     assert mbps(load_trace(MM + name)) == pytest.approx(mean, rel=0.01)
 
@@ -101,7 +109,9 @@ def test_5gophers_carriers_and_walking():
     rel = "5gophers_2020/user_mobility/car-driving-trace-1.csv"
     for carrier in ("Verizon", "tmobile", "T-Mobile", "Sprint"):
         key = carrier.replace("-", "").lower()
-        col = {"verizon": "Verizon", "tmobile": "TMobile", "sprint": "Sprint"}[key] + "_throughput_mbps"
+        col = {"verizon": "Verizon", "tmobile": "TMobile", "sprint": "Sprint"}[
+            key
+        ] + "_throughput_mbps"
         vals = np.array(csv_column(rel, col), dtype=float)
         t = load_trace(rel, carrier=carrier)
         assert t.capacity.period == len(vals) == 120
@@ -136,9 +146,14 @@ def test_rate_series_and_step(tmp_path):
 
 
 def test_auto_detection_of_every_shipped_file():
-    expect = {"mahimahi_cellular_lte": "mahimahi", "raca_5g_2020": "raca", "raca_4g_lte_2018": "raca",
-              "lumos5g_mmwave_runs": "lumos", "5gophers_2020": "5gophers",
-              "aydin_multipath_wifi_cellular": "aydin"}
+    expect = {
+        "mahimahi_cellular_lte": "mahimahi",
+        "raca_5g_2020": "raca",
+        "raca_4g_lte_2018": "raca",
+        "lumos5g_mmwave_runs": "lumos",
+        "5gophers_2020": "5gophers",
+        "aydin_multipath_wifi_cellular": "aydin",
+    }
     names = [n for n in list_traces() if not n.endswith(".md")]
     assert len(names) >= 40
     for rel in names:
@@ -149,11 +164,16 @@ def test_auto_detection_of_every_shipped_file():
 
 # ------------------------------------------------------ looping, inverse --
 
-@pytest.mark.parametrize("rel", [MM + "TMobile-LTE-short.down", RACA5, "lumos5g_mmwave_runs/lumos_trace_4.log"])
+
+@pytest.mark.parametrize(
+    "rel", [MM + "TMobile-LTE-short.down", RACA5, "lumos5g_mmwave_runs/lumos_trace_4.log"]
+)
 def test_looping_and_inverse(rel):
     cap = load_trace(rel).capacity
     assert cap.cum_bytes(2 * cap.period) == pytest.approx(2 * cap.total, rel=1e-12)
-    assert cap.cum_bytes(cap.period + 1.25) == pytest.approx(cap.total + cap.cum_bytes(1.25), rel=1e-12)
+    assert cap.cum_bytes(cap.period + 1.25) == pytest.approx(
+        cap.total + cap.cum_bytes(1.25), rel=1e-12
+    )
     rng = np.random.default_rng(1)
     for c in rng.uniform(0, 3 * cap.total, 300):
         t = cap.time_at(c)
@@ -167,6 +187,7 @@ def test_looping_and_inverse(rel):
 
 
 # ---------------------------------------------------------------- options --
+
 
 def test_scale_window_floor():
     rel = "aydin_multipath_wifi_cellular/13_1_wifi.csv"  # has zero-rate seconds
@@ -218,13 +239,46 @@ BAD = [  # (file name, content, fmt, options, expected line or None, message reg
     ("hdr.txt", "time rate\n", "rate_series", {}, None, "no data rows"),
     ("s.csv", "time_ms,bw_kbps,delay_ms,loss\n0,10,5,0\n10,10,5,2\n", "step", {}, 3, "probability"),
     ("sn.csv", "time_ms,bw_kbps,delay_ms\n0,10,5\n10,10,-5\n", "step", {}, 3, "negative delay"),
-    ("m.csv", "Timestamp,Speed,UL_bitrate\n2020.01.01_00.00.00,0,5\n", "raca", {}, 1, "missing column 'DL_bitrate'"),
-    ("ts.csv", "Timestamp,DL_bitrate\n2020.01.01_00.00.01,5\n2020.01.01_00.00.00,5\n", "raca", {}, 3, "not decrease"),
-    ("bt.csv", "Timestamp,DL_bitrate\n2020.01.01_00.00.01,5\nyesterday,5\n", "raca", {}, 3, "bad Timestamp"),
-    ("rv.csv", "Timestamp,DL_bitrate\n2020.01.01_00.00.01,5\n2020.01.01_00.00.02,fast\n", "raca", {}, 3,
-     "non-numeric"),
-    ("pl.csv", "Timestamp,DL_bitrate,PINGAVG,PINGLOSS\n2020.01.01_00.00.01,5,-,-\n2020.01.01_00.00.02,5,80,300\n",
-     "raca", {}, 3, "percentage"),
+    (
+        "m.csv",
+        "Timestamp,Speed,UL_bitrate\n2020.01.01_00.00.00,0,5\n",
+        "raca",
+        {},
+        1,
+        "missing column 'DL_bitrate'",
+    ),
+    (
+        "ts.csv",
+        "Timestamp,DL_bitrate\n2020.01.01_00.00.01,5\n2020.01.01_00.00.00,5\n",
+        "raca",
+        {},
+        3,
+        "not decrease",
+    ),
+    (
+        "bt.csv",
+        "Timestamp,DL_bitrate\n2020.01.01_00.00.01,5\nyesterday,5\n",
+        "raca",
+        {},
+        3,
+        "bad Timestamp",
+    ),
+    (
+        "rv.csv",
+        "Timestamp,DL_bitrate\n2020.01.01_00.00.01,5\n2020.01.01_00.00.02,fast\n",
+        "raca",
+        {},
+        3,
+        "non-numeric",
+    ),
+    (
+        "pl.csv",
+        "Timestamp,DL_bitrate,PINGAVG,PINGLOSS\n2020.01.01_00.00.01,5,-,-\n2020.01.01_00.00.02,5,80,300\n",
+        "raca",
+        {},
+        3,
+        "percentage",
+    ),
     ("g.csv", "seq_num,radio_type\n1,5G\n", "5gophers", {}, 1, "missing column"),
     ("gs.csv", "seq_num,throughput_mbps\n1,5\n1,6\n", "5gophers", {}, 3, "increase"),
     ("a.csv", "1,100\n2,-1\n", "aydin", {}, 2, "negative"),
@@ -276,6 +330,7 @@ def test_catalog(tmp_path, monkeypatch):
 
 # -------------------------------------------------------------- synthetic --
 
+
 def test_constant():
     c = constant(12.0)
     assert isinstance(c, CapacityTrace) and c.mean_rate == 12 * MBPS
@@ -288,7 +343,9 @@ def test_a_constant_trace_has_the_general_constructors_fields(rate):
     fast, general = CapacityTrace.constant(rate, "c"), CapacityTrace([0.0], [rate], 1.0, "c")
     for field in CapacityTrace.__slots__:
         a, b = getattr(fast, field), getattr(general, field)
-        assert (np.array_equal(a, b) and a.dtype == b.dtype) if isinstance(a, np.ndarray) else a == b, field
+        assert (
+            (np.array_equal(a, b) and a.dtype == b.dtype) if isinstance(a, np.ndarray) else a == b
+        ), field
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="c: "):
             CapacityTrace.constant(bad, "c")
@@ -304,8 +361,9 @@ def test_gaussian_rate(dist, tol):
     assert a.mean_rate / MBPS == pytest.approx(50, rel=tol)
     assert np.std(a.rates) / MBPS == pytest.approx(10, rel=0.1)
     g = np.random.default_rng(5)
-    assert not np.array_equal(gaussian_rate(50, 10, 1, 10, seed=g).rates,
-                              gaussian_rate(50, 10, 1, 10, seed=g).rates)
+    assert not np.array_equal(
+        gaussian_rate(50, 10, 1, 10, seed=g).rates, gaussian_rate(50, 10, 1, 10, seed=g).rates
+    )
 
 
 def test_mmwave_blockage():
@@ -328,7 +386,9 @@ def test_mmwave_blockage():
 def test_from_stats():
     p = from_stats(20, 5, rtt_ms=60, rtt_std_ms=10, loss=0.01, step_s=0.5, duration_s=500, seed=7)
     q = from_stats(20, 5, rtt_ms=60, rtt_std_ms=10, loss=0.01, step_s=0.5, duration_s=500, seed=7)
-    assert np.array_equal(p.capacity.rates, q.capacity.rates) and np.array_equal(p.delay.values, q.delay.values)
+    assert np.array_equal(p.capacity.rates, q.capacity.rates) and np.array_equal(
+        p.delay.values, q.delay.values
+    )
     assert p.capacity.mean_rate / MBPS == pytest.approx(20, rel=0.05)
     assert p.delay.mean == pytest.approx(0.030, rel=0.05) and p.delay.values.min() >= 0
     assert p.loss.value_at(123.4) == 0.01
@@ -348,7 +408,7 @@ def test_a_trace_is_parsed_once_per_process_until_its_file_changes(tmp_path):
     assert load_trace(f) is a
     assert load_trace(f, scale=2.0) is not a
     st = f.stat()
-    f.write_text("time_s,rate_mbps\n0,30\n1,20\n")           # same size, same modification time
+    f.write_text("time_s,rate_mbps\n0,30\n1,20\n")  # same size, same modification time
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     b = load_trace(f)
     assert b is not a and b.capacity.mean_rate == pytest.approx(25e6 / 8)

@@ -28,7 +28,7 @@ def mode(request, monkeypatch):
         yield tracking_worker.BackgroundTracker
     else:
         yield Tracker
-    while tracking_worker.take() is not None:   # an unused one (a test that failed early)
+    while tracking_worker.take() is not None:  # an unused one (a test that failed early)
         pass
 
 
@@ -44,7 +44,14 @@ def test_resolve_uri_precedence(tmp_path, monkeypatch):
 
 def test_flatten_config():
     flat = flatten({"a": {"b": 1, "c": None}, "paths": [{"x": 1}, {"x": 2}], "l": [1, 2], "e": {}})
-    assert flat == {"a.b": "1", "a.c": "null", "paths.0.x": "1", "paths.1.x": "2", "l": "[1, 2]", "e": "{}"}
+    assert flat == {
+        "a.b": "1",
+        "a.c": "null",
+        "paths.0.x": "1",
+        "paths.1.x": "2",
+        "l": "[1, 2]",
+        "e": "{}",
+    }
 
 
 def test_run_finished_with_params_metrics_artifacts(tmp_path, mlflow_uri, mode):
@@ -68,8 +75,10 @@ def test_run_finished_with_params_metrics_artifacts(tmp_path, mlflow_uri, mode):
     assert client.get_experiment_by_name("falcon").artifact_location.endswith("/mlartifacts")
 
 
-@pytest.mark.parametrize(("exc", "status"), [(RuntimeError("boom"), "FAILED"), (KeyboardInterrupt(), "KILLED"),
-                                             (SystemExit(2), "FAILED")])
+@pytest.mark.parametrize(
+    ("exc", "status"),
+    [(RuntimeError("boom"), "FAILED"), (KeyboardInterrupt(), "KILLED"), (SystemExit(2), "FAILED")],
+)
 def test_run_marked_failed_on_exception(mlflow_uri, exc, status, mode):
     with pytest.raises(type(exc)):
         with tracked_run({"uri": mlflow_uri}, run_name="bad") as tr:
@@ -87,7 +96,9 @@ def test_disabled_tracking_creates_nothing(tmp_path, monkeypatch):
     assert not (tmp_path / "mlflow.db").exists()
 
 
-def test_failing_pipeline_marks_run_failed_and_writes_nothing(tmp_path, mlflow_uri, compose, monkeypatch):
+def test_failing_pipeline_marks_run_failed_and_writes_nothing(
+    tmp_path, mlflow_uri, compose, monkeypatch
+):
     """An error in the middle of a run: MLflow run FAILED, no output folder, no staging left."""
     import falcon.experiment as experiment
 

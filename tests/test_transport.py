@@ -28,25 +28,38 @@ from falcon.deploy.transport import binary, download, pattern, server_command
 skip_unless_transport()
 
 SIZE = 2_000_000
-SCENARIO = {"name": "transport_test",
-            "paths": [{"bandwidth_mbps": 20.0, "rtt_ms": 20.0, "rtt_std_ms": 0.0, "loss": 0.0},
-                      {"bandwidth_mbps": 10.0, "rtt_ms": 40.0, "rtt_std_ms": 0.0, "loss": 0.0}]}
+SCENARIO = {
+    "name": "transport_test",
+    "paths": [
+        {"bandwidth_mbps": 20.0, "rtt_ms": 20.0, "rtt_std_ms": 0.0, "loss": 0.0},
+        {"bandwidth_mbps": 10.0, "rtt_ms": 40.0, "rtt_std_ms": 0.0, "loss": 0.0},
+    ],
+}
 
 
 def fresh_model(path, n_in: int, n_out: int = 2, seed: int = 0):
     """A freshly initialised 3 x 64 Q-network with a non-trivial input
     normalisation, exported to ONNX."""
     rng = np.random.default_rng(seed)
-    spec = QNetSpec(n_in, n_out, (64, 64, 64), input_offset=tuple(rng.uniform(-1, 1, n_in)),
-                    input_scale=tuple(rng.uniform(0.5, 2, n_in)))
-    return write_onnx(path, ModelRecord("fresh", spec, BatchedDQN(spec, 1, seed=seed).get_weights(0)))
+    spec = QNetSpec(
+        n_in,
+        n_out,
+        (64, 64, 64),
+        input_offset=tuple(rng.uniform(-1, 1, n_in)),
+        input_scale=tuple(rng.uniform(0.5, 2, n_in)),
+    )
+    return write_onnx(
+        path, ModelRecord("fresh", spec, BatchedDQN(spec, 1, seed=seed).get_weights(0))
+    )
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("models")
-    return {COMPLETION: fresh_model(d / "completion.onnx", n_inputs(2, COMPLETION)),
-            PACKET_RATE: fresh_model(d / "paper.onnx", n_inputs(2, PACKET_RATE))}
+    return {
+        COMPLETION: fresh_model(d / "completion.onnx", n_inputs(2, COMPLETION)),
+        PACKET_RATE: fresh_model(d / "paper.onnx", n_inputs(2, PACKET_RATE)),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +69,9 @@ def model_runs(models, tmp_path_factory):
     runs = {}
     for reward, model in models.items():
         log = d / f"{reward}.jsonl"
-        rep = download(SCENARIO, SIZE, "falcon", model=model, decision_log=log, output=d / f"{reward}.bin")
+        rep = download(
+            SCENARIO, SIZE, "falcon", model=model, decision_log=log, output=d / f"{reward}.bin"
+        )
         runs[reward] = SimpleNamespace(report=rep, log=log, output=d / f"{reward}.bin", model=model)
     return runs
 
@@ -81,7 +96,7 @@ def test_download_tquic_schedulers(scheduler, tmp_path):
 def test_download_model_scheduler(model_runs, reward):
     run = model_runs[reward]
     _check(run.report, run.output)
-    ep, = read_decision_log(run.log)
+    (ep,) = read_decision_log(run.log)
     assert ep.reward == reward and ep.n_paths == 2 and ep.end is not None
     assert len(ep.decisions) > 100 and ep.end["decisions"] == len(ep.decisions)
     # a path that never sent data was probed first (path 0 sent before path 1
@@ -97,7 +112,7 @@ def test_download_model_scheduler(model_runs, reward):
 @pytest.mark.parametrize("reward", [COMPLETION, PACKET_RATE])
 def test_q_value_parity_on_logged_states(model_runs, reward):
     run = model_runs[reward]
-    ep, = read_decision_log(run.log)
+    (ep,) = read_decision_log(run.log)
     ds = [d for d in ep.decisions if not d["probe"]]
     states = np.asarray([d["state"] for d in ds], np.float32)
     q_rust = np.asarray([d["q"] for d in ds], np.float32)
@@ -115,8 +130,12 @@ def _view(d: dict):
         p.packets_in_flight = p.bytes_in_flight / p.mss
         p.may_send = lambda now, room=p.has_room: room
         paths.append(p)
-    return SimpleNamespace(paths=paths, payload=raw["payload"], send_window=raw["send_window"],
-                           pending_bytes=raw["pending_bytes"])
+    return SimpleNamespace(
+        paths=paths,
+        payload=raw["payload"],
+        send_window=raw["send_window"],
+        pending_bytes=raw["pending_bytes"],
+    )
 
 
 def _worst_feature_error(ep) -> float:
@@ -130,8 +149,14 @@ def _worst_feature_error(ep) -> float:
         if reward == COMPLETION:
             srtts, rates = mdp.path_estimates(view)
             raw = d["raw"]
-            finish = mdp.predicted_finish(now, raw["pending_bytes"], [p.last_send for p in view.paths],
-                                      [p.bytes_in_flight > 0 for p in view.paths], srtts, rates)
+            finish = mdp.predicted_finish(
+                now,
+                raw["pending_bytes"],
+                [p.last_send for p in view.paths],
+                [p.bytes_in_flight > 0 for p in view.paths],
+                srtts,
+                rates,
+            )
             assert finish == pytest.approx(raw["finish"], rel=1e-12, abs=1e-12)
             ref = mdp.completion_features_into(view, now, finish, [0.0] * n_in)
         else:
@@ -144,20 +169,28 @@ def _worst_feature_error(ep) -> float:
 @pytest.mark.parametrize("reward", [COMPLETION, PACKET_RATE])
 def test_state_features_match_envs_mdp(model_runs, reward):
     """The transport's states are envs.mdp's features of its logged estimates."""
-    ep, = read_decision_log(model_runs[reward].log)
+    (ep,) = read_decision_log(model_runs[reward].log)
     assert _worst_feature_error(ep) <= 1e-6
 
 
 def test_lossy_download_model_scheduler(models, tmp_path):
     """With random loss: lost packets are logged, retransmitted data counts as
     unsent, the download completes and the states still match envs.mdp."""
-    lossy = {"name": "lossy", "paths": [dict(SCENARIO["paths"][0], loss=0.02),
-                                        dict(SCENARIO["paths"][1], loss=0.02)]}
+    lossy = {
+        "name": "lossy",
+        "paths": [dict(SCENARIO["paths"][0], loss=0.02), dict(SCENARIO["paths"][1], loss=0.02)],
+    }
     log = tmp_path / "lossy.jsonl"
-    rep = download(lossy, SIZE, "falcon", model=models[COMPLETION], decision_log=log,
-                   output=tmp_path / "out.bin")
+    rep = download(
+        lossy,
+        SIZE,
+        "falcon",
+        model=models[COMPLETION],
+        decision_log=log,
+        output=tmp_path / "out.bin",
+    )
     _check(rep, tmp_path / "out.bin")
-    ep, = read_decision_log(log)
+    (ep,) = read_decision_log(log)
     assert sum(not f["acked"] for f in ep.fates.values()) > 0
     assert any(p["packets_lost"] > 0 for p in ep.decisions[-1]["raw"]["paths"])
     assert _worst_feature_error(ep) <= 1e-6
@@ -185,36 +218,67 @@ def test_second_path_validated_at_80ms_rtt_with_jitter(tmp_path, monkeypatch):
     the client stopped acknowledging path 0: 3.0-4.4 s in 8 of 8 downloads,
     the second path carrying data 2.5 s after the connection started. With
     patches/0002 the second path carries data within a few RTTs."""
-    jitter = {"name": "jitter80", "cc": "cubic", "initial_window_packets": 10, "packet_size": 1500,
-              "flow_control": {"initial_window_bytes": 10485760},
-              "paths": [{"bandwidth_mbps": b, "rtt_ms": 80.0, "rtt_std_ms": 18.0, "loss": 0.0} for b in (15, 10)]}
+    jitter = {
+        "name": "jitter80",
+        "cc": "cubic",
+        "initial_window_packets": 10,
+        "packet_size": 1500,
+        "flow_control": {"initial_window_bytes": 10485760},
+        "paths": [
+            {"bandwidth_mbps": b, "rtt_ms": 80.0, "rtt_std_ms": 18.0, "loss": 0.0} for b in (15, 10)
+        ],
+    }
     monkeypatch.setenv("FALCON_QUIC_LOG", "debug")
     monkeypatch.setenv("FALCON_QUIC_LOG_FILE", str(tmp_path / "{role}.log"))
     rep = download(jitter, SIZE, "minrtt", seed=3, cc="cubic", output=tmp_path / "out.bin")
     _check(rep, tmp_path / "out.bin")
     t0, first = _first_stream_times(tmp_path / "server.log")
-    assert (tmp_path / "client.log").stat().st_size > 0 and t0 is not None and len(first) == 2, first
+    assert (tmp_path / "client.log").stat().st_size > 0 and t0 is not None and len(first) == 2, (
+        first
+    )
     opened = sorted(first.values())[1] - t0
-    print(f"download {rep['seconds']:.3f} s, second path carries data {opened:.3f} s after the first packet")
-    assert opened < 0.8, opened        # 0.22-0.27 s; 2.5 s with the stall
-    assert rep["seconds"] < 2.5        # 1.1-1.3 s; 3.0-4.4 s with the stall
+    print(
+        f"download {rep['seconds']:.3f} s, second path carries data {opened:.3f} s after the first packet"
+    )
+    assert opened < 0.8, opened  # 0.22-0.27 s; 2.5 s with the stall
+    assert rep["seconds"] < 2.5  # 1.1-1.3 s; 3.0-4.4 s with the stall
 
 
 def test_decision_cost(models):
     """Median cost of one decision (features + tract inference) of a 3 x 64 MLP."""
-    out = subprocess.run([str(binary("falcon-sched-tool")), "bench", "--model", str(models[COMPLETION]),
-                          "--iterations", "20000"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            str(binary("falcon-sched-tool")),
+            "bench",
+            "--model",
+            str(models[COMPLETION]),
+            "--iterations",
+            "20000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
-    print(f"decision cost: median {res['median_ns'] / 1000:.2f} us, p99 {res['p99_ns'] / 1000:.2f} us")
-    assert res["median_ns"] < 50_000      # goal 10 us; a loaded CI machine gets slack
+    print(
+        f"decision cost: median {res['median_ns'] / 1000:.2f} us, p99 {res['p99_ns'] / 1000:.2f} us"
+    )
+    assert res["median_ns"] < 50_000  # goal 10 us; a loaded CI machine gets slack
 
 
 def test_tool_q_values_match_onnxruntime(models):
-    states = np.random.default_rng(3).uniform(0, 5, (64, n_inputs(2, PACKET_RATE))).astype(np.float32)
+    states = (
+        np.random.default_rng(3).uniform(0, 5, (64, n_inputs(2, PACKET_RATE))).astype(np.float32)
+    )
     text = "\n".join(",".join(repr(float(x)) for x in s) for s in states)
-    out = subprocess.run([str(binary("falcon-sched-tool")), "q", "--model", str(models[PACKET_RATE])],
-                         input=text, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [str(binary("falcon-sched-tool")), "q", "--model", str(models[PACKET_RATE])],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     q = np.asarray([[float(x) for x in ln.split(",")] for ln in out.stdout.split()], np.float32)
     assert np.max(np.abs(q - onnx_q_values(models[PACKET_RATE], states))) <= 1e-5
@@ -233,7 +297,9 @@ def test_experience_from_decision_log(model_runs, reward, tmp_path):
 
 
 def _server_fails(args: list[str], expect: str, env=None):
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         _, err = proc.communicate(timeout=30)
     finally:
@@ -249,7 +315,11 @@ def _server_fails(args: list[str], expect: str, env=None):
 def test_bad_model_files(tmp_path):
     missing = tmp_path / "missing.onnx"
     _server_fails(server_command("falcon", 0, model=missing), "no such file")
-    _server_fails(server_command("falcon", 0), "no such file", env={**os.environ, "FALCON_MODEL": str(missing)})
+    _server_fails(
+        server_command("falcon", 0),
+        "no such file",
+        env={**os.environ, "FALCON_MODEL": str(missing)},
+    )
     garbage = tmp_path / "garbage.onnx"
     garbage.write_bytes(b"\x08\x07not an onnx model at all" * 10)
     _server_fails(server_command("falcon", 0, model=garbage), "not a readable ONNX model")
@@ -257,4 +327,3 @@ def test_bad_model_files(tmp_path):
     _server_fails(server_command("falcon", 0, model=four), "16 inputs fit neither MDP for 2 paths")
     three_out = fresh_model(tmp_path / "three.onnx", n_inputs(2, COMPLETION), 3)
     _server_fails(server_command("falcon", 0, model=three_out), "3 outputs")
-

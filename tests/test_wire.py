@@ -20,7 +20,9 @@ def test_sent_packets_follow_a_dict_of_records_under_random_acks_and_losses():
     sent, model = SentPackets(), {}
     pn, scale = 0, ROWS // 256
     for step in range(20_000 * scale):
-        burst = step % (2800 * scale) < 1400 * scale    # the window grows, then drains: several doublings
+        burst = (
+            step % (2800 * scale) < 1400 * scale
+        )  # the window grows, then drains: several doublings
         if model and (not burst or rng.random() < 0.3):
             keys = list(model)
             victim = keys[0] if rng.random() < 0.5 else keys[int(rng.integers(len(keys)))]
@@ -36,7 +38,7 @@ def test_sent_packets_follow_a_dict_of_records_under_random_acks_and_losses():
             pn += 1
         assert len(sent) == len(model) and bool(sent) == bool(model)
         assert sent.first() == (min(model) if model else -1)
-    assert sent.mask + 1 >= 4 * ROWS             # it grew
+    assert sent.mask + 1 >= 4 * ROWS  # it grew
     assert sent.keys() == sorted(model)
     assert sent.items() == [(k, model[k][:5]) for k in sorted(model)]
     assert all(sent.shared(k) == model[k][5] for k in model)
@@ -63,14 +65,30 @@ def test_the_wires_are_fifo_queues_across_growth():
     for step in range(20_000 * scale):
         grow = step % (5000 * scale) < 3000 * scale
         if grow or not data_model:
-            rec = (step, step % 7, 1290 * step, 1290 - step % 13, 0.01 + 1e-6 * step, 0.5 + 1e-5 * step, 3 * step)
+            rec = (
+                step,
+                step % 7,
+                1290 * step,
+                1290 - step % 13,
+                0.01 + 1e-6 * step,
+                0.5 + 1e-5 * step,
+                3 * step,
+            )
             data.push(*rec)
             data_model.append(rec)
             acks.add_pn(step)
             pn_model.append(step)
             pending += 1
             if rng.random() < 0.5:
-                frame = (step, 1e-4 * step, 10 * step, step % 50, pending, 0.7 + 1e-5 * step, 3 * step + 1)
+                frame = (
+                    step,
+                    1e-4 * step,
+                    10 * step,
+                    step % 50,
+                    pending,
+                    0.7 + 1e-5 * step,
+                    3 * step + 1,
+                )
                 acks.push(*frame)
                 frame_model.append(frame)
                 pending = 0
@@ -81,17 +99,19 @@ def test_the_wires_are_fifo_queues_across_growth():
                 r = acks.pop()
                 frame = frame_model.popleft()
                 assert acks.frame(r) == frame
-                assert [acks.pop_pn() for _ in range(frame[4])] == [pn_model.popleft() for _ in range(frame[4])]
+                assert [acks.pop_pn() for _ in range(frame[4])] == [
+                    pn_model.popleft() for _ in range(frame[4])
+                ]
         assert data.count == len(data_model) and acks.count == len(frame_model)
     assert data.mask + 1 >= 4 * ROWS and acks.mask + 1 >= 4 * ROWS and acks.pn_mask + 1 >= 4 * ROWS
 
 
 def test_a_link_queue_counts_what_has_not_left_yet_across_growth():
     link = Link(CapacityTrace.constant(1e6), buffer_packets=1000)
-    departures = [link.admit(0.0, 1000) for _ in range(1000)]            # 1000 > ROWS: the ring grows
+    departures = [link.admit(0.0, 1000) for _ in range(1000)]  # 1000 > ROWS: the ring grows
     assert departures == pytest.approx([0.001 * (k + 1) for k in range(1000)])
-    assert link.admit(0.0, 1000) == -1.0 and link.drops == 1          # the buffer is full
-    assert link.occupancy(0.5005) == (500, 500_000)                   # half of them have left
+    assert link.admit(0.0, 1000) == -1.0 and link.drops == 1  # the buffer is full
+    assert link.occupancy(0.5005) == (500, 500_000)  # half of them have left
     link.buffer_packets = None
     assert link.buffer_packets is None and link.admit(0.5, 1000) == pytest.approx(1.001)
     link.buffer_bytes = 10_000
@@ -105,15 +125,22 @@ def test_only_the_oldest_entry_of_a_wire_has_its_arrival_event_queued():
     from envs.scenario import normalise_scenario
 
     scenario = normalise_scenario({"paths": [{"link": "4g"}, {"link": "5g"}]})
-    emu, conn, app, _ = setup_episode(scenario, {"kind": "bulk", "size_bytes": 2_000_000},
-                                      make_scheduler("minrtt"), 1, normalised=True)
+    emu, conn, app, _ = setup_episode(
+        scenario,
+        {"kind": "bulk", "size_bytes": 2_000_000},
+        make_scheduler("minrtt"),
+        1,
+        normalised=True,
+    )
     events = on_wire = 0
     t = 0.0
     while not app.done:
         t += 0.002
         emu.sim.run(t)
         events = max(events, emu.sim.pending)
-        on_wire = max(on_wire, sum(w.count for w in conn.data_wires) + sum(w.count for w in conn.ack_wires))
+        on_wire = max(
+            on_wire, sum(w.count for w in conn.data_wires) + sum(w.count for w in conn.ack_wires)
+        )
     # per path: an arrival each way and two timers, and the connection's; plus loss-detection timer events
     # superseded by an earlier deadline, which wait in the queue until their time (17 at most here, at the
     # moment the second path opens: its first RTT samples move its deadline earlier several times)

@@ -10,5 +10,15 @@ from baselines.bandit.linucb import LinUCB, StateFileError, load_state, save_sta
 from baselines.bandit.mpeekaboo import MPeekaboo
 from baselines.bandit.peekaboo import Peekaboo
 
-__all__ = ["LinUCB", "StateFileError", "load_state", "save_state", "Peekaboo", "MPeekaboo",
-           "ChangeDetector", "NoChange", "TwoWindowDetector", "make_detector"]
+__all__ = [
+    "LinUCB",
+    "StateFileError",
+    "load_state",
+    "save_state",
+    "Peekaboo",
+    "MPeekaboo",
+    "ChangeDetector",
+    "NoChange",
+    "TwoWindowDetector",
+    "make_detector",
+]

@@ -80,7 +80,7 @@ class TwoWindowDetector(ChangeDetector):
         self.window = int(window)
         self.ratio = float(ratio)
         self.min_shift_s = float(min_shift_s)
-        self.detections: list[tuple[float, int]] = []   # (time [s], path) of each change
+        self.detections: list[tuple[float, int]] = []  # (time [s], path) of each change
         self.reset()
 
     def reset(self) -> None:
@@ -96,7 +96,7 @@ class TwoWindowDetector(ChangeDetector):
         w = self.window
         q.append(sample)
         st[2] += sample
-        if len(q) > w:            # the oldest sample of the newer half moves to the older half
+        if len(q) > w:  # the oldest sample of the newer half moves to the older half
             moved = q[-w - 1]
             st[2] -= moved
             st[1] += moved
@@ -137,7 +137,8 @@ def make_detector(spec) -> ChangeDetector:
         try:
             cls = DETECTORS[kind]
         except KeyError:
-            raise ValueError(f"unknown change detector {kind!r}; known: "
-                             f"{', '.join(sorted(DETECTORS))}") from None
+            raise ValueError(
+                f"unknown change detector {kind!r}; known: {', '.join(sorted(DETECTORS))}"
+            ) from None
         return cls(**kw)
     raise ValueError(f"change detector: expected a detector, a name or a mapping, got {spec!r}")

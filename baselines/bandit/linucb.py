@@ -92,8 +92,10 @@ class LinUCB:
         b = np.array(b, dtype=np.float64)
         shape = (self.n_arms, self.dim)
         if A.shape != shape + (self.dim,) or b.shape != shape:
-            raise ValueError(f"LinUCB state shapes {A.shape}, {b.shape} do not match "
-                             f"{self.n_arms} arms x {self.dim} features")
+            raise ValueError(
+                f"LinUCB state shapes {A.shape}, {b.shape} do not match "
+                f"{self.n_arms} arms x {self.dim} features"
+            )
         self.A = A
         self.b = b
         if A_inv is None:
@@ -101,8 +103,11 @@ class LinUCB:
         else:
             self.A_inv = np.array(A_inv, dtype=np.float64)
         self._refresh_theta()
-        self.n_updates = (np.zeros(self.n_arms, dtype=np.int64) if n_updates is None
-                          else np.array(n_updates, dtype=np.int64))
+        self.n_updates = (
+            np.zeros(self.n_arms, dtype=np.int64)
+            if n_updates is None
+            else np.array(n_updates, dtype=np.int64)
+        )
 
     def recompute_inverse(self) -> None:
         """Replace the incremental A^-1 by numpy's inverse of A."""
@@ -161,22 +166,34 @@ class LinUCB:
 
 # ---------------------------------------------------------------- state files
 
+
 def save_state(path, model: LinUCB, *, kind: str, arms, features) -> Path:
     """Write ``model``'s A, b, A^-1 to ``path`` atomically (format: module docstring)."""
     path = Path(path)
     arms = [str(a) for a in arms]
     features = [str(f) for f in features]
     if len(arms) != model.n_arms or len(features) != model.dim:
-        raise ValueError(f"save_state: {len(arms)} arm names / {len(features)} feature names "
-                         f"for a model of {model.n_arms} arms x {model.dim} features")
+        raise ValueError(
+            f"save_state: {len(arms)} arm names / {len(features)} feature names "
+            f"for a model of {model.n_arms} arms x {model.dim} features"
+        )
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, format=np.array(STATE_FORMAT), version=np.array(STATE_VERSION),
-                     kind=np.array(str(kind)), arms=np.array(arms), features=np.array(features),
-                     A=model.A, b=model.b, A_inv=model.A_inv, n_updates=model.n_updates)
+            np.savez(
+                fh,
+                format=np.array(STATE_FORMAT),
+                version=np.array(STATE_VERSION),
+                kind=np.array(str(kind)),
+                arms=np.array(arms),
+                features=np.array(features),
+                A=model.A,
+                b=model.b,
+                A_inv=model.A_inv,
+                n_updates=model.n_updates,
+            )
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -203,7 +220,7 @@ def load_state(path, model: LinUCB, *, kind: str, arms, features) -> None:
         z = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise bad("no such file") from None
-    except Exception as exc:   # any unreadable content is "not a state file", never a crash
+    except Exception as exc:  # any unreadable content is "not a state file", never a crash
         msg = " ".join(str(exc).split()) or type(exc).__name__
         raise bad(f"not a readable .npz state file ({msg})") from None
     if not hasattr(z, "files"):

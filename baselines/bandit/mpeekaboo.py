@@ -172,8 +172,16 @@ from baselines.bandit.peekaboo import squash_scales
 from baselines.rule_based.common import fastest, minrtt_choice
 from envs.scheduler import Scheduler
 
-FEATURES = ("c_a/l_a", "q_a/l_a", "W/l_a", "room_a", "l_a/(l_a+l_o)", "c_o/l_o",
-            "k/(k+c_a)", "bias")
+FEATURES = (
+    "c_a/l_a",
+    "q_a/l_a",
+    "W/l_a",
+    "room_a",
+    "l_a/(l_a+l_o)",
+    "c_o/l_o",
+    "k/(k+c_a)",
+    "bias",
+)
 DIM = len(FEATURES)
 
 
@@ -195,13 +203,13 @@ class PendingLinUCB(LinUCB):
 
     @theta.setter
     def theta(self, value) -> None:
-        pass        # derived; LinUCB.reset() / set_state() assign it
+        pass  # derived; LinUCB.reset() / set_state() assign it
 
     def prepare(self, X: np.ndarray):
         """UCB scores of contexts ``X`` (one row per arm) and the parts
         :meth:`commit` reuses: (scores, U = A^-1 x per arm, greedy, x^T A^-1 x)."""
         U = (self.A_inv @ X[:, :, None])[:, :, 0]
-        g = (U * self.b).sum(axis=1)          # theta . x (A^-1 is symmetric)
+        g = (U * self.b).sum(axis=1)  # theta . x (A^-1 is symmetric)
         q = (U * X).sum(axis=1)
         return g + self.alpha * np.sqrt(np.maximum(q, 0.0)), U, g, q
 
@@ -232,10 +240,18 @@ class MPeekaboo(Scheduler):
     name = "mpeekaboo"
     wants_packet_feedback = True
 
-    def __init__(self, alpha: float = 0.75, ridge: float = 1.0, p_follow: float = 0.9,
-                 feature_scale_mbps=100.0, probe_per_rtt: bool = True,
-                 detector="two_window", fresh_per_connection: bool = True,
-                 seed: int = 0, record_decisions: bool = False) -> None:
+    def __init__(
+        self,
+        alpha: float = 0.75,
+        ridge: float = 1.0,
+        p_follow: float = 0.9,
+        feature_scale_mbps=100.0,
+        probe_per_rtt: bool = True,
+        detector="two_window",
+        fresh_per_connection: bool = True,
+        seed: int = 0,
+        record_decisions: bool = False,
+    ) -> None:
         if not 0.0 <= p_follow <= 1.0:
             raise ValueError(f"mpeekaboo: p_follow must be in [0, 1], got {p_follow}")
         self.alpha = float(alpha)
@@ -256,9 +272,9 @@ class MPeekaboo(Scheduler):
         #: (time [s], path) of every bandit decision (when record_decisions);
         #: a wait is recorded as its path, f
         self.decisions: list[tuple[float, int]] = []
-        self.consultations = 0      # bandit decisions (two or more eligible arms)
-        self.waits = 0              # ... of which waits
-        self.updates = 0            # rewards received
+        self.consultations = 0  # bandit decisions (two or more eligible arms)
+        self.waits = 0  # ... of which waits
+        self.updates = 0  # rewards received
         self._pending: list[deque] = []
         self._last_probe: list[float] = []
         self._blk: list[float] = []
@@ -275,11 +291,11 @@ class MPeekaboo(Scheduler):
         # per path: outstanding decisions (t_dec, x or None, charge clock at t_dec, r_hat)
         self._pending = [deque() for _ in range(n)]
         self._last_probe = [-math.inf] * n
-        self._blk = [0.0] * n          # per path: charge clock [packets per outstanding decision]
+        self._blk = [0.0] * n  # per path: charge clock [packets per outstanding decision]
         self._t_last = view.now
         self._block_path = -1
         self._block_rate = 0.0
-        self._wait = None              # (t_dec, x, r_hat, opportunity rate) of a wait in progress
+        self._wait = None  # (t_dec, x, r_hat, opportunity rate) of a wait in progress
 
     # ------------------------------------------------------------ charges
     def _tick(self, view, now: float) -> None:
@@ -293,8 +309,9 @@ class MPeekaboo(Scheduler):
             self._blk[self._block_path] += (now - self._t_last) * self._block_rate
         self._t_last = now
         self._block_path = -1
-        if view.pending_bytes > 0 and (view.retransmit_bytes > 0
-                                       or view.send_window >= view.payload):
+        if view.pending_bytes > 0 and (
+            view.retransmit_bytes > 0 or view.send_window >= view.payload
+        ):
             return
         oldest = math.inf
         pstar = -1
@@ -343,9 +360,16 @@ class MPeekaboo(Scheduler):
             v1 = q / la
             v2 = w / la
             v3 = cw[o] / lo
-            row += (v0 / (v0 + k0), v1 / (v1 + k1) if v1 > 0.0 else 0.0,
-                    v2 / (v2 + k2) if v2 > 0.0 else 0.0, (c - q) / c if c > q else 0.0,
-                    la / (la + lo), v3 / (v3 + k3), k / (k + c) if k > 0.0 else 0.0, 1.0)
+            row += (
+                v0 / (v0 + k0),
+                v1 / (v1 + k1) if v1 > 0.0 else 0.0,
+                v2 / (v2 + k2) if v2 > 0.0 else 0.0,
+                (c - q) / c if c > q else 0.0,
+                la / (la + lo),
+                v3 / (v3 + k3),
+                k / (k + c) if k > 0.0 else 0.0,
+                1.0,
+            )
         return np.array(row).reshape(n + 1, DIM)
 
     def decide(self, view):
@@ -365,9 +389,10 @@ class MPeekaboo(Scheduler):
         if c is None:
             return None
         fi = fastest(paths)
-        if not paths[c].has_rtt_sample or (c == fi and not any(
-                paths[j].has_room for j in range(n) if j != fi)):
-            self._pending[c].append((now, None, self._blk[c], 0.0))   # probe / only choice
+        if not paths[c].has_rtt_sample or (
+            c == fi and not any(paths[j].has_room for j in range(n) if j != fi)
+        ):
+            self._pending[c].append((now, None, self._blk[c], 0.0))  # probe / only choice
             return c
         wait = not paths[fi].has_room
         eligible = [j for j in range(n) if paths[j].has_room]

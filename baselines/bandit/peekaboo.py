@@ -115,23 +115,37 @@ class Peekaboo(Scheduler, Trainable):
     name = "peekaboo"
     wants_packet_feedback = True
 
-    def __init__(self, mode: str = "learn", alpha: float = 0.75, ridge: float = 1.0,
-                 feature_scale_mbps=100.0, reward_scale_mbps: float = 1.0,
-                 p_wait: float = 0.7, p_send: float = 0.9, seed: int = 0,
-                 state_file: str | None = None, save_every: int = 0,
-                 mode_after_fit: str = "deploy", record_decisions: bool = False) -> None:
+    def __init__(
+        self,
+        mode: str = "learn",
+        alpha: float = 0.75,
+        ridge: float = 1.0,
+        feature_scale_mbps=100.0,
+        reward_scale_mbps: float = 1.0,
+        p_wait: float = 0.7,
+        p_send: float = 0.9,
+        seed: int = 0,
+        state_file: str | None = None,
+        save_every: int = 0,
+        mode_after_fit: str = "deploy",
+        record_decisions: bool = False,
+    ) -> None:
         if mode not in MODES or mode_after_fit not in MODES:
-            raise ValueError(f"peekaboo: mode must be one of {MODES}, got {mode!r} / {mode_after_fit!r}")
+            raise ValueError(
+                f"peekaboo: mode must be one of {MODES}, got {mode!r} / {mode_after_fit!r}"
+            )
         for nm, p in (("p_wait", p_wait), ("p_send", p_send)):
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"peekaboo: {nm} must be in [0, 1], got {p}")
         if not (reward_scale_mbps > 0.0 and math.isfinite(reward_scale_mbps)):
-            raise ValueError(f"peekaboo: reward_scale_mbps must be positive, got {reward_scale_mbps}")
+            raise ValueError(
+                f"peekaboo: reward_scale_mbps must be positive, got {reward_scale_mbps}"
+            )
         self.mode = mode
         self.mode_after_fit = mode_after_fit
         self.scales = squash_scales(feature_scale_mbps, len(FEATURES))
         self.reward_scale_mbps = float(reward_scale_mbps)
-        self._reward_k = 8e-6 / self.reward_scale_mbps   # bytes/s -> reward units
+        self._reward_k = 8e-6 / self.reward_scale_mbps  # bytes/s -> reward units
         self.p_wait = float(p_wait)
         self.p_send = float(p_send)
         self.seed = int(seed)
@@ -162,7 +176,9 @@ class Peekaboo(Scheduler, Trainable):
         try:
             load_state(path, self.bandit, kind=self.name, arms=ARMS, features=FEATURES)
         except StateFileError as exc:
-            _log.warning("%s: ignoring state file (%s); starting from a fresh model", self.name, exc)
+            _log.warning(
+                "%s: ignoring state file (%s); starting from a fresh model", self.name, exc
+            )
             self.bandit.reset()
             return False
         return True
@@ -188,7 +204,7 @@ class Peekaboo(Scheduler, Trainable):
             return
         try:
             self.save()
-        except OSError as exc:   # never break a transfer over a file
+        except OSError as exc:  # never break a transfer over a file
             _log.warning("%s: cannot write state file %s (%s)", self.name, self.state_file, exc)
             self._dirty = False
 
@@ -206,9 +222,16 @@ class Peekaboo(Scheduler, Trainable):
         lf = f.latest_rtt if f.latest_rtt > 0.0 else f.srtt
         ls = s.latest_rtt if s.latest_rtt > 0.0 else s.srtt
         w = float(view.send_window)
-        return np.array((squash(f.cwnd / lf, k[0]), squash(s.bytes_in_flight / ls, k[1]),
-                         squash(w / lf, k[2]), squash(w / ls, k[3]),
-                         squash(f.bytes_in_flight / lf, k[4]), squash(s.cwnd / ls, k[5])))
+        return np.array(
+            (
+                squash(f.cwnd / lf, k[0]),
+                squash(s.bytes_in_flight / ls, k[1]),
+                squash(w / lf, k[2]),
+                squash(w / ls, k[3]),
+                squash(f.bytes_in_flight / lf, k[4]),
+                squash(s.cwnd / ls, k[5]),
+            )
+        )
 
     def choose(self, x: np.ndarray) -> int:
         """WAIT or SEND for context x, by the current mode."""
@@ -230,7 +253,7 @@ class Peekaboo(Scheduler, Trainable):
             return None
         if c == fi or not paths[c].has_rtt_sample:
             return c
-        if self.waiting:          # a wait blocks s until f has room again
+        if self.waiting:  # a wait blocks s until f has room again
             return None
         s = paths[c]
         x = self.context(view, f, s)
@@ -269,7 +292,9 @@ class Peekaboo(Scheduler, Trainable):
                 self._autosave()
 
     # ------------------------------------------------------------ training
-    def fit(self, scenario, app, seed: int = 0, episodes: int = 10, log=None, progress: bool = True) -> dict:
+    def fit(
+        self, scenario, app, seed: int = 0, episodes: int = 10, log=None, progress: bool = True
+    ) -> dict:
         """Learn over ``episodes`` connections (seeds ``seed`` ... ``seed +
         episodes - 1``) in learn mode, then switch to ``mode_after_fit``
         (``progress``: a line per 10 connections)."""
@@ -283,12 +308,17 @@ class Peekaboo(Scheduler, Trainable):
             if log is not None:
                 log({"download_time_s": times[-1], "wait_fraction": self.wait_fraction()}, i)
             if progress and (i + 1) % 10 == 0:
-                print(f"peekaboo: {i + 1}/{int(episodes)} connections, last {times[-1]:.3f} s", file=sys.stderr)
+                print(
+                    f"peekaboo: {i + 1}/{int(episodes)} connections, last {times[-1]:.3f} s",
+                    file=sys.stderr,
+                )
         self.mode = self.mode_after_fit
         self._autosave()
-        return {"episodes": float(len(times)),
-                "last_download_time_s": float(times[-1]) if times else math.nan,
-                "wait_fraction": self.wait_fraction()}
+        return {
+            "episodes": float(len(times)),
+            "last_download_time_s": float(times[-1]) if times else math.nan,
+            "wait_fraction": self.wait_fraction(),
+        }
 
     def wait_fraction(self) -> float:
         """Fraction of consultations that chose to wait (so far, all connections)."""

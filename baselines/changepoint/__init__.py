@@ -12,5 +12,12 @@ samples and packet losses behind the ``update(path, sample, now) -> bool`` /
 from baselines.changepoint.bocpd import BOCPD, BetaBinomial, ObservationModel, StudentT
 from baselines.changepoint.detectors import ChangeEvent, PathChangeDetector, StreamDetector
 
-__all__ = ["BOCPD", "StudentT", "BetaBinomial", "ObservationModel", "PathChangeDetector",
-           "StreamDetector", "ChangeEvent"]
+__all__ = [
+    "BOCPD",
+    "StudentT",
+    "BetaBinomial",
+    "ObservationModel",
+    "PathChangeDetector",
+    "StreamDetector",
+    "ChangeEvent",
+]

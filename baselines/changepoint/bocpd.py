@@ -97,8 +97,10 @@ def lgamma_array(x: np.ndarray) -> np.ndarray:
         corr = np.log(p)
     zi = 1.0 / z
     zi2 = zi * zi
-    series = zi * (1.0 / 12.0 - zi2 * (1.0 / 360.0 - zi2 * (1.0 / 1260.0 - zi2 * (
-        1.0 / 1680.0 - zi2 * (1.0 / 1188.0)))))
+    series = zi * (
+        1.0 / 12.0
+        - zi2 * (1.0 / 360.0 - zi2 * (1.0 / 1260.0 - zi2 * (1.0 / 1680.0 - zi2 * (1.0 / 1188.0))))
+    )
     out = (z - 0.5) * np.log(z)
     out -= z
     out += series
@@ -142,8 +144,9 @@ class StudentT(ObservationModel):
     follow the package's ``update_theta``.
     """
 
-    def __init__(self, alpha: float = 1.0, beta: float = 1.0, kappa: float = 1.0,
-                 mu: float = 0.0) -> None:
+    def __init__(
+        self, alpha: float = 1.0, beta: float = 1.0, kappa: float = 1.0, mu: float = 0.0
+    ) -> None:
         for name, v in (("alpha", alpha), ("beta", beta), ("kappa", kappa)):
             if not (v > 0.0 and math.isfinite(v)):
                 raise ValueError(f"StudentT: {name} must be > 0, got {v}")
@@ -156,22 +159,23 @@ class StudentT(ObservationModel):
         self._size = 0
 
     def __repr__(self) -> str:
-        return (f"StudentT(alpha={self.alpha0}, beta={self.beta0}, kappa={self.kappa0}, "
-                f"mu={self.mu0})")
+        return (
+            f"StudentT(alpha={self.alpha0}, beta={self.beta0}, kappa={self.kappa0}, mu={self.mu0})"
+        )
 
     def allocate(self, size: int) -> None:
         self._size = size
         r = np.arange(size, dtype=float)
         alpha = self.alpha0 + 0.5 * r
         kappa = self.kappa0 + r
-        f = (kappa + 1.0) / (alpha * kappa)                 # scale^2 = beta * f
+        f = (kappa + 1.0) / (alpha * kappa)  # scale^2 = beta * f
         lg = np.array([math.lgamma(a + 0.5) - math.lgamma(a) for a in alpha])
         # log t-pdf = const - 0.5 log(beta) - (alpha + 1/2) log1p(g (x - mu)^2 / beta)
         self._const = lg - 0.5 * np.log(2.0 * math.pi * alpha) - 0.5 * np.log(f)
         self._g = 1.0 / (2.0 * alpha * f)
         self._h = alpha + 0.5
-        self._step = 1.0 / (kappa + 1.0)                    # mu' = mu + (x - mu) / (kappa + 1)
-        self._q = kappa / (2.0 * (kappa + 1.0))             # beta' = beta + q (x - mu)^2
+        self._step = 1.0 / (kappa + 1.0)  # mu' = mu + (x - mu) / (kappa + 1)
+        self._q = kappa / (2.0 * (kappa + 1.0))  # beta' = beta + q (x - mu)^2
         self.mu = np.empty(size)
         self.beta = np.empty(size)
         self.reset()
@@ -200,8 +204,12 @@ class StudentT(ObservationModel):
     # the package's parameter arrays, for inspection and tests
     def params(self, n: int) -> dict:
         r = np.arange(n, dtype=float)
-        return {"alpha": self.alpha0 + 0.5 * r, "beta": self.beta[:n].copy(),
-                "kappa": self.kappa0 + r, "mu": self.mu[:n].copy()}
+        return {
+            "alpha": self.alpha0 + 0.5 * r,
+            "beta": self.beta[:n].copy(),
+            "kappa": self.kappa0 + r,
+            "mu": self.mu[:n].copy(),
+        }
 
 
 class BetaBinomial(ObservationModel):
@@ -223,8 +231,10 @@ class BetaBinomial(ObservationModel):
         self.n = int(n)
         self.alpha0 = float(alpha)
         self.beta0 = float(beta)
-        self._lchoose = [math.lgamma(self.n + 1) - math.lgamma(k + 1) - math.lgamma(self.n - k + 1)
-                         for k in range(self.n + 1)]
+        self._lchoose = [
+            math.lgamma(self.n + 1) - math.lgamma(k + 1) - math.lgamma(self.n - k + 1)
+            for k in range(self.n + 1)
+        ]
         self._size = 0
 
     def __repr__(self) -> str:
@@ -232,7 +242,7 @@ class BetaBinomial(ObservationModel):
 
     def allocate(self, size: int) -> None:
         self._size = size
-        s = self.alpha0 + self.beta0 + self.n * np.arange(size, dtype=float)   # a_r + b_r
+        s = self.alpha0 + self.beta0 + self.n * np.arange(size, dtype=float)  # a_r + b_r
         self._const = np.array([math.lgamma(v) - math.lgamma(v + self.n) for v in s])
         self.a = np.empty(size)
         self.b = np.empty(size)
@@ -252,8 +262,9 @@ class BetaBinomial(ObservationModel):
     def _count(self, x: float) -> int:
         k = int(round(x))
         if k != x or not 0 <= k <= self.n:
-            raise ValueError(f"BetaBinomial: a sample must be an integer count in [0, {self.n}], "
-                             f"got {x}")
+            raise ValueError(
+                f"BetaBinomial: a sample must be an integer count in [0, {self.n}], got {x}"
+            )
         return k
 
     def log_pred(self, x: float, n: int) -> np.ndarray:
@@ -261,9 +272,9 @@ class BetaBinomial(ObservationModel):
         la_new = self._la_new[:n]
         lb_new = self._lb_new[:n]
         a = self.a[:n]
-        if k == 0:                              # the usual case for packet losses
+        if k == 0:  # the usual case for packet losses
             la_new[:] = self.la[:n]
-        elif k <= 4:                            # log Gamma(a + k) = log Gamma(a) + sum log(a + i)
+        elif k <= 4:  # log Gamma(a + k) = log Gamma(a) + sum log(a + i)
             prod = a.copy()
             for i in range(1, k):
                 prod *= a + i
@@ -285,10 +296,10 @@ class BetaBinomial(ObservationModel):
         self.a[1:n_new] = self.a[:m] + k
         self.b[1:n_new] = self.b[:m] + (self.n - k)
         last = self._last
-        if last is not None and last[0] == k and last[1] >= m:   # the usual case: reuse
+        if last is not None and last[0] == k and last[1] >= m:  # the usual case: reuse
             self.la[1:n_new] = self._la_new[:m]
             self.lb[1:n_new] = self._lb_new[:m]
-        else:                                   # grow without a log_pred of the same sample
+        else:  # grow without a log_pred of the same sample
             self.la[1:n_new] = lgamma_array(self.a[1:n_new])
             self.lb[1:n_new] = lgamma_array(self.b[1:n_new])
         self._last = None
@@ -313,9 +324,15 @@ class BOCPD:
     min_lag : lower run-length bound of :attr:`changepoint_probability`.
     """
 
-    def __init__(self, hazard_lambda: float, model: ObservationModel, max_run_length: int = 500,
-                 tail_threshold: float = 0.0, truncation: str = "merge",
-                 min_lag: int = 4) -> None:
+    def __init__(
+        self,
+        hazard_lambda: float,
+        model: ObservationModel,
+        max_run_length: int = 500,
+        tail_threshold: float = 0.0,
+        truncation: str = "merge",
+        min_lag: int = 4,
+    ) -> None:
         if not (hazard_lambda > 1.0 and math.isfinite(hazard_lambda)):
             raise ValueError(f"BOCPD: hazard_lambda must be > 1, got {hazard_lambda}")
         if int(max_run_length) != max_run_length or max_run_length < 1:
@@ -343,8 +360,8 @@ class BOCPD:
         self._R[:] = 0.0
         self._R[0] = 1.0
         self._n = 1
-        self.t = 0                    #: samples seen since the last reset
-        self.dropped_mass = 0.0       #: sum of the normalised masses removed by truncation
+        self.t = 0  #: samples seen since the last reset
+        self.dropped_mass = 0.0  #: sum of the normalised masses removed by truncation
         self.last_log_evidence = 0.0  #: log p(x_t | x_1..x_{t-1}) of the last sample
         self.model.reset()
 
@@ -358,10 +375,10 @@ class BOCPD:
         R = self._R
         lp = self.model.log_pred(x, n)
         w = np.exp(lp)
-        w *= R[:n]                                      # joint p(r, x_t | x_1..x_t-1)
+        w *= R[:n]  # joint p(r, x_t | x_1..x_t-1)
         total = float(w.sum())
         shift = 0.0
-        if not 1e-280 < total < 1e280:                  # under/overflow: rescale by the max
+        if not 1e-280 < total < 1e280:  # under/overflow: rescale by the max
             shift = float(lp.max())
             if not math.isfinite(shift):
                 raise FloatingPointError(f"BOCPD: predictive of {x} is not finite")
@@ -369,7 +386,7 @@ class BOCPD:
             np.exp(lp, out=w)
             w *= R[:n]
             total = float(w.sum())
-            if not total > 0.0:                         # cannot happen unless R is corrupt
+            if not total > 0.0:  # cannot happen unless R is corrupt
                 raise FloatingPointError("BOCPD: the run-length posterior vanished")
         self.last_log_evidence = math.log(total) + shift
         H = self.hazard
@@ -379,10 +396,10 @@ class BOCPD:
         if n < self._cap:
             n_new = n + 1
             R[1:n_new] = w
-        else:                                           # full: r = M grows past the cap
+        else:  # full: r = M grows past the cap
             n_new = n
             tail = w[n - 1]
-            R[1:n] = w[:n - 1]
+            R[1:n] = w[: n - 1]
             if self.truncation == "merge":
                 R[n - 1] += tail
             else:
@@ -399,13 +416,13 @@ class BOCPD:
 
     def _drop_tail(self, n: int) -> int:
         R = self._R
-        cum = np.cumsum(R[n - 1:0:-1])                  # mass of the k longest run lengths
-        k = int(np.searchsorted(cum, self.tail_threshold))   # entries with cum < threshold
+        cum = np.cumsum(R[n - 1 : 0 : -1])  # mass of the k longest run lengths
+        k = int(np.searchsorted(cum, self.tail_threshold))  # entries with cum < threshold
         if k == 0:
             return n
         gone = float(cum[k - 1])
         n -= k
-        R[n:n + k] = 0.0
+        R[n : n + k] = 0.0
         R[:n] /= 1.0 - gone
         self.dropped_mass += gone
         return n
@@ -414,7 +431,7 @@ class BOCPD:
     @property
     def posterior(self) -> np.ndarray:
         """``P(r_t = r)`` for ``r = 0 .. n-1`` (read-only view)."""
-        v = self._R[:self._n]
+        v = self._R[: self._n]
         v.flags.writeable = False
         return v
 
@@ -426,7 +443,7 @@ class BOCPD:
     @property
     def map_run_length(self) -> int:
         """The most probable run length."""
-        return int(np.argmax(self._R[:self._n]))
+        return int(np.argmax(self._R[: self._n]))
 
     def mass(self, lo: int = 0, hi: int | None = None) -> float:
         """``P(lo <= r_t <= hi)`` (``hi=None``: no upper bound)."""
@@ -435,7 +452,7 @@ class BOCPD:
         hi = n - 1 if hi is None else min(int(hi), n - 1)
         if hi < lo:
             return 0.0
-        return float(self._R[lo:hi + 1].sum())
+        return float(self._R[lo : hi + 1].sum())
 
     @property
     def changepoint_probability(self) -> float:

@@ -113,8 +113,9 @@ class StreamDetector:
     None.
     """
 
-    def __init__(self, bocpd: BOCPD, threshold: float = 0.8, min_lag: int = 4,
-                 min_run: int = 10) -> None:
+    def __init__(
+        self, bocpd: BOCPD, threshold: float = 0.8, min_lag: int = 4, min_run: int = 10
+    ) -> None:
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}")
         if int(min_lag) != min_lag or min_lag < 1:
@@ -122,14 +123,15 @@ class StreamDetector:
         if int(min_run) != min_run or min_run < 1:
             raise ValueError(f"min_run must be an integer >= 1, got {min_run}")
         if min_lag >= bocpd.max_run_length:
-            raise ValueError(f"min_lag ({min_lag}) must be below max_run_length "
-                             f"({bocpd.max_run_length})")
+            raise ValueError(
+                f"min_lag ({min_lag}) must be below max_run_length ({bocpd.max_run_length})"
+            )
         self.bocpd = bocpd
         self.threshold = float(threshold)
         self.min_lag = int(min_lag)
         self.min_run = int(min_run)
         self.anchor = 0
-        self.probability = 0.0      #: the rule's statistic after the last update
+        self.probability = 0.0  #: the rule's statistic after the last update
 
     def reset(self) -> None:
         self.bocpd.reset()
@@ -144,7 +146,7 @@ class StreamDetector:
         if hi < lo:
             self.probability = 0.0
             return None
-        window = post[lo:hi + 1]
+        window = post[lo : hi + 1]
         p = float(window.sum())
         self.probability = p
         if p > self.threshold:
@@ -182,12 +184,23 @@ class PathChangeDetector:
 
     name = "bocpd"
 
-    def __init__(self, *, rtt_group: int = 4, rtt_hazard: float = 1000.0,
-                 rtt_prior: dict | None = None, loss_group: int = 100,
-                 loss_hazard: float = 1000.0, loss_prior: dict | None = None,
-                 max_run_length: int = 300, tail_threshold: float = 1e-9,
-                 threshold: float = 0.8, rtt_min_lag: int = 4, loss_min_lag: int = 2,
-                 min_run: int = 10, refractory_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        rtt_group: int = 4,
+        rtt_hazard: float = 1000.0,
+        rtt_prior: dict | None = None,
+        loss_group: int = 100,
+        loss_hazard: float = 1000.0,
+        loss_prior: dict | None = None,
+        max_run_length: int = 300,
+        tail_threshold: float = 1e-9,
+        threshold: float = 0.8,
+        rtt_min_lag: int = 4,
+        loss_min_lag: int = 2,
+        min_run: int = 10,
+        refractory_s: float = 0.0,
+    ) -> None:
         if int(rtt_group) != rtt_group or rtt_group < 1:
             raise ValueError(f"rtt_group must be an integer >= 1, got {rtt_group}")
         if int(loss_group) != loss_group or loss_group < 1:
@@ -207,25 +220,39 @@ class PathChangeDetector:
         self.loss_min_lag = int(loss_min_lag)
         self.min_run = int(min_run)
         self.refractory_s = float(refractory_s)
-        self._new_path(-1)          # validate every parameter now, not at the first sample
+        self._new_path(-1)  # validate every parameter now, not at the first sample
         self.reset()
 
     # ------------------------------------------------------------------ state
     def _new_path(self, path: int) -> _PathState:
         rtt = StreamDetector(
-            BOCPD(self.rtt_hazard, StudentT(**self.rtt_prior), self.max_run_length,
-                  self.tail_threshold),
-            self.threshold, self.rtt_min_lag, self.min_run)
+            BOCPD(
+                self.rtt_hazard,
+                StudentT(**self.rtt_prior),
+                self.max_run_length,
+                self.tail_threshold,
+            ),
+            self.threshold,
+            self.rtt_min_lag,
+            self.min_run,
+        )
         loss = StreamDetector(
-            BOCPD(self.loss_hazard, BetaBinomial(self.loss_group, **self.loss_prior),
-                  self.max_run_length, self.tail_threshold),
-            self.threshold, self.loss_min_lag, self.min_run)
+            BOCPD(
+                self.loss_hazard,
+                BetaBinomial(self.loss_group, **self.loss_prior),
+                self.max_run_length,
+                self.tail_threshold,
+            ),
+            self.threshold,
+            self.loss_min_lag,
+            self.min_run,
+        )
         return _PathState(rtt, loss)
 
     def reset(self) -> None:
         """Forget every path (called at connection start)."""
         self._paths: dict[int, _PathState] = {}
-        self.detections: list[tuple[float, int]] = []   #: (time [s], path), as TwoWindowDetector
+        self.detections: list[tuple[float, int]] = []  #: (time [s], path), as TwoWindowDetector
         self.events: list[ChangeEvent] = []
 
     def _state(self, path: int) -> _PathState:
@@ -234,8 +261,9 @@ class PathChangeDetector:
             st = self._paths[path] = self._new_path(path)
         return st
 
-    def _report(self, st: _PathState, path: int, signal: str, now: float, lag: int,
-                prob: float) -> bool:
+    def _report(
+        self, st: _PathState, path: int, signal: str, now: float, lag: int, prob: float
+    ) -> bool:
         if now - st.last_time[signal] < self.refractory_s:
             return False
         st.last_time[signal] = now

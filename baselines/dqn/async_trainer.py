@@ -66,16 +66,24 @@ class AsyncTrainer:
         steps_per_update: gradient steps per job (weights deployed after each job).
     """
 
-    def __init__(self, train: Callable[[int], float], deploy: Callable[[], None],
-                 ready: Callable[[], bool], step_cost_s: float = 0.0, train_interval: int = 1,
-                 steps_per_update: int = 1):
+    def __init__(
+        self,
+        train: Callable[[int], float],
+        deploy: Callable[[], None],
+        ready: Callable[[], bool],
+        step_cost_s: float = 0.0,
+        train_interval: int = 1,
+        steps_per_update: int = 1,
+    ):
         step_cost_s = float(step_cost_s)
         if not step_cost_s >= 0:
             raise ConfigError(f"train_step_cost_s: must be >= 0, got {step_cost_s!r}")
         if int(train_interval) < 1:
             raise ConfigError(f"train_interval: must be a positive integer, got {train_interval!r}")
         if int(steps_per_update) < 1:
-            raise ConfigError(f"steps_per_update: must be a positive integer, got {steps_per_update!r}")
+            raise ConfigError(
+                f"steps_per_update: must be a positive integer, got {steps_per_update!r}"
+            )
         self._train = train
         self._deploy = deploy
         self._ready = ready
@@ -84,8 +92,8 @@ class AsyncTrainer:
         self.steps_per_update = int(steps_per_update)
         self.sim = None
         self.busy = False
-        self.pending = 0            # transitions not yet paid for by a gradient step
-        self._job = 0               # id of the job in flight (stale events are ignored)
+        self.pending = 0  # transitions not yet paid for by a gradient step
+        self._job = 0  # id of the job in flight (stale events are ignored)
         # statistics
         self.jobs = 0
         self.gradient_steps = 0
@@ -126,7 +134,7 @@ class AsyncTrainer:
         self.jobs += 1
         self.gradient_steps += k
         if self.step_cost_s == 0.0 or self.sim is None:
-            self._deploy()        # synchronous: applied at this very decision
+            self._deploy()  # synchronous: applied at this very decision
             self.deployments += 1
             return
         self.busy = True
@@ -137,7 +145,7 @@ class AsyncTrainer:
 
     def _done(self, job: int) -> None:
         if job != self._job or not self.busy:
-            return     # flushed by a new episode
+            return  # flushed by a new episode
         self.busy = False
         self._deploy()
         self.deployments += 1
@@ -150,17 +158,29 @@ class AsyncTrainer:
         return out
 
     def stats(self) -> dict[str, float]:
-        return {"trainer_jobs": float(self.jobs), "gradient_steps": float(self.gradient_steps),
-                "deployments": float(self.deployments), "trainer_busy_s": self.busy_time_s}
+        return {
+            "trainer_jobs": float(self.jobs),
+            "gradient_steps": float(self.gradient_steps),
+            "deployments": float(self.deployments),
+            "trainer_busy_s": self.busy_time_s,
+        }
 
     def __getstate__(self):
         st = dict(self.__dict__)
-        st["sim"] = None     # a simulator is never carried over (pickling, deep copies)
+        st["sim"] = None  # a simulator is never carried over (pickling, deep copies)
         return st
 
 
-def calibrate(hidden=(64, 64, 64), n_paths: int = 2, batch_size: int = 32, repeats: int = 7,
-              steps: int = 200, technique: str = "bmm", seed: int = 0, details: bool = False):
+def calibrate(
+    hidden=(64, 64, 64),
+    n_paths: int = 2,
+    batch_size: int = 32,
+    repeats: int = 7,
+    steps: int = 200,
+    technique: str = "bmm",
+    seed: int = 0,
+    details: bool = False,
+):
     """Median wall time [s] of one gradient step of a single model (the
     default ``train_step_cost_s``): ``repeats`` timings of ``steps`` steps
     each, on random mini-batches, after a warm-up. ``details=True`` returns
@@ -174,11 +194,13 @@ def calibrate(hidden=(64, 64, 64), n_paths: int = 2, batch_size: int = 32, repea
     spec = QNetSpec(4 * n_paths, n_paths, tuple(hidden))
     learner = BatchedDQN(spec, 1, technique=technique, seed=seed)
     rng = np.random.default_rng(seed)
-    batch = (rng.random((1, batch_size, spec.n_inputs), dtype=np.float32),
-             rng.integers(0, n_paths, (1, batch_size)),
-             rng.random((1, batch_size), dtype=np.float32),
-             rng.random((1, batch_size, spec.n_inputs), dtype=np.float32),
-             np.zeros((1, batch_size), np.float32))
+    batch = (
+        rng.random((1, batch_size, spec.n_inputs), dtype=np.float32),
+        rng.integers(0, n_paths, (1, batch_size)),
+        rng.random((1, batch_size), dtype=np.float32),
+        rng.random((1, batch_size, spec.n_inputs), dtype=np.float32),
+        np.zeros((1, batch_size), np.float32),
+    )
     for _ in range(20):
         learner.update(*batch)
     times, cpu = [], []
@@ -189,8 +211,11 @@ def calibrate(hidden=(64, 64, 64), n_paths: int = 2, batch_size: int = 32, repea
         times.append((time.perf_counter() - t0) / steps)
         cpu.append((time.process_time() - c0) / steps)
     if details:
-        return {"train_step_cost_s": statistics.median(times), "wall_s": times,
-                "cpu_s_median": statistics.median(cpu)}
+        return {
+            "train_step_cost_s": statistics.median(times),
+            "wall_s": times,
+            "cpu_s_median": statistics.median(cpu),
+        }
     return statistics.median(times)
 
 
@@ -198,16 +223,28 @@ def main() -> None:
     import argparse
     import json
 
-    ap = argparse.ArgumentParser(description="Measure the wall time of one DQN gradient step "
-                                 "(the default emulated cost of a step, train_step_cost_s).")
+    ap = argparse.ArgumentParser(
+        description="Measure the wall time of one DQN gradient step "
+        "(the default emulated cost of a step, train_step_cost_s)."
+    )
     ap.add_argument("--hidden", type=int, nargs="+", default=[64, 64, 64])
     ap.add_argument("--paths", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--steps", type=int, default=200)
     args = ap.parse_args()
-    res = calibrate(tuple(args.hidden), args.paths, repeats=args.repeats, steps=args.steps, details=True)
-    print(json.dumps({"train_step_cost_s": res["train_step_cost_s"], "cpu_s_per_step": res["cpu_s_median"],
-                      "hidden": args.hidden, "paths": args.paths}))
+    res = calibrate(
+        tuple(args.hidden), args.paths, repeats=args.repeats, steps=args.steps, details=True
+    )
+    print(
+        json.dumps(
+            {
+                "train_step_cost_s": res["train_step_cost_s"],
+                "cpu_s_per_step": res["cpu_s_median"],
+                "hidden": args.hidden,
+                "paths": args.paths,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ from envs.errors import ConfigError
 from envs.scenario import normalise_scenario
 
 
-def deviate_scenario(scenario: Mapping, rtt_variation: float = 0.0, loss: float = 0.0,
-                     name_suffix: str | None = None) -> dict:
+def deviate_scenario(
+    scenario: Mapping, rtt_variation: float = 0.0, loss: float = 0.0, name_suffix: str | None = None
+) -> dict:
     """A normalised copy of ``scenario`` whose paths' RTT standard deviation
     is scaled by ``1 + rtt_variation`` and loss probabilities by ``1 + loss``
     (relative changes, each > -1). The name gets ``name_suffix`` (default
@@ -57,9 +58,14 @@ def path_conditions(scenario: Mapping) -> list[dict[str, float]]:
     out = []
     for p in s["paths"]:
         bw = p.get("bandwidth_mbps")
-        out.append({"bandwidth_mbps": float("nan") if bw is None else float(bw),
-                    "rtt_ms": float(p["rtt_ms"]), "rtt_std_ms": float(p["rtt_std_ms"]),
-                    "loss": float(p["loss"])})
+        out.append(
+            {
+                "bandwidth_mbps": float("nan") if bw is None else float(bw),
+                "rtt_ms": float(p["rtt_ms"]),
+                "rtt_std_ms": float(p["rtt_std_ms"]),
+                "loss": float(p["loss"]),
+            }
+        )
     return out
 
 

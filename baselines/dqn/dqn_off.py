@@ -97,7 +97,10 @@ def _deviation(dev) -> dict | None:
         return None
     if not isinstance(dev, Mapping) or set(dev) - {"rtt_variation", "loss"}:
         raise ConfigError(f"deviation: expected {{rtt_variation: d, loss: d}} or null, got {dev!r}")
-    out = {"rtt_variation": float(dev.get("rtt_variation", 0.0)), "loss": float(dev.get("loss", 0.0))}
+    out = {
+        "rtt_variation": float(dev.get("rtt_variation", 0.0)),
+        "loss": float(dev.get("loss", 0.0)),
+    }
     for k, v in out.items():
         if not v > -1.0:
             raise ConfigError(f"deviation.{k}: must be > -1 (a relative change), got {v}")
@@ -125,12 +128,13 @@ class DQNOff(DQNScheduler, Trainable):
 
     name = "dqn_off"
 
-    def __init__(self, *, epsilon: float = 0.0, deviation: Mapping | None = None,
-                 log_every: int = 1000, **kw):
+    def __init__(
+        self, *, epsilon: float = 0.0, deviation: Mapping | None = None, log_every: int = 1000, **kw
+    ):
         super().__init__(epsilon=epsilon, **kw)
         self.deviation = _deviation(deviation)
         self.log_every = max(1, int(log_every))
-        self.trained = self.qnet is not None     # a model= file was loaded
+        self.trained = self.qnet is not None  # a model= file was loaded
         self.recording = False
         #: ``(gradient step, model, flat weights)`` of every network kept by
         #: :meth:`train_offline`, in training order
@@ -139,13 +143,24 @@ class DQNOff(DQNScheduler, Trainable):
 
     def reset(self, view) -> None:
         if not self.trained:
-            raise ConfigError(f"{self.name}: not trained; train it with python -m falcon.train "
-                              "(agent train: section) or load a model with model=PATH")
+            raise ConfigError(
+                f"{self.name}: not trained; train it with python -m falcon.train "
+                "(agent train: section) or load a model with model=PATH"
+            )
         super().reset(view)
 
     # ---------------------------------------------------------- logging
-    def collect(self, scenario, app, seed: int, episodes: int, behaviour: str = "online",
-                behaviour_epsilon: float = 0.3, progress: bool = True, first_behaviour: int = 0):
+    def collect(
+        self,
+        scenario,
+        app,
+        seed: int,
+        episodes: int,
+        behaviour: str = "online",
+        behaviour_epsilon: float = 0.3,
+        progress: bool = True,
+        first_behaviour: int = 0,
+    ):
         """Log ``episodes`` episodes of experience on ``scenario`` with the
         behaviour policy; returns the :class:`~baselines.dqn.experience.Experience`.
         ``first_behaviour``: the "rules" behaviour of the first episode (its
@@ -155,16 +170,26 @@ class DQNOff(DQNScheduler, Trainable):
         if behaviour not in BEHAVIOURS:
             raise ConfigError(f"behaviour: unknown {behaviour!r}; known: {list(BEHAVIOURS)}")
         s = normalise_scenario(scenario)
-        agent = DQNOn(hidden=self.hidden, epsilon=1.0 if behaviour == "random" else behaviour_epsilon,
-                      seed=self.seed + 101, reward=self.reward_kind, hindsight_rtts=self.hindsight_rtts,
-                      reward_unit=self.reward_unit,
-                      **{k: v for k, v in self.learner_config.to_dict().items()
-                         if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")})
+        agent = DQNOn(
+            hidden=self.hidden,
+            epsilon=1.0 if behaviour == "random" else behaviour_epsilon,
+            seed=self.seed + 101,
+            reward=self.reward_kind,
+            hindsight_rtts=self.hindsight_rtts,
+            reward_unit=self.reward_unit,
+            **{
+                k: v
+                for k, v in self.learner_config.to_dict().items()
+                if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")
+            },
+        )
         if behaviour in ("random", "rules"):
-            agent.trainer.train_interval = 1 << 62   # no learning: the network is never used
+            agent.trainer.train_interval = 1 << 62  # no learning: the network is never used
         agent.build(len(s["paths"]))
         behaviours = behaviour_schedulers(len(s["paths"])) if behaviour == "rules" else None
-        rec = agent.recorder = ExperienceRecorder(len(s["paths"]), self.reward_kind, self.reward_unit)
+        rec = agent.recorder = ExperienceRecorder(
+            len(s["paths"]), self.reward_kind, self.reward_unit
+        )
         t0 = time.perf_counter()
         for ep in range(int(episodes)):
             if behaviours is not None:
@@ -172,15 +197,27 @@ class DQNOff(DQNScheduler, Trainable):
             rec.begin_episode(s, seed + ep)
             m = agent.run_episode(s, app, seed + ep)
             if progress and ((ep + 1) % max(1, episodes // 4) == 0 or ep + 1 == episodes):
-                print(f"{self.name}: logged episode {ep + 1}/{episodes} ({behaviour} behaviour, download "
-                      f"{m['download_time_s']:.3f} s, {len(rec)} transitions) "
-                      f"[{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+                print(
+                    f"{self.name}: logged episode {ep + 1}/{episodes} ({behaviour} behaviour, download "
+                    f"{m['download_time_s']:.3f} s, {len(rec)} transitions) "
+                    f"[{time.perf_counter() - t0:.1f} s]",
+                    file=sys.stderr,
+                    flush=True,
+                )
         return rec.to_experience()
 
     # ---------------------------------------------------------- training
-    def train_offline(self, experience, gradient_steps: int, log: Callable | None = None,
-                      progress: bool = True, log_interval: int | None = None, models: int = 1,
-                      checkpoints: int = 1, min_passes: float = 0.0) -> dict[str, float]:
+    def train_offline(
+        self,
+        experience,
+        gradient_steps: int,
+        log: Callable | None = None,
+        progress: bool = True,
+        log_interval: int | None = None,
+        models: int = 1,
+        checkpoints: int = 1,
+        min_passes: float = 0.0,
+    ) -> dict[str, float]:
         """``gradient_steps`` DQN steps over the logged transitions, or as many
         as sample each transition ``min_passes`` times in expectation if that
         is more (a 20 MB download logs ten times the transitions of a 2 MB
@@ -194,24 +231,35 @@ class DQNOff(DQNScheduler, Trainable):
         if len(experience) == 0:
             raise ConfigError(f"{self.name}: the experience log holds no transition")
         if experience.reward != self.reward_kind:
-            raise ConfigError(f"{self.name}: the experience log's reward is {experience.reward!r}, "
-                              f"the agent's is {self.reward_kind!r}")
+            raise ConfigError(
+                f"{self.name}: the experience log's reward is {experience.reward!r}, "
+                f"the agent's is {self.reward_kind!r}"
+            )
         if self.reward_kind == COMPLETION and experience.reward_unit != self.reward_unit:
-            raise ConfigError(f"{self.name}: the experience log's rewards are in {experience.reward_unit!r} "
-                              f"units, the agent's reward_unit is {self.reward_unit!r}")
+            raise ConfigError(
+                f"{self.name}: the experience log's rewards are in {experience.reward_unit!r} "
+                f"units, the agent's reward_unit is {self.reward_unit!r}"
+            )
         models, checkpoints, gradient_steps = int(models), int(checkpoints), int(gradient_steps)
         if not float(min_passes) >= 0.0:
             raise ConfigError(f"{self.name}: min_passes must be >= 0, got {min_passes!r}")
-        gradient_steps = max(gradient_steps, math.ceil(float(min_passes) * len(experience)
-                                                       / self.learner_config.batch_size))
+        gradient_steps = max(
+            gradient_steps,
+            math.ceil(float(min_passes) * len(experience) / self.learner_config.batch_size),
+        )
         if models < 1 or checkpoints < 1:
-            raise ConfigError(f"{self.name}: models and checkpoints must be >= 1, got {models}, {checkpoints}")
+            raise ConfigError(
+                f"{self.name}: models and checkpoints must be >= 1, got {models}, {checkpoints}"
+            )
         if gradient_steps < checkpoints:
-            raise ConfigError(f"{self.name}: gradient_steps ({gradient_steps}) must be >= checkpoints ({checkpoints})")
+            raise ConfigError(
+                f"{self.name}: gradient_steps ({gradient_steps}) must be >= checkpoints ({checkpoints})"
+            )
         if self.spec is None or self.spec.n_actions != experience.n_paths:
             self.build(experience.n_paths)
-        learner = BatchedDQN(self.spec, models, self.learner_config, seed=self.seed,
-                             technique=self.technique)
+        learner = BatchedDQN(
+            self.spec, models, self.learner_config, seed=self.seed, technique=self.technique
+        )
         # one copy of the log for every model (a 20 MB download logs ~0.5 M
         # transitions); indices drawn as ReplayMemory.sample draws them
         arrays = experience.arrays()
@@ -229,30 +277,46 @@ class DQNOff(DQNScheduler, Trainable):
             if step + 1 in marks:
                 self.candidates += [(step + 1, m, learner.flat_weights(m)) for m in range(models)]
             if log is not None and ((step + 1) % every == 0 or step + 1 == gradient_steps):
-                log({"loss": float(np.mean(losses[-every:])), "gradient_steps": float(step + 1)}, step=step + 1)
+                log(
+                    {"loss": float(np.mean(losses[-every:])), "gradient_steps": float(step + 1)},
+                    step=step + 1,
+                )
             if progress and ((step + 1) % self.log_every == 0 or step + 1 == gradient_steps):
-                print(f"{self.name}: gradient step {step + 1}/{gradient_steps}  loss "
-                      f"{np.mean(losses[-self.log_every:]):.4g}  [{time.perf_counter() - t0:.1f} s]",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"{self.name}: gradient step {step + 1}/{gradient_steps}  loss "
+                    f"{np.mean(losses[-self.log_every :]):.4g}  [{time.perf_counter() - t0:.1f} s]",
+                    file=sys.stderr,
+                    flush=True,
+                )
         self._use_candidate(len(self.candidates) - models)
         self.trained = True
-        return {"transitions": float(len(experience)), "gradient_steps": float(gradient_steps),
-                "final_loss": float(np.mean(losses[-100:])) if losses else math.nan,
-                "candidates": float(len(self.candidates))}
+        return {
+            "transitions": float(len(experience)),
+            "gradient_steps": float(gradient_steps),
+            "final_loss": float(np.mean(losses[-100:])) if losses else math.nan,
+            "candidates": float(len(self.candidates)),
+        }
 
     def _use_candidate(self, index: int) -> None:
         """Deploy candidate ``index`` as the agent's one network (saved and exported)."""
-        self.learner = BatchedDQN(self.spec, 1, self.learner_config, seed=self.seed,
-                                  technique=self.technique)
+        self.learner = BatchedDQN(
+            self.spec, 1, self.learner_config, seed=self.seed, technique=self.technique
+        )
         self.learner.set_weights(self.learner.split_flat(self.candidates[index][2]))
         self.deploy()
 
     def _greedy(self, index: int) -> DQNScheduler:
         """A greedy scheduler acting with candidate ``index``'s network."""
-        return greedy_scheduler(self.learner.split_flat(self.candidates[index][2]), self.spec,
-                                self.hindsight_rtts, self.reward_unit)
+        return greedy_scheduler(
+            self.learner.split_flat(self.candidates[index][2]),
+            self.spec,
+            self.hindsight_rtts,
+            self.reward_unit,
+        )
 
-    def select(self, scenario, app, seed: int, episodes: int, progress: bool = True) -> dict[str, float]:
+    def select(
+        self, scenario, app, seed: int, episodes: int, progress: bool = True
+    ) -> dict[str, float]:
         """Deploy the candidate of :meth:`train_offline` with the lowest
         geometric-mean download time on validation episodes of ``scenario``
         (or, given a list of scenarios, the ``k``-th episode on scenario ``k``
@@ -263,37 +327,70 @@ class DQNOff(DQNScheduler, Trainable):
 
         if not self.candidates:
             raise ConfigError(f"{self.name}: no trained candidate to select from (train first)")
-        scenarios = [normalise_scenario(x) for x in (scenario if isinstance(scenario, list) else [scenario])]
+        scenarios = [
+            normalise_scenario(x) for x in (scenario if isinstance(scenario, list) else [scenario])
+        ]
         t0 = time.perf_counter()
 
         def cost(i: int, k: int) -> float:
             # log: every validation episode counts by its relative difference
             # (a trace offset that doubles every candidate's time would
             # otherwise outweigh the others); the suite score is a geometric mean, too
-            return download_cost(run_episode(scenarios[k % len(scenarios)], app, self._greedy(i),
-                                             seed + VALIDATION_SEED_OFFSET + k).metrics)
+            return download_cost(
+                run_episode(
+                    scenarios[k % len(scenarios)],
+                    app,
+                    self._greedy(i),
+                    seed + VALIDATION_SEED_OFFSET + k,
+                ).metrics
+            )
 
         def say(line: str) -> None:
             if progress:
-                print(f"{self.name}: selection: {line} [{time.perf_counter() - t0:.1f} s]",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"{self.name}: selection: {line} [{time.perf_counter() - t0:.1f} s]",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         best, record = successive_halving(len(self.candidates), cost, int(episodes), progress=say)
         self._use_candidate(best)
         step, model, _ = self.candidates[best]
-        self.selection_record = [{**r, "gradient_steps": self.candidates[r["candidate"]][0],
-                                  "model": self.candidates[r["candidate"]][1]} for r in record]
-        return {"selected_gradient_steps": float(step), "selected_model": float(model),
-                "selected_validation_s": math.exp(record[best]["mean_cost"]),   # geometric mean
-                "validation_episodes": float(sum(r["episodes"] for r in record)),
-                "selection_s": time.perf_counter() - t0}
+        self.selection_record = [
+            {
+                **r,
+                "gradient_steps": self.candidates[r["candidate"]][0],
+                "model": self.candidates[r["candidate"]][1],
+            }
+            for r in record
+        ]
+        return {
+            "selected_gradient_steps": float(step),
+            "selected_model": float(model),
+            "selected_validation_s": math.exp(record[best]["mean_cost"]),  # geometric mean
+            "validation_episodes": float(sum(r["episodes"] for r in record)),
+            "selection_s": time.perf_counter() - t0,
+        }
 
-    def fit(self, scenario, app, seed: int = 0, experience: str | Sequence[str] | None = None,
-            collect_episodes: int = 24, behaviour: str = "rules", behaviour_epsilon: float = 0.3,
-            gradient_steps: int = 6000, min_passes: float = 1.0, experience_out: str | None = None,
-            models: int = 8, checkpoints: int = 6, selection: str = "validation",
-            validation_episodes: int = 200, log: Callable | None = None,
-            progress: bool = True) -> dict[str, float]:
+    def fit(
+        self,
+        scenario,
+        app,
+        seed: int = 0,
+        experience: str | Sequence[str] | None = None,
+        collect_episodes: int = 24,
+        behaviour: str = "rules",
+        behaviour_epsilon: float = 0.3,
+        gradient_steps: int = 6000,
+        min_passes: float = 1.0,
+        experience_out: str | None = None,
+        models: int = 8,
+        checkpoints: int = 6,
+        selection: str = "validation",
+        validation_episodes: int = 200,
+        log: Callable | None = None,
+        progress: bool = True,
+    ) -> dict[str, float]:
         """Train offline (module docstring). ``experience``: HDF5 log path(s);
         without it ``collect_episodes`` episodes are logged first (to
         ``experience_out`` when given). ``models`` networks are trained side by
@@ -308,19 +405,31 @@ class DQNOff(DQNScheduler, Trainable):
             raise ConfigError(f"selection: unknown {selection!r}; known: {list(SELECTIONS)}")
         n_cand = int(models) * int(checkpoints)
         if selection == "validation" and n_cand > 1 and int(validation_episodes) < n_cand:
-            raise ConfigError(f"validation_episodes: {validation_episodes!r} cannot run each of the "
-                              f"{n_cand} candidates (models x checkpoints) once; give at least {n_cand}")
+            raise ConfigError(
+                f"validation_episodes: {validation_episodes!r} cannot run each of the "
+                f"{n_cand} candidates (models x checkpoints) once; give at least {n_cand}"
+            )
         s = training_scenario(scenario, self.deviation)
         if experience is not None:
             paths = [experience] if isinstance(experience, str) else list(experience)
             exp = concatenate([read_experience(p) for p in paths])
         else:
-            exp = self.collect(s, app, seed, collect_episodes, behaviour, behaviour_epsilon, progress)
+            exp = self.collect(
+                s, app, seed, collect_episodes, behaviour, behaviour_epsilon, progress
+            )
             if experience_out is not None:
                 from baselines.dqn.experience import write_experience
+
                 write_experience(experience_out, exp)
-        out = self.train_offline(exp, gradient_steps, log=log, progress=progress, models=models,
-                                 checkpoints=checkpoints, min_passes=min_passes)
+        out = self.train_offline(
+            exp,
+            gradient_steps,
+            log=log,
+            progress=progress,
+            models=models,
+            checkpoints=checkpoints,
+            min_passes=min_passes,
+        )
         if selection == "validation":
             out.update(self.select(s, app, seed, validation_episodes, progress=progress))
         out["logged_episodes"] = float(exp.n_episodes)

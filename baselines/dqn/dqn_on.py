@@ -57,11 +57,15 @@ def _buffer_config(buffer) -> dict | None:
         raise ConfigError(f"buffer: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
     devs = buffer.get("deviations")
     if not isinstance(devs, Sequence) or isinstance(devs, str) or not devs:
-        raise ConfigError(f"buffer.deviations: expected a non-empty list of relative deviations, got {devs!r}")
-    out = {"deviations": [float(d) for d in devs],
-           "packets_per_condition": int(buffer.get("packets_per_condition", 100)),
-           "pretrain_steps": int(buffer.get("pretrain_steps", 200)),
-           "epsilon": None if buffer.get("epsilon") is None else float(buffer["epsilon"])}
+        raise ConfigError(
+            f"buffer.deviations: expected a non-empty list of relative deviations, got {devs!r}"
+        )
+    out = {
+        "deviations": [float(d) for d in devs],
+        "packets_per_condition": int(buffer.get("packets_per_condition", 100)),
+        "pretrain_steps": int(buffer.get("pretrain_steps", 200)),
+        "epsilon": None if buffer.get("epsilon") is None else float(buffer["epsilon"]),
+    }
     if out["packets_per_condition"] < 1 or out["pretrain_steps"] < 0:
         raise ConfigError("buffer: packets_per_condition must be >= 1 and pretrain_steps >= 0")
     return out
@@ -86,9 +90,19 @@ class DQNOn(DQNScheduler, Trainable):
 
     name = "dqn_on"
 
-    def __init__(self, *, warmup: int = 64, train_interval: int = 4, steps_per_update: int = 1,
-                 train_step_cost_s: float | str = 0.00045, buffer: Mapping | None = None,
-                 backend: str = "torch", rllib: Mapping | None = None, log_every: int = 5, **kw):
+    def __init__(
+        self,
+        *,
+        warmup: int = 64,
+        train_interval: int = 4,
+        steps_per_update: int = 1,
+        train_step_cost_s: float | str = 0.00045,
+        buffer: Mapping | None = None,
+        backend: str = "torch",
+        rllib: Mapping | None = None,
+        log_every: int = 5,
+        **kw,
+    ):
         super().__init__(**kw)
         if backend not in BACKENDS:
             raise ConfigError(f"backend: unknown backend {backend!r}; known: {list(BACKENDS)}")
@@ -97,19 +111,27 @@ class DQNOn(DQNScheduler, Trainable):
         if train_step_cost_s == "auto":
             train_step_cost_s = calibrate(self.hidden, technique=self.technique)
         elif isinstance(train_step_cost_s, str):
-            raise ConfigError(f"train_step_cost_s: expected seconds or 'auto', got {train_step_cost_s!r}")
+            raise ConfigError(
+                f"train_step_cost_s: expected seconds or 'auto', got {train_step_cost_s!r}"
+            )
         self.warmup = int(warmup)
         self.backend = backend
         self.rllib_options = dict(rllib or {})
         if backend == "rllib":
             from baselines.dqn.rllib_backend import check_options
+
             self.rllib_options = check_options(self.rllib_options)
         self.buffer = _buffer_config(buffer)
         self.buffered = False
         self.log_every = max(1, int(log_every))
-        self.trainer = AsyncTrainer(self._train_steps, self.deploy, self._ready,
-                                    step_cost_s=train_step_cost_s, train_interval=train_interval,
-                                    steps_per_update=steps_per_update)
+        self.trainer = AsyncTrainer(
+            self._train_steps,
+            self.deploy,
+            self._ready,
+            step_cost_s=train_step_cost_s,
+            train_interval=train_interval,
+            steps_per_update=steps_per_update,
+        )
         self.recording = True
         self.episodes_run = 0
 
@@ -132,14 +154,22 @@ class DQNOn(DQNScheduler, Trainable):
 
     def reset(self, view) -> None:
         if self.buffer is not None and not self.buffered:
-            raise ConfigError(f"{self.name}: the buffered experience (buffer:) is gathered by fit(); "
-                              "train this agent with python -m falcon.train")
+            raise ConfigError(
+                f"{self.name}: the buffered experience (buffer:) is gathered by fit(); "
+                "train this agent with python -m falcon.train"
+            )
         super().reset(view)
         self.trainer.attach(view.sim)
 
     # ---------------------------------------------------------- episodes
-    def run_episode(self, scenario, app, seed: int, max_duration_s: float | None = None,
-                    max_decisions: int | None = None) -> dict[str, float]:
+    def run_episode(
+        self,
+        scenario,
+        app,
+        seed: int,
+        max_duration_s: float | None = None,
+        max_decisions: int | None = None,
+    ) -> dict[str, float]:
         """One online episode (download) with learning; its metrics.
         ``max_decisions``: record only that many decisions and end the
         episode as soon as their transitions are complete (buffering)."""
@@ -166,24 +196,38 @@ class DQNOn(DQNScheduler, Trainable):
         self.trainer.step_cost_s, interval = 0.0, self.trainer.train_interval
         self.trainer.train_interval = 1 << 62
         self.buffered = True
-        decisions0 = self.decisions     # buffering decisions are not online packets
+        decisions0 = self.decisions  # buffering decisions are not online packets
         try:
             for i, d in enumerate(b["deviations"]):
                 cond = deviate_scenario(scenario, rtt_variation=d, loss=d)
-                self.run_episode(cond, app, seed + 7919 * (i + 1), max_decisions=b["packets_per_condition"])
+                self.run_episode(
+                    cond, app, seed + 7919 * (i + 1), max_decisions=b["packets_per_condition"]
+                )
         finally:
             self.epsilon = eps0
             self.trainer.step_cost_s, self.trainer.train_interval = trainer_cost, interval
             self.trainer.pending = 0
             self.decisions = decisions0
         n = len(self.replay) - n0
-        loss = self._train_steps(b["pretrain_steps"]) if b["pretrain_steps"] and len(self.replay) else math.nan
+        loss = (
+            self._train_steps(b["pretrain_steps"])
+            if b["pretrain_steps"] and len(self.replay)
+            else math.nan
+        )
         self.deploy()
         return {"buffered_transitions": float(n), "pretrain_loss": loss}
 
-    def fit(self, scenario, app, seed: int = 0, episodes: int = 30, log: Callable | None = None,
-            experience_log: str | None = None, progress: bool = True,
-            max_duration_s: float | None = None) -> dict[str, float]:
+    def fit(
+        self,
+        scenario,
+        app,
+        seed: int = 0,
+        episodes: int = 30,
+        log: Callable | None = None,
+        experience_log: str | None = None,
+        progress: bool = True,
+        max_duration_s: float | None = None,
+    ) -> dict[str, float]:
         """Online experience before the evaluation: ``episodes`` downloads of
         ``app`` over ``scenario`` (seeds ``seed, seed+1, ...``), learning
         asynchronously all along. DQN-On(N)/(W) first buffer their nearby
@@ -193,8 +237,10 @@ class DQNOn(DQNScheduler, Trainable):
         """
         if self.backend == "rllib":
             from baselines.dqn.rllib_backend import fit_rllib
-            return fit_rllib(self, scenario, app, seed=seed, log=log, progress=progress,
-                             **self.rllib_options)
+
+            return fit_rllib(
+                self, scenario, app, seed=seed, log=log, progress=progress, **self.rllib_options
+            )
         s = normalise_scenario(scenario)
         if self.spec is None:
             self.build(len(s["paths"]))
@@ -202,14 +248,20 @@ class DQNOn(DQNScheduler, Trainable):
         if self.buffer is not None and not self.buffered:
             out.update(self._collect_buffer(s, app, seed))
             if progress:
-                print(f"{self.name}: buffered {out['buffered_transitions']:.0f} transitions from "
-                      f"{len(self.buffer['deviations'])} nearby conditions, pre-trained "
-                      f"{self.buffer['pretrain_steps']} steps", file=sys.stderr, flush=True)
+                print(
+                    f"{self.name}: buffered {out['buffered_transitions']:.0f} transitions from "
+                    f"{len(self.buffer['deviations'])} nearby conditions, pre-trained "
+                    f"{self.buffer['pretrain_steps']} steps",
+                    file=sys.stderr,
+                    flush=True,
+                )
         recorder = None
         if experience_log is not None:
             from baselines.dqn.experience import ExperienceRecorder
-            recorder = self.recorder = ExperienceRecorder(self.n_paths, reward=self.reward_kind,
-                                                              reward_unit=self.reward_unit)
+
+            recorder = self.recorder = ExperienceRecorder(
+                self.n_paths, reward=self.reward_kind, reward_unit=self.reward_unit
+            )
         times: list[float] = []
         t_start = time.perf_counter()
         steps0 = self.trainer.gradient_steps
@@ -222,36 +274,55 @@ class DQNOn(DQNScheduler, Trainable):
                 losses = self.trainer.take_losses()
                 dt = m["download_time_s"]
                 times.append(dt)
-                point = {"download_time_s": dt, "elapsed_s": m["elapsed_s"],
-                         "timed_out": m["timed_out"], "loss": float(np.mean(losses)) if losses else math.nan,
-                         "gradient_steps": float(self.trainer.gradient_steps - g0),
-                         "decisions": float(self.decisions - d0), "replay_size": float(len(self.replay)),
-                         "online_packets": float(self.decisions)}
+                point = {
+                    "download_time_s": dt,
+                    "elapsed_s": m["elapsed_s"],
+                    "timed_out": m["timed_out"],
+                    "loss": float(np.mean(losses)) if losses else math.nan,
+                    "gradient_steps": float(self.trainer.gradient_steps - g0),
+                    "decisions": float(self.decisions - d0),
+                    "replay_size": float(len(self.replay)),
+                    "online_packets": float(self.decisions),
+                }
                 if log is not None:
                     log(point, step=ep)
                 if progress and ((ep + 1) % self.log_every == 0 or ep + 1 == episodes):
-                    recent = [t for t in times[-self.log_every:] if not math.isnan(t)]
-                    print(f"{self.name}: episode {ep + 1}/{episodes}  download "
-                          f"{np.median(recent) if recent else math.nan:.3f} s (median of last "
-                          f"{len(recent)})  loss {point['loss']:.4g}  steps "
-                          f"{self.trainer.gradient_steps}  packets {self.decisions}  "
-                          f"[{time.perf_counter() - t_start:.1f} s]", file=sys.stderr, flush=True)
+                    recent = [t for t in times[-self.log_every :] if not math.isnan(t)]
+                    print(
+                        f"{self.name}: episode {ep + 1}/{episodes}  download "
+                        f"{np.median(recent) if recent else math.nan:.3f} s (median of last "
+                        f"{len(recent)})  loss {point['loss']:.4g}  steps "
+                        f"{self.trainer.gradient_steps}  packets {self.decisions}  "
+                        f"[{time.perf_counter() - t_start:.1f} s]",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         finally:
             self.recorder = None
         if recorder is not None:
             recorder.write(experience_log)
         k = max(1, min(5, len(times)))
-        out.update({"episodes": float(len(times)), "final_download_time_s": float(np.nanmedian(times[-k:]))
-                    if times else math.nan, "gradient_steps": float(self.trainer.gradient_steps - steps0),
-                    "online_packets": float(self.decisions), "wall_time_s": time.perf_counter() - t_start})
+        out.update(
+            {
+                "episodes": float(len(times)),
+                "final_download_time_s": float(np.nanmedian(times[-k:])) if times else math.nan,
+                "gradient_steps": float(self.trainer.gradient_steps - steps0),
+                "online_packets": float(self.decisions),
+                "wall_time_s": time.perf_counter() - t_start,
+            }
+        )
         return out
 
     def hyperparameters(self) -> dict:
-        return {**super().hyperparameters(), "warmup": self.warmup,
-                "train_interval": self.trainer.train_interval,
-                "steps_per_update": self.trainer.steps_per_update,
-                "train_step_cost_s": self.trainer.step_cost_s, "buffer": self.buffer,
-                "backend": self.backend}
+        return {
+            **super().hyperparameters(),
+            "warmup": self.warmup,
+            "train_interval": self.trainer.train_interval,
+            "steps_per_update": self.trainer.steps_per_update,
+            "train_step_cost_s": self.trainer.step_cost_s,
+            "buffer": self.buffer,
+            "backend": self.backend,
+        }
 
 
 __all__ = ["DQNOn", "BACKENDS"]

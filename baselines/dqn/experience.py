@@ -58,16 +58,16 @@ class Experience:
 
     n_paths: int
     reward: str
-    state: np.ndarray         # [N, 4 n_paths] float32
-    action: np.ndarray        # [N] int64
+    state: np.ndarray  # [N, 4 n_paths] float32
+    action: np.ndarray  # [N] int64
     reward_values: np.ndarray  # [N] float32
-    next_state: np.ndarray    # [N, 4 n_paths] float32
-    done: np.ndarray          # [N] bool
-    time_s: np.ndarray        # [N] float64, emulated time of the decision
-    episode: np.ndarray       # [N] int64, index into the episode table
+    next_state: np.ndarray  # [N, 4 n_paths] float32
+    done: np.ndarray  # [N] bool
+    time_s: np.ndarray  # [N] float64, emulated time of the decision
+    episode: np.ndarray  # [N] int64, index into the episode table
     episode_seed: np.ndarray  # [E] int64
-    episode_scenario: list[str]   # [E] JSON of the normalised scenario
-    conditions: np.ndarray    # [E, n_paths, len(CONDITION_FIELDS)] float64
+    episode_scenario: list[str]  # [E] JSON of the normalised scenario
+    conditions: np.ndarray  # [E, n_paths, len(CONDITION_FIELDS)] float64
     attrs: dict = field(default_factory=dict)
     #: unit of the completion reward (:data:`envs.mdp.COMPLETION_UNITS`; the
     #: file attribute ``reward_unit``, ``"time"`` in logs written before it)
@@ -86,8 +86,13 @@ class Experience:
 
     def arrays(self):
         """``(states, actions, rewards, next_states, dones)`` for a replay memory."""
-        return (self.state, self.action, self.reward_values, self.next_state,
-                self.done.astype(np.float32))
+        return (
+            self.state,
+            self.action,
+            self.reward_values,
+            self.next_state,
+            self.done.astype(np.float32),
+        )
 
 
 class ExperienceRecorder:
@@ -105,13 +110,20 @@ class ExperienceRecorder:
 
         s = normalise_scenario(scenario)
         conds = path_conditions(s)
-        self._episodes.append((int(seed), json.dumps(s, sort_keys=True, default=str),
-                               [[c[k] for k in CONDITION_FIELDS] for c in conds]))
+        self._episodes.append(
+            (
+                int(seed),
+                json.dumps(s, sort_keys=True, default=str),
+                [[c[k] for k in CONDITION_FIELDS] for c in conds],
+            )
+        )
 
     def add(self, state, action, reward, next_state, done, time_s) -> None:
         if not self._episodes:
             raise RuntimeError("ExperienceRecorder.add before begin_episode")
-        self._rows.append((state, action, reward, next_state, done, time_s, len(self._episodes) - 1))
+        self._rows.append(
+            (state, action, reward, next_state, done, time_s, len(self._episodes) - 1)
+        )
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -125,16 +137,22 @@ class ExperienceRecorder:
             st = ns = np.zeros((0, n_in), np.float32)
             ac = rw = dn = ts = ep = ()
         return Experience(
-            n_paths=self.n_paths, reward=self.reward, reward_unit=self.reward_unit,
+            n_paths=self.n_paths,
+            reward=self.reward,
+            reward_unit=self.reward_unit,
             state=np.asarray(st, np.float32).reshape(-1, n_in),
-            action=np.asarray(ac, np.int64), reward_values=np.asarray(rw, np.float32),
+            action=np.asarray(ac, np.int64),
+            reward_values=np.asarray(rw, np.float32),
             next_state=np.asarray(ns, np.float32).reshape(-1, n_in),
-            done=np.asarray(dn, bool), time_s=np.asarray(ts, np.float64),
+            done=np.asarray(dn, bool),
+            time_s=np.asarray(ts, np.float64),
             episode=np.asarray(ep, np.int64),
             episode_seed=np.asarray([e[0] for e in self._episodes], np.int64),
             episode_scenario=[e[1] for e in self._episodes],
             conditions=np.asarray([e[2] for e in self._episodes], np.float64).reshape(
-                -1, self.n_paths, len(CONDITION_FIELDS)))
+                -1, self.n_paths, len(CONDITION_FIELDS)
+            ),
+        )
 
     def write(self, path, append: bool = False) -> Path:
         """Write the log to ``path`` atomically; ``append=True`` adds to an
@@ -152,22 +170,32 @@ def concatenate(logs: list[Experience]) -> Experience:
     first = logs[0]
     for e in logs[1:]:
         if e.n_paths != first.n_paths or e.reward != first.reward:
-            raise ExperienceFileError(f"cannot join experience logs of {first.n_paths} paths / reward "
-                                      f"{first.reward!r} and {e.n_paths} paths / reward {e.reward!r}")
+            raise ExperienceFileError(
+                f"cannot join experience logs of {first.n_paths} paths / reward "
+                f"{first.reward!r} and {e.n_paths} paths / reward {e.reward!r}"
+            )
         if e.reward == COMPLETION and e.reward_unit != first.reward_unit:
-            raise ExperienceFileError(f"cannot join experience logs rewarded in {first.reward_unit!r} "
-                                      f"and in {e.reward_unit!r} units")
+            raise ExperienceFileError(
+                f"cannot join experience logs rewarded in {first.reward_unit!r} "
+                f"and in {e.reward_unit!r} units"
+            )
     offsets = np.cumsum([0] + [e.n_episodes for e in logs[:-1]])
     return Experience(
-        n_paths=first.n_paths, reward=first.reward, reward_unit=first.reward_unit,
-        state=np.concatenate([e.state for e in logs]), action=np.concatenate([e.action for e in logs]),
+        n_paths=first.n_paths,
+        reward=first.reward,
+        reward_unit=first.reward_unit,
+        state=np.concatenate([e.state for e in logs]),
+        action=np.concatenate([e.action for e in logs]),
         reward_values=np.concatenate([e.reward_values for e in logs]),
         next_state=np.concatenate([e.next_state for e in logs]),
-        done=np.concatenate([e.done for e in logs]), time_s=np.concatenate([e.time_s for e in logs]),
+        done=np.concatenate([e.done for e in logs]),
+        time_s=np.concatenate([e.time_s for e in logs]),
         episode=np.concatenate([e.episode + o for e, o in zip(logs, offsets)]),
         episode_seed=np.concatenate([e.episode_seed for e in logs]),
         episode_scenario=[s for e in logs for s in e.episode_scenario],
-        conditions=np.concatenate([e.conditions for e in logs]), attrs=dict(first.attrs))
+        conditions=np.concatenate([e.conditions for e in logs]),
+        attrs=dict(first.attrs),
+    )
 
 
 def write_experience(path, exp: Experience) -> Path:
@@ -189,15 +217,26 @@ def write_experience(path, exp: Experience) -> Path:
             f.attrs["obs_high"] = OBS_HIGH
             t = f.create_group("transitions")
             kw = {"compression": "gzip", "compression_opts": 4} if len(exp) > 1024 else {}
-            for name, data in (("state", exp.state), ("action", exp.action), ("reward", exp.reward_values),
-                               ("next_state", exp.next_state), ("done", exp.done.astype(np.uint8)),
-                               ("time_s", exp.time_s), ("episode", exp.episode)):
+            for name, data in (
+                ("state", exp.state),
+                ("action", exp.action),
+                ("reward", exp.reward_values),
+                ("next_state", exp.next_state),
+                ("done", exp.done.astype(np.uint8)),
+                ("time_s", exp.time_s),
+                ("episode", exp.episode),
+            ):
                 t.create_dataset(name, data=data, **dataset_options(data, **kw))
             e = f.create_group("episodes")
             e.create_dataset("seed", data=exp.episode_seed, **dataset_options(exp.episode_seed))
-            e.create_dataset("scenario", data=np.array(exp.episode_scenario, dtype=object),
-                             dtype=h5py.string_dtype())
-            c = e.create_dataset("conditions", data=exp.conditions, **dataset_options(exp.conditions))
+            e.create_dataset(
+                "scenario",
+                data=np.array(exp.episode_scenario, dtype=object),
+                dtype=h5py.string_dtype(),
+            )
+            c = e.create_dataset(
+                "conditions", data=exp.conditions, **dataset_options(exp.conditions)
+            )
             c.attrs["columns"] = list(CONDITION_FIELDS)
             c.attrs["units"] = ["Mbit/s", "ms", "ms", "probability"]
     return path
@@ -214,26 +253,33 @@ def read_experience(path) -> Experience:
     try:
         f = h5py.File(path, "r")
     except OSError as e:
-        raise ExperienceFileError(f"experience log {path}: not a readable HDF5 file "
-                                  f"({str(e).splitlines()[0]})") from None
+        raise ExperienceFileError(
+            f"experience log {path}: not a readable HDF5 file ({str(e).splitlines()[0]})"
+        ) from None
     try:
         with f:
             n_paths, reward, data, seeds, scen, conds = _read_log(path, f)
-            unit = f.attrs.get("reward_unit", "time")   # logs before the unit existed: 10 ms
+            unit = f.attrs.get("reward_unit", "time")  # logs before the unit existed: 10 ms
             unit = unit.decode() if isinstance(unit, bytes) else unit
             if unit not in COMPLETION_UNITS:
-                raise ExperienceFileError(f"experience log {path}: unknown reward_unit {unit!r} "
-                                          f"(known: {list(COMPLETION_UNITS)})")
+                raise ExperienceFileError(
+                    f"experience log {path}: unknown reward_unit {unit!r} "
+                    f"(known: {list(COMPLETION_UNITS)})"
+                )
     except ExperienceFileError:
         raise
     except (KeyError, OSError, ValueError, TypeError, RuntimeError, IndexError) as err:
         # damaged content past a readable header (a failed checksum, a missing dataset)
-        raise ExperienceFileError(f"experience log {path}: incomplete or corrupt ({hdf5_error_line(err)})") from None
+        raise ExperienceFileError(
+            f"experience log {path}: incomplete or corrupt ({hdf5_error_line(err)})"
+        ) from None
     n = len(data["action"])
     n_in = n_inputs(n_paths, reward) if reward in ALL_REWARDS else 4 * n_paths
-    problems = [f"{k} holds {a.dtype}, expected {'integers' if k in _INTEGER_ARRAYS else 'real numbers'}"
-                for k, a in (*data.items(), ("seed", seeds), ("conditions", conds))
-                if a.dtype.kind not in ("biu" if k in _INTEGER_ARRAYS else "biuf")]
+    problems = [
+        f"{k} holds {a.dtype}, expected {'integers' if k in _INTEGER_ARRAYS else 'real numbers'}"
+        for k, a in (*data.items(), ("seed", seeds), ("conditions", conds))
+        if a.dtype.kind not in ("biu" if k in _INTEGER_ARRAYS else "biuf")
+    ]
     if problems:
         raise ExperienceFileError(f"experience log {path}: {'; '.join(problems)}")
     for k in ("state", "next_state", "reward", "time_s"):
@@ -253,14 +299,22 @@ def read_experience(path) -> Experience:
         problems.append(f"action out of range for {n_paths} paths")
     if problems:
         raise ExperienceFileError(f"experience log {path}: {'; '.join(problems)}")
-    return Experience(n_paths=n_paths, reward=reward, state=data["state"].astype(np.float32),
-                      action=data["action"].astype(np.int64),
-                      reward_values=data["reward"].astype(np.float32),
-                      next_state=data["next_state"].astype(np.float32), done=data["done"].astype(bool),
-                      time_s=data["time_s"].astype(np.float64), episode=data["episode"].astype(np.int64),
-                      episode_seed=seeds.astype(np.int64), episode_scenario=scen,
-                      conditions=conds.astype(np.float64), attrs={"path": str(path)},
-                      reward_unit=str(unit))
+    return Experience(
+        n_paths=n_paths,
+        reward=reward,
+        state=data["state"].astype(np.float32),
+        action=data["action"].astype(np.int64),
+        reward_values=data["reward"].astype(np.float32),
+        next_state=data["next_state"].astype(np.float32),
+        done=data["done"].astype(bool),
+        time_s=data["time_s"].astype(np.float64),
+        episode=data["episode"].astype(np.int64),
+        episode_seed=seeds.astype(np.int64),
+        episode_scenario=scen,
+        conditions=conds.astype(np.float64),
+        attrs={"path": str(path)},
+        reward_unit=str(unit),
+    )
 
 
 #: the arrays of a log that hold integers (the others: real numbers)
@@ -273,20 +327,34 @@ def _read_log(path, f):
     if isinstance(fmt, bytes):
         fmt = fmt.decode()
     if fmt != FORMAT:
-        raise ExperienceFileError(f"experience log {path}: not a FALCON experience log "
-                                  f"(format attribute {fmt!r}, expected {FORMAT!r})")
+        raise ExperienceFileError(
+            f"experience log {path}: not a FALCON experience log "
+            f"(format attribute {fmt!r}, expected {FORMAT!r})"
+        )
     version = integer_attribute(f.attrs.get("format_version", -1), "format_version")
     if version > FORMAT_VERSION:
-        raise ExperienceFileError(f"experience log {path}: format version {version} is newer than "
-                                  f"this reader's ({FORMAT_VERSION})")
+        raise ExperienceFileError(
+            f"experience log {path}: format version {version} is newer than "
+            f"this reader's ({FORMAT_VERSION})"
+        )
     n_paths = integer_attribute(f.attrs["n_paths"], "n_paths")
     reward = str(f.attrs["reward"])
     t, e = f["transitions"], f["episodes"]
-    data = {k: t[k][()] for k in ("state", "action", "reward", "next_state", "done", "time_s", "episode")}
+    data = {
+        k: t[k][()]
+        for k in ("state", "action", "reward", "next_state", "done", "time_s", "episode")
+    }
     seeds = e["seed"][()]
     scen = [s.decode() if isinstance(s, bytes) else str(s) for s in e["scenario"][()]]
     return n_paths, reward, data, seeds, scen, e["conditions"][()]
 
 
-__all__ = ["Experience", "ExperienceRecorder", "read_experience", "write_experience", "concatenate",
-           "FORMAT", "FORMAT_VERSION"]
+__all__ = [
+    "Experience",
+    "ExperienceRecorder",
+    "read_experience",
+    "write_experience",
+    "concatenate",
+    "FORMAT",
+    "FORMAT_VERSION",
+]

@@ -69,9 +69,24 @@ NORMALISATION_FORMULA = "(x - offset) / scale"
 #: parity tolerance of the exports against the torch model (max abs Q-value difference)
 PARITY_TOL = 1e-5
 
-__all__ = ["ModelRecord", "ModelFileError", "write_hdf5", "read_hdf5", "hdf5_forward", "write_onnx",
-           "onnx_q_values", "torch_q_values", "check_parity", "max_onnx_ir_version", "FORMAT",
-           "FORMAT_VERSION", "ONNX_OPSET", "ONNX_IR_VERSION", "INPUT_NAME", "OUTPUT_NAME"]
+__all__ = [
+    "ModelRecord",
+    "ModelFileError",
+    "write_hdf5",
+    "read_hdf5",
+    "hdf5_forward",
+    "write_onnx",
+    "onnx_q_values",
+    "torch_q_values",
+    "check_parity",
+    "max_onnx_ir_version",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "ONNX_OPSET",
+    "ONNX_IR_VERSION",
+    "INPUT_NAME",
+    "OUTPUT_NAME",
+]
 
 
 @dataclass
@@ -89,13 +104,16 @@ class ModelRecord:
             raise ModelFileError(f"model name {self.name!r}: must be non-empty and contain no '/'")
         sizes = self.spec.layer_sizes
         if len(self.weights) != 2 * len(sizes):
-            raise ModelFileError(f"model {self.name!r}: {len(self.weights)} weight arrays for "
-                                 f"{len(sizes)} layers")
+            raise ModelFileError(
+                f"model {self.name!r}: {len(self.weights)} weight arrays for {len(sizes)} layers"
+            )
         for i, (fi, fo) in enumerate(sizes):
             w, b = self.weights[2 * i], self.weights[2 * i + 1]
             if tuple(np.shape(w)) != (fi, fo) or tuple(np.shape(b)) != (fo,):
-                raise ModelFileError(f"model {self.name!r}: layer {i} has kernel {np.shape(w)} and bias "
-                                     f"{np.shape(b)}, expected ({fi}, {fo}) and ({fo},)")
+                raise ModelFileError(
+                    f"model {self.name!r}: layer {i} has kernel {np.shape(w)} and bias "
+                    f"{np.shape(b)}, expected ({fi}, {fo}) and ({fo},)"
+                )
 
 
 def _attr_value(v):
@@ -105,8 +123,11 @@ def _attr_value(v):
         return "null"
     if isinstance(v, list | tuple) and all(isinstance(x, str) for x in v) and v:
         return [str(x) for x in v]
-    if isinstance(v, list | tuple) and all(isinstance(x, int | float) and not isinstance(x, bool)
-                                           for x in v) and v:
+    if (
+        isinstance(v, list | tuple)
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+        and v
+    ):
         return np.asarray(v)
     return json.dumps(v, default=str)
 
@@ -176,29 +197,34 @@ def _open_h5(path):
     try:
         return h5py.File(path, "r")
     except OSError as e:
-        raise ModelFileError(f"model file {path}: not a readable HDF5 file "
-                             f"({str(e).splitlines()[0]})") from None
+        raise ModelFileError(
+            f"model file {path}: not a readable HDF5 file ({str(e).splitlines()[0]})"
+        ) from None
 
 
 def _check_header(f, path) -> None:
     fmt = _str(f.attrs.get("format", ""))
     if fmt != FORMAT:
-        raise ModelFileError(f"model file {path}: not a FALCON Q-network file (format attribute "
-                             f"{fmt!r}, expected {FORMAT!r})")
+        raise ModelFileError(
+            f"model file {path}: not a FALCON Q-network file (format attribute "
+            f"{fmt!r}, expected {FORMAT!r})"
+        )
     try:
         version = integer_attribute(f.attrs.get("format_version", -1), "format_version")
     except ValueError as e:
         raise ModelFileError(f"model file {path}: {e}") from None
     if version < 1 or version > FORMAT_VERSION:
-        raise ModelFileError(f"model file {path}: format version {version} is not supported "
-                             f"(this reader: {FORMAT_VERSION})")
+        raise ModelFileError(
+            f"model file {path}: format version {version} is not supported "
+            f"(this reader: {FORMAT_VERSION})"
+        )
     if "models" not in f:
         raise ModelFileError(f"model file {path}: no /models group")
 
 
 def _read_model(g, name: str, path) -> ModelRecord:
     where = f"model file {path}, model {name!r}"
-    all_attrs = dict(g.attrs.items())     # one pass over the attributes (h5py: ~0.1 ms per access)
+    all_attrs = dict(g.attrs.items())  # one pass over the attributes (h5py: ~0.1 ms per access)
     try:
         n_in = integer_attribute(all_attrs["input_size"], "input_size")
         n_out = integer_attribute(all_attrs["output_size"], "output_size")
@@ -213,7 +239,7 @@ def _read_model(g, name: str, path) -> ModelRecord:
     weights = []
     prev = n_in
     for ln in order:
-        lg = g.get(ln)                       # one lookup per object: h5py lookups dominate a bank's read
+        lg = g.get(ln)  # one lookup per object: h5py lookups dominate a bank's read
         kd, bd = (None, None) if lg is None else (lg.get("kernel"), lg.get("bias"))
         if kd is None or bd is None:
             raise ModelFileError(f"{where}: layer {ln!r} (kernel and bias) is missing")
@@ -221,22 +247,36 @@ def _read_model(g, name: str, path) -> ModelRecord:
             w = kd[()]
             b = bd[()]
         except OSError as e:
-            raise ModelFileError(f"{where}: layer {ln!r} is unreadable ({str(e).splitlines()[0]})") from None
+            raise ModelFileError(
+                f"{where}: layer {ln!r} is unreadable ({str(e).splitlines()[0]})"
+            ) from None
         if w.dtype.kind != "f" or b.dtype.kind != "f":
-            raise ModelFileError(f"{where}: layer {ln!r} holds {w.dtype} / {b.dtype}, expected floating point")
+            raise ModelFileError(
+                f"{where}: layer {ln!r} holds {w.dtype} / {b.dtype}, expected floating point"
+            )
         if w.ndim != 2 or b.ndim != 1 or w.shape[0] != prev or w.shape[1] != b.shape[0]:
-            raise ModelFileError(f"{where}: layer {ln!r} has kernel {w.shape} and bias {b.shape}, which "
-                                 f"do not chain from input size {prev}")
+            raise ModelFileError(
+                f"{where}: layer {ln!r} has kernel {w.shape} and bias {b.shape}, which "
+                f"do not chain from input size {prev}"
+            )
         if not (np.isfinite(w).all() and np.isfinite(b).all()):
             raise ModelFileError(f"{where}: layer {ln!r} holds non-finite values")
         prev = w.shape[1]
         weights += [w.astype(np.float32), b.astype(np.float32)]
     if prev != n_out:
-        raise ModelFileError(f"{where}: the last layer has {prev} outputs, output_size says {n_out}")
+        raise ModelFileError(
+            f"{where}: the last layer has {prev} outputs, output_size says {n_out}"
+        )
     hidden_acts = acts[:-1]
-    if acts[-1] != "linear" or any(a not in ACTIVATIONS for a in hidden_acts) or len(set(hidden_acts)) > 1:
-        raise ModelFileError(f"{where}: unsupported activations {acts} (hidden: one of "
-                             f"{list(ACTIVATIONS)}; output: linear)")
+    if (
+        acts[-1] != "linear"
+        or any(a not in ACTIVATIONS for a in hidden_acts)
+        or len(set(hidden_acts)) > 1
+    ):
+        raise ModelFileError(
+            f"{where}: unsupported activations {acts} (hidden: one of "
+            f"{list(ACTIVATIONS)}; output: linear)"
+        )
     offset = scale = None
     if "normalisation" in g:
         ng = g["normalisation"]
@@ -245,18 +285,33 @@ def _read_model(g, name: str, path) -> ModelRecord:
         except KeyError as e:
             raise ModelFileError(f"{where}: normalisation is missing {e}") from None
         if off.shape != (n_in,) or sc.shape != (n_in,) or not (sc > 0).all():
-            raise ModelFileError(f"{where}: normalisation offset/scale must have {n_in} entries, scale > 0")
+            raise ModelFileError(
+                f"{where}: normalisation offset/scale must have {n_in} entries, scale > 0"
+            )
         if not (np.all(off == 0) and np.all(sc == 1)):
             offset, scale = tuple(float(x) for x in off), tuple(float(x) for x in sc)
-    spec = QNetSpec(n_in, n_out, tuple(w.shape[1] for w in weights[0:-2:2]),
-                    hidden_acts[0] if hidden_acts else "relu", offset, scale)
+    spec = QNetSpec(
+        n_in,
+        n_out,
+        tuple(w.shape[1] for w in weights[0:-2:2]),
+        hidden_acts[0] if hidden_acts else "relu",
+        offset,
+        scale,
+    )
     skip = {"input_size", "output_size", "hidden", "layer_order", "activations"}
     attrs = {}
     for k, v in all_attrs.items():
         if k in skip:
             continue
-        attrs[k] = [_str(x) for x in v] if isinstance(v, np.ndarray) and v.dtype.kind in "OSU" \
-            else (v.tolist() if isinstance(v, np.ndarray) else (_str(v) if isinstance(v, bytes | str) else v))
+        attrs[k] = (
+            [_str(x) for x in v]
+            if isinstance(v, np.ndarray) and v.dtype.kind in "OSU"
+            else (
+                v.tolist()
+                if isinstance(v, np.ndarray)
+                else (_str(v) if isinstance(v, bytes | str) else v)
+            )
+        )
     return ModelRecord(name=name, spec=spec, weights=weights, attrs=attrs)
 
 
@@ -270,7 +325,9 @@ def read_hdf5(path, names: list[str] | None = None) -> list[ModelRecord]:
     except (OSError, KeyError, ValueError, TypeError, RuntimeError, IndexError) as e:
         # h5py's own errors on damaged structure (a failed checksum, a bad
         # heap pointer, a wrong dtype where a number belongs)
-        raise ModelFileError(f"model file {path}: damaged or incomplete ({hdf5_error_line(e)})") from None
+        raise ModelFileError(
+            f"model file {path}: damaged or incomplete ({hdf5_error_line(e)})"
+        ) from None
 
 
 def _read_models(path, names: list[str] | None) -> list[ModelRecord]:
@@ -323,34 +380,52 @@ def _onnx_model(rec: ModelRecord, opset: int, ir_version: int):
     from onnx import TensorProto, helper, numpy_helper
 
     spec = rec.spec
-    inits = [numpy_helper.from_array(spec.offset_array(), "norm_offset"),
-             numpy_helper.from_array(spec.scale_array(), "norm_scale")]
-    nodes = [helper.make_node("Sub", [INPUT_NAME, "norm_offset"], ["x_centred"], name="norm_sub"),
-             helper.make_node("Div", ["x_centred", "norm_scale"], ["x_0"], name="norm_div")]
+    inits = [
+        numpy_helper.from_array(spec.offset_array(), "norm_offset"),
+        numpy_helper.from_array(spec.scale_array(), "norm_scale"),
+    ]
+    nodes = [
+        helper.make_node("Sub", [INPUT_NAME, "norm_offset"], ["x_centred"], name="norm_sub"),
+        helper.make_node("Div", ["x_centred", "norm_scale"], ["x_0"], name="norm_div"),
+    ]
     x = "x_0"
     n = len(spec.layer_sizes)
     for i in range(n):
         w, b = f"dense_{i}_kernel", f"dense_{i}_bias"
-        inits += [numpy_helper.from_array(np.asarray(rec.weights[2 * i], np.float32), w),
-                  numpy_helper.from_array(np.asarray(rec.weights[2 * i + 1], np.float32), b)]
+        inits += [
+            numpy_helper.from_array(np.asarray(rec.weights[2 * i], np.float32), w),
+            numpy_helper.from_array(np.asarray(rec.weights[2 * i + 1], np.float32), b),
+        ]
         y = OUTPUT_NAME if i == n - 1 else f"z_{i + 1}"
         nodes.append(helper.make_node("Gemm", [x, w, b], [y], name=f"dense_{i}"))
         if i < n - 1:
             nodes.append(helper.make_node("Relu", [y], [f"x_{i + 1}"], name=f"relu_{i}"))
             x = f"x_{i + 1}"
     graph = helper.make_graph(
-        nodes, f"falcon_qnet_{rec.name}",
+        nodes,
+        f"falcon_qnet_{rec.name}",
         [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, ["batch", spec.n_inputs])],
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", spec.n_actions])],
-        initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", int(opset))],
-                              producer_name="falcon-mpsched", producer_version=framework_version())
+        initializer=inits,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", int(opset))],
+        producer_name="falcon-mpsched",
+        producer_version=framework_version(),
+    )
     model.ir_version = int(ir_version)
-    meta = {"format": "falcon-qnet-onnx", "model_name": rec.name, "input_size": str(spec.n_inputs),
-            "output_size": str(spec.n_actions), "hidden": json.dumps(list(spec.hidden)),
-            "feature_names": json.dumps(input_names(spec)),
-            "normalisation": NORMALISATION_FORMULA, "rtt_scale_s": str(RTT_SCALE_S),
-            "rate_scale_pkts": str(RATE_SCALE_PKTS)}
+    meta = {
+        "format": "falcon-qnet-onnx",
+        "model_name": rec.name,
+        "input_size": str(spec.n_inputs),
+        "output_size": str(spec.n_actions),
+        "hidden": json.dumps(list(spec.hidden)),
+        "feature_names": json.dumps(input_names(spec)),
+        "normalisation": NORMALISATION_FORMULA,
+        "rtt_scale_s": str(RTT_SCALE_S),
+        "rate_scale_pkts": str(RATE_SCALE_PKTS),
+    }
     for k, v in meta.items():
         p = model.metadata_props.add()
         p.key, p.value = k, v
@@ -358,7 +433,9 @@ def _onnx_model(rec: ModelRecord, opset: int, ir_version: int):
     return model
 
 
-def write_onnx(path, rec: ModelRecord, opset: int = ONNX_OPSET, ir_version: int = ONNX_IR_VERSION) -> Path:
+def write_onnx(
+    path, rec: ModelRecord, opset: int = ONNX_OPSET, ir_version: int = ONNX_IR_VERSION
+) -> Path:
     """Write one model as ONNX (I/O: module docstring), atomically."""
     model = _onnx_model(rec, opset, ir_version)
     path = Path(path)
@@ -378,14 +455,18 @@ def ort_session(path, inputs=(INPUT_NAME,), outputs=(OUTPUT_NAME,)):
         raise ModelFileError(f"ONNX model {path}: no such file")
     try:
         sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    except Exception as e:   # onnxruntime raises its own exception types
+    except Exception as e:  # onnxruntime raises its own exception types
         msg = " ".join(str(e).split())
-        raise ModelFileError(f"ONNX model {path}: onnxruntime cannot load it ({msg[:200]})") from None
+        raise ModelFileError(
+            f"ONNX model {path}: onnxruntime cannot load it ({msg[:200]})"
+        ) from None
     ins, outs = sess.get_inputs(), sess.get_outputs()
     if [i.name for i in ins] != list(inputs) or [o.name for o in outs] != list(outputs):
-        raise ModelFileError(f"ONNX model {path}: expected input {inputs[0] if len(inputs) == 1 else list(inputs)!r} "
-                             f"and output {outputs[0] if len(outputs) == 1 else list(outputs)!r}, "
-                             f"found {[i.name for i in ins]} -> {[o.name for o in outs]}")
+        raise ModelFileError(
+            f"ONNX model {path}: expected input {inputs[0] if len(inputs) == 1 else list(inputs)!r} "
+            f"and output {outputs[0] if len(outputs) == 1 else list(outputs)!r}, "
+            f"found {[i.name for i in ins]} -> {[o.name for o in outs]}"
+        )
     return sess
 
 
@@ -395,7 +476,9 @@ def onnx_q_values(path, states) -> np.ndarray:
     x = np.asarray(states, np.float32)
     width = sess.get_inputs()[0].shape[1]
     if x.ndim != 2 or (isinstance(width, int) and x.shape[1] != width):
-        raise ModelFileError(f"ONNX model {path}: expects states of width {width}, got shape {x.shape}")
+        raise ModelFileError(
+            f"ONNX model {path}: expects states of width {width}, got shape {x.shape}"
+        )
     return sess.run([OUTPUT_NAME], {INPUT_NAME: x})[0]
 
 
@@ -407,9 +490,12 @@ def max_onnx_ir_version() -> int:
 
     best = 0
     for ir in range(3, onnx.IR_VERSION + 1):
-        g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "probe",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+        g = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            "probe",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        )
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", ONNX_OPSET)])
         m.ir_version = ir
         try:
@@ -454,8 +540,9 @@ def random_states(n_inputs: int, n: int = 256, seed: int = 0) -> np.ndarray:
     return x
 
 
-def check_parity(rec: ModelRecord, h5_path=None, onnx_path=None, states=None,
-                 tol: float = PARITY_TOL) -> dict[str, float]:
+def check_parity(
+    rec: ModelRecord, h5_path=None, onnx_path=None, states=None, tol: float = PARITY_TOL
+) -> dict[str, float]:
     """Compare the torch model's Q-values with the HDF5 (NumPy) and ONNX
     (onnxruntime) readers' on ``states`` (random states when None). Returns
     the max abs differences; raises :class:`ModelFileError` above ``tol``
@@ -465,17 +552,23 @@ def check_parity(rec: ModelRecord, h5_path=None, onnx_path=None, states=None,
     x = random_states(rec.spec.n_inputs) if states is None else np.asarray(states, np.float32)
     ref = torch_q_values(rec, x).astype(np.float64)
     out = {"states": float(len(x)), "q_abs_max": float(np.abs(ref).max()) if len(ref) else 0.0}
-    for key, path, fn in (("hdf5", h5_path, lambda p: hdf5_forward(p, x, rec.name)),
-                          ("onnx", onnx_path, lambda p: onnx_q_values(p, x))):
+    for key, path, fn in (
+        ("hdf5", h5_path, lambda p: hdf5_forward(p, x, rec.name)),
+        ("onnx", onnx_path, lambda p: onnx_q_values(p, x)),
+    ):
         if path is None:
             continue
         q = np.asarray(fn(path), np.float64)
         if q.shape != ref.shape:
-            raise ModelFileError(f"{key} model {path}: Q-values of shape {q.shape}, expected {ref.shape}")
+            raise ModelFileError(
+                f"{key} model {path}: Q-values of shape {q.shape}, expected {ref.shape}"
+            )
         diff = float(np.abs(q - ref).max()) if len(ref) else 0.0
         out[f"{key}_max_abs_diff"] = diff
         bound = tol * max(1.0, out["q_abs_max"])
         if not diff <= bound or math.isnan(diff):
-            raise ModelFileError(f"{key} model {path}: Q-values differ from the torch model by {diff:.3g} "
-                                 f"(tolerance {tol:g} x max(1, max |Q| = {out['q_abs_max']:.3g}))")
+            raise ModelFileError(
+                f"{key} model {path}: Q-values differ from the torch model by {diff:.3g} "
+                f"(tolerance {tol:g} x max(1, max |Q| = {out['q_abs_max']:.3g}))"
+            )
     return out

@@ -37,7 +37,7 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
         yield tmp
         umask = os.umask(0)
         os.umask(umask)
-        tmp.chmod(0o666 & ~umask)   # mkstemp makes it private
+        tmp.chmod(0o666 & ~umask)  # mkstemp makes it private
         os.replace(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -99,6 +99,7 @@ def hdf5_error_line(e: BaseException) -> str:
 def framework_version() -> str:
     try:
         from importlib.metadata import version
+
         return version("falcon-mpsched")
     except Exception:  # not installed (source tree on sys.path)
         return "unknown"
@@ -141,9 +142,13 @@ def read_weight_groups(h5file, parts, what: str) -> dict:
         if part not in h5file:
             raise ModelFileError(f"{what}: missing group /{part}")
         weights[part] = {}
-        h5file[part].visititems(lambda name, obj, d=weights[part]:
-                                d.__setitem__(name, np.asarray(obj[()], np.float32))
-                                if isinstance(obj, h5py.Dataset) else None)
+        h5file[part].visititems(
+            lambda name, obj, d=weights[part]: (
+                d.__setitem__(name, np.asarray(obj[()], np.float32))
+                if isinstance(obj, h5py.Dataset)
+                else None
+            )
+        )
     return weights
 
 
@@ -153,15 +158,19 @@ def load_weight_groups(ddpg, weights: dict, what: str) -> None:
     is a :class:`ModelFileError` naming ``what``."""
     import torch
 
-    for part, net, target in (("actor", ddpg.actor, ddpg.actor_target),
-                              ("critic", ddpg.critic, ddpg.critic_target)):
+    for part, net, target in (
+        ("actor", ddpg.actor, ddpg.actor_target),
+        ("critic", ddpg.critic, ddpg.critic_target),
+    ):
         state = net.state_dict()
         if set(state) != set(weights[part]):
             raise ModelFileError(f"{what}: /{part} holds other parameters than the network")
         for name, t in state.items():
             if tuple(t.shape) != weights[part][name].shape:
-                raise ModelFileError(f"{what}: /{part}/{name} has shape "
-                                     f"{weights[part][name].shape}, expected {tuple(t.shape)}")
+                raise ModelFileError(
+                    f"{what}: /{part}/{name} has shape "
+                    f"{weights[part][name].shape}, expected {tuple(t.shape)}"
+                )
         net.load_state_dict({k: torch.from_numpy(v) for k, v in weights[part].items()})
         target.load_state_dict(net.state_dict())
 
@@ -177,7 +186,20 @@ def write_header(h5file, file_format: str, format_version: int) -> None:
     h5file.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
 
 
-__all__ = ["DQNFileError", "ModelFileError", "ExperienceFileError", "atomic_path", "framework_version", "has_format", "write_weight_groups", "read_weight_groups",
-           "load_weight_groups",
-           "write_header", "HDF5_LIBVER", "open_hdf5_for_writing", "dataset_options", "hdf5_error_line",
-           "integer_attribute"]
+__all__ = [
+    "DQNFileError",
+    "ModelFileError",
+    "ExperienceFileError",
+    "atomic_path",
+    "framework_version",
+    "has_format",
+    "write_weight_groups",
+    "read_weight_groups",
+    "load_weight_groups",
+    "write_header",
+    "HDF5_LIBVER",
+    "open_hdf5_for_writing",
+    "dataset_options",
+    "hdf5_error_line",
+    "integer_attribute",
+]

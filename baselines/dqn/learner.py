@@ -79,25 +79,26 @@ def torch_threads(n: int | None):
 class DQNConfig:
     """Hyperparameters of the DQN update (defaults: the FALCON paper's, and ours where it gives none)."""
 
-    lr: float = 1e-3            # Adam learning rate (paper)
-    batch_size: int = 32        # mini-batch size (paper)
-    gamma: float = 0.9          # discount per decision (ours)
-    tau: float = 0.01           # soft target-network update (ours)
-    loss: str = "huber"         # huber | mse
+    lr: float = 1e-3  # Adam learning rate (paper)
+    batch_size: int = 32  # mini-batch size (paper)
+    gamma: float = 0.9  # discount per decision (ours)
+    tau: float = 0.01  # soft target-network update (ours)
+    loss: str = "huber"  # huber | mse
     huber_delta: float = 1.0
-    double_q: bool = False      # double-DQN target
-    grad_clip: float | None = None   # global gradient-norm clip per model; None = off
+    double_q: bool = False  # double-DQN target
+    grad_clip: float | None = None  # global gradient-norm clip per model; None = off
     #: conservative Q-learning (Kumar et al. 2020, CQL(H)) weight for offline
     #: training: adds ``cql_alpha * (logsumexp_a Q(s, a) - Q(s, a_data))`` to
     #: the loss, which keeps the greedy policy on actions the log supports; 0 = plain DQN
     cql_alpha: float = 0.0
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
-    adam_eps: float = 1e-7      # the Keras default (the paper used keras-rl)
+    adam_eps: float = 1e-7  # the Keras default (the paper used keras-rl)
 
     def __post_init__(self):
         def bad(key, msg):
             raise ConfigError(f"{key}: {msg}, got {getattr(self, key)!r}")
+
         if not self.lr > 0:
             bad("lr", "must be positive")
         if int(self.batch_size) < 1:
@@ -120,7 +121,9 @@ class DQNConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(kw) - known
         if unknown:
-            raise ConfigError(f"learner: unknown hyperparameter(s) {sorted(unknown)}; known: {sorted(known)}")
+            raise ConfigError(
+                f"learner: unknown hyperparameter(s) {sorted(unknown)}; known: {sorted(known)}"
+            )
         return cls(**kw)
 
     def to_dict(self) -> dict:
@@ -149,15 +152,24 @@ class BatchedDQN:
             :data:`AUTO_SINGLE_THREAD_WORK`; torch's setting otherwise).
     """
 
-    def __init__(self, spec: QNetSpec, n_models: int = 1, config: DQNConfig | None = None,
-                 seed: int = 0, technique: str = "bmm", threads: int | str | None = "auto"):
+    def __init__(
+        self,
+        spec: QNetSpec,
+        n_models: int = 1,
+        config: DQNConfig | None = None,
+        seed: int = 0,
+        technique: str = "bmm",
+        threads: int | str | None = "auto",
+    ):
         if technique not in TECHNIQUES:
             raise ConfigError(f"technique: unknown {technique!r}; known: {list(TECHNIQUES)}")
         if threads == "auto":
             cfg = config or DQNConfig()
             threads = 1 if int(n_models) * cfg.batch_size <= AUTO_SINGLE_THREAD_WORK else None
         elif threads is not None and (isinstance(threads, bool) or int(threads) < 1):
-            raise ConfigError(f"threads: expected a positive integer, 'auto' or null, got {threads!r}")
+            raise ConfigError(
+                f"threads: expected a positive integer, 'auto' or null, got {threads!r}"
+            )
         self.threads = None if threads is None else int(threads)
         self.spec = spec
         self.n_models = int(n_models)
@@ -180,7 +192,7 @@ class BatchedDQN:
         out, off = [], 0
         for shape in self._shapes:
             n = self.n_models * int(np.prod(shape))
-            out.append(flat[off:off + n].view(self.n_models, *shape))
+            out.append(flat[off : off + n].view(self.n_models, *shape))
             off += n
         return out
 
@@ -205,14 +217,16 @@ class BatchedDQN:
 
     def get_weights(self, model: int = 0, target: bool = False) -> list[np.ndarray]:
         """Model ``model``'s online (or target) weights as NumPy arrays ``[W0, b0, ...]``."""
-        return [p[model].detach().cpu().numpy().copy() for p in (self.target if target else self.params)]
+        return [
+            p[model].detach().cpu().numpy().copy() for p in (self.target if target else self.params)
+        ]
 
     def split_flat(self, row: np.ndarray) -> list[np.ndarray]:
         """``[W0, b0, ...]`` views into one model's flat parameter vector ``[P]``."""
         out, off = [], 0
         for shape in self._shapes:
             n = int(np.prod(shape))
-            out.append(row[off:off + n].reshape(shape))
+            out.append(row[off : off + n].reshape(shape))
             off += n
         return out
 
@@ -222,8 +236,9 @@ class BatchedDQN:
         with torch.no_grad():
             return torch.cat([p[model].reshape(-1) for p in self.params]).numpy()
 
-    def set_weights(self, weights: Sequence[np.ndarray], model: int | None = None,
-                    target: bool = True) -> None:
+    def set_weights(
+        self, weights: Sequence[np.ndarray], model: int | None = None, target: bool = True
+    ) -> None:
         """Load ``[W0, b0, ...]`` into model ``model`` (every model if None);
         also into its target network unless ``target=False``."""
         if len(weights) != len(self.params):
@@ -233,7 +248,9 @@ class BatchedDQN:
             for p, t, w in zip(self.params, self.target, weights):
                 w = torch.as_tensor(np.asarray(w, dtype=np.float32))
                 if tuple(w.shape) != tuple(p.shape[1:]):
-                    raise ConfigError(f"weight shape {tuple(w.shape)} does not match {tuple(p.shape[1:])}")
+                    raise ConfigError(
+                        f"weight shape {tuple(w.shape)} does not match {tuple(p.shape[1:])}"
+                    )
                 p.detach()[sl] = w
                 if target:
                     t[sl] = w
@@ -245,9 +262,17 @@ class BatchedDQN:
 
     def state_dict(self) -> dict:
         """Everything needed to resume training (tensors are copies)."""
-        return {"spec": self.spec.to_dict(), "config": self.config.to_dict(), "n_models": self.n_models,
-                "technique": self.technique, "steps": self.steps, "flat": self.flat.detach().clone(),
-                "target_flat": self.target_flat.clone(), "m": self.m.clone(), "v": self.v.clone()}
+        return {
+            "spec": self.spec.to_dict(),
+            "config": self.config.to_dict(),
+            "n_models": self.n_models,
+            "technique": self.technique,
+            "steps": self.steps,
+            "flat": self.flat.detach().clone(),
+            "target_flat": self.target_flat.clone(),
+            "m": self.m.clone(),
+            "v": self.v.clone(),
+        }
 
     def load_state_dict(self, sd: dict) -> None:
         with torch.no_grad():
@@ -255,14 +280,19 @@ class BatchedDQN:
                 src = sd[name]
                 dst = getattr(self, name)
                 if tuple(src.shape) != tuple(dst.shape):
-                    raise ConfigError(f"learner state {name}: shape {tuple(src.shape)} does not match "
-                                      f"{tuple(dst.shape)}")
+                    raise ConfigError(
+                        f"learner state {name}: shape {tuple(src.shape)} does not match "
+                        f"{tuple(dst.shape)}"
+                    )
                 dst.detach().copy_(src)
         self.steps = int(sd["steps"])
 
     def __getstate__(self):
-        st = {k: v for k, v in self.__dict__.items()
-              if k not in ("params", "target", "_vmapped", "_denom", "_gflat", "_gviews")}
+        st = {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("params", "target", "_vmapped", "_denom", "_gflat", "_gviews")
+        }
         st["flat"] = self.flat.detach().clone()
         return st
 
@@ -285,7 +315,9 @@ class BatchedDQN:
         with torch.no_grad():
             q_next_t = q_values(self.target, s2, self.spec)
             if cfg.double_q:
-                a_star = q_values([p.detach() for p in self.params], s2, self.spec).argmax(-1, keepdim=True)
+                a_star = q_values([p.detach() for p in self.params], s2, self.spec).argmax(
+                    -1, keepdim=True
+                )
                 q_next = q_next_t.gather(-1, a_star).squeeze(-1)
             else:
                 q_next = q_next_t.max(-1).values
@@ -299,8 +331,9 @@ class BatchedDQN:
         x = s
         if self.spec.normalises:
             from baselines.dqn.network import normalise_input
+
             x = normalise_input(self.spec, x)
-        acts = [x]          # layer inputs
+        acts = [x]  # layer inputs
         for i in range(n):
             z = torch.baddbmm(params[2 * i + 1].unsqueeze(1), x, params[2 * i])
             if i < n - 1:
@@ -308,9 +341,9 @@ class BatchedDQN:
                 acts.append(x)
             else:
                 x = z
-        q_all = x                                            # [M, B, A]
+        q_all = x  # [M, B, A]
         idx = a.unsqueeze(-1)
-        err = q_all.gather(-1, idx).squeeze(-1) - y           # [M, B]
+        err = q_all.gather(-1, idx).squeeze(-1) - y  # [M, B]
         inv_b = 1.0 / err.shape[1]
         if cfg.loss == "mse":
             per_model = (0.5 * inv_b) * (err * err).sum(-1)
@@ -318,31 +351,39 @@ class BatchedDQN:
         else:
             ab = err.abs()
             small = ab <= cfg.huber_delta
-            per_model = torch.where(small, 0.5 * err * err,
-                                    cfg.huber_delta * (ab - 0.5 * cfg.huber_delta)).sum(-1) * inv_b
+            per_model = (
+                torch.where(
+                    small, 0.5 * err * err, cfg.huber_delta * (ab - 0.5 * cfg.huber_delta)
+                ).sum(-1)
+                * inv_b
+            )
             derr = err.clamp(-cfg.huber_delta, cfg.huber_delta).mul_(inv_b)
-        dz = torch.zeros_like(q_all).scatter_(-1, idx, derr.unsqueeze(-1))   # dL/dq
+        dz = torch.zeros_like(q_all).scatter_(-1, idx, derr.unsqueeze(-1))  # dL/dq
         if cfg.cql_alpha > 0.0:
             # d/dq [alpha * mean(logsumexp(q) - q_a)] = alpha / B * (softmax(q) - onehot(a))
             lse = torch.logsumexp(q_all, -1)
-            per_model = per_model + cfg.cql_alpha * inv_b * (lse - q_all.gather(-1, idx).squeeze(-1)).sum(-1)
-            soft = torch.softmax(q_all, -1).scatter_add_(-1, idx, torch.full_like(derr, -1.0).unsqueeze(-1))
+            per_model = per_model + cfg.cql_alpha * inv_b * (
+                lse - q_all.gather(-1, idx).squeeze(-1)
+            ).sum(-1)
+            soft = torch.softmax(q_all, -1).scatter_add_(
+                -1, idx, torch.full_like(derr, -1.0).unsqueeze(-1)
+            )
             dz.add_(soft, alpha=cfg.cql_alpha * inv_b)
-        grads = self._gviews      # written in place: the optimiser reads the flat buffer
+        grads = self._gviews  # written in place: the optimiser reads the flat buffer
         for i in range(n - 1, -1, -1):
             h = acts[i]
             torch.bmm(h.transpose(1, 2), dz, out=grads[2 * i])
             torch.sum(dz, 1, out=grads[2 * i + 1])
             if i > 0:
                 dh = torch.bmm(dz, params[2 * i].transpose(1, 2))
-                dz = torch.ops.aten.threshold_backward(dh, h, 0.0)   # ReLU'(z) = [h > 0]
+                dz = torch.ops.aten.threshold_backward(dh, h, 0.0)  # ReLU'(z) = [h > 0]
         return grads, per_model
 
     def _grads_autograd(self, s, a, y):
         cfg = self.config
         q_all = q_values(self.params, s, self.spec)
         q = q_all.gather(-1, a.unsqueeze(-1)).squeeze(-1)
-        per_model = td_loss(q - y, cfg.loss, cfg.huber_delta).mean(-1)      # [M]
+        per_model = td_loss(q - y, cfg.loss, cfg.huber_delta).mean(-1)  # [M]
         if cfg.cql_alpha > 0.0:
             per_model = per_model + cfg.cql_alpha * (torch.logsumexp(q_all, -1) - q).mean(-1)
         grads = torch.autograd.grad(per_model.sum(), self.params)
@@ -384,8 +425,10 @@ class BatchedDQN:
         s2 = torch.as_tensor(np.asarray(next_states, dtype=np.float32))
         d = torch.as_tensor(np.asarray(dones, dtype=np.float32))
         if s.ndim != 3 or s.shape[0] != self.n_models or s.shape[2] != self.spec.n_inputs:
-            raise ConfigError(f"states: expected shape [{self.n_models}, B, {self.spec.n_inputs}], "
-                              f"got {list(s.shape)}")
+            raise ConfigError(
+                f"states: expected shape [{self.n_models}, B, {self.spec.n_inputs}], "
+                f"got {list(s.shape)}"
+            )
         y = self._targets(r, s2, d)
         if self.technique == "bmm":
             grads, loss = self._grads_bmm(s, a, y)
@@ -397,26 +440,26 @@ class BatchedDQN:
             self.steps += 1
             b1, b2 = cfg.adam_beta1, cfg.adam_beta2
             g = self._gflat
-            if self.technique != "bmm":           # bmm wrote its gradients there already
+            if self.technique != "bmm":  # bmm wrote its gradients there already
                 for dst, src in zip(self._gviews, grads):
                     dst.copy_(src)
             if cfg.grad_clip is not None:
-                sq = sum(x.reshape(self.n_models, -1).pow(2).sum(1) for x in self._gviews)   # [M]
+                sq = sum(x.reshape(self.n_models, -1).pow(2).sum(1) for x in self._gviews)  # [M]
                 factor = (cfg.grad_clip / (sq.sqrt() + 1e-6)).clamp_(max=1.0)
                 for x in self._gviews:
                     x.mul_(factor.view(-1, *([1] * (x.ndim - 1))))
-            bc1 = 1.0 - b1 ** self.steps
-            bc2 = 1.0 - b2 ** self.steps
+            bc1 = 1.0 - b1**self.steps
+            bc2 = 1.0 - b2**self.steps
             flat = self.flat.detach()
-            self.m.lerp_(g, 1.0 - b1)                     # m = b1 m + (1 - b1) g
+            self.m.lerp_(g, 1.0 - b1)  # m = b1 m + (1 - b1) g
             self.v.mul_(b2).addcmul_(g, g, value=1.0 - b2)  # v = b2 v + (1 - b2) g^2
             # NumPy's sqrt: torch's CPU sqrt is ~10x slower on zeros (never-updated
             # entries), which dominate a fresh bank's optimiser state
             denom = self._denom
             np.sqrt(self.v.numpy(), out=denom.numpy())
-            denom.div_(bc2 ** 0.5).add_(cfg.adam_eps)
+            denom.div_(bc2**0.5).add_(cfg.adam_eps)
             flat.addcdiv_(self.m, denom, value=-cfg.lr / bc1)
-            self.target_flat.lerp_(flat, cfg.tau)         # soft target update
+            self.target_flat.lerp_(flat, cfg.tau)  # soft target update
         return loss
 
     def greedy(self, states) -> np.ndarray:

@@ -56,14 +56,20 @@ class QNetSpec:
 
     def __post_init__(self):
         if int(self.n_inputs) < 1 or int(self.n_actions) < 1:
-            raise ConfigError(f"Q-network: n_inputs and n_actions must be positive, got "
-                              f"{self.n_inputs}, {self.n_actions}")
+            raise ConfigError(
+                f"Q-network: n_inputs and n_actions must be positive, got "
+                f"{self.n_inputs}, {self.n_actions}"
+            )
         hidden = tuple(int(h) for h in self.hidden)
         if any(h < 1 for h in hidden):
-            raise ConfigError(f"hidden: every layer width must be positive, got {list(self.hidden)}")
+            raise ConfigError(
+                f"hidden: every layer width must be positive, got {list(self.hidden)}"
+            )
         object.__setattr__(self, "hidden", hidden)
         if self.activation not in ACTIVATIONS:
-            raise ConfigError(f"activation: unknown {self.activation!r}; known: {list(ACTIVATIONS)}")
+            raise ConfigError(
+                f"activation: unknown {self.activation!r}; known: {list(ACTIVATIONS)}"
+            )
         for name in ("input_offset", "input_scale"):
             v = getattr(self, name)
             if v is not None:
@@ -90,22 +96,32 @@ class QNetSpec:
         return sum(i * o + o for i, o in self.layer_sizes)
 
     def offset_array(self) -> np.ndarray:
-        return (np.zeros(self.n_inputs, np.float32) if self.input_offset is None
-                else np.asarray(self.input_offset, np.float32))
+        return (
+            np.zeros(self.n_inputs, np.float32)
+            if self.input_offset is None
+            else np.asarray(self.input_offset, np.float32)
+        )
 
     def scale_array(self) -> np.ndarray:
-        return (np.ones(self.n_inputs, np.float32) if self.input_scale is None
-                else np.asarray(self.input_scale, np.float32))
+        return (
+            np.ones(self.n_inputs, np.float32)
+            if self.input_scale is None
+            else np.asarray(self.input_scale, np.float32)
+        )
 
     @property
     def normalises(self) -> bool:
         return self.input_offset is not None or self.input_scale is not None
 
     def to_dict(self) -> dict:
-        return {"n_inputs": self.n_inputs, "n_actions": self.n_actions, "hidden": list(self.hidden),
-                "activation": self.activation,
-                "input_offset": None if self.input_offset is None else list(self.input_offset),
-                "input_scale": None if self.input_scale is None else list(self.input_scale)}
+        return {
+            "n_inputs": self.n_inputs,
+            "n_actions": self.n_actions,
+            "hidden": list(self.hidden),
+            "activation": self.activation,
+            "input_offset": None if self.input_offset is None else list(self.input_offset),
+            "input_scale": None if self.input_scale is None else list(self.input_scale),
+        }
 
 
 def init_params(spec: QNetSpec, n_models: int = 1, seed: int = 0) -> list[torch.Tensor]:
@@ -127,7 +143,9 @@ def init_params(spec: QNetSpec, n_models: int = 1, seed: int = 0) -> list[torch.
         gen = torch.Generator().manual_seed(int(state >> np.uint64(1)))
         for w, (fan_in, fan_out) in zip(weights, spec.layer_sizes):
             limit = math.sqrt(6.0 / (fan_in + fan_out))
-            w[m] = (torch.rand((fan_in, fan_out), generator=gen, dtype=torch.float32) * 2 - 1) * limit
+            w[m] = (
+                torch.rand((fan_in, fan_out), generator=gen, dtype=torch.float32) * 2 - 1
+            ) * limit
     params: list[torch.Tensor] = []
     for w, (_, fan_out) in zip(weights, spec.layer_sizes):
         params += [w, torch.zeros((n_models, fan_out), dtype=torch.float32)]
@@ -142,7 +160,9 @@ def normalise_input(spec: QNetSpec, x: torch.Tensor) -> torch.Tensor:
     return (x - off) / scale
 
 
-def q_values(params: Sequence[torch.Tensor], x: torch.Tensor, spec: QNetSpec | None = None) -> torch.Tensor:
+def q_values(
+    params: Sequence[torch.Tensor], x: torch.Tensor, spec: QNetSpec | None = None
+) -> torch.Tensor:
     """Q-values of a stack of models: ``x`` ``[M, B, n_inputs]`` -> ``[M, B, n_actions]``.
 
     One ``baddbmm`` per layer (a batched ``x @ W + b`` over the M models).
@@ -158,7 +178,9 @@ def q_values(params: Sequence[torch.Tensor], x: torch.Tensor, spec: QNetSpec | N
     return x
 
 
-def q_values_single(params: Sequence[torch.Tensor], x: torch.Tensor, spec: QNetSpec | None = None) -> torch.Tensor:
+def q_values_single(
+    params: Sequence[torch.Tensor], x: torch.Tensor, spec: QNetSpec | None = None
+) -> torch.Tensor:
     """Q-values of one model given unstacked parameters (``W`` ``[in, out]``,
     ``b`` ``[out]``): ``x`` ``[B, n_inputs]`` -> ``[B, n_actions]``. The
     per-model function that ``torch.func.vmap`` maps over a stack."""
@@ -198,7 +220,9 @@ class NumpyQNet:
         self._dense = DenseForward(self.weights, self.offset, self.inv_scale)
 
     @classmethod
-    def from_params(cls, params: Sequence[torch.Tensor], spec: QNetSpec, model: int = 0) -> NumpyQNet:
+    def from_params(
+        cls, params: Sequence[torch.Tensor], spec: QNetSpec, model: int = 0
+    ) -> NumpyQNet:
         return cls([p[model].detach().cpu().numpy().copy() for p in params], spec)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:

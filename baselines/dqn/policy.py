@@ -119,32 +119,55 @@ class DQNScheduler(Scheduler):
 
     name = "dqn"
 
-    def __init__(self, hidden=(64, 64, 64), epsilon: float = 0.1, seed: int = 0,
-                 reward: str = COMPLETION, gamma: float = DQNConfig.gamma, lr: float = DQNConfig.lr,
-                 batch_size: int = DQNConfig.batch_size, tau: float = DQNConfig.tau, loss: str = DQNConfig.loss,
-                 huber_delta: float = DQNConfig.huber_delta, double_q: bool = DQNConfig.double_q,
-                 grad_clip: float | None = DQNConfig.grad_clip, replay_capacity: int = 50_000,
-                 technique: str = "bmm", model: str | None = None,
-                 hindsight_rtts: float = HINDSIGHT_RTTS, cql_alpha: float = DQNConfig.cql_alpha,
-                 reward_unit: str = COMPLETION_UNIT):
+    def __init__(
+        self,
+        hidden=(64, 64, 64),
+        epsilon: float = 0.1,
+        seed: int = 0,
+        reward: str = COMPLETION,
+        gamma: float = DQNConfig.gamma,
+        lr: float = DQNConfig.lr,
+        batch_size: int = DQNConfig.batch_size,
+        tau: float = DQNConfig.tau,
+        loss: str = DQNConfig.loss,
+        huber_delta: float = DQNConfig.huber_delta,
+        double_q: bool = DQNConfig.double_q,
+        grad_clip: float | None = DQNConfig.grad_clip,
+        replay_capacity: int = 50_000,
+        technique: str = "bmm",
+        model: str | None = None,
+        hindsight_rtts: float = HINDSIGHT_RTTS,
+        cql_alpha: float = DQNConfig.cql_alpha,
+        reward_unit: str = COMPLETION_UNIT,
+    ):
         if reward not in ADAPTER_REWARDS:
-            raise ConfigError(f"reward: unknown reward {reward!r}; choose one of {list(ADAPTER_REWARDS)}")
+            raise ConfigError(
+                f"reward: unknown reward {reward!r}; choose one of {list(ADAPTER_REWARDS)}"
+            )
         epsilon = float(epsilon)
         if not 0.0 <= epsilon <= 1.0:
             raise ConfigError(f"epsilon: must be in [0, 1], got {epsilon}")
         if int(replay_capacity) < 1:
-            raise ConfigError(f"replay_capacity: must be a positive integer, got {replay_capacity!r}")
+            raise ConfigError(
+                f"replay_capacity: must be a positive integer, got {replay_capacity!r}"
+            )
         if technique not in TECHNIQUES:
             raise ConfigError(f"technique: unknown {technique!r}; known: {list(TECHNIQUES)}")
         self.hidden = _hidden(hidden)
         self.epsilon = epsilon
         self.seed = int(seed)
         self.reward_kind = reward
-        self.learner_config = DQNConfig(lr=float(lr), batch_size=int(batch_size), gamma=float(gamma),
-                                        tau=float(tau), loss=loss, huber_delta=float(huber_delta),
-                                        double_q=bool(double_q),
-                                        grad_clip=None if grad_clip is None else float(grad_clip),
-                                        cql_alpha=float(cql_alpha))
+        self.learner_config = DQNConfig(
+            lr=float(lr),
+            batch_size=int(batch_size),
+            gamma=float(gamma),
+            tau=float(tau),
+            loss=loss,
+            huber_delta=float(huber_delta),
+            double_q=bool(double_q),
+            grad_clip=None if grad_clip is None else float(grad_clip),
+            cql_alpha=float(cql_alpha),
+        )
         self.replay_capacity = int(replay_capacity)
         self.technique = technique
         self.spec: QNetSpec | None = None
@@ -159,7 +182,7 @@ class DQNScheduler(Scheduler):
         self.hindsight_rtts = float(hindsight_rtts)
         self.reward_unit = check_reward_unit(reward_unit)
         self._credit: CompletionCredit | None = None
-        self._pending: list[deque] = []   # per path: decisions waiting for their packet's fate
+        self._pending: list[deque] = []  # per path: decisions waiting for their packet's fate
         self._last_rec: list | None = None
         #: compute rewards and emit transitions (learning or logging)
         self.recording = False
@@ -192,8 +215,9 @@ class DQNScheduler(Scheduler):
     def build(self, n_paths: int) -> None:
         """Create the network, learner and replay memory for ``n_paths`` paths."""
         self.spec = QNetSpec(n_inputs(n_paths, self.reward_kind), n_paths, self.hidden)
-        self.learner = BatchedDQN(self.spec, 1, self.learner_config, seed=self.seed,
-                                  technique=self.technique)
+        self.learner = BatchedDQN(
+            self.spec, 1, self.learner_config, seed=self.seed, technique=self.technique
+        )
         self.replay = ReplayMemory(self.replay_capacity, self.spec.n_inputs, 1, seed=self.seed + 1)
         self.deploy()
 
@@ -209,7 +233,9 @@ class DQNScheduler(Scheduler):
     def q_values(self, states) -> np.ndarray:
         """Q-values of the deployed network for states ``[B, n_inputs]`` (or one state)."""
         if self.qnet is None:
-            raise ConfigError(f"{self.name}: the model is not built yet (no episode or fit has run)")
+            raise ConfigError(
+                f"{self.name}: the model is not built yet (no episode or fit has run)"
+            )
         return self.qnet(np.asarray(states, dtype=np.float32))
 
     # ---------------------------------------------------------- scheduling
@@ -218,14 +244,19 @@ class DQNScheduler(Scheduler):
         if self.spec is None:
             self.build(n)
         elif self.spec.n_actions != n:
-            raise ConfigError(f"{self.name}: the model was built for {self.spec.n_actions} paths, "
-                              f"the scenario has {n}")
+            raise ConfigError(
+                f"{self.name}: the model was built for {self.spec.n_actions} paths, "
+                f"the scenario has {n}"
+            )
         self._view = view
         if self.behaviour is not None:
             self.behaviour.reset(view)
         self._vals = [0.0] * (4 * n)
-        self._credit = (CompletionCredit(n, self.hindsight_rtts, self._completion_features, self.reward_unit)
-                        if self._completion else None)
+        self._credit = (
+            CompletionCredit(n, self.hindsight_rtts, self._completion_features, self.reward_unit)
+            if self._completion
+            else None
+        )
         self._prev_state = None
         self._t_prev = view.now
         self._delivered_prev = view.delivered
@@ -245,9 +276,17 @@ class DQNScheduler(Scheduler):
         elif self.recording:
             now = view.sim.now
             if self._prev_state is not None:
-                r = step_reward(self.reward_kind, view.delivered - self._delivered_prev,
-                                now - self._t_prev, view.payload, self._ack_credit, self._ack_count)
-                self.on_transition(self._prev_state, self._prev_action, r, state, False, self._t_prev)
+                r = step_reward(
+                    self.reward_kind,
+                    view.delivered - self._delivered_prev,
+                    now - self._t_prev,
+                    view.payload,
+                    self._ack_credit,
+                    self._ack_count,
+                )
+                self.on_transition(
+                    self._prev_state, self._prev_action, r, state, False, self._t_prev
+                )
             budget = self.record_budget
             if budget is not None:
                 if budget <= 0:
@@ -273,17 +312,17 @@ class DQNScheduler(Scheduler):
         budget = self.record_budget
         if record and budget is not None and budget <= 0:
             record = False
-            if credit.has_open_decision:          # close the budget's last decision now
+            if credit.has_open_decision:  # close the budget's last decision now
                 for t in credit.finish(view, now, False):
                     self.on_transition(*t)
                 view.sim.stop()
-        state = credit.observe(view, now, record)       # a float32 row
+        state = credit.observe(view, now, record)  # a float32 row
         if record:
             for t in credit.ready(view, now):
                 self.on_transition(*t)
             if budget is not None:
                 self.record_budget = budget - 1
-        a = probe_path(view)      # a probe needs no Q-values (nor an exploration draw)
+        a = probe_path(view)  # a probe needs no Q-values (nor an exploration draw)
         _, d = credit.act(view, state, self._choose(state) if a is None else a, now, record)
         self.decisions += 1
         return d
@@ -293,10 +332,14 @@ class DQNScheduler(Scheduler):
         return completion_features_into(view, now, finish, vals)
 
     #: the exploration draws' Generator (settable: a task reseeds it)
-    rng = property(lambda self: self._draws.rng, lambda self, rng: setattr(self, "_draws", EpsilonDraws(rng)))
+    rng = property(
+        lambda self: self._draws.rng, lambda self, rng: setattr(self, "_draws", EpsilonDraws(rng))
+    )
 
     def _choose(self, state) -> int:
-        a = self._draws.explore(self.epsilon, self.spec.n_actions)   # rng.random() < eps: rng.integers(n)
+        a = self._draws.explore(
+            self.epsilon, self.spec.n_actions
+        )  # rng.random() < eps: rng.integers(n)
         if a >= 0:
             return a
         if self.behaviour is not None:
@@ -325,12 +368,18 @@ class DQNScheduler(Scheduler):
         self.decisions += 1
         budget = self.record_budget
         if budget is not None:
-            if budget <= 0:           # budget used up: act, record nothing more
+            if budget <= 0:  # budget used up: act, record nothing more
                 self._last_rec = None
                 self._stop_if_complete(view)
                 return a
             self.record_budget = budget - 1
-        rec = [state, a, view.sim.now, None, None]   # state, action, decision time, next state, reward
+        rec = [
+            state,
+            a,
+            view.sim.now,
+            None,
+            None,
+        ]  # state, action, decision time, next state, reward
         dq = self._pending[a]
         dq.append(rec)
         if len(dq) > MAX_PENDING:
@@ -345,7 +394,7 @@ class DQNScheduler(Scheduler):
     def _resolve(self, path: int, now: float, acked: bool, sent_time: float | None = None) -> None:
         dq = self._pending[path] if path < len(self._pending) else None
         if not dq:
-            return          # a packet no decision sent (PTO probe) or an already dropped one
+            return  # a packet no decision sent (PTO probe) or an already dropped one
         if sent_time is not None and dq[0][2] > sent_time + 1e-12:
             # sent before the oldest pending decision: a PTO probe or a late ACK
             # of a packet already declared lost; matching it would credit a
@@ -370,19 +419,27 @@ class DQNScheduler(Scheduler):
         if self._per_packet and self.recording:
             self._resolve(path, view.sim.now, False, sent_time)
 
-    def drive_episode(self, scenario, app, seed: int, max_duration_s: float | None = None,
-                      setup: Callable | None = None) -> dict[str, float]:
+    def drive_episode(
+        self,
+        scenario,
+        app,
+        seed: int,
+        max_duration_s: float | None = None,
+        setup: Callable | None = None,
+    ) -> dict[str, float]:
         """One download with this scheduler (learning as it learns): the
         emulation set up, ``setup(emulation, connection)`` before it starts
         (e.g. to schedule condition changes), run for ``max_duration_s``
         emulated seconds (None: the scenario's), the last transition closed
         (:meth:`end_episode`); the episode metrics. DQN-On and FALCON drive
         their online episodes through here."""
-        with collector_paused():        # the whole episode: envs/sim.py's docstring says why
+        with collector_paused():  # the whole episode: envs/sim.py's docstring says why
             emu, conn, application, s = setup_episode(scenario, app, self, seed)
             if setup is not None:
                 setup(emu, conn)
-            end = emu.sim.run(s["max_duration_s"] if max_duration_s is None else float(max_duration_s))
+            end = emu.sim.run(
+                s["max_duration_s"] if max_duration_s is None else float(max_duration_s)
+            )
             self.end_episode(application.done)
             return closing_metrics(emu, conn, application, end)
 
@@ -409,11 +466,18 @@ class DQNScheduler(Scheduler):
             self._prev_state = None
             return
         now = view.sim.now
-        r = step_reward(self.reward_kind, view.delivered - self._delivered_prev, now - self._t_prev,
-                        view.payload, self._ack_credit, self._ack_count)
+        r = step_reward(
+            self.reward_kind,
+            view.delivered - self._delivered_prev,
+            now - self._t_prev,
+            view.payload,
+            self._ack_credit,
+            self._ack_count,
+        )
         state = np.array(observe_into(view, self._vals), dtype=np.float32)
-        self.on_transition(self._prev_state, self._prev_action, r, state, bool(terminated),
-                           self._t_prev)
+        self.on_transition(
+            self._prev_state, self._prev_action, r, state, bool(terminated), self._t_prev
+        )
         self._prev_state = None
 
     def on_transition(self, state, action, reward, next_state, done, time) -> None:
@@ -423,10 +487,17 @@ class DQNScheduler(Scheduler):
 
     # ---------------------------------------------------------- persistence
     def hyperparameters(self) -> dict:
-        return {"hidden": list(self.hidden), "epsilon": self.epsilon, "seed": self.seed,
-                "reward": self.reward_kind, "replay_capacity": self.replay_capacity,
-                "technique": self.technique, "hindsight_rtts": self.hindsight_rtts,
-                "reward_unit": self.reward_unit, **self.learner_config.to_dict()}
+        return {
+            "hidden": list(self.hidden),
+            "epsilon": self.epsilon,
+            "seed": self.seed,
+            "reward": self.reward_kind,
+            "replay_capacity": self.replay_capacity,
+            "technique": self.technique,
+            "hindsight_rtts": self.hindsight_rtts,
+            "reward_unit": self.reward_unit,
+            **self.learner_config.to_dict(),
+        }
 
     def save(self, directory) -> None:
         """Write ``model.h5`` (the documented HDF5 layout, see
@@ -438,14 +509,28 @@ class DQNScheduler(Scheduler):
             raise ConfigError(f"{self.name}: nothing to save, the model was never built")
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        rec = ModelRecord(name=self.name, spec=self.spec, weights=self.learner.get_weights(0),
-                          attrs={"agent": type(self).__name__, "feature_names": feature_names(self.n_paths, self.reward_kind),
-                                 "hyperparameters": json.dumps(self.hyperparameters()),
-                                 "reward": self.reward_kind})
+        rec = ModelRecord(
+            name=self.name,
+            spec=self.spec,
+            weights=self.learner.get_weights(0),
+            attrs={
+                "agent": type(self).__name__,
+                "feature_names": feature_names(self.n_paths, self.reward_kind),
+                "hyperparameters": json.dumps(self.hyperparameters()),
+                "reward": self.reward_kind,
+            },
+        )
         write_hdf5(directory / MODEL_FILE, [rec])
         tmp = directory / f".{CONFIG_FILE}.tmp"
-        tmp.write_text(json.dumps({"class": f"{type(self).__module__}:{type(self).__name__}",
-                                   **self.hyperparameters()}, indent=2))
+        tmp.write_text(
+            json.dumps(
+                {
+                    "class": f"{type(self).__module__}:{type(self).__name__}",
+                    **self.hyperparameters(),
+                },
+                indent=2,
+            )
+        )
         tmp.replace(directory / CONFIG_FILE)
 
     def load(self, path) -> None:
@@ -459,39 +544,62 @@ class DQNScheduler(Scheduler):
         records = read_hdf5(p)
         rec = records[0]
         if rec.spec.n_inputs != n_inputs(rec.spec.n_actions, self.reward_kind):
-            raise ModelFileError(f"{p}: model takes {rec.spec.n_inputs} inputs for {rec.spec.n_actions} "
-                                 f"paths, the {self.reward_kind!r} MDP has "
-                                 f"{n_inputs(rec.spec.n_actions, self.reward_kind)}")
+            raise ModelFileError(
+                f"{p}: model takes {rec.spec.n_inputs} inputs for {rec.spec.n_actions} "
+                f"paths, the {self.reward_kind!r} MDP has "
+                f"{n_inputs(rec.spec.n_actions, self.reward_kind)}"
+            )
         if rec.spec.hidden != self.hidden:
-            raise ModelFileError(f"{p}: model has hidden layers {list(rec.spec.hidden)}, the agent "
-                                 f"is configured with {list(self.hidden)}")
+            raise ModelFileError(
+                f"{p}: model has hidden layers {list(rec.spec.hidden)}, the agent "
+                f"is configured with {list(self.hidden)}"
+            )
         self.hidden = rec.spec.hidden
         self.spec = rec.spec
-        self.learner = BatchedDQN(self.spec, 1, self.learner_config, seed=self.seed,
-                                  technique=self.technique)
+        self.learner = BatchedDQN(
+            self.spec, 1, self.learner_config, seed=self.seed, technique=self.technique
+        )
         self.learner.set_weights(rec.weights)
         self.replay = ReplayMemory(self.replay_capacity, self.spec.n_inputs, 1, seed=self.seed + 1)
         self.deploy()
 
     def __getstate__(self):
         st = dict(self.__dict__)
-        st["_view"] = None     # never carry a live connection into a copy
+        st["_view"] = None  # never carry a live connection into a copy
         return st
 
 
-def greedy_scheduler(weights: Sequence[np.ndarray], spec: QNetSpec,
-                     hindsight_rtts: float = HINDSIGHT_RTTS, reward_unit: str = COMPLETION_UNIT) -> DQNScheduler:
+def greedy_scheduler(
+    weights: Sequence[np.ndarray],
+    spec: QNetSpec,
+    hindsight_rtts: float = HINDSIGHT_RTTS,
+    reward_unit: str = COMPLETION_UNIT,
+) -> DQNScheduler:
     """A scheduler acting greedily (epsilon 0, recording nothing) with the
     network ``weights`` (``[W0, b0, ...]``) of ``spec``, in the MDP its input
     width names (:func:`envs.mdp.reward_of_inputs`). No learner is built."""
     reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
     if reward is None:
-        raise ConfigError(f"a network of {spec.n_inputs} inputs for {spec.n_actions} paths matches no MDP")
-    s = DQNScheduler(hidden=spec.hidden, epsilon=0.0, reward=reward, hindsight_rtts=hindsight_rtts,
-                     reward_unit=reward_unit)
-    s.spec = spec                     # preset: reset() then builds no learner
+        raise ConfigError(
+            f"a network of {spec.n_inputs} inputs for {spec.n_actions} paths matches no MDP"
+        )
+    s = DQNScheduler(
+        hidden=spec.hidden,
+        epsilon=0.0,
+        reward=reward,
+        hindsight_rtts=hindsight_rtts,
+        reward_unit=reward_unit,
+    )
+    s.spec = spec  # preset: reset() then builds no learner
     s.qnet = NumpyQNet(weights, spec)
     return s
 
 
-__all__ = ["DQNScheduler", "greedy_scheduler", "MODEL_FILE", "CONFIG_FILE", "PACKET_RATE", "COMPLETION"]
+__all__ = [
+    "DQNScheduler",
+    "greedy_scheduler",
+    "MODEL_FILE",
+    "CONFIG_FILE",
+    "PACKET_RATE",
+    "COMPLETION",
+]

@@ -36,16 +36,18 @@ class ReplayMemory:
         self.actions = np.zeros(shape, np.int64)
         self.rewards = np.zeros(shape, np.float32)
         self.dones = np.zeros(shape, np.float32)
-        self.sizes = np.zeros(self.n_models, np.int64)   # filled entries per model
-        self.heads = np.zeros(self.n_models, np.int64)   # next write position per model
-        self.added = np.zeros(self.n_models, np.int64)   # transitions ever added per model
+        self.sizes = np.zeros(self.n_models, np.int64)  # filled entries per model
+        self.heads = np.zeros(self.n_models, np.int64)  # next write position per model
+        self.added = np.zeros(self.n_models, np.int64)  # transitions ever added per model
         self.rng = np.random.default_rng(seed)
 
     def __len__(self) -> int:
         """Filled entries of model 0 (the single-model size)."""
         return int(self.sizes[0])
 
-    def add(self, state, action: int, reward: float, next_state, done: bool, model: int = 0) -> None:
+    def add(
+        self, state, action: int, reward: float, next_state, done: bool, model: int = 0
+    ) -> None:
         """Append one transition to model ``model``'s buffer (oldest overwritten when full)."""
         i = int(self.heads[model])
         self.states[model, i] = state
@@ -65,12 +67,17 @@ class ReplayMemory:
         n = len(states)
         if n == 0:
             return
-        arrays = (states, np.asarray(actions, np.int64), np.asarray(rewards, np.float32),
-                  np.asarray(next_states, np.float32), np.asarray(dones, np.float32))
+        arrays = (
+            states,
+            np.asarray(actions, np.int64),
+            np.asarray(rewards, np.float32),
+            np.asarray(next_states, np.float32),
+            np.asarray(dones, np.float32),
+        )
         if any(len(x) != n for x in arrays):
             raise ConfigError("replay: transition arrays of different lengths")
-        if n > self.capacity:   # only the newest fit
-            arrays = tuple(x[n - self.capacity:] for x in arrays)
+        if n > self.capacity:  # only the newest fit
+            arrays = tuple(x[n - self.capacity :] for x in arrays)
             self.added[model] += n - self.capacity
             n = self.capacity
         head = int(self.heads[model])
@@ -89,8 +96,13 @@ class ReplayMemory:
         m = self.n_models
         idx = (self.rng.random((m, batch_size)) * self.sizes[:, None]).astype(np.int64)
         rows = np.arange(m)[:, None]
-        return (self.states[rows, idx], self.actions[rows, idx], self.rewards[rows, idx],
-                self.next_states[rows, idx], self.dones[rows, idx])
+        return (
+            self.states[rows, idx],
+            self.actions[rows, idx],
+            self.rewards[rows, idx],
+            self.next_states[rows, idx],
+            self.dones[rows, idx],
+        )
 
     def contents(self, model: int = 0):
         """Model ``model``'s transitions, oldest first (copies), in :attr:`FIELDS` order."""

@@ -56,15 +56,15 @@ from envs.mdp import COMPLETION, PACKET_RATE
 
 #: options of the RLlib backend (``agent.rllib.*``) and their defaults
 DEFAULTS: dict = {
-    "iterations": 10,                 # algo.train() calls
+    "iterations": 10,  # algo.train() calls
     "rollout_fragment_length": 1000,  # env steps per sampling round and env runner (see below)
-    "num_env_runners": 0,             # 0: sample in the driver process; >0: Ray actors
-    "num_cpus": None,                 # ray.init(num_cpus=...) when Ray is started here
-    "address": None,                  # an existing Ray cluster ("auto", "ray://host:10001")
-    "env_reward": None,               # the environment's reward (its MDP); None = the agent's
-    "learning_starts": 64,            # env steps before the first update
-    "training_intensity": None,       # replayed / sampled steps; None = batch_size / train_interval
-    "max_steps": None,                # truncate training episodes after this many decisions
+    "num_env_runners": 0,  # 0: sample in the driver process; >0: Ray actors
+    "num_cpus": None,  # ray.init(num_cpus=...) when Ray is started here
+    "address": None,  # an existing Ray cluster ("auto", "ray://host:10001")
+    "env_reward": None,  # the environment's reward (its MDP); None = the agent's
+    "learning_starts": 64,  # env steps before the first update
+    "training_intensity": None,  # replayed / sampled steps; None = batch_size / train_interval
+    "max_steps": None,  # truncate training episodes after this many decisions
 }
 
 
@@ -82,8 +82,10 @@ def check_options(options: Mapping) -> dict:
         raise ConfigError(f"rllib.num_env_runners: must be >= 0, got {out['num_env_runners']!r}")
     out["num_env_runners"] = int(out["num_env_runners"])
     if out["env_reward"] is not None and out["env_reward"] not in ENV_REWARDS:
-        raise ConfigError(f"rllib.env_reward: unknown reward {out['env_reward']!r}; choose one of "
-                          f"{list(ENV_REWARDS)}")
+        raise ConfigError(
+            f"rllib.env_reward: unknown reward {out['env_reward']!r}; choose one of "
+            f"{list(ENV_REWARDS)}"
+        )
     return out
 
 
@@ -95,8 +97,10 @@ def attribute_decision_rewards(episode, **_) -> None:
         return
     credits = np.asarray(credits, dtype=np.float32)
     if len(credits) != len(episode):
-        raise ConfigError(f"rllib backend: {len(credits)} per-decision rewards for an episode chunk of "
-                          f"{len(episode)} steps (the packet_rate reward needs complete episodes)")
+        raise ConfigError(
+            f"rllib backend: {len(credits)} per-decision rewards for an episode chunk of "
+            f"{len(episode)} steps (the packet_rate reward needs complete episodes)"
+        )
     episode.set_rewards(new_data=[float(c) for c in credits], at_indices=slice(0, len(credits)))
 
 
@@ -118,13 +122,21 @@ def build_config(agent, scenario, app, seed: int, options: Mapping):
     if opts["max_steps"] is not None:
         env_config["max_steps"] = int(opts["max_steps"])
     eps = float(agent.epsilon)
-    training = dict(lr=lc.lr, gamma=lc.gamma, train_batch_size_per_learner=lc.batch_size,
-                    tau=lc.tau, target_network_update_freq=1, double_q=lc.double_q, dueling=False,
-                    num_atoms=1, n_step=1, epsilon=[[0, eps], [1, eps]],
-                    num_steps_sampled_before_learning_starts=opts["learning_starts"],
-                    replay_buffer_config={"type": "EpisodeReplayBuffer",
-                                          "capacity": agent.replay_capacity},
-                    td_error_loss_fn="huber" if lc.loss == "huber" else "mse")
+    training = dict(
+        lr=lc.lr,
+        gamma=lc.gamma,
+        train_batch_size_per_learner=lc.batch_size,
+        tau=lc.tau,
+        target_network_update_freq=1,
+        double_q=lc.double_q,
+        dueling=False,
+        num_atoms=1,
+        n_step=1,
+        epsilon=[[0, eps], [1, eps]],
+        num_steps_sampled_before_learning_starts=opts["learning_starts"],
+        replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": agent.replay_capacity},
+        td_error_loss_fn="huber" if lc.loss == "huber" else "mse",
+    )
     # the torch backend's replay ratio unless given: batch_size replayed
     # transitions per train_interval sampled ones (RLlib's own default is one
     # update per sampling round, far fewer)
@@ -132,20 +144,26 @@ def build_config(agent, scenario, app, seed: int, options: Mapping):
     if intensity is None:
         intensity = lc.batch_size / agent.trainer.train_interval
     training["training_intensity"] = float(intensity)
-    per_decision = reward in (PACKET_RATE, COMPLETION)   # credits attributed at the episode's end
-    cfg = (RLlibDQNConfig()
-           .environment(env=name, env_config=env_config)
-           .framework("torch")
-           .env_runners(num_env_runners=opts["num_env_runners"],
-                        rollout_fragment_length=opts["rollout_fragment_length"],
-                        # packet_rate: rewards are attributed once the episode ended
-                        batch_mode="complete_episodes" if per_decision else "truncate_episodes")
-           .training(**training)
-           .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(agent.hidden),
-                                                      fcnet_activation="relu",
-                                                      head_fcnet_hiddens=[]))
-           .debugging(seed=int(seed), log_level="ERROR")
-           .reporting(min_sample_timesteps_per_iteration=opts["rollout_fragment_length"]))
+    per_decision = reward in (PACKET_RATE, COMPLETION)  # credits attributed at the episode's end
+    cfg = (
+        RLlibDQNConfig()
+        .environment(env=name, env_config=env_config)
+        .framework("torch")
+        .env_runners(
+            num_env_runners=opts["num_env_runners"],
+            rollout_fragment_length=opts["rollout_fragment_length"],
+            # packet_rate: rewards are attributed once the episode ended
+            batch_mode="complete_episodes" if per_decision else "truncate_episodes",
+        )
+        .training(**training)
+        .rl_module(
+            model_config=DefaultModelConfig(
+                fcnet_hiddens=list(agent.hidden), fcnet_activation="relu", head_fcnet_hiddens=[]
+            )
+        )
+        .debugging(seed=int(seed), log_level="ERROR")
+        .reporting(min_sample_timesteps_per_iteration=opts["rollout_fragment_length"])
+    )
     if per_decision:
         cfg = cfg.callbacks(on_episode_end=attribute_decision_rewards)
     return cfg
@@ -166,17 +184,28 @@ def extract_weights(module, spec, check_states: np.ndarray | None = None) -> lis
     module's own Q-values on ``check_states`` (random states if None)."""
     import torch
 
-    linears = [m for part in (module.encoder, module.af) for m in part.modules()
-               if isinstance(m, torch.nn.Linear)]
+    linears = [
+        m
+        for part in (module.encoder, module.af)
+        for m in part.modules()
+        if isinstance(m, torch.nn.Linear)
+    ]
     sizes = [(lin.in_features, lin.out_features) for lin in linears]
     if sizes != spec.layer_sizes:
-        raise ConfigError(f"rllib backend: the RLlib module's dense layers {sizes} do not match the "
-                          f"agent's network {spec.layer_sizes}")
+        raise ConfigError(
+            f"rllib backend: the RLlib module's dense layers {sizes} do not match the "
+            f"agent's network {spec.layer_sizes}"
+        )
     weights = []
     for lin in linears:
-        weights += [lin.weight.detach().cpu().numpy().T.copy(), lin.bias.detach().cpu().numpy().copy()]
+        weights += [
+            lin.weight.detach().cpu().numpy().T.copy(),
+            lin.bias.detach().cpu().numpy().copy(),
+        ]
     if check_states is None:
-        check_states = np.random.default_rng(0).uniform(0, 10, (64, spec.n_inputs)).astype(np.float32)
+        check_states = (
+            np.random.default_rng(0).uniform(0, 10, (64, spec.n_inputs)).astype(np.float32)
+        )
     with torch.no_grad():
         q_ref = module_q_values(module, check_states)
     x = check_states
@@ -187,13 +216,22 @@ def extract_weights(module, spec, check_states: np.ndarray | None = None) -> lis
             x = np.maximum(x, 0)
     diff = float(np.abs(x - q_ref).max())
     if not diff < 1e-4:
-        raise ConfigError(f"rllib backend: extracted weights do not reproduce the module's Q-values "
-                          f"(max difference {diff:.3g})")
+        raise ConfigError(
+            f"rllib backend: extracted weights do not reproduce the module's Q-values "
+            f"(max difference {diff:.3g})"
+        )
     return weights
 
 
-def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, progress: bool = True,
-              **options) -> dict[str, float]:
+def fit_rllib(
+    agent,
+    scenario,
+    app,
+    seed: int = 0,
+    log: Callable | None = None,
+    progress: bool = True,
+    **options,
+) -> dict[str, float]:
     """Train ``agent`` (a :class:`~baselines.dqn.dqn_on.DQNOn`) with RLlib's DQN,
     then load the learned weights into it. Starts Ray (or connects to
     ``address``) unless it is already running; stops what it started."""
@@ -204,8 +242,10 @@ def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, 
     opts = check_options(options)
     if opts["env_reward"] is not None and agent.reward_kind != opts["env_reward"]:
         # the weights come back into the agent: both must see one MDP
-        raise ConfigError(f"rllib.env_reward: {opts['env_reward']!r} differs from the agent's reward "
-                          f"{agent.reward_kind!r}; the Gymnasium env offers {list(ENV_REWARDS)}")
+        raise ConfigError(
+            f"rllib.env_reward: {opts['env_reward']!r} differs from the agent's reward "
+            f"{agent.reward_kind!r}; the Gymnasium env offers {list(ENV_REWARDS)}"
+        )
     s = normalise_scenario(scenario)
     if agent.spec is None:
         agent.build(len(s["paths"]))
@@ -226,9 +266,11 @@ def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, 
         for it in range(opts["iterations"]):
             res = algo.train()
             env = res.get("env_runners", {})
-            point = {"episode_return_mean": float(env.get("episode_return_mean", math.nan)),
-                     "episode_len_mean": float(env.get("episode_len_mean", math.nan)),
-                     "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan))}
+            point = {
+                "episode_return_mean": float(env.get("episode_return_mean", math.nan)),
+                "episode_len_mean": float(env.get("episode_len_mean", math.nan)),
+                "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan)),
+            }
             learner = res.get("learners", {}).get("default_policy", {})
             if "qf_loss" in learner:
                 point["loss"] = float(learner["qf_loss"])
@@ -236,9 +278,13 @@ def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, 
             if log is not None:
                 log(point, step=it)
             if progress:
-                print(f"{agent.name} (rllib): iteration {it + 1}/{opts['iterations']}  "
-                      f"return {point['episode_return_mean']:.4g}  steps {point['env_steps']:.0f}  "
-                      f"[{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+                print(
+                    f"{agent.name} (rllib): iteration {it + 1}/{opts['iterations']}  "
+                    f"return {point['episode_return_mean']:.4g}  steps {point['env_steps']:.0f}  "
+                    f"[{time.perf_counter() - t0:.1f} s]",
+                    file=sys.stderr,
+                    flush=True,
+                )
         module = algo.get_module()
         weights = extract_weights(module, agent.spec)
     finally:
@@ -248,7 +294,19 @@ def fit_rllib(agent, scenario, app, seed: int = 0, log: Callable | None = None, 
             ray.shutdown()
     agent.learner.set_weights(weights)
     agent.deploy()
-    return {**last, "iterations": float(opts["iterations"]), "wall_time_s": time.perf_counter() - t0}
+    return {
+        **last,
+        "iterations": float(opts["iterations"]),
+        "wall_time_s": time.perf_counter() - t0,
+    }
 
 
-__all__ = ["fit_rllib", "build_config", "attribute_decision_rewards", "extract_weights", "module_q_values", "check_options", "DEFAULTS"]
+__all__ = [
+    "fit_rllib",
+    "build_config",
+    "attribute_decision_rewards",
+    "extract_weights",
+    "module_q_values",
+    "check_options",
+    "DEFAULTS",
+]

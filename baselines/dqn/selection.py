@@ -53,8 +53,13 @@ def halving_rounds(n_candidates: int, eta: int = ETA) -> int:
     return rounds
 
 
-def successive_halving(n_candidates: int, evaluate: Callable[[int, int], float], budget: int,
-                       eta: int = ETA, progress: Callable[[str], None] | None = None) -> tuple[int, list[dict]]:
+def successive_halving(
+    n_candidates: int,
+    evaluate: Callable[[int, int], float],
+    budget: int,
+    eta: int = ETA,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[int, list[dict]]:
     """The index of the best candidate by mean cost over validation episodes.
 
     Args:
@@ -80,8 +85,10 @@ def successive_halving(n_candidates: int, evaluate: Callable[[int, int], float],
         raise ConfigError(f"selection: eta must be >= 2, got {eta!r}")
     rounds = halving_rounds(n, eta)
     if rounds and int(budget) < n:
-        raise ConfigError(f"validation_episodes: {budget!r} cannot run each of the {n} candidates "
-                          f"once (models x checkpoints); give at least {n}")
+        raise ConfigError(
+            f"validation_episodes: {budget!r} cannot run each of the {n} candidates "
+            f"once (models x checkpoints); give at least {n}"
+        )
     costs: list[list[float]] = [[] for _ in range(n)]
     alive = list(range(n))
 
@@ -98,12 +105,16 @@ def successive_halving(n_candidates: int, evaluate: Callable[[int, int], float],
         left -= per * len(alive)
         alive.sort(key=lambda i: (mean(i), -i))
         if progress is not None:
-            progress(f"round {r + 1}/{rounds}: {len(alive)} candidates x {per} episode(s), "
-                     f"{done + per} each so far; best mean cost {mean(alive[0]):.4g}")
-        alive = alive[:max(1, math.ceil(len(alive) / eta))]
+            progress(
+                f"round {r + 1}/{rounds}: {len(alive)} candidates x {per} episode(s), "
+                f"{done + per} each so far; best mean cost {mean(alive[0]):.4g}"
+            )
+        alive = alive[: max(1, math.ceil(len(alive) / eta))]
     best = alive[0]
-    record = [{"candidate": i, "episodes": len(costs[i]), "mean_cost": mean(i) if costs[i] else None}
-              for i in range(n)]
+    record = [
+        {"candidate": i, "episodes": len(costs[i]), "mean_cost": mean(i) if costs[i] else None}
+        for i in range(n)
+    ]
     return best, record
 
 

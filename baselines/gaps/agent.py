@@ -93,26 +93,54 @@ class GAPS(Scheduler, Trainable):
     name = "gaps"
     wants_packet_feedback = True
 
-    def __init__(self, *, size: str = "cpu", network: Mapping | None = None, max_gap_packets: int = 256,
-                 max_step_packets: int = 16, reward_scale: float = 0.01, train_every: int = 1,
-                 epoch: str = "srtt", reward: str = "oqs_mean", gap_base: str = "model", action: str = "scale",
-                 actor_lr: float = 1e-4, critic_lr: float = 1e-3, tau: float = 0.001, gamma: float = 0.99,
-                 batch_size: int = 64, replay_capacity: int = 100_000, warmup: int = 200,
-                 ou_theta: float = 0.15, ou_sigma: float = 0.2, ou_decay: float = 0.9999,
-                 threads: int = 1, seed: int = 0, model: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        size: str = "cpu",
+        network: Mapping | None = None,
+        max_gap_packets: int = 256,
+        max_step_packets: int = 16,
+        reward_scale: float = 0.01,
+        train_every: int = 1,
+        epoch: str = "srtt",
+        reward: str = "oqs_mean",
+        gap_base: str = "model",
+        action: str = "scale",
+        actor_lr: float = 1e-4,
+        critic_lr: float = 1e-3,
+        tau: float = 0.001,
+        gamma: float = 0.99,
+        batch_size: int = 64,
+        replay_capacity: int = 100_000,
+        warmup: int = 200,
+        ou_theta: float = 0.15,
+        ou_sigma: float = 0.2,
+        ou_decay: float = 0.9999,
+        threads: int = 1,
+        seed: int = 0,
+        model: str | None = None,
+    ) -> None:
         from baselines.gaps.ddpg import DDPG, DDPGConfig
         from baselines.gaps.network import net_config
 
         if not isinstance(max_gap_packets, int) or max_gap_packets < 0:
-            raise ConfigError(f"gaps.max_gap_packets: must be an integer >= 0, got {max_gap_packets!r}")
+            raise ConfigError(
+                f"gaps.max_gap_packets: must be an integer >= 0, got {max_gap_packets!r}"
+            )
         if not isinstance(max_step_packets, int) or max_step_packets < 1:
-            raise ConfigError(f"gaps.max_step_packets: must be a positive integer, got {max_step_packets!r}")
+            raise ConfigError(
+                f"gaps.max_step_packets: must be a positive integer, got {max_step_packets!r}"
+            )
         if not reward_scale > 0:
             raise ConfigError(f"gaps.reward_scale: must be positive, got {reward_scale!r}")
         if not isinstance(train_every, int) or train_every < 1:
             raise ConfigError(f"gaps.train_every: must be a positive integer, got {train_every!r}")
-        for key, value, known in (("epoch", epoch, EPOCHS), ("reward", reward, REWARDS),
-                                  ("gap_base", gap_base, GAP_BASES), ("action", action, ACTIONS)):
+        for key, value, known in (
+            ("epoch", epoch, EPOCHS),
+            ("reward", reward, REWARDS),
+            ("gap_base", gap_base, GAP_BASES),
+            ("action", action, ACTIONS),
+        ):
             if value not in known:
                 raise ConfigError(f"gaps.{key}: unknown value {value!r}; known: {', '.join(known)}")
         self.epoch = epoch
@@ -120,7 +148,9 @@ class GAPS(Scheduler, Trainable):
         self.gap_base = gap_base
         self.action = action
         if action == "scale" and gap_base != "model":
-            raise ConfigError("gaps.action: 'scale' multiplies the model GAP; it needs gap_base: model")
+            raise ConfigError(
+                "gaps.action: 'scale' multiplies the model GAP; it needs gap_base: model"
+            )
         if not isinstance(threads, int) or threads < 1:
             raise ConfigError(f"gaps.threads: must be a positive integer, got {threads!r}")
         self.threads = threads
@@ -131,10 +161,20 @@ class GAPS(Scheduler, Trainable):
         self.reward_scale = float(reward_scale)
         self.train_every = train_every
         self.seed = int(seed)
-        self.ddpg_config = DDPGConfig(actor_lr=actor_lr, critic_lr=critic_lr, tau=tau, gamma=gamma,
-                                      batch_size=int(batch_size), replay_capacity=int(replay_capacity),
-                                      warmup=int(warmup))
-        self.noise_config = {"theta": float(ou_theta), "sigma": float(ou_sigma), "decay": float(ou_decay)}
+        self.ddpg_config = DDPGConfig(
+            actor_lr=actor_lr,
+            critic_lr=critic_lr,
+            tau=tau,
+            gamma=gamma,
+            batch_size=int(batch_size),
+            replay_capacity=int(replay_capacity),
+            warmup=int(warmup),
+        )
+        self.noise_config = {
+            "theta": float(ou_theta),
+            "sigma": float(ou_sigma),
+            "decay": float(ou_decay),
+        }
         self.net_config = net_config(N_FEATURES, size, **self.network)
         self.ddpg = DDPG(self.net_config, self.ddpg_config, self.seed)
         self.observer = SubflowObserver(self.net_config.max_subflows)
@@ -142,12 +182,14 @@ class GAPS(Scheduler, Trainable):
         self.replay = None
         self.noise = None
         self.rng = np.random.default_rng(np.random.SeedSequence((self.seed, 18)))
-        self.gaps: list[float] = []          # the GAPs in force, per path index [packets]
-        self.offsets: list[float] = []       # what the actions integrate: the GAPs, or their offsets from the model
+        self.gaps: list[float] = []  # the GAPs in force, per path index [packets]
+        self.offsets: list[
+            float
+        ] = []  # what the actions integrate: the GAPs, or their offsets from the model
         self._acked = True
         self._prev = None
         self._t_epoch = 0.0
-        self._oqs_area = 0.0                 # integral of the reported OQS over the epoch [byte s]
+        self._oqs_area = 0.0  # integral of the reported OQS over the epoch [byte s]
         self._oqs_last = 0
         self._oqs_t = 0.0
         self.epochs = 0
@@ -159,8 +201,10 @@ class GAPS(Scheduler, Trainable):
     def reset(self, view) -> None:
         n = len(view.paths)
         if n > self.net_config.max_subflows:
-            raise ConfigError(f"gaps: the encoder takes at most {self.net_config.max_subflows} subflows, "
-                              f"the connection has {n}")
+            raise ConfigError(
+                f"gaps: the encoder takes at most {self.net_config.max_subflows} subflows, "
+                f"the connection has {n}"
+            )
         self.gaps = [0.0] * n
         self.offsets = [0.0] * n
         self.observer.reset(n, view.now)
@@ -180,7 +224,9 @@ class GAPS(Scheduler, Trainable):
         self._oqs_t = now
 
     def decide(self, view):
-        if self._acked and (self.epoch == "ack" or view.now - self._t_epoch >= _fastest_srtt(view.paths)):
+        if self._acked and (
+            self.epoch == "ack" or view.now - self._t_epoch >= _fastest_srtt(view.paths)
+        ):
             self._acked = False
             self._epoch(view)
         paths = view.paths
@@ -210,7 +256,7 @@ class GAPS(Scheduler, Trainable):
             a = self.ddpg.act(x, mask)
         if self.learning:
             a = np.clip(a + self.noise.sample(), -1.0, 1.0) * mask
-            a[0] = 0.0                                  # the fastest subflow's GAP stays 0
+            a[0] = 0.0  # the fastest subflow's GAP stays 0
             self._train_step()
         self._prev = (x, mask, a)
         self.epochs += 1
@@ -223,9 +269,9 @@ class GAPS(Scheduler, Trainable):
                 continue
             if self.action == "delta":
                 o = self.offsets[i] + round(float(a[r]) * step)
-            elif self.action == "scale":        # GAP = model x 4^a: a in [-1, 1] spans x0.25 .. x4
+            elif self.action == "scale":  # GAP = model x 4^a: a in [-1, 1] spans x0.25 .. x4
                 o = model[i] * (4.0 ** float(a[r]) - 1.0) if base else float(a[r])
-            else:                               # absolute: a in [-1, 1] spans the whole range
+            else:  # absolute: a in [-1, 1] spans the whole range
                 o = round(float(a[r]) * top) if base else round((float(a[r]) + 1.0) * 0.5 * top)
             lo = -top if base else 0.0
             o = lo if o < lo else (top if o > top else o)
@@ -254,15 +300,26 @@ class GAPS(Scheduler, Trainable):
     def end_episode(self, view) -> None:
         """Close the last transition (done: the download completed)."""
         if self.learning and self._prev is not None:
-            x, mask, _ = self.observer.observe(view, self.gaps, model_gaps(view.paths), float(self.max_gap_packets))
+            x, mask, _ = self.observer.observe(
+                view, self.gaps, model_gaps(view.paths), float(self.max_gap_packets)
+            )
             px, pm, pa = self._prev
             self.replay.add(px, pm, pa, self._reward(view), x, mask, True)
         self._prev = None
 
     # ------------------------------------------------------------- training
-    def fit(self, scenario, app, seed: int = 0, log: Callable | None = None, progress: bool = True,
-            episodes: int = 60, rtt_ranges_ms: Sequence[Sequence[float]] | None = None,
-            size_bytes: int | None = None, **unknown) -> Mapping[str, float]:
+    def fit(
+        self,
+        scenario,
+        app,
+        seed: int = 0,
+        log: Callable | None = None,
+        progress: bool = True,
+        episodes: int = 60,
+        rtt_ranges_ms: Sequence[Sequence[float]] | None = None,
+        size_bytes: int | None = None,
+        **unknown,
+    ) -> Mapping[str, float]:
         """Online DDPG over ``episodes`` downloads (module docstring);
         ``rtt_ranges_ms``: per path ``[lo, hi]`` (uniform, redrawn per
         episode) or None (the scenario's RTTs); ``size_bytes``: the size of
@@ -273,13 +330,17 @@ class GAPS(Scheduler, Trainable):
         from envs.sim import collector_paused
 
         if unknown:
-            raise ConfigError(f"gaps.train: unknown key(s) {sorted(unknown)}; known: episodes, rtt_ranges_ms, "
-                              "size_bytes")
+            raise ConfigError(
+                f"gaps.train: unknown key(s) {sorted(unknown)}; known: episodes, rtt_ranges_ms, "
+                "size_bytes"
+            )
         if not isinstance(episodes, int) or episodes < 1:
             raise ConfigError(f"gaps.train.episodes: must be a positive integer, got {episodes!r}")
         if size_bytes is not None:
             if not isinstance(size_bytes, int) or size_bytes < 1:
-                raise ConfigError(f"gaps.train.size_bytes: must be a positive integer, got {size_bytes!r}")
+                raise ConfigError(
+                    f"gaps.train.size_bytes: must be a positive integer, got {size_bytes!r}"
+                )
             app = {"kind": "bulk", "size_bytes": size_bytes}
         base = normalise_scenario(scenario)
         ranges = _check_ranges(rtt_ranges_ms, len(base["paths"]))
@@ -299,15 +360,22 @@ class GAPS(Scheduler, Trainable):
                     self.end_episode(conn)
                     m = closing_metrics(emu, conn, application, end)
                     del emu, conn, application
-                row = {"download_time_s": m["download_time_s"], "oqs_mean_kb": m["oqs_mean_bytes"] / 1e3,
-                       "oqs_p99_kb": m["oqs_p99_bytes"] / 1e3, "updates": float(self.ddpg.updates),
-                       **self.last_losses}
+                row = {
+                    "download_time_s": m["download_time_s"],
+                    "oqs_mean_kb": m["oqs_mean_bytes"] / 1e3,
+                    "oqs_p99_kb": m["oqs_p99_bytes"] / 1e3,
+                    "updates": float(self.ddpg.updates),
+                    **self.last_losses,
+                }
                 if log is not None:
                     log({f"train/{k}": float(v) for k, v in row.items()}, step=e)
                 if progress:
-                    print(f"gaps: episode {e + 1}/{episodes}: {row['download_time_s']:.3f} s, OQS mean "
-                          f"{row['oqs_mean_kb']:.1f} KB p99 {row['oqs_p99_kb']:.1f} KB, "
-                          f"{self.ddpg.updates} updates [{time.perf_counter() - t0:.0f} s]", flush=True)
+                    print(
+                        f"gaps: episode {e + 1}/{episodes}: {row['download_time_s']:.3f} s, OQS mean "
+                        f"{row['oqs_mean_kb']:.1f} KB p99 {row['oqs_p99_kb']:.1f} KB, "
+                        f"{self.ddpg.updates} updates [{time.perf_counter() - t0:.0f} s]",
+                        flush=True,
+                    )
                 summary = row
         finally:
             self.learning = False
@@ -335,12 +403,23 @@ class GAPS(Scheduler, Trainable):
         read_into(p / MODEL_FILE if p.is_dir() else p, self)
 
     def hyperparameters(self) -> dict:
-        return {"agent": "gaps", "size": self.size, "network": self.net_config.as_dict(),
-                "max_gap_packets": self.max_gap_packets, "max_step_packets": self.max_step_packets,
-                "reward_scale": self.reward_scale, "train_every": self.train_every, "threads": self.threads,
-                "epoch": self.epoch, "reward": self.reward, "gap_base": self.gap_base, "action": self.action,
-                "seed": self.seed,
-                "ddpg": dict(vars(self.ddpg_config)), "noise": self.noise_config}
+        return {
+            "agent": "gaps",
+            "size": self.size,
+            "network": self.net_config.as_dict(),
+            "max_gap_packets": self.max_gap_packets,
+            "max_step_packets": self.max_step_packets,
+            "reward_scale": self.reward_scale,
+            "train_every": self.train_every,
+            "threads": self.threads,
+            "epoch": self.epoch,
+            "reward": self.reward,
+            "gap_base": self.gap_base,
+            "action": self.action,
+            "seed": self.seed,
+            "ddpg": dict(vars(self.ddpg_config)),
+            "noise": self.noise_config,
+        }
 
 
 def _fastest_srtt(paths) -> float:
@@ -355,9 +434,13 @@ def _check_ranges(ranges, n_paths: int):
     if ranges is None:
         return None
     ranges = [list(r) for r in ranges]
-    if len(ranges) != n_paths or any(len(r) != 2 or not 0 < float(r[0]) <= float(r[1]) for r in ranges):
-        raise ConfigError(f"gaps.train.rtt_ranges_ms: expected {n_paths} pairs [lo, hi] with 0 < lo <= hi, "
-                          f"got {ranges!r}")
+    if len(ranges) != n_paths or any(
+        len(r) != 2 or not 0 < float(r[0]) <= float(r[1]) for r in ranges
+    ):
+        raise ConfigError(
+            f"gaps.train.rtt_ranges_ms: expected {n_paths} pairs [lo, hi] with 0 < lo <= hi, "
+            f"got {ranges!r}"
+        )
     return [(float(lo), float(hi)) for lo, hi in ranges]
 
 

@@ -44,7 +44,9 @@ class DDPGConfig:
             raise ConfigError(f"gaps.gamma: must be in [0, 1), got {self.gamma!r}")
         for key in ("batch_size", "replay_capacity"):
             if int(getattr(self, key)) < 1:
-                raise ConfigError(f"gaps.{key}: must be a positive integer, got {getattr(self, key)!r}")
+                raise ConfigError(
+                    f"gaps.{key}: must be a positive integer, got {getattr(self, key)!r}"
+                )
         if int(self.warmup) < 0:
             raise ConfigError(f"gaps.warmup: must be >= 0, got {self.warmup!r}")
 
@@ -54,8 +56,15 @@ class OUNoise:
     ``x += theta (0 - x) + sigma N(0, 1)``; sigma decays by ``decay`` per
     sample down to ``sigma_min``."""
 
-    def __init__(self, size: int, rng: np.random.Generator, theta: float = 0.15, sigma: float = 0.2,
-                 decay: float = 0.9999, sigma_min: float = 0.02):
+    def __init__(
+        self,
+        size: int,
+        rng: np.random.Generator,
+        theta: float = 0.15,
+        sigma: float = 0.2,
+        decay: float = 0.9999,
+        sigma_min: float = 0.02,
+    ):
         self.rng = rng
         self.theta = float(theta)
         self.sigma = float(sigma)
@@ -67,7 +76,9 @@ class OUNoise:
         self.x[:] = 0.0
 
     def sample(self) -> np.ndarray:
-        self.x += self.theta * -self.x + self.sigma * self.rng.standard_normal(self.x.shape).astype(np.float32)
+        self.x += self.theta * -self.x + self.sigma * self.rng.standard_normal(self.x.shape).astype(
+            np.float32
+        )
         self.sigma = max(self.sigma * self.decay, self.sigma_min)
         return self.x
 
@@ -100,7 +111,10 @@ class Replay:
 
     def sample(self, rng: np.random.Generator, batch: int):
         idx = rng.integers(0, self.n, size=batch)
-        return tuple(torch.from_numpy(arr[idx]) for arr in (self.x, self.m, self.a, self.r, self.x2, self.m2, self.d))
+        return tuple(
+            torch.from_numpy(arr[idx])
+            for arr in (self.x, self.m, self.a, self.r, self.x2, self.m2, self.d)
+        )
 
 
 class DDPG:
@@ -148,8 +162,11 @@ class DDPG:
                 for p, tp in zip(net.parameters(), target.parameters()):
                     tp.mul_(1.0 - cfg.tau).add_(p, alpha=cfg.tau)
         self.updates += 1
-        return {"critic_loss": float(critic_loss.detach()), "actor_loss": float(actor_loss.detach()),
-                "q": float(q.detach().mean())}
+        return {
+            "critic_loss": float(critic_loss.detach()),
+            "actor_loss": float(actor_loss.detach()),
+            "q": float(q.detach().mean()),
+        }
 
 
 __all__ = ["DDPG", "DDPGConfig", "OUNoise", "Replay"]

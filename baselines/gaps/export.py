@@ -74,10 +74,14 @@ def read_weights(path) -> tuple[GapsNetConfig, dict[str, dict[str, np.ndarray]]]
         with h5py.File(path, "r") as f:
             fmt = f.attrs.get("format")
             if fmt != FORMAT:
-                raise ModelFileError(f"GAPS model {path}: not a GAPS model file (format {fmt!r}, expected {FORMAT!r})")
+                raise ModelFileError(
+                    f"GAPS model {path}: not a GAPS model file (format {fmt!r}, expected {FORMAT!r})"
+                )
             if int(f.attrs.get("format_version", -1)) != FORMAT_VERSION:
-                raise ModelFileError(f"GAPS model {path}: unsupported format_version "
-                                     f"{f.attrs.get('format_version')!r} (this reader: {FORMAT_VERSION})")
+                raise ModelFileError(
+                    f"GAPS model {path}: unsupported format_version "
+                    f"{f.attrs.get('format_version')!r} (this reader: {FORMAT_VERSION})"
+                )
             try:
                 cfg = GapsNetConfig(**json.loads(f.attrs["network"]))
             except (KeyError, TypeError, ValueError) as e:
@@ -94,8 +98,10 @@ def read_into(path, agent) -> None:
     """Load a GAPS HDF5 file's weights into ``agent``; the network config must match."""
     cfg, weights = read_weights(path)
     if cfg != agent.net_config:
-        raise ModelFileError(f"GAPS model {path}: its network {cfg.as_dict()} differs from the agent's "
-                             f"{agent.net_config.as_dict()}")
+        raise ModelFileError(
+            f"GAPS model {path}: its network {cfg.as_dict()} differs from the agent's "
+            f"{agent.net_config.as_dict()}"
+        )
     load_weight_groups(agent.ddpg, weights, f"GAPS model {path}")
 
 
@@ -168,9 +174,16 @@ def _onnx_actor_model(path, opset: int, ir_version: int):
 
     s, d, heads = cfg.max_subflows, cfg.d_model, cfg.heads
     dh = d // heads
-    h = node("Add", [lin("state", "encoder.embed"), const("encoder.position", w["encoder.position"])])
-    neg = node("Mul", [node("Sub", [const("one", np.float32(1.0)), "mask"]),
-                       const("mask_bias", np.float32(MASK_BIAS))])
+    h = node(
+        "Add", [lin("state", "encoder.embed"), const("encoder.position", w["encoder.position"])]
+    )
+    neg = node(
+        "Mul",
+        [
+            node("Sub", [const("one", np.float32(1.0)), "mask"]),
+            const("mask_bias", np.float32(MASK_BIAS)),
+        ],
+    )
     bias = node("Unsqueeze", [neg, const("axes_12", np.array([1, 2], np.int64))])
     heads_shape = const("heads_shape", np.array([0, 0, heads, dh], np.int64))
     model_shape = const("model_shape", np.array([0, 0, d], np.int64))
@@ -178,36 +191,67 @@ def _onnx_actor_model(path, opset: int, ir_version: int):
     for i in range(cfg.layers):
         p = f"encoder.layers.{i}"
         q = node("Transpose", [node("Reshape", [lin(h, f"{p}.q"), heads_shape])], perm=[0, 2, 1, 3])
-        kt = node("Transpose", [node("Reshape", [lin(h, f"{p}.k"), heads_shape])], perm=[0, 2, 3, 1])
+        kt = node(
+            "Transpose", [node("Reshape", [lin(h, f"{p}.k"), heads_shape])], perm=[0, 2, 3, 1]
+        )
         v = node("Transpose", [node("Reshape", [lin(h, f"{p}.v"), heads_shape])], perm=[0, 2, 1, 3])
         sc = node("Add", [node("Mul", [node("MatMul", [q, kt]), scale]), bias])
         ctx = node("MatMul", [node("Softmax", [sc], axis=-1), v])
         ctx = node("Reshape", [node("Transpose", [ctx], perm=[0, 2, 1, 3]), model_shape])
-        h = node("LayerNormalization", [node("Add", [h, lin(ctx, f"{p}.o")]),
-                                        const(f"{p}.norm1.weight", w[f"{p}.norm1.weight"]),
-                                        const(f"{p}.norm1.bias", w[f"{p}.norm1.bias"])], axis=-1, epsilon=LN_EPS)
+        h = node(
+            "LayerNormalization",
+            [
+                node("Add", [h, lin(ctx, f"{p}.o")]),
+                const(f"{p}.norm1.weight", w[f"{p}.norm1.weight"]),
+                const(f"{p}.norm1.bias", w[f"{p}.norm1.bias"]),
+            ],
+            axis=-1,
+            epsilon=LN_EPS,
+        )
         ff = lin(node("Relu", [lin(h, f"{p}.ff1")]), f"{p}.ff2")
-        h = node("LayerNormalization", [node("Add", [h, ff]),
-                                        const(f"{p}.norm2.weight", w[f"{p}.norm2.weight"]),
-                                        const(f"{p}.norm2.bias", w[f"{p}.norm2.bias"])], axis=-1, epsilon=LN_EPS)
+        h = node(
+            "LayerNormalization",
+            [
+                node("Add", [h, ff]),
+                const(f"{p}.norm2.weight", w[f"{p}.norm2.weight"]),
+                const(f"{p}.norm2.bias", w[f"{p}.norm2.bias"]),
+            ],
+            axis=-1,
+            epsilon=LN_EPS,
+        )
     n = len(cfg.actor_hidden) + 1
     for j in range(n):
         h = lin(h, f"head.{2 * j}")
         if j < n - 1:
             h = node("Relu", [h])
     out = node("Squeeze", [node("Tanh", [h]), const("axes_2", np.array([2], np.int64))])
-    node("Mul", [node("Mul", [out, "mask"]), const("controllable", w["controllable"])], out="gap_change")
+    node(
+        "Mul",
+        [node("Mul", [out, "mask"]), const("controllable", w["controllable"])],
+        out="gap_change",
+    )
     graph = helper.make_graph(
-        nodes, "falcon_gaps_actor",
-        [helper.make_tensor_value_info("state", TensorProto.FLOAT, ["batch", s, cfg.n_features]),
-         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", s])],
+        nodes,
+        "falcon_gaps_actor",
+        [
+            helper.make_tensor_value_info("state", TensorProto.FLOAT, ["batch", s, cfg.n_features]),
+            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", s]),
+        ],
         [helper.make_tensor_value_info("gap_change", TensorProto.FLOAT, ["batch", s])],
-        initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", int(opset))],
-                              producer_name="falcon-mpsched", producer_version=framework_version())
+        initializer=inits,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", int(opset))],
+        producer_name="falcon-mpsched",
+        producer_version=framework_version(),
+    )
     model.ir_version = int(ir_version)
-    for k, val in {"format": "falcon-gaps-onnx", "network": json.dumps(cfg.as_dict()),
-                   "feature_names": json.dumps(list(FEATURES))}.items():
+    for k, val in {
+        "format": "falcon-gaps-onnx",
+        "network": json.dumps(cfg.as_dict()),
+        "feature_names": json.dumps(list(FEATURES)),
+    }.items():
         prop = model.metadata_props.add()
         prop.key, prop.value = k, val
     onnx.checker.check_model(model)
@@ -228,8 +272,10 @@ def onnx_actor(path, state, mask) -> np.ndarray:
     from baselines.dqn.export import ort_session
 
     sess = ort_session(path, inputs=("state", "mask"), outputs=("gap_change",))
-    return sess.run(["gap_change"], {"state": np.asarray(state, np.float32),
-                                     "mask": np.asarray(mask, np.float32)})[0]
+    return sess.run(
+        ["gap_change"],
+        {"state": np.asarray(state, np.float32), "mask": np.asarray(mask, np.float32)},
+    )[0]
 
 
 # ---------------------------------------------------------------- parity
@@ -247,8 +293,10 @@ def torch_actor(agent, state, mask) -> np.ndarray:
 
     agent.ddpg.actor.eval()
     with torch.no_grad():
-        return agent.ddpg.actor(torch.from_numpy(np.asarray(state, np.float32)),
-                                torch.from_numpy(np.asarray(mask, np.float32))).numpy()
+        return agent.ddpg.actor(
+            torch.from_numpy(np.asarray(state, np.float32)),
+            torch.from_numpy(np.asarray(mask, np.float32)),
+        ).numpy()
 
 
 def check_parity(agent, h5_path=None, onnx_path=None, states=None, tolerance: float = 1e-5) -> dict:
@@ -263,8 +311,10 @@ def check_parity(agent, h5_path=None, onnx_path=None, states=None, tolerance: fl
         diff = float(np.max(np.abs(fn(p, x, m) - ref)))
         res[f"{key}_max_abs_diff"] = diff
         if not diff <= tolerance:
-            raise ModelFileError(f"GAPS export {p}: differs from the torch actor by {diff:.3g} "
-                                 f"(tolerance {tolerance:g})")
+            raise ModelFileError(
+                f"GAPS export {p}: differs from the torch actor by {diff:.3g} "
+                f"(tolerance {tolerance:g})"
+            )
     return res
 
 
@@ -275,5 +325,16 @@ def is_gaps_file(path) -> bool:
     return has_format(path, FORMAT)
 
 
-__all__ = ["FORMAT", "write_hdf5", "read_weights", "read_into", "numpy_actor", "write_onnx", "onnx_actor",
-           "check_parity", "random_states", "torch_actor", "is_gaps_file"]
+__all__ = [
+    "FORMAT",
+    "write_hdf5",
+    "read_weights",
+    "read_into",
+    "numpy_actor",
+    "write_onnx",
+    "onnx_actor",
+    "check_parity",
+    "random_states",
+    "torch_actor",
+    "is_gaps_file",
+]

@@ -30,7 +30,18 @@ import numpy as np
 
 from baselines.rule_based.common import model_gap_bytes
 
-FEATURES = ("rtt", "cwnd", "fill", "delivery_rate", "loss_rate", "rwnd", "data_acked", "gap", "model_gap", "oqs")
+FEATURES = (
+    "rtt",
+    "cwnd",
+    "fill",
+    "delivery_rate",
+    "loss_rate",
+    "rwnd",
+    "data_acked",
+    "gap",
+    "model_gap",
+    "oqs",
+)
 N_FEATURES = len(FEATURES)
 #: delivery-rate unit [bytes/s]: 100 Mbit/s
 RATE_UNIT = 12.5e6
@@ -40,7 +51,10 @@ def model_gaps(paths) -> list[float]:
     """Per path, its model GAP [payload packets]
     (:func:`baselines.rule_based.common.model_gap_bytes`: what the faster
     probed paths deliver during its extra one-way delay); 0 for an unprobed path."""
-    return [model_gap_bytes(paths, i) / p.payload if p.has_rtt_sample else 0.0 for i, p in enumerate(paths)]
+    return [
+        model_gap_bytes(paths, i) / p.payload if p.has_rtt_sample else 0.0
+        for i, p in enumerate(paths)
+    ]
 
 
 def rtt_order(paths) -> list[int]:
@@ -57,13 +71,14 @@ class SubflowObserver:
         self.reset(0, 0.0)
 
     def reset(self, n_paths: int, now: float) -> None:
-        self._acked = [0] * n_paths          # payload_bytes_acked at the previous decision
-        self._rate = [0.0] * n_paths         # smoothed delivery rate [bytes/s]
-        self._pending = [0] * n_paths        # bytes acked at the same instant as the previous decision
+        self._acked = [0] * n_paths  # payload_bytes_acked at the previous decision
+        self._rate = [0.0] * n_paths  # smoothed delivery rate [bytes/s]
+        self._pending = [0] * n_paths  # bytes acked at the same instant as the previous decision
         self._t = now
 
-    def observe(self, view, gaps: list[float], model: list[float],
-                max_gap: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    def observe(
+        self, view, gaps: list[float], model: list[float], max_gap: float
+    ) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """``(x [S, F] float32, mask [S] float32, order)``: ``order[r]`` is the
         path index of token r; ``gaps`` (the GAPs in force) and ``model``
         (:func:`model_gaps`) are per path index [packets]."""
@@ -91,11 +106,18 @@ class SubflowObserver:
             else:
                 self._pending[i] = delta
             cwnd = p.cwnd
-            x[r] = (min(p.srtt / 0.1, 10.0), min(cwnd / p.mss / 100.0, 100.0),
-                    min(p.bytes_in_flight / cwnd, 2.0) if cwnd > 0 else 0.0,
-                    self._rate[i] / RATE_UNIT, p.packets_lost / (p.packets_sent + 1), rwnd,
-                    delta / payload / 10.0, gaps[i] / max_gap if max_gap > 0 else 0.0,
-                    model[i] / max_gap if max_gap > 0 else 0.0, oqs)
+            x[r] = (
+                min(p.srtt / 0.1, 10.0),
+                min(cwnd / p.mss / 100.0, 100.0),
+                min(p.bytes_in_flight / cwnd, 2.0) if cwnd > 0 else 0.0,
+                self._rate[i] / RATE_UNIT,
+                p.packets_lost / (p.packets_sent + 1),
+                rwnd,
+                delta / payload / 10.0,
+                gaps[i] / max_gap if max_gap > 0 else 0.0,
+                model[i] / max_gap if max_gap > 0 else 0.0,
+                oqs,
+            )
             mask[r] = 1.0
         if dt > 0.0:
             self._t = now

@@ -50,16 +50,23 @@ DEFAULT_MAX_GAP_PACKETS = 256
 
 def check_max_gap(name: str, max_gap_packets) -> int:
     """``max_gap_packets`` as an int >= 0, else a one-line ConfigError."""
-    if isinstance(max_gap_packets, bool) or not isinstance(max_gap_packets, (int, float)) \
-            or not math.isfinite(max_gap_packets) or max_gap_packets < 0 or max_gap_packets != int(max_gap_packets):
-        raise ConfigError(f"{name}.max_gap_packets: expected a whole number of packets >= 0, got {max_gap_packets!r}")
+    if (
+        isinstance(max_gap_packets, bool)
+        or not isinstance(max_gap_packets, (int, float))
+        or not math.isfinite(max_gap_packets)
+        or max_gap_packets < 0
+        or max_gap_packets != int(max_gap_packets)
+    ):
+        raise ConfigError(
+            f"{name}.max_gap_packets: expected a whole number of packets >= 0, got {max_gap_packets!r}"
+        )
     return int(max_gap_packets)
 
 
 def gap_bytes(view, packets: float, max_gap_packets: int) -> int:
     """``packets`` rounded to whole packets, clamped to [0, max_gap_packets]
     and to :func:`gap_limit` (rounded down to whole packets), in bytes."""
-    if not packets > 0.0:          # also NaN
+    if not packets > 0.0:  # also NaN
         return 0
     n = int(packets + 0.5) if packets < max_gap_packets else max_gap_packets
     if n <= 0:
@@ -125,21 +132,38 @@ class FixedGap(GapScheduler):
 
     name = "fixed_gap"
 
-    def __init__(self, gap_packets: int | Sequence[int] = 0,
-                 max_gap_packets: int = DEFAULT_MAX_GAP_PACKETS) -> None:
+    def __init__(
+        self, gap_packets: int | Sequence[int] = 0, max_gap_packets: int = DEFAULT_MAX_GAP_PACKETS
+    ) -> None:
         super().__init__(max_gap_packets)
-        gaps = [gap_packets] if not isinstance(gap_packets, Sequence) or isinstance(gap_packets, str) \
+        gaps = (
+            [gap_packets]
+            if not isinstance(gap_packets, Sequence) or isinstance(gap_packets, str)
             else list(gap_packets)
+        )
         if not gaps:
-            raise ConfigError(f"fixed_gap.gap_packets: expected a number or a non-empty list, got {gap_packets!r}")
+            raise ConfigError(
+                f"fixed_gap.gap_packets: expected a number or a non-empty list, got {gap_packets!r}"
+            )
         for g in gaps:
-            if isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g != int(g):
-                raise ConfigError(f"fixed_gap.gap_packets: expected whole packets, got {gap_packets!r}")
+            if (
+                isinstance(g, bool)
+                or not isinstance(g, (int, float))
+                or not math.isfinite(g)
+                or g != int(g)
+            ):
+                raise ConfigError(
+                    f"fixed_gap.gap_packets: expected whole packets, got {gap_packets!r}"
+                )
             if g < 0:
-                raise ConfigError(f"fixed_gap.gap_packets: a GAP cannot be negative, got {gap_packets!r}")
+                raise ConfigError(
+                    f"fixed_gap.gap_packets: a GAP cannot be negative, got {gap_packets!r}"
+                )
             if g > self.max_gap_packets:
-                raise ConfigError(f"fixed_gap.gap_packets: {gap_packets!r} exceeds max_gap_packets "
-                                  f"{self.max_gap_packets}")
+                raise ConfigError(
+                    f"fixed_gap.gap_packets: {gap_packets!r} exceeds max_gap_packets "
+                    f"{self.max_gap_packets}"
+                )
         self.gaps = [int(g) for g in gaps]
 
     def gap_packets(self, view, f: int, i: int) -> float:
@@ -168,11 +192,24 @@ class BlestGap(BLEST):
 
     name = "blest_gap"
 
-    def __init__(self, lambda_init: float = 1.2, lambda_min: float = 1.0, lambda_max: float = 1.3,
-                 lambda_up: float = 0.04, lambda_down: float = 0.01, send_window: str = "credit",
-                 max_gap_packets: int = DEFAULT_MAX_GAP_PACKETS) -> None:
-        super().__init__(lambda_init=lambda_init, lambda_min=lambda_min, lambda_max=lambda_max,
-                         lambda_up=lambda_up, lambda_down=lambda_down, send_window=send_window)
+    def __init__(
+        self,
+        lambda_init: float = 1.2,
+        lambda_min: float = 1.0,
+        lambda_max: float = 1.3,
+        lambda_up: float = 0.04,
+        lambda_down: float = 0.01,
+        send_window: str = "credit",
+        max_gap_packets: int = DEFAULT_MAX_GAP_PACKETS,
+    ) -> None:
+        super().__init__(
+            lambda_init=lambda_init,
+            lambda_min=lambda_min,
+            lambda_max=lambda_max,
+            lambda_up=lambda_up,
+            lambda_down=lambda_down,
+            send_window=send_window,
+        )
         self.max_gap_packets = check_max_gap(self.name, max_gap_packets)
 
     target = GapScheduler.target
@@ -222,7 +259,7 @@ class EcfGap(ECF):
         c, f = self.target(view)
         if f is None:
             return c
-        if ECF.decide(self, view) is None:     # ECF's wait rule on (f, s = c): same pair
+        if ECF.decide(self, view) is None:  # ECF's wait rule on (f, s = c): same pair
             return None
         if view.retransmit_bytes > 0:
             return c
@@ -241,5 +278,13 @@ class EcfGap(ECF):
         return g
 
 
-__all__ = ["GapScheduler", "FixedGap", "BlestGap", "EcfGap", "gap_bytes", "srtt_rank", "check_max_gap",
-           "DEFAULT_MAX_GAP_PACKETS"]
+__all__ = [
+    "GapScheduler",
+    "FixedGap",
+    "BlestGap",
+    "EcfGap",
+    "gap_bytes",
+    "srtt_rank",
+    "check_max_gap",
+    "DEFAULT_MAX_GAP_PACKETS",
+]

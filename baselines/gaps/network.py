@@ -59,11 +59,15 @@ class GapsNetConfig:
             if not isinstance(v, int) or v < 1:
                 raise ConfigError(f"gaps.network.{key}: must be a positive integer, got {v!r}")
         if self.d_model % self.heads:
-            raise ConfigError(f"gaps.network: d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
+            raise ConfigError(
+                f"gaps.network: d_model ({self.d_model}) must be a multiple of heads ({self.heads})"
+            )
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"gaps.network.dropout: must be in [0, 1), got {self.dropout!r}")
         if self.max_subflows > MAX_SUBFLOWS:
-            raise ConfigError(f"gaps.network.max_subflows: at most {MAX_SUBFLOWS}, got {self.max_subflows}")
+            raise ConfigError(
+                f"gaps.network.max_subflows: at most {MAX_SUBFLOWS}, got {self.max_subflows}"
+            )
         object.__setattr__(self, "actor_hidden", tuple(int(h) for h in self.actor_hidden))
         object.__setattr__(self, "critic_hidden", tuple(int(h) for h in self.critic_hidden))
 
@@ -110,10 +114,10 @@ class EncoderLayer(nn.Module):
         dh = d // h
 
         def split(t):
-            return t.reshape(b, s, h, dh).transpose(1, 2)             # [b, h, s, dh]
+            return t.reshape(b, s, h, dh).transpose(1, 2)  # [b, h, s, dh]
 
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(dh) + bias         # bias [b, 1, 1, s]
+        scores = q @ k.transpose(-1, -2) / math.sqrt(dh) + bias  # bias [b, 1, 1, s]
         att = torch.softmax(scores, dim=-1)
         ctx = (self.drop(att) @ v).transpose(1, 2).reshape(b, s, d)
         x = self.norm1(x + self.drop(self.o(ctx)))
@@ -124,9 +128,12 @@ class Encoder(nn.Module):
     def __init__(self, cfg: GapsNetConfig):
         super().__init__()
         self.embed = nn.Linear(cfg.n_features, cfg.d_model)
-        self.position = nn.Parameter(torch.randn(cfg.max_subflows, cfg.d_model) * 0.02)   # by RTT rank
-        self.layers = nn.ModuleList(EncoderLayer(cfg.d_model, cfg.heads, cfg.ff, cfg.dropout)
-                                    for _ in range(cfg.layers))
+        self.position = nn.Parameter(
+            torch.randn(cfg.max_subflows, cfg.d_model) * 0.02
+        )  # by RTT rank
+        self.layers = nn.ModuleList(
+            EncoderLayer(cfg.d_model, cfg.heads, cfg.ff, cfg.dropout) for _ in range(cfg.layers)
+        )
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         h = self.embed(x) + self.position
@@ -176,5 +183,15 @@ class Critic(nn.Module):
         return self.head(torch.cat([pooled, action * mask], dim=-1)).squeeze(-1)
 
 
-__all__ = ["GapsNetConfig", "PRESETS", "net_config", "Actor", "Critic", "Encoder", "EncoderLayer", "mlp",
-           "MAX_SUBFLOWS", "MASK_BIAS"]
+__all__ = [
+    "GapsNetConfig",
+    "PRESETS",
+    "net_config",
+    "Actor",
+    "Critic",
+    "Encoder",
+    "EncoderLayer",
+    "mlp",
+    "MAX_SUBFLOWS",
+    "MASK_BIAS",
+]

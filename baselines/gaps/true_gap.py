@@ -118,8 +118,12 @@ class TrueGapResult:
     curve: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"gap_packets": self.gap_packets, "oqs_mean_bytes": self.oqs_mean_bytes,
-                "oqs_p99_bytes": self.oqs_p99_bytes, "curve": self.curve}
+        return {
+            "gap_packets": self.gap_packets,
+            "oqs_mean_bytes": self.oqs_mean_bytes,
+            "oqs_p99_bytes": self.oqs_p99_bytes,
+            "curve": self.curve,
+        }
 
 
 def _default_run(scenario, app, scheduler, seed) -> Mapping[str, float]:
@@ -128,9 +132,16 @@ def _default_run(scenario, app, scheduler, seed) -> Mapping[str, float]:
     return envs.run_episode(scenario, app, scheduler, seed).metrics
 
 
-def true_gap(scenario: Mapping, app: Mapping, *, seeds: Sequence[int] = (0,),
-             max_gap_packets: int = DEFAULT_MAX_GAP_PACKETS, step: int = 8, refine_step: int | None = None,
-             run: Callable | None = None) -> TrueGapResult:
+def true_gap(
+    scenario: Mapping,
+    app: Mapping,
+    *,
+    seeds: Sequence[int] = (0,),
+    max_gap_packets: int = DEFAULT_MAX_GAP_PACKETS,
+    step: int = 8,
+    refine_step: int | None = None,
+    run: Callable | None = None,
+) -> TrueGapResult:
     """The static GAP minimising the mean OQS on ``scenario`` (two paths)
     over ``seeds`` (module docstring). ``refine_step``: after the coarse grid,
     also sweep the GAPs within one ``step`` of the best at ``refine_step``.
@@ -138,7 +149,9 @@ def true_gap(scenario: Mapping, app: Mapping, *, seeds: Sequence[int] = (0,),
     :func:`envs.run_episode`)."""
     n_paths = len(scenario.get("paths") or [])
     if n_paths != 2:
-        raise ConfigError(f"true_gap: the TRUE GAP sweep needs a two-path scenario, got {n_paths} path(s)")
+        raise ConfigError(
+            f"true_gap: the TRUE GAP sweep needs a two-path scenario, got {n_paths} path(s)"
+        )
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ConfigError("true_gap.seeds: give at least one seed")
@@ -150,15 +163,19 @@ def true_gap(scenario: Mapping, app: Mapping, *, seeds: Sequence[int] = (0,),
             if g in rows:
                 continue
             ms = [run(scenario, app, FixedGap(g, max_gap_packets), s) for s in seeds]
-            rows[g] = {"gap_packets": int(g),
-                       "oqs_mean_bytes": float(np.mean([m["oqs_mean_bytes"] for m in ms])),
-                       "oqs_p99_bytes": float(np.mean([m["oqs_p99_bytes"] for m in ms])),
-                       "per_seed": [float(m["oqs_mean_bytes"]) for m in ms]}
+            rows[g] = {
+                "gap_packets": int(g),
+                "oqs_mean_bytes": float(np.mean([m["oqs_mean_bytes"] for m in ms])),
+                "oqs_p99_bytes": float(np.mean([m["oqs_p99_bytes"] for m in ms])),
+                "per_seed": [float(m["oqs_mean_bytes"]) for m in ms],
+            }
 
     sweep(gap_grid(max_gap_packets, step))
     if refine_step is not None:
         if isinstance(refine_step, bool) or not isinstance(refine_step, int) or refine_step < 1:
-            raise ConfigError(f"true_gap.refine_step: expected an integer >= 1 or null, got {refine_step!r}")
+            raise ConfigError(
+                f"true_gap.refine_step: expected an integer >= 1 or null, got {refine_step!r}"
+            )
         best = _best(rows)
         lo, hi = max(0, best - step), min(max_gap_packets, best + step)
         sweep(range(lo, hi + 1, refine_step))

@@ -49,22 +49,42 @@ class HOP(BlockScheduler):
 
     name = "hop"
 
-    def __init__(self, mode: str = "jump", estimator: str = "skip", p_thr: float | None = None,
-                 min_per_path: int = 10, eps: float = 1e-3, alpha: float = 1.25, t_max_s: float = 0.2,
-                 flip_quantum_s: float = 0.001, initial_packets: int = 10, step_s: float = 0.005,
-                 forgetting: float = 0.97, outage_rate: float = 50e3, calibrate: bool = False,
-                 cap: str = "paper", queue: str = "shared", lateness_cap: float = 0.2):
+    def __init__(
+        self,
+        mode: str = "jump",
+        estimator: str = "skip",
+        p_thr: float | None = None,
+        min_per_path: int = 10,
+        eps: float = 1e-3,
+        alpha: float = 1.25,
+        t_max_s: float = 0.2,
+        flip_quantum_s: float = 0.001,
+        initial_packets: int = 10,
+        step_s: float = 0.005,
+        forgetting: float = 0.97,
+        outage_rate: float = 50e3,
+        calibrate: bool = False,
+        cap: str = "paper",
+        queue: str = "shared",
+        lateness_cap: float = 0.2,
+    ):
         if mode not in MODES:
             raise ConfigError(f"hop.mode: unknown mode {mode!r}; choose one of {list(MODES)}")
         if estimator not in ESTIMATORS:
-            raise ConfigError(f"hop.estimator: unknown estimator {estimator!r}; choose one of {list(ESTIMATORS)}")
+            raise ConfigError(
+                f"hop.estimator: unknown estimator {estimator!r}; choose one of {list(ESTIMATORS)}"
+            )
         if p_thr is not None and not 0.0 < p_thr < 1.0:
             raise ConfigError(f"hop.p_thr: a probability in (0, 1), got {p_thr}")
         for key, v in (("min_per_path", min_per_path), ("initial_packets", initial_packets)):
             if int(v) < 0:
                 raise ConfigError(f"hop.{key}: must be >= 0, got {v}")
-        for key, v in (("t_max_s", t_max_s), ("flip_quantum_s", flip_quantum_s), ("step_s", step_s),
-                       ("outage_rate", outage_rate)):
+        for key, v in (
+            ("t_max_s", t_max_s),
+            ("flip_quantum_s", flip_quantum_s),
+            ("step_s", step_s),
+            ("outage_rate", outage_rate),
+        ):
             if not v > 0:
                 raise ConfigError(f"hop.{key}: must be positive, got {v}")
         if not 0.0 < forgetting < 1.0:
@@ -72,9 +92,13 @@ class HOP(BlockScheduler):
         if cap not in CAPS:
             raise ConfigError(f"hop.cap: unknown cap {cap!r}; choose one of {list(CAPS)}")
         if queue not in QUEUE_MODELS:
-            raise ConfigError(f"hop.queue: unknown queue model {queue!r}; choose one of {list(QUEUE_MODELS)}")
+            raise ConfigError(
+                f"hop.queue: unknown queue model {queue!r}; choose one of {list(QUEUE_MODELS)}"
+            )
         if queue == "joint" and not (calibrate and estimator == "skip"):
-            raise ConfigError("hop.queue: 'joint' is SKIP's calibrated model: it needs calibrate=true, estimator=skip")
+            raise ConfigError(
+                "hop.queue: 'joint' is SKIP's calibrated model: it needs calibrate=true, estimator=skip"
+            )
         if not 0.0 < lateness_cap < 1.0:
             raise ConfigError(f"hop.lateness_cap: a probability in (0, 1), got {lateness_cap}")
         self.mode, self.estimator_kind, self.cap = mode, estimator, cap
@@ -83,19 +107,29 @@ class HOP(BlockScheduler):
         self.min_per_path, self.eps, self.alpha = int(min_per_path), float(eps), float(alpha)
         self.t_max_s, self.flip_quantum_s = float(t_max_s), float(flip_quantum_s)
         self.initial_packets = int(initial_packets)
-        self.skip_kw = {"step_s": step_s, "forgetting": forgetting, "outage_rate": outage_rate,
-                        "calibrate": bool(calibrate), "queue": queue}
+        self.skip_kw = {
+            "step_s": step_s,
+            "forgetting": forgetting,
+            "outage_rate": outage_rate,
+            "calibrate": bool(calibrate),
+            "queue": queue,
+        }
         self.estimators: list = []
         #: (now, deadline, {path: lateness vector}) the latest lateness cap read (_caps, _lams)
         self._read: tuple = (None, None, {})
         self._start: list[int] = []
-        self.forecasts: list[list[tuple[float, float]]] = []   # per block: per path (mean, std) [bytes]
+        self.forecasts: list[
+            list[tuple[float, float]]
+        ] = []  # per block: per path (mean, std) [bytes]
 
     def reset(self, session) -> None:
         L = session.packet_bytes
         if self.estimator_kind == "oracle":
             b = session.block
-            self.estimators = [OracleEstimator(p, L, b["period_s"], b["duration_s"], b["deadline_s"]) for p in session.paths]
+            self.estimators = [
+                OracleEstimator(p, L, b["period_s"], b["duration_s"], b["deadline_s"])
+                for p in session.paths
+            ]
         else:
             self.estimators = [SkipEstimator(L, **self.skip_kw) for _ in session.paths]
         self._start = [self.initial_packets] * session.n_paths
@@ -111,7 +145,9 @@ class HOP(BlockScheduler):
     def _one_way(self, est) -> float:
         return est.min_rtt / 2 if math.isfinite(est.min_rtt) else 0.0
 
-    def _caps(self, now: float, deadline: float, L: int, k: int, conservative: bool = False) -> list[int]:
+    def _caps(
+        self, now: float, deadline: float, L: int, k: int, conservative: bool = False
+    ) -> list[int]:
         """The most packets each path may take. ``paper``: what the mean rate
         (LEAP: ``mu - alpha sigma``) carries in the window; ``backlog``: of
         those, the ones on time at that rate behind the estimated queue;
@@ -148,7 +184,9 @@ class HOP(BlockScheduler):
         out = []
         for i, (est, c) in enumerate(zip(self.estimators, caps)):
             lam = read.get(i) if (t, d) == (now, deadline) else None
-            out.append(lam[:c] if lam is not None and len(lam) >= c else est.lateness(now, deadline, c))
+            out.append(
+                lam[:c] if lam is not None and len(lam) >= c else est.lateness(now, deadline, c)
+            )
         return out
 
     def plan(self, session, block: int, k: int) -> BlockPlan:
@@ -156,8 +194,12 @@ class HOP(BlockScheduler):
         T = session.block["deadline_s"]
         p_thr = session.block["p_thr"] if self.p_thr is None else self.p_thr
         L = session.packet_bytes
-        self.forecasts.append([est.forecast(now, T - self._one_way(est)) if est.has_sample else (0.0, 0.0)
-                               for est in self.estimators])
+        self.forecasts.append(
+            [
+                est.forecast(now, T - self._one_way(est)) if est.has_sample else (0.0, 0.0)
+                for est in self.estimators
+            ]
+        )
         for est in self.estimators:
             if hasattr(est, "note_forecast"):
                 est.note_forecast(now, T - self._one_way(est))
@@ -173,18 +215,29 @@ class HOP(BlockScheduler):
             return BlockPlan(k, tuple(counts), feasible=False)
         if self.mode == "jump":
             caps = self._caps(now, T, L, k)
-            counts, _pe, ok = jump(self._lams(now, T, caps), k, p_thr, caps, self.min_per_path, self.eps)
+            counts, _pe, ok = jump(
+                self._lams(now, T, caps), k, p_thr, caps, self.min_per_path, self.eps
+            )
             return BlockPlan(k, counts, ok)
         if self.mode == "leap":
             big = 10**6
             caps = self._caps(now, T, L, big, conservative=True)
             k_max = sum(caps)
             caps = [max(c, min(self.min_per_path, k_max)) for c in caps]
-            k_leap, counts, _pe = leap(self._lams(now, T, caps), p_thr, caps, k_max, self.min_per_path, self.eps)
+            k_leap, counts, _pe = leap(
+                self._lams(now, T, caps), p_thr, caps, k_max, self.min_per_path, self.eps
+            )
             return BlockPlan(k_leap, counts, k_leap > 0)
-        T_best, counts, _pe, ok = flip(lambda t: self._lams(now, t, self._caps(now, t, L, k)), k, p_thr,
-                                       lambda t: self._caps(now, t, L, k), self.t_max_s, self.flip_quantum_s,
-                                       self.min_per_path, self.eps)
+        T_best, counts, _pe, ok = flip(
+            lambda t: self._lams(now, t, self._caps(now, t, L, k)),
+            k,
+            p_thr,
+            lambda t: self._caps(now, t, L, k),
+            self.t_max_s,
+            self.flip_quantum_s,
+            self.min_per_path,
+            self.eps,
+        )
         return BlockPlan(k, counts, ok, deadline_s=T_best)
 
 

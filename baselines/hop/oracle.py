@@ -26,7 +26,9 @@ class OracleEstimator:
     """True capacity distribution and backlog of one path (module docstring);
     the interface of :class:`baselines.hop.skip.SkipEstimator`."""
 
-    def __init__(self, path, packet_bytes: int, period_s: float, duration_s: float, deadline_s: float):
+    def __init__(
+        self, path, packet_bytes: int, period_s: float, duration_s: float, deadline_s: float
+    ):
         self.path = path
         self.deadline_s = float(deadline_s)
         self.L = float(packet_bytes)
@@ -48,7 +50,9 @@ class OracleEstimator:
         key = int(round(deadline_s * 1e6))
         w = self._windows.get(key)
         if w is None:
-            w = np.sort([window_capacity(self.path, i * self.period_s, deadline_s) for i in range(self.n)])
+            w = np.sort(
+                [window_capacity(self.path, i * self.period_s, deadline_s) for i in range(self.n)]
+            )
             self._windows[key] = w
         return w
 
@@ -79,7 +83,6 @@ class OracleEstimator:
         need = self.backlog_bytes(now) + self.L * np.arange(1, n + 1)
         return np.searchsorted(w, need, side="left") / len(w)
 
-
     def on_time_at_rate(self, now: float, deadline_s: float, n: int, rate: float) -> int:
         """How many of ``n`` packets of a burst sent now make ``deadline_s`` at capacity ``rate`` [bytes/s]."""
         if n <= 0:
@@ -97,7 +100,9 @@ def no_queueing_bound(window_capacity_bytes: np.ndarray, p_thr: float, period_s:
     return {"block_bytes": b, "goodput_mbps": b * 8 / period_s / 1e6}
 
 
-def gaussian_bound(means_mbps, stds_mbps, one_way_s, deadline_s: float, p_thr: float, period_s: float) -> dict:
+def gaussian_bound(
+    means_mbps, stds_mbps, one_way_s, deadline_s: float, p_thr: float, period_s: float
+) -> dict:
     """The same bound for independent Gaussian path capacities constant over
     the window (the synthetic cases: redrawn every period, windows inside
     one draw): quantile of ``sum_i C_i (T - d_i)``."""
@@ -106,7 +111,7 @@ def gaussian_bound(means_mbps, stds_mbps, one_way_s, deadline_s: float, p_thr: f
     w = [max(0.0, deadline_s - d) for d in one_way_s]
     mean = sum(m * wi for m, wi in zip(means_mbps, w))
     std = math.sqrt(sum((s * wi) ** 2 for s, wi in zip(stds_mbps, w)))
-    q = mean + std * NormalDist().inv_cdf(1.0 - p_thr)          # Mbit per window
+    q = mean + std * NormalDist().inv_cdf(1.0 - p_thr)  # Mbit per window
     return {"block_bytes": q * 1e6 / 8, "goodput_mbps": q / period_s}
 
 

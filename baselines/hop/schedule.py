@@ -89,7 +89,7 @@ def jump(lams, k: int, p_thr: float, caps, min_per_path: int = 10, eps: float = 
     pe_last = failure_probability(lams, last, k)
     if pe_last > target:
         return last, pe_last, False
-    lo, hi = 0, len(order) - 1          # P_e(order[hi]) <= target
+    lo, hi = 0, len(order) - 1  # P_e(order[hi]) <= target
     pe_hi = pe_last
     while lo < hi:
         mid = (lo + hi) // 2
@@ -119,8 +119,16 @@ def leap(lams, p_thr: float, caps, k_max: int, min_per_path: int = 10, eps: floa
     return lo, best[0], best[1]
 
 
-def flip(lams_at, k: int, p_thr: float, caps_at, t_max: float = 0.2, quantum: float = 0.001,
-         min_per_path: int = 10, eps: float = 1e-3):
+def flip(
+    lams_at,
+    k: int,
+    p_thr: float,
+    caps_at,
+    t_max: float = 0.2,
+    quantum: float = 0.001,
+    min_per_path: int = 10,
+    eps: float = 1e-3,
+):
     """The shortest deadline ``T <= t_max`` [s] (on a ``quantum`` grid) JUMP
     can meet for ``k`` packets (FLIP: binary search, lateness falling with
     ``T``). ``lams_at(T)`` and ``caps_at(T)`` give the lateness vectors and
@@ -152,4 +160,12 @@ def path_cap(rate: float, deadline_s: float, one_way_s: float, packet_bytes: int
     return int(math.floor(rate * w / packet_bytes))
 
 
-__all__ = ["delivered_distribution", "failure_probability", "flip", "greedy_order", "jump", "leap", "path_cap"]
+__all__ = [
+    "delivered_distribution",
+    "failure_probability",
+    "flip",
+    "greedy_order",
+    "jump",
+    "leap",
+    "path_cap",
+]

@@ -115,15 +115,30 @@ class SkipEstimator:
     """SKIP for one path (module docstring). Feed it :meth:`on_sent` and
     :meth:`on_ack`; ask :meth:`forecast` and :meth:`lateness`."""
 
-    def __init__(self, packet_bytes: int, *, step_s: float = 0.005, outage_rate: float = 50e3,
-                 forgetting: float = 0.97, outage_steps: int = 3, step_sigma: float = 3.0, step_exit: int = 2,
-                 min_rtt_window_s: float = 10.0, calibrate: bool = False, calibration_window: int = 400,
-                 queue: str = "shared"):
+    def __init__(
+        self,
+        packet_bytes: int,
+        *,
+        step_s: float = 0.005,
+        outage_rate: float = 50e3,
+        forgetting: float = 0.97,
+        outage_steps: int = 3,
+        step_sigma: float = 3.0,
+        step_exit: int = 2,
+        min_rtt_window_s: float = 10.0,
+        calibrate: bool = False,
+        calibration_window: int = 400,
+        queue: str = "shared",
+    ):
         if queue not in QUEUE_MODELS:
-            raise ValueError(f"skip.queue: unknown queue model {queue!r}; choose one of {list(QUEUE_MODELS)}")
+            raise ValueError(
+                f"skip.queue: unknown queue model {queue!r}; choose one of {list(QUEUE_MODELS)}"
+            )
         if queue == "joint" and not calibrate:
-            raise ValueError("skip.queue: 'joint' needs calibrate=True (its spread and correlation come from "
-                             "the scored forecasts)")
+            raise ValueError(
+                "skip.queue: 'joint' needs calibrate=True (its spread and correlation come from "
+                "the scored forecasts)"
+            )
         self.L = float(packet_bytes)
         self.queue = queue
         self.step_s = float(step_s)
@@ -136,30 +151,32 @@ class SkipEstimator:
         self.calibrate = bool(calibrate)
         # filter state [bytes/s and its squares]
         self.x = self.outage_rate
-        self.P = self.outage_rate ** 2
+        self.P = self.outage_rate**2
         self.Q = 1.0
         self.R = 1.0
-        self.t = 0                        # updates done (the recursive estimator's d_t)
+        self.t = 0  # updates done (the recursive estimator's d_t)
         self.has_sample = False
-        self.mode = "normal"              # normal | down | up
+        self.mode = "normal"  # normal | down | up
         self.mode_steps = 0
         self.mode_ok = 0
-        self.recent: deque = deque(maxlen=self.outage_steps)   # last samples [bytes/s]
+        self.recent: deque = deque(maxlen=self.outage_steps)  # last samples [bytes/s]
         self.p_out = 0.0
         self._steps = 0
         self._bad_steps = 0
         # ACK bookkeeping
-        self.slot = 0                     # index of the open slot
-        self._slot_acks: list[tuple[float, int, float]] = []    # (sent_time, pn, ack_time) in the open slot
-        self.unacked: deque = deque()     # (pn, sent_time) in send order
+        self.slot = 0  # index of the open slot
+        self._slot_acks: list[
+            tuple[float, int, float]
+        ] = []  # (sent_time, pn, ack_time) in the open slot
+        self.unacked: deque = deque()  # (pn, sent_time) in send order
         self.last_ack_pn = -1
         self.last_ack_time = -1.0
-        self.rtts: deque = deque()        # (time, rtt) for the windowed minimum
+        self.rtts: deque = deque()  # (time, rtt) for the windowed minimum
         self.min_rtt = math.inf
         #: the latest (slot end time [s], capacity sample [bytes/s]): enough to cover a scored window
         self.samples: deque = deque(maxlen=64)
         # calibration: rate errors of past block forecasts [bytes/s]
-        self._pending: deque = deque()    # (window start, window end, forecast rate) not scored yet
+        self._pending: deque = deque()  # (window start, window end, forecast rate) not scored yet
         self._errors: deque = deque(maxlen=int(calibration_window))
         self.min_errors = 30
 
@@ -172,11 +189,11 @@ class SkipEstimator:
     def on_ack(self, pn: int, sent_time: float, now: float) -> None:
         self._advance(now)
         un = self.unacked
-        while un and un[0][0] <= pn:      # per-path FIFO: an ACK settles every older packet
+        while un and un[0][0] <= pn:  # per-path FIFO: an ACK settles every older packet
             un.popleft()
         self.last_ack_pn, self.last_ack_time = pn, now
         rtt = now - sent_time
-        rtts = self.rtts                  # a monotone deque: the windowed minimum in O(1) amortised
+        rtts = self.rtts  # a monotone deque: the windowed minimum in O(1) amortised
         while rtts and rtts[-1][1] >= rtt:
             rtts.pop()
         rtts.append((now, rtt))
@@ -191,7 +208,7 @@ class SkipEstimator:
         slot = int(now / self.step_s)
         while self.slot < slot:
             end = (self.slot + 1) * self.step_s
-            acks = self._slot_acks          # ACKs are recorded in time order
+            acks = self._slot_acks  # ACKs are recorded in time order
             n = 0
             while n < len(acks) and acks[n][2] < end:
                 n += 1
@@ -201,7 +218,13 @@ class SkipEstimator:
 
     def _close_slot(self, end: float, acks) -> None:
         c = self._sample(acks)
-        if c is None and not acks and self.unacked and self.has_sample and math.isfinite(self.min_rtt):
+        if (
+            c is None
+            and not acks
+            and self.unacked
+            and self.has_sample
+            and math.isfinite(self.min_rtt)
+        ):
             # the oldest packet is overdue by a whole slot: no capacity at all
             if self.unacked[0][1] + self.min_rtt + self.L / max(self.x, 1.0) + self.step_s < end:
                 c = 0.0
@@ -236,7 +259,7 @@ class SkipEstimator:
             self.P += self.Q
             self._count_bad()
             return
-        if not self.has_sample:                      # the first sample initialises the filter
+        if not self.has_sample:  # the first sample initialises the filter
             self.has_sample = True
             self.x, self.P, self.Q, self.R = c, (0.25 * c) ** 2, (0.05 * c) ** 2, (0.1 * c) ** 2
             self.recent.append(c)
@@ -264,7 +287,7 @@ class SkipEstimator:
                 self.mode = "normal"
                 self._count_bad(True)
                 return
-            if self.mode == "down":                  # open loop: predict only
+            if self.mode == "down":  # open loop: predict only
                 self.P = P_prior
                 self._count_bad(True)
                 return
@@ -281,7 +304,9 @@ class SkipEstimator:
         P_old = self.P
         self.x = max(self.x + K * e, 0.0)
         self.P = (1.0 - K) * P_prior
-        self.Q = max((1.0 - d) * self.Q + d * (K * K * e * e + self.P - P_old), 1e-6 * self.x * self.x + 1.0)
+        self.Q = max(
+            (1.0 - d) * self.Q + d * (K * K * e * e + self.P - P_old), 1e-6 * self.x * self.x + 1.0
+        )
 
     def _count_bad(self, bad: bool = False) -> None:
         self._bad_steps += bool(bad)
@@ -318,7 +343,11 @@ class SkipEstimator:
         pairs = np.asarray(self._errors)
         xf, real = pairs[:, 0], pairs[:, 1]
         vx = float(xf.var())
-        b = float(np.clip(((xf - xf.mean()) * (real - real.mean())).mean() / vx, 0.0, 1.0)) if vx > 0 else 0.0
+        b = (
+            float(np.clip(((xf - xf.mean()) * (real - real.mean())).mean() / vx, 0.0, 1.0))
+            if vx > 0
+            else 0.0
+        )
         a = float(real.mean() - b * xf.mean())
         resid = real - (a + b * xf)
         return max(a + b * self.x, 0.0), float(resid.std())
@@ -348,10 +377,12 @@ class SkipEstimator:
         v = np.fromiter((c for _, c in self.samples), float, len(self.samples))
         return float(v.mean()), float(v.std()), 0.0
 
-    def _joint_lateness(self, now: float, window: float, n: int, mu: float, sd: float, rho: float) -> np.ndarray:
+    def _joint_lateness(
+        self, now: float, window: float, n: int, mu: float, sd: float, rho: float
+    ) -> np.ndarray:
         """lambda(1..n) of the joint queue model (module docstring)."""
         tau = self.min_rtt if math.isfinite(self.min_rtt) else 0.0
-        bursts = []                                   # (bytes from burst b on, time it has had to drain)
+        bursts = []  # (bytes from burst b on, time it has had to drain)
         if self.unacked:
             t_dep = self.last_ack_time - tau if self.last_ack_time >= 0 else -math.inf
             m, seen, prev = len(self.unacked), 0, None
@@ -383,7 +414,7 @@ class SkipEstimator:
         Tk = self.step_s
         k = window_s / Tk
         tau = self.min_rtt if math.isfinite(self.min_rtt) else 0.0
-        ell = tau / Tk + (now - self.slot * Tk) / Tk     # feedback delay + the open slot
+        ell = tau / Tk + (now - self.slot * Tk) / Tk  # feedback delay + the open slot
         x1 = self.x
         x2 = self._next_step_mean(now, ell)
         mean = Tk * (x1 + (k - 1.0) * x2) if k > 1.0 else Tk * k * x1
@@ -431,7 +462,7 @@ class SkipEstimator:
             m = len(self.unacked)
             seen = 0
             prev = None
-            for _pn, sent in self.unacked:            # burst starts, oldest first
+            for _pn, sent in self.unacked:  # burst starts, oldest first
                 if sent != prev:
                     start = sent if sent > t_dep else t_dep
                     if start < end:
@@ -453,7 +484,9 @@ class SkipEstimator:
         if self.queue == "joint":
             joint = self._window_rate()
             if joint is not None:
-                return self.p_out + (1.0 - self.p_out) * self._joint_lateness(now, window, n, *joint)
+                return self.p_out + (1.0 - self.p_out) * self._joint_lateness(
+                    now, window, n, *joint
+                )
         mean, std = self.forecast(now, window)
         need = self.required_rate(now, deadline_s, n) * window
         if std <= 0.0:

@@ -77,33 +77,73 @@ CONFIG_FILE = "agent.json"
 class HybridMPTCP(Scheduler, Trainable):
     name = "hybrid"
 
-    def __init__(self, *, inner_loop: bool = True, slot_s: float = 0.2, network: Mapping | None = None,
-                 max_window_packets: int = 4096, rate_floor_mbps: float = 0.1, reward_scale: float = 0.1,
-                 actor_lr: float = 9e-4, critic_lr: float = 9e-3, tau: float = 0.005, gamma: float = 0.97,
-                 batch_size: int = 64, replay_capacity: int = 2048, warmup: int = 256,
-                 noise_sigma: float = 0.2, threads: int = 1, seed: int = 0, model: str | None = None,
-                 action: str = "scale", gain_bits: float = 3.0) -> None:
+    def __init__(
+        self,
+        *,
+        inner_loop: bool = True,
+        slot_s: float = 0.2,
+        network: Mapping | None = None,
+        max_window_packets: int = 4096,
+        rate_floor_mbps: float = 0.1,
+        reward_scale: float = 0.1,
+        actor_lr: float = 9e-4,
+        critic_lr: float = 9e-3,
+        tau: float = 0.005,
+        gamma: float = 0.97,
+        batch_size: int = 64,
+        replay_capacity: int = 2048,
+        warmup: int = 256,
+        noise_sigma: float = 0.2,
+        threads: int = 1,
+        seed: int = 0,
+        model: str | None = None,
+        action: str = "scale",
+        gain_bits: float = 3.0,
+    ) -> None:
         from baselines.gaps.ddpg import DDPG, DDPGConfig
         from baselines.hybrid.network import HybridNetConfig, build
 
         if not isinstance(inner_loop, bool):
             raise ConfigError(f"hybrid.inner_loop: must be true or false, got {inner_loop!r}")
         if action not in ACTIONS:
-            raise ConfigError(f"hybrid.action: unknown action {action!r}; choose one of {list(ACTIONS)}")
+            raise ConfigError(
+                f"hybrid.action: unknown action {action!r}; choose one of {list(ACTIONS)}"
+            )
         if action == "gain" and not inner_loop:
-            raise ConfigError("hybrid.action: 'gain' scales the inner loop's window; it needs inner_loop: true")
-        if isinstance(gain_bits, bool) or not isinstance(gain_bits, int | float) or not 0 < gain_bits <= 8:
+            raise ConfigError(
+                "hybrid.action: 'gain' scales the inner loop's window; it needs inner_loop: true"
+            )
+        if (
+            isinstance(gain_bits, bool)
+            or not isinstance(gain_bits, int | float)
+            or not 0 < gain_bits <= 8
+        ):
             raise ConfigError(f"hybrid.gain_bits: must be a number in (0, 8], got {gain_bits!r}")
-        for key, v in (("slot_s", slot_s), ("rate_floor_mbps", rate_floor_mbps), ("reward_scale", reward_scale),
-                       ("actor_lr", actor_lr), ("critic_lr", critic_lr), ("tau", tau)):
+        for key, v in (
+            ("slot_s", slot_s),
+            ("rate_floor_mbps", rate_floor_mbps),
+            ("reward_scale", reward_scale),
+            ("actor_lr", actor_lr),
+            ("critic_lr", critic_lr),
+            ("tau", tau),
+        ):
             if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
                 raise ConfigError(f"hybrid.{key}: must be a positive number, got {v!r}")
         if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0.0 <= gamma < 1.0:
             raise ConfigError(f"hybrid.gamma: must be in [0, 1), got {gamma!r}")
-        if isinstance(noise_sigma, bool) or not isinstance(noise_sigma, int | float) or noise_sigma < 0:
+        if (
+            isinstance(noise_sigma, bool)
+            or not isinstance(noise_sigma, int | float)
+            or noise_sigma < 0
+        ):
             raise ConfigError(f"hybrid.noise_sigma: must be a number >= 0, got {noise_sigma!r}")
-        for key, v, lo in (("max_window_packets", max_window_packets, 1), ("batch_size", batch_size, 1),
-                           ("replay_capacity", replay_capacity, 1), ("warmup", warmup, 0), ("threads", threads, 1)):
+        for key, v, lo in (
+            ("max_window_packets", max_window_packets, 1),
+            ("batch_size", batch_size, 1),
+            ("replay_capacity", replay_capacity, 1),
+            ("warmup", warmup, 0),
+            ("threads", threads, 1),
+        ):
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ConfigError(f"hybrid.{key}: must be an integer >= {lo}, got {v!r}")
         self.inner_loop = inner_loop
@@ -121,27 +161,33 @@ class HybridMPTCP(Scheduler, Trainable):
             self.net_config = HybridNetConfig(n_features=N_FEATURES, **dict(network or {}))
         except TypeError as e:
             raise ConfigError(f"hybrid.network: {e}") from None
-        self.ddpg_config = DDPGConfig(actor_lr=float(actor_lr), critic_lr=float(critic_lr), tau=float(tau),
-                                      gamma=float(gamma), batch_size=batch_size, replay_capacity=replay_capacity,
-                                      warmup=warmup)
+        self.ddpg_config = DDPGConfig(
+            actor_lr=float(actor_lr),
+            critic_lr=float(critic_lr),
+            tau=float(tau),
+            gamma=float(gamma),
+            batch_size=batch_size,
+            replay_capacity=replay_capacity,
+            warmup=warmup,
+        )
         self.ddpg = DDPG(self.net_config, self.ddpg_config, self.seed, build=build)
         self.rng = np.random.default_rng(np.random.SeedSequence((self.seed, 2002)))
         self.meter = SlotMeter()
         self.shares: list[float] = []
-        self.actions: list[float] = []      # the latest window exponents a_i
-        self._sent: list[int] = []          # decisions per path since the slot started
+        self.actions: list[float] = []  # the latest window exponents a_i
+        self._sent: list[int] = []  # decisions per path since the slot started
         self._total = 0
-        self._gen = 0                        # the live timer's generation (a reset orphans older ones)
+        self._gen = 0  # the live timer's generation (a reset orphans older ones)
         self._armed = False
-        self._prev = None                    # (x, action) of the slot that is running
+        self._prev = None  # (x, action) of the slot that is running
         # training state (fit)
         self.learning = False
         self.replay = None
         self.sample_limit = None
         self.samples = 0
         self.last_losses: dict[str, float] = {}
-        self.rewards: list[float] = []       # reward of every slot measured (unscaled)
-        self.throughputs: list[float] = []   # connection throughput of every slot [Mbit/s]
+        self.rewards: list[float] = []  # reward of every slot measured (unscaled)
+        self.throughputs: list[float] = []  # connection throughput of every slot [Mbit/s]
         # CPU accounting
         self.slots = 0
         self.slot_cpu_s = 0.0
@@ -189,7 +235,7 @@ class HybridMPTCP(Scheduler, Trainable):
 
     def decide(self, view):
         if not self._armed:
-            if len(self.shares) != len(view.paths):     # a connection that never called reset()
+            if len(self.shares) != len(view.paths):  # a connection that never called reset()
                 self.reset(view)
             else:
                 self._prev = None
@@ -234,9 +280,11 @@ class HybridMPTCP(Scheduler, Trainable):
         with torch_threads(self.threads):
             a = self.ddpg.act(x, mask)
         if self.learning and self.noise_sigma > 0.0:
-            a = np.clip(a + self.rng.normal(0.0, self.noise_sigma, a.shape).astype(np.float32), -1.0, 1.0)
+            a = np.clip(
+                a + self.rng.normal(0.0, self.noise_sigma, a.shape).astype(np.float32), -1.0, 1.0
+            )
         idle = conn.pending_bytes <= 0 and all(p.bytes_in_flight <= 0 for p in paths)
-        self.meter.start(paths, now)          # the windows before the action: window_change's base
+        self.meter.start(paths, now)  # the windows before the action: window_change's base
         self._apply(paths, a)
         self.shares = schedule_shares(paths)
         self._sent = [0] * len(paths)
@@ -254,7 +302,9 @@ class HybridMPTCP(Scheduler, Trainable):
             cfg = self.ddpg_config
             if len(self.replay) >= max(cfg.warmup, cfg.batch_size):
                 with torch_threads(self.threads):
-                    self.last_losses = self.ddpg.update(self.replay.sample(self.rng, cfg.batch_size))
+                    self.last_losses = self.ddpg.update(
+                        self.replay.sample(self.rng, cfg.batch_size)
+                    )
             self.train_cpu_s += time.process_time() - t1
             if self.sample_limit is not None and self.samples >= self.sample_limit:
                 conn.sim.stop()
@@ -270,7 +320,7 @@ class HybridMPTCP(Scheduler, Trainable):
         for p, ai in zip(paths, self.actions):
             cc = p.cc
             top = min(cc.max_window, float(self.max_window_packets * p.mss))
-            w = cc.cwnd * 2.0 ** ai
+            w = cc.cwnd * 2.0**ai
             cc.cwnd = cc.min_window if w < cc.min_window else (top if w > top else w)
 
     @property
@@ -284,8 +334,15 @@ class HybridMPTCP(Scheduler, Trainable):
             return self.ddpg.act(np.asarray(x, np.float32), np.ones(len(x), np.float32))
 
     # ------------------------------------------------------------- training
-    def fit(self, scenario, app, seed: int = 0, log: Callable | None = None, progress: bool = True,
-            **train) -> Mapping[str, float]:
+    def fit(
+        self,
+        scenario,
+        app,
+        seed: int = 0,
+        log: Callable | None = None,
+        progress: bool = True,
+        **train,
+    ) -> Mapping[str, float]:
         """Online DDPG over emulated episodes (:func:`baselines.hybrid.training.fit`)."""
         from baselines.hybrid.training import fit
 
@@ -311,12 +368,21 @@ class HybridMPTCP(Scheduler, Trainable):
         read_into(p / MODEL_FILE if p.is_dir() else p, self)
 
     def hyperparameters(self) -> dict:
-        return {"agent": self.name, "inner_loop": self.inner_loop, "action": self.action,
-                "gain_bits": self.gain_bits, "slot_s": self.slot_s,
-                "network": self.net_config.as_dict(), "max_window_packets": self.max_window_packets,
-                "rate_floor_mbps": self.rate_floor_mbps, "reward_scale": self.reward_scale,
-                "noise_sigma": self.noise_sigma, "threads": self.threads, "seed": self.seed,
-                "ddpg": dict(vars(self.ddpg_config))}
+        return {
+            "agent": self.name,
+            "inner_loop": self.inner_loop,
+            "action": self.action,
+            "gain_bits": self.gain_bits,
+            "slot_s": self.slot_s,
+            "network": self.net_config.as_dict(),
+            "max_window_packets": self.max_window_packets,
+            "rate_floor_mbps": self.rate_floor_mbps,
+            "reward_scale": self.reward_scale,
+            "noise_sigma": self.noise_sigma,
+            "threads": self.threads,
+            "seed": self.seed,
+            "ddpg": dict(vars(self.ddpg_config)),
+        }
 
 
 class DRLMPTCP(HybridMPTCP):

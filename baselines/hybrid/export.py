@@ -81,41 +81,59 @@ def read_weights(path) -> tuple[HybridNetConfig, dict[str, dict[str, np.ndarray]
         with h5py.File(path, "r") as f:
             fmt = f.attrs.get("format")
             if fmt != FORMAT or f.attrs.get("kind") != KIND:
-                raise ModelFileError(f"Hybrid MPTCP model {path}: not a Hybrid MPTCP model file (format {fmt!r}, "
-                                     f"expected {FORMAT!r})")
+                raise ModelFileError(
+                    f"Hybrid MPTCP model {path}: not a Hybrid MPTCP model file (format {fmt!r}, "
+                    f"expected {FORMAT!r})"
+                )
             if int(f.attrs.get("format_version", -1)) != FORMAT_VERSION:
-                raise ModelFileError(f"Hybrid MPTCP model {path}: unsupported format_version "
-                                     f"{f.attrs.get('format_version')!r} (this reader: {FORMAT_VERSION})")
+                raise ModelFileError(
+                    f"Hybrid MPTCP model {path}: unsupported format_version "
+                    f"{f.attrs.get('format_version')!r} (this reader: {FORMAT_VERSION})"
+                )
             try:
                 cfg = HybridNetConfig(**json.loads(f.attrs["network"]))
             except Exception as e:  # KeyError, TypeError, ValueError, ConfigError
-                raise ModelFileError(f"Hybrid MPTCP model {path}: bad network attribute "
-                                     f"({' '.join(str(e).split())[:200]})") from None
+                raise ModelFileError(
+                    f"Hybrid MPTCP model {path}: bad network attribute "
+                    f"({' '.join(str(e).split())[:200]})"
+                ) from None
             if cfg.n_features != len(FEATURES):
-                raise ModelFileError(f"Hybrid MPTCP model {path}: {cfg.n_features} features per subflow, "
-                                     f"this reader knows {len(FEATURES)}")
+                raise ModelFileError(
+                    f"Hybrid MPTCP model {path}: {cfg.n_features} features per subflow, "
+                    f"this reader knows {len(FEATURES)}"
+                )
             meta = {"inner_loop": bool(f.attrs.get("inner_loop", True))}
-            try:                     # what the actor's output means (older files: the paper's scale)
-                meta["action"] = str(json.loads(f.attrs.get("hyperparameters", "{}")).get("action", "scale"))
+            try:  # what the actor's output means (older files: the paper's scale)
+                meta["action"] = str(
+                    json.loads(f.attrs.get("hyperparameters", "{}")).get("action", "scale")
+                )
             except (TypeError, ValueError):
                 meta["action"] = "scale"
             weights = read_weight_groups(f, ("actor", "critic"), f"Hybrid MPTCP model {path}")
     except ModelFileError:
         raise
     except Exception as e:  # h5py raises OSError/KeyError/... for damaged files
-        raise ModelFileError(f"Hybrid MPTCP model {path}: cannot read it ({hdf5_error_line(e)})") from None
+        raise ModelFileError(
+            f"Hybrid MPTCP model {path}: cannot read it ({hdf5_error_line(e)})"
+        ) from None
     _check_shapes(path, cfg, weights["actor"])
     for part in ("actor", "critic"):
         bad = [k for k, v in weights[part].items() if not np.all(np.isfinite(v))]
         if bad:
-            raise ModelFileError(f"Hybrid MPTCP model {path}: /{part}/{bad[0]} holds NaN or infinite values")
+            raise ModelFileError(
+                f"Hybrid MPTCP model {path}: /{part}/{bad[0]} holds NaN or infinite values"
+            )
     return cfg, weights, meta
 
 
 def _actor_shapes(cfg: HybridNetConfig) -> dict[str, tuple]:
     h, f = cfg.lstm_hidden, cfg.n_features
-    shapes = {"lstm.weight_ih_l0": (4 * h, f), "lstm.weight_hh_l0": (4 * h, h),
-              "lstm.bias_ih_l0": (4 * h,), "lstm.bias_hh_l0": (4 * h,)}
+    shapes = {
+        "lstm.weight_ih_l0": (4 * h, f),
+        "lstm.weight_hh_l0": (4 * h, h),
+        "lstm.bias_ih_l0": (4 * h,),
+        "lstm.bias_hh_l0": (4 * h,),
+    }
     sizes = [2 * h, *cfg.hidden, 1]
     for j in range(len(sizes) - 1):
         shapes[f"head.{2 * j}.weight"] = (sizes[j + 1], sizes[j])
@@ -126,20 +144,26 @@ def _actor_shapes(cfg: HybridNetConfig) -> dict[str, tuple]:
 def _check_shapes(path, cfg: HybridNetConfig, actor: dict) -> None:
     want = _actor_shapes(cfg)
     if set(actor) != set(want):
-        raise ModelFileError(f"Hybrid MPTCP model {path}: /actor holds other parameters than its network "
-                             f"(missing {sorted(set(want) - set(actor))}, unknown {sorted(set(actor) - set(want))})")
+        raise ModelFileError(
+            f"Hybrid MPTCP model {path}: /actor holds other parameters than its network "
+            f"(missing {sorted(set(want) - set(actor))}, unknown {sorted(set(actor) - set(want))})"
+        )
     for name, shape in want.items():
         if actor[name].shape != shape:
-            raise ModelFileError(f"Hybrid MPTCP model {path}: /actor/{name} has shape {actor[name].shape}, "
-                                 f"expected {shape}")
+            raise ModelFileError(
+                f"Hybrid MPTCP model {path}: /actor/{name} has shape {actor[name].shape}, "
+                f"expected {shape}"
+            )
 
 
 def read_into(path, agent) -> None:
     """Load a Hybrid MPTCP HDF5 file's weights into ``agent``; the network config must match."""
     cfg, weights, _ = read_weights(path)
     if cfg != agent.net_config:
-        raise ModelFileError(f"Hybrid MPTCP model {path}: its network {cfg.as_dict()} differs from the agent's "
-                             f"{agent.net_config.as_dict()}")
+        raise ModelFileError(
+            f"Hybrid MPTCP model {path}: its network {cfg.as_dict()} differs from the agent's "
+            f"{agent.net_config.as_dict()}"
+        )
     load_weight_groups(agent.ddpg, weights, f"Hybrid MPTCP model {path}")
 
 
@@ -158,21 +182,27 @@ def numpy_actor(path, state) -> np.ndarray:
     w = weights["actor"]
     x = np.asarray(state, np.float32)
     if x.ndim != 3 or x.shape[2] != cfg.n_features:
-        raise ModelFileError(f"Hybrid MPTCP model {path}: expects states [batch, subflows, {cfg.n_features}], "
-                             f"got shape {x.shape}")
+        raise ModelFileError(
+            f"Hybrid MPTCP model {path}: expects states [batch, subflows, {cfg.n_features}], "
+            f"got shape {x.shape}"
+        )
     b, s, _ = x.shape
     hd = cfg.lstm_hidden
     h = np.zeros((b, hd), np.float32)
     c = np.zeros((b, hd), np.float32)
     outs = []
     for t in range(s):
-        z = x[:, t] @ w["lstm.weight_ih_l0"].T + w["lstm.bias_ih_l0"] + h @ w["lstm.weight_hh_l0"].T \
+        z = (
+            x[:, t] @ w["lstm.weight_ih_l0"].T
+            + w["lstm.bias_ih_l0"]
+            + h @ w["lstm.weight_hh_l0"].T
             + w["lstm.bias_hh_l0"]
-        i, f, g, o = (z[:, k * hd:(k + 1) * hd] for k in range(4))
+        )
+        i, f, g, o = (z[:, k * hd : (k + 1) * hd] for k in range(4))
         c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
         h = _sigmoid(o) * np.tanh(c)
         outs.append(h)
-    out = np.stack(outs, axis=1)                                         # [B, S, H]
+    out = np.stack(outs, axis=1)  # [B, S, H]
     z = np.concatenate([out, np.broadcast_to(h[:, None, :], out.shape)], axis=-1)
     n = len(cfg.hidden) + 1
     for j in range(n):
@@ -198,42 +228,86 @@ def _onnx_actor_model(path, opset: int, ir_version: int):
         return name
 
     def node(op, ins, out=None, n_out=1, **attrs):
-        outs = [out or f"t{len(nodes)}"] if n_out == 1 else [f"t{len(nodes)}_{k}" for k in range(n_out)]
+        outs = (
+            [out or f"t{len(nodes)}"]
+            if n_out == 1
+            else [f"t{len(nodes)}_{k}" for k in range(n_out)]
+        )
         nodes.append(helper.make_node(op, ins, outs, name=f"n{len(nodes)}_{op}", **attrs))
         return outs[0] if n_out == 1 else outs
 
-    def gates(arr):      # torch's i, f, g, o -> ONNX's i, o, f, c
+    def gates(arr):  # torch's i, f, g, o -> ONNX's i, o, f, c
         i, f, g, o = np.split(arr, 4, axis=0)
         return np.concatenate([i, o, f, g], axis=0)
 
     wi = const("lstm.W", gates(w["lstm.weight_ih_l0"])[None])
     ri = const("lstm.R", gates(w["lstm.weight_hh_l0"])[None])
-    bi = const("lstm.B", np.concatenate([gates(w["lstm.bias_ih_l0"]), gates(w["lstm.bias_hh_l0"])])[None])
-    seq = node("Transpose", [INPUT_NAME], perm=[1, 0, 2])                          # [S, B, F]
-    y, y_h = node("LSTM", [seq, wi, ri, bi], n_out=2, hidden_size=hd)             # [S, 1, B, H], [1, B, H]
-    out = node("Transpose", [node("Squeeze", [y, const("axes_1", np.array([1], np.int64))])],
-               perm=[1, 0, 2])                                                     # [B, S, H]
-    final = node("Transpose", [y_h], perm=[1, 0, 2])                               # [B, 1, H]
-    w0 = w["head.0.weight"]                                                        # [h1, 2H]
-    z = node("Add", [node("Add", [node("MatMul", [out, const("head.0.weight_step_t", w0[:, :hd].T.copy())]),
-                                  node("MatMul", [final, const("head.0.weight_final_t", w0[:, hd:].T.copy())])]),
-                     const("head.0.bias", w["head.0.bias"])])
+    bi = const(
+        "lstm.B", np.concatenate([gates(w["lstm.bias_ih_l0"]), gates(w["lstm.bias_hh_l0"])])[None]
+    )
+    seq = node("Transpose", [INPUT_NAME], perm=[1, 0, 2])  # [S, B, F]
+    y, y_h = node("LSTM", [seq, wi, ri, bi], n_out=2, hidden_size=hd)  # [S, 1, B, H], [1, B, H]
+    out = node(
+        "Transpose",
+        [node("Squeeze", [y, const("axes_1", np.array([1], np.int64))])],
+        perm=[1, 0, 2],
+    )  # [B, S, H]
+    final = node("Transpose", [y_h], perm=[1, 0, 2])  # [B, 1, H]
+    w0 = w["head.0.weight"]  # [h1, 2H]
+    z = node(
+        "Add",
+        [
+            node(
+                "Add",
+                [
+                    node("MatMul", [out, const("head.0.weight_step_t", w0[:, :hd].T.copy())]),
+                    node("MatMul", [final, const("head.0.weight_final_t", w0[:, hd:].T.copy())]),
+                ],
+            ),
+            const("head.0.bias", w["head.0.bias"]),
+        ],
+    )
     n = len(cfg.hidden) + 1
     for j in range(1, n):
-        z = node("Add", [node("MatMul", [node("Relu", [z]),
-                                         const(f"head.{2 * j}.weight_t", w[f"head.{2 * j}.weight"].T.copy())]),
-                         const(f"head.{2 * j}.bias", w[f"head.{2 * j}.bias"])])
+        z = node(
+            "Add",
+            [
+                node(
+                    "MatMul",
+                    [
+                        node("Relu", [z]),
+                        const(f"head.{2 * j}.weight_t", w[f"head.{2 * j}.weight"].T.copy()),
+                    ],
+                ),
+                const(f"head.{2 * j}.bias", w[f"head.{2 * j}.bias"]),
+            ],
+        )
     node("Squeeze", [node("Tanh", [z]), const("axes_2", np.array([2], np.int64))], out=OUTPUT_NAME)
     graph = helper.make_graph(
-        nodes, "falcon_hybrid_actor",
-        [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, ["batch", "subflows", cfg.n_features])],
+        nodes,
+        "falcon_hybrid_actor",
+        [
+            helper.make_tensor_value_info(
+                INPUT_NAME, TensorProto.FLOAT, ["batch", "subflows", cfg.n_features]
+            )
+        ],
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", "subflows"])],
-        initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", int(opset))],
-                              producer_name="falcon-mpsched", producer_version=framework_version())
+        initializer=inits,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", int(opset))],
+        producer_name="falcon-mpsched",
+        producer_version=framework_version(),
+    )
     model.ir_version = int(ir_version)
-    for k, val in {"format": "falcon-hybrid-onnx", "kind": KIND, "inner_loop": json.dumps(meta["inner_loop"]),
-                   "network": json.dumps(cfg.as_dict()), "feature_names": json.dumps(list(FEATURES))}.items():
+    for k, val in {
+        "format": "falcon-hybrid-onnx",
+        "kind": KIND,
+        "inner_loop": json.dumps(meta["inner_loop"]),
+        "network": json.dumps(cfg.as_dict()),
+        "feature_names": json.dumps(list(FEATURES)),
+    }.items():
         prop = model.metadata_props.add()
         prop.key, prop.value = k, val
     onnx.checker.check_model(model)
@@ -258,11 +332,13 @@ def onnx_actor(path, state) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- parity
-def random_states(cfg: HybridNetConfig, n: int = 256, subflows=(1, 2, 3, 4, 8), seed: int = 0) -> list[np.ndarray]:
+def random_states(
+    cfg: HybridNetConfig, n: int = 256, subflows=(1, 2, 3, 4, 8), seed: int = 0
+) -> list[np.ndarray]:
     """Batches of ``n`` random states, one batch per subflow count, over the range the features take."""
     rng = np.random.default_rng(seed)
-    lo = np.array([0.0, 0.0, 0.0, -2.0, 0.0, 0.0], np.float32)[:cfg.n_features]
-    hi = np.array([1.5, 1.5, 3.0, 2.0, 1.0, 2.0], np.float32)[:cfg.n_features]
+    lo = np.array([0.0, 0.0, 0.0, -2.0, 0.0, 0.0], np.float32)[: cfg.n_features]
+    hi = np.array([1.5, 1.5, 3.0, 2.0, 1.0, 2.0], np.float32)[: cfg.n_features]
     return [rng.uniform(lo, hi, size=(n, s, cfg.n_features)).astype(np.float32) for s in subflows]
 
 
@@ -287,8 +363,10 @@ def check_parity(agent, h5_path=None, onnx_path=None, states=None, tolerance: fl
         diff = max(float(np.max(np.abs(fn(p, x) - torch_actor(agent, x)))) for x in batches)
         res[f"{key}_max_abs_diff"] = diff
         if not diff <= tolerance:
-            raise ModelFileError(f"Hybrid MPTCP export {p}: differs from the torch actor by {diff:.3g} "
-                                 f"(tolerance {tolerance:g})")
+            raise ModelFileError(
+                f"Hybrid MPTCP export {p}: differs from the torch actor by {diff:.3g} "
+                f"(tolerance {tolerance:g})"
+            )
     return res
 
 
@@ -299,5 +377,17 @@ def is_hybrid_file(path) -> bool:
     return has_format(path, FORMAT)
 
 
-__all__ = ["FORMAT", "KIND", "write_hdf5", "read_weights", "read_into", "numpy_actor", "write_onnx",
-           "onnx_actor", "check_parity", "random_states", "torch_actor", "is_hybrid_file"]
+__all__ = [
+    "FORMAT",
+    "KIND",
+    "write_hdf5",
+    "read_weights",
+    "read_into",
+    "numpy_actor",
+    "write_onnx",
+    "onnx_actor",
+    "check_parity",
+    "random_states",
+    "torch_actor",
+    "is_hybrid_file",
+]

@@ -77,12 +77,14 @@ class SlotMeter:
             w0 = self.cwnd[i]
             dw = math.log2(p.cc.cwnd / w0) if w0 > 0.0 else 0.0
             excess = (srtt - base) * 1000.0 / RTT_UNIT_MS if base < math.inf else 0.0
-            x[i] = ((p.bytes_sent - self.sent[i]) * per_mbps / RATE_UNIT_MBPS,
-                    thr[i] / RATE_UNIT_MBPS,
-                    min(srtt * 1000.0 / RTT_UNIT_MS, RTT_CAP),
-                    max(-WINDOW_CHANGE_CAP, min(WINDOW_CHANGE_CAP, dw)),
-                    shares[i],
-                    max(0.0, min(excess, RTT_CAP)))
+            x[i] = (
+                (p.bytes_sent - self.sent[i]) * per_mbps / RATE_UNIT_MBPS,
+                thr[i] / RATE_UNIT_MBPS,
+                min(srtt * 1000.0 / RTT_UNIT_MS, RTT_CAP),
+                max(-WINDOW_CHANGE_CAP, min(WINDOW_CHANGE_CAP, dw)),
+                shares[i],
+                max(0.0, min(excess, RTT_CAP)),
+            )
         return x, thr
 
 

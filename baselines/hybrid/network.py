@@ -55,11 +55,14 @@ class HybridNetConfig:
         try:
             hidden = tuple(int(h) for h in self.hidden)
         except (TypeError, ValueError):
-            raise ConfigError(f"hybrid.network.hidden: must be a list of positive integers, "
-                              f"got {self.hidden!r}") from None
+            raise ConfigError(
+                f"hybrid.network.hidden: must be a list of positive integers, got {self.hidden!r}"
+            ) from None
         if not hidden or min(hidden) < 1:
-            raise ConfigError(f"hybrid.network.hidden: must be a non-empty list of positive integers, "
-                              f"got {self.hidden!r}")
+            raise ConfigError(
+                f"hybrid.network.hidden: must be a non-empty list of positive integers, "
+                f"got {self.hidden!r}"
+            )
         object.__setattr__(self, "hidden", hidden)
 
     def as_dict(self) -> dict:

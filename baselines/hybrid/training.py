@@ -36,23 +36,38 @@ import numpy as np
 
 from envs.errors import ConfigError
 
-TRAIN_KEYS = ("samples", "episode_s", "bandwidth_mbps", "rtt_ms", "buffer_packets", "loss", "cc",
-              "cross_flows", "cross_cc")
+TRAIN_KEYS = (
+    "samples",
+    "episode_s",
+    "bandwidth_mbps",
+    "rtt_ms",
+    "buffer_packets",
+    "loss",
+    "cc",
+    "cross_flows",
+    "cross_cc",
+)
 
 
-def _range(name: str, value, lo_min: float, integer: bool = False, allow_zero: bool = False) -> tuple:
+def _range(
+    name: str, value, lo_min: float, integer: bool = False, allow_zero: bool = False
+) -> tuple:
     try:
         lo, hi = (float(v) for v in value)
     except (TypeError, ValueError):
         raise ConfigError(f"hybrid.train.{name}: expected [lo, hi], got {value!r}") from None
     ok = (lo >= lo_min if allow_zero else lo > lo_min) and lo <= hi and math.isfinite(hi)
     if not ok or (integer and (lo != int(lo) or hi != int(hi))):
-        raise ConfigError(f"hybrid.train.{name}: expected [lo, hi] with {lo_min} {'<=' if allow_zero else '<'} "
-                          f"lo <= hi{' (integers)' if integer else ''}, got {value!r}")
+        raise ConfigError(
+            f"hybrid.train.{name}: expected [lo, hi] with {lo_min} {'<=' if allow_zero else '<'} "
+            f"lo <= hi{' (integers)' if integer else ''}, got {value!r}"
+        )
     return (int(lo), int(hi)) if integer else (lo, hi)
 
 
-def draw_scenario(base: dict, n_paths: int, ranges: dict, rng: np.random.Generator, cc: str | None) -> dict:
+def draw_scenario(
+    base: dict, n_paths: int, ranges: dict, rng: np.random.Generator, cc: str | None
+) -> dict:
     """The agent's scenario of one episode: ``base``'s settings with ``n_paths`` paths drawn from ``ranges``."""
     from envs.plain import copy_plain
 
@@ -61,19 +76,24 @@ def draw_scenario(base: dict, n_paths: int, ranges: dict, rng: np.random.Generat
     for i in range(n_paths):
         (blo, bhi), (rlo, rhi) = ranges["bandwidth_mbps"], ranges["rtt_ms"]
         (qlo, qhi), (llo, lhi) = ranges["buffer_packets"], ranges["loss"]
-        paths.append({"name": f"path{i}",
-                      "bandwidth_mbps": float(math.exp(rng.uniform(math.log(blo), math.log(bhi)))),
-                      "rtt_ms": float(math.exp(rng.uniform(math.log(rlo), math.log(rhi)))),
-                      "buffer_packets": int(rng.integers(qlo, qhi + 1)),
-                      "loss": float(rng.uniform(llo, lhi))})
+        paths.append(
+            {
+                "name": f"path{i}",
+                "bandwidth_mbps": float(math.exp(rng.uniform(math.log(blo), math.log(bhi)))),
+                "rtt_ms": float(math.exp(rng.uniform(math.log(rlo), math.log(rhi)))),
+                "buffer_packets": int(rng.integers(qlo, qhi + 1)),
+                "loss": float(rng.uniform(llo, lhi)),
+            }
+        )
     s["paths"] = paths
     if cc is not None:
         s["cc"] = cc
     return s
 
 
-def run_episode(agent, scenario: dict, seed: int, episode_s: float, cross_flows: int, shared: int,
-                cross_cc: str) -> None:
+def run_episode(
+    agent, scenario: dict, seed: int, episode_s: float, cross_flows: int, shared: int, cross_cc: str
+) -> None:
     """One training episode: the agent's endless multipath bulk transfer on
     ``scenario`` for ``episode_s`` [s], ``cross_flows`` single-path bulk flows
     (``cross_cc``) sharing path ``shared``'s bottleneck (its ``shared_link``)."""
@@ -89,19 +109,35 @@ def run_episode(agent, scenario: dict, seed: int, episode_s: float, cross_flows:
         agent.reset(conn)
         BulkApp(10**15).start(conn)
         for j in range(cross_flows):
-            c = emu.connect({**scenario, "cc": cross_cc, "paths": [scenario["paths"][shared]]},
-                            make_scheduler("minrtt"), name=f"cross{j}")
+            c = emu.connect(
+                {**scenario, "cc": cross_cc, "paths": [scenario["paths"][shared]]},
+                make_scheduler("minrtt"),
+                name=f"cross{j}",
+            )
             BulkApp(10**15).start(c)
         emu.sim.run(until=episode_s)
-        agent._gen += 1                      # orphan the episode's timer
+        agent._gen += 1  # orphan the episode's timer
         del emu, conn
 
 
-def fit(agent, scenario, app, seed: int = 0, log: Callable | None = None, progress: bool = True,
-        samples: int = 30000, episode_s: float = 20.0, bandwidth_mbps: Sequence[float] = (4, 128),
-        rtt_ms: Sequence[float] = (3, 300), buffer_packets: Sequence[int] = (20, 500),
-        loss: Sequence[float] = (0.0, 0.0), cc: str | None = "lia", cross_flows: int = 0,
-        cross_cc: str = "cubic", **unknown) -> Mapping[str, float]:
+def fit(
+    agent,
+    scenario,
+    app,
+    seed: int = 0,
+    log: Callable | None = None,
+    progress: bool = True,
+    samples: int = 30000,
+    episode_s: float = 20.0,
+    bandwidth_mbps: Sequence[float] = (4, 128),
+    rtt_ms: Sequence[float] = (3, 300),
+    buffer_packets: Sequence[int] = (20, 500),
+    loss: Sequence[float] = (0.0, 0.0),
+    cc: str | None = "lia",
+    cross_flows: int = 0,
+    cross_cc: str = "cubic",
+    **unknown,
+) -> Mapping[str, float]:
     """Train ``agent`` online (module docstring); returns summary metrics. ``app`` is not used:
     every training episode is an endless bulk transfer."""
     from baselines.gaps.ddpg import Replay
@@ -109,23 +145,37 @@ def fit(agent, scenario, app, seed: int = 0, log: Callable | None = None, progre
     from envs.scenario import normalise_scenario
 
     if unknown:
-        raise ConfigError(f"hybrid.train: unknown key(s) {sorted(unknown)}; known: {', '.join(TRAIN_KEYS)}")
+        raise ConfigError(
+            f"hybrid.train: unknown key(s) {sorted(unknown)}; known: {', '.join(TRAIN_KEYS)}"
+        )
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise ConfigError(f"hybrid.train.samples: must be a positive integer, got {samples!r}")
-    if isinstance(episode_s, bool) or not isinstance(episode_s, int | float) or not episode_s >= 2 * agent.slot_s:
-        raise ConfigError(f"hybrid.train.episode_s: must be at least two slots ({2 * agent.slot_s} s), "
-                          f"got {episode_s!r}")
+    if (
+        isinstance(episode_s, bool)
+        or not isinstance(episode_s, int | float)
+        or not episode_s >= 2 * agent.slot_s
+    ):
+        raise ConfigError(
+            f"hybrid.train.episode_s: must be at least two slots ({2 * agent.slot_s} s), "
+            f"got {episode_s!r}"
+        )
     if isinstance(cross_flows, bool) or not isinstance(cross_flows, int) or cross_flows < 0:
         raise ConfigError(f"hybrid.train.cross_flows: must be an integer >= 0, got {cross_flows!r}")
-    ranges = {"bandwidth_mbps": _range("bandwidth_mbps", bandwidth_mbps, 0.0),
-              "rtt_ms": _range("rtt_ms", rtt_ms, 0.0),
-              "buffer_packets": _range("buffer_packets", buffer_packets, 1, integer=True, allow_zero=True),
-              "loss": _range("loss", loss, 0.0, allow_zero=True)}
+    ranges = {
+        "bandwidth_mbps": _range("bandwidth_mbps", bandwidth_mbps, 0.0),
+        "rtt_ms": _range("rtt_ms", rtt_ms, 0.0),
+        "buffer_packets": _range(
+            "buffer_packets", buffer_packets, 1, integer=True, allow_zero=True
+        ),
+        "loss": _range("loss", loss, 0.0, allow_zero=True),
+    }
     if ranges["loss"][1] >= 1.0:
         raise ConfigError(f"hybrid.train.loss: the loss rate must stay below 1, got {loss!r}")
     base = normalise_scenario(scenario)
     n_paths = len(base["paths"])
-    normalise_scenario(draw_scenario(base, n_paths, ranges, np.random.default_rng(0), cc))   # cc names etc.
+    normalise_scenario(
+        draw_scenario(base, n_paths, ranges, np.random.default_rng(0), cc)
+    )  # cc names etc.
     if cross_flows:
         normalise_scenario({"paths": [{"bandwidth_mbps": 10}], "cc": cross_cc})
     cfg = agent.ddpg_config
@@ -145,25 +195,37 @@ def fit(agent, scenario, app, seed: int = 0, log: Callable | None = None, progre
             if k:
                 s["paths"][shared]["shared_link"] = "bottleneck"
             run_episode(agent, s, int(seed) * 100_003 + e, float(episode_s), k, shared, cross_cc)
-            row = {"score": float(np.mean(agent.rewards)) if agent.rewards else float("nan"),
-                   "throughput_mbps": float(np.mean(agent.throughputs)) if agent.throughputs else 0.0,
-                   "cross_flows": float(k), "samples": float(agent.samples),
-                   "updates": float(agent.ddpg.updates), **agent.last_losses}
+            row = {
+                "score": float(np.mean(agent.rewards)) if agent.rewards else float("nan"),
+                "throughput_mbps": float(np.mean(agent.throughputs)) if agent.throughputs else 0.0,
+                "cross_flows": float(k),
+                "samples": float(agent.samples),
+                "updates": float(agent.ddpg.updates),
+                **agent.last_losses,
+            }
             if log is not None:
                 log({k2: float(v) for k2, v in row.items()}, step=e)
             if progress:
-                print(f"{agent.name}: episode {e + 1}: score {row['score']:.3f}, "
-                      f"{row['throughput_mbps']:.1f} Mbit/s, {k} cross flows, {agent.samples}/{samples} samples, "
-                      f"{agent.ddpg.updates} updates [{time.perf_counter() - t0:.0f} s]", flush=True)
+                print(
+                    f"{agent.name}: episode {e + 1}: score {row['score']:.3f}, "
+                    f"{row['throughput_mbps']:.1f} Mbit/s, {k} cross flows, {agent.samples}/{samples} samples, "
+                    f"{agent.ddpg.updates} updates [{time.perf_counter() - t0:.0f} s]",
+                    flush=True,
+                )
             summary = row
             e += 1
     finally:
         agent.learning = False
         agent.replay = None
         agent.sample_limit = None
-    summary.update({"episodes": float(e), "train_wall_s": time.perf_counter() - t0,
-                    "cpu_seconds_per_slot": agent.cpu_seconds_per_slot,
-                    "train_cpu_s_per_update": agent.train_cpu_s / max(agent.ddpg.updates, 1)})
+    summary.update(
+        {
+            "episodes": float(e),
+            "train_wall_s": time.perf_counter() - t0,
+            "cpu_seconds_per_slot": agent.cpu_seconds_per_slot,
+            "train_cpu_s_per_update": agent.train_cpu_s / max(agent.ddpg.updates, 1),
+        }
+    )
     return summary
 
 

@@ -55,8 +55,14 @@ class _Behaviour:
     """A chooser: a fixed mode, or a random mode that changes at each epoch with
     probability ``switch_prob`` (``once``: at most one change, then held)."""
 
-    def __init__(self, n_modes: int, rng: np.random.Generator | None, fixed: int | None, switch_prob: float,
-                 once: bool = False):
+    def __init__(
+        self,
+        n_modes: int,
+        rng: np.random.Generator | None,
+        fixed: int | None,
+        switch_prob: float,
+        once: bool = False,
+    ):
         self.n, self.rng, self.fixed, self.p, self.once = n_modes, rng, fixed, switch_prob, once
         self.current = fixed if fixed is not None else int(rng.integers(n_modes))
         self.switched = False
@@ -78,27 +84,47 @@ def log_episode(scenario, app, modes, chooser, seed: int) -> Episode:
         raise ConfigError(f"modes: a behaviour episode (seed {seed}) made no decision")
     states, chosen, times, unacked = zip(*sched.trace)
     done = math.isfinite(m["download_time_s"])
-    return Episode(np.stack(states), np.asarray(chosen, np.int64), np.asarray(times), np.asarray(unacked),
-                   float(m["elapsed_s"]), float(m["download_time_s"] if done else m["elapsed_s"]), not done)
+    return Episode(
+        np.stack(states),
+        np.asarray(chosen, np.int64),
+        np.asarray(times),
+        np.asarray(unacked),
+        float(m["elapsed_s"]),
+        float(m["download_time_s"] if done else m["elapsed_s"]),
+        not done,
+    )
 
 
-def collect(scenario, app, modes, seed: int, seeds_per_mode: int, switching_episodes: int,
-            switch_prob: float, progress=None, once: bool = False) -> list[Episode]:
+def collect(
+    scenario,
+    app,
+    modes,
+    seed: int,
+    seeds_per_mode: int,
+    switching_episodes: int,
+    switch_prob: float,
+    progress=None,
+    once: bool = False,
+) -> list[Episode]:
     """The behaviour log (module docstring); seeds ``seed + k``; ``once``: the
     switching episodes change mode at most once."""
     rng = np.random.default_rng(seed)
     episodes, k = [], 0
     for mode in range(len(modes)):
         for _ in range(int(seeds_per_mode)):
-            episodes.append(log_episode(scenario, app, modes, _Behaviour(len(modes), None, mode, 0.0), seed + k))
+            episodes.append(
+                log_episode(scenario, app, modes, _Behaviour(len(modes), None, mode, 0.0), seed + k)
+            )
             k += 1
     for _ in range(int(switching_episodes)):
         behaviour = _Behaviour(len(modes), rng, None, switch_prob, once)
         episodes.append(log_episode(scenario, app, modes, behaviour, seed + k))
         k += 1
     if progress is not None:
-        progress(f"modes: logged {len(episodes)} behaviour episodes, "
-                 f"{sum(len(e.modes) for e in episodes)} decisions")
+        progress(
+            f"modes: logged {len(episodes)} behaviour episodes, "
+            f"{sum(len(e.modes) for e in episodes)} decisions"
+        )
     return episodes
 
 
@@ -121,7 +147,9 @@ def best_constant_mode(episodes: Sequence[Episode], n_modes: int) -> int:
         if len(set(e.modes.tolist())) == 1:
             times.setdefault(int(e.modes[0]), []).append(e.download_time_s)
     if not times:
-        raise ConfigError("modes: no constant-mode episode to choose a constant mode from (seeds_per_mode >= 1)")
+        raise ConfigError(
+            "modes: no constant-mode episode to choose a constant mode from (seeds_per_mode >= 1)"
+        )
     return min(times, key=lambda m: (float(np.median(times[m])), m))
 
 
@@ -161,11 +189,19 @@ def mc_transitions(episodes: Sequence[Episode], unit_s: float) -> Transitions:
         w.append(np.full(len(e.modes) - start, 1.0 / (len(e.modes) - start)))
     states = np.concatenate(s).astype(np.float32)
     n = len(states)
-    return Transitions(states, np.concatenate(a), np.concatenate(r).astype(np.float32), states.copy(),
-                       np.ones(n, np.float32), np.concatenate(w) / len(episodes))
+    return Transitions(
+        states,
+        np.concatenate(a),
+        np.concatenate(r).astype(np.float32),
+        states.copy(),
+        np.ones(n, np.float32),
+        np.concatenate(w) / len(episodes),
+    )
 
 
-def transitions(episodes: Sequence[Episode], gamma: float, unit_s: float, rate_ref: float) -> Transitions:
+def transitions(
+    episodes: Sequence[Episode], gamma: float, unit_s: float, rate_ref: float
+) -> Transitions:
     """Every episode's epochs as ``(s, a, r, s', done)`` (module docstring)."""
     s, a, r, s2, d = [], [], [], [], []
     for e in episodes:
@@ -179,9 +215,23 @@ def transitions(episodes: Sequence[Episode], gamma: float, unit_s: float, rate_r
         # the last s' is bootstrapped only for a cut episode (from its last state: the best guess there is)
         s2.append(np.concatenate([e.states[1:], e.states[-1:]]))
         d.append(np.append(np.zeros(n - 1), 0.0 if e.truncated else 1.0))
-    return Transitions(np.concatenate(s).astype(np.float32), np.concatenate(a), np.concatenate(r).astype(np.float32),
-                       np.concatenate(s2).astype(np.float32), np.concatenate(d).astype(np.float32))
+    return Transitions(
+        np.concatenate(s).astype(np.float32),
+        np.concatenate(a),
+        np.concatenate(r).astype(np.float32),
+        np.concatenate(s2).astype(np.float32),
+        np.concatenate(d).astype(np.float32),
+    )
 
 
-__all__ = ["Episode", "Transitions", "EPOCHS_PER_MEDIAN", "log_episode", "collect", "reward_constants",
-           "transitions", "mc_transitions", "best_constant_mode"]
+__all__ = [
+    "Episode",
+    "Transitions",
+    "EPOCHS_PER_MEDIAN",
+    "log_episode",
+    "collect",
+    "reward_constants",
+    "transitions",
+    "mc_transitions",
+    "best_constant_mode",
+]

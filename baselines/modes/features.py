@@ -102,9 +102,19 @@ class EpochObserver:
             out.append(_clip(p.rttvar / srtt, 0.0, 3.0))
             delivered = (p.payload_bytes_acked - self.acked[i]) / p.payload / dt
             out.append(min(math.log1p(delivered / RATE_UNIT), 30.0))
-            age = (now - self.last_ack[i]) / max(srtt, ACK_AGE_FLOOR_S) if p.bytes_in_flight > 0 else 0.0
+            age = (
+                (now - self.last_ack[i]) / max(srtt, ACK_AGE_FLOOR_S)
+                if p.bytes_in_flight > 0
+                else 0.0
+            )
             out.append(_clip(age, 0.0, 20.0))
-            out.append(_clip((p.packets_lost - self.lost[i]) / (p.packets_sent - self.sent[i] + 1.0), 0.0, 1.0))
+            out.append(
+                _clip(
+                    (p.packets_lost - self.lost[i]) / (p.packets_sent - self.sent[i] + 1.0),
+                    0.0,
+                    1.0,
+                )
+            )
             out.append(1.0 if p.is_open and p.has_rtt_sample else 0.0)
             unacked += p.bytes_in_flight
             self.acked[i] = p.payload_bytes_acked
@@ -118,5 +128,12 @@ class EpochObserver:
         return np.asarray(out, dtype=np.float32)
 
 
-__all__ = ["PATH_FEATURES", "GLOBAL_FEATURES", "RATE_UNIT", "BYTES_UNIT", "n_inputs", "feature_names",
-           "EpochObserver"]
+__all__ = [
+    "PATH_FEATURES",
+    "GLOBAL_FEATURES",
+    "RATE_UNIT",
+    "BYTES_UNIT",
+    "n_inputs",
+    "feature_names",
+    "EpochObserver",
+]

@@ -32,21 +32,31 @@ FORMAT = "falcon-modes-model"
 FORMAT_VERSION = 1
 
 
-def write_model(path, members, spec: QNetSpec, modes, switch_margin: float, constant_mode: int | None = None) -> Path:
+def write_model(
+    path, members, spec: QNetSpec, modes, switch_margin: float, constant_mode: int | None = None
+) -> Path:
     """Write a trained mode scheduler (``members``: each network's weight list) to ``path``; returns it."""
     path = Path(path)
     with atomic_path(path) as tmp:
         with open_hdf5_for_writing(tmp) as f:
             write_header(f, FORMAT, FORMAT_VERSION)
-            f.attrs["modes"] = json.dumps([m if isinstance(m, str) else [float(m[0]), bool(m[1])] for m in modes])
+            f.attrs["modes"] = json.dumps(
+                [m if isinstance(m, str) else [float(m[0]), bool(m[1])] for m in modes]
+            )
             f.attrs["spec"] = json.dumps(spec.to_dict())
-            f.attrs["switch_margin"] = json.dumps(switch_margin if math.isfinite(switch_margin) else None)
+            f.attrs["switch_margin"] = json.dumps(
+                switch_margin if math.isfinite(switch_margin) else None
+            )
             f.attrs["constant_mode"] = json.dumps(constant_mode)
             f.attrs["members"] = len(members)
             for i, weights in enumerate(members):
                 g = f.create_group(f"weights/{i}")
                 for k, w in enumerate(weights):
-                    g.create_dataset(f"{'Wb'[k % 2]}{k // 2}", data=np.asarray(w, np.float32), **dataset_options(w))
+                    g.create_dataset(
+                        f"{'Wb'[k % 2]}{k // 2}",
+                        data=np.asarray(w, np.float32),
+                        **dataset_options(w),
+                    )
     return path
 
 
@@ -66,37 +76,55 @@ def read_model(path):
                 raise ModelFileError(f"{p}: not a {FORMAT} file (format {f.attrs.get('format')!r})")
             version = integer_attribute(f.attrs.get("format_version"), "format_version")
             if version != FORMAT_VERSION:
-                raise ModelFileError(f"{p}: {FORMAT} version {version}, this reader knows {FORMAT_VERSION}")
+                raise ModelFileError(
+                    f"{p}: {FORMAT} version {version}, this reader knows {FORMAT_VERSION}"
+                )
             spec = QNetSpec(**json.loads(f.attrs["spec"]))
             modes = make_modes_from(json.loads(f.attrs["modes"]))
             margin = json.loads(f.attrs["switch_margin"])
             margin = math.inf if margin is None else float(margin)
             constant = json.loads(f.attrs["constant_mode"])
             n = integer_attribute(f.attrs.get("members"), "members")
-            members = [[np.asarray(f[f"weights/{i}/{'Wb'[k % 2]}{k // 2}"][()], np.float32)
-                        for k in range(2 * len(spec.layer_sizes))] for i in range(n)]
+            members = [
+                [
+                    np.asarray(f[f"weights/{i}/{'Wb'[k % 2]}{k // 2}"][()], np.float32)
+                    for k in range(2 * len(spec.layer_sizes))
+                ]
+                for i in range(n)
+            ]
     except ModelFileError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as e:
-        raise ModelFileError(f"{p}: unreadable mode-scheduler model ({hdf5_error_line(e)})") from None
+        raise ModelFileError(
+            f"{p}: unreadable mode-scheduler model ({hdf5_error_line(e)})"
+        ) from None
     if not members or not margin >= 0:
-        raise ModelFileError(f"{p}: {len(members)} networks, switch margin {margin}: not a trained model")
+        raise ModelFileError(
+            f"{p}: {len(members)} networks, switch margin {margin}: not a trained model"
+        )
     for weights in members:
         for (i, o), w, b in zip(spec.layer_sizes, weights[::2], weights[1::2]):
             if w.shape != (i, o) or b.shape != (o,):
-                raise ModelFileError(f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})")
+                raise ModelFileError(
+                    f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})"
+                )
     if spec.n_actions != len(modes):
         raise ModelFileError(f"{p}: {spec.n_actions} Q-values for {len(modes)} modes")
     if constant is not None and (not isinstance(constant, int) or not 0 <= constant < len(modes)):
-        raise ModelFileError(f"{p}: constant_mode {constant!r} is not one of the {len(modes)} modes")
+        raise ModelFileError(
+            f"{p}: constant_mode {constant!r} is not one of the {len(modes)} modes"
+        )
     return members, spec, modes, margin, constant
 
 
 def make_modes_from(entries) -> list:
     """The mode list of a file's ``modes`` attribute, checked."""
-    if not isinstance(entries, list) or not all(isinstance(x, str) or (isinstance(x, list) and len(x) == 2)
-                                                for x in entries):
-        raise ValueError(f"modes attribute: expected [[share, reinject], ..., rule, ...], got {entries!r}")
+    if not isinstance(entries, list) or not all(
+        isinstance(x, str) or (isinstance(x, list) and len(x) == 2) for x in entries
+    ):
+        raise ValueError(
+            f"modes attribute: expected [[share, reinject], ..., rule, ...], got {entries!r}"
+        )
     pairs = [(float(x[0]), bool(x[1])) for x in entries if not isinstance(x, str)]
     rules = [x for x in entries if isinstance(x, str)]
     shares = list(dict.fromkeys(s for s, _ in pairs))

@@ -105,7 +105,9 @@ class Ensemble:
 def check_margins(margins) -> list[float]:
     """``switch_margins`` as floats >= 0 (null: infinity, never switch after the first choice)."""
     if not isinstance(margins, list | tuple) or not margins:
-        raise ConfigError(f"switch_margins: expected a non-empty list of numbers >= 0 or null, got {margins!r}")
+        raise ConfigError(
+            f"switch_margins: expected a non-empty list of numbers >= 0 or null, got {margins!r}"
+        )
     out = []
     for m in margins:
         if m is None:
@@ -146,11 +148,24 @@ class DQNModes(Scheduler, Trainable):
     name = "dqn_modes"
     reinjects = True
 
-    def __init__(self, shares: Sequence[float] = DEFAULT_SHARES, reinject: Sequence[bool] = (False, True),
-                 rules: Sequence[str] = DEFAULT_RULES, hidden: Sequence[int] = (64, 64), gamma: float = 0.98, lr: float = 1e-3,
-                 batch_size: int = 64, tau: float = 0.01, double_q: bool = True, cql_alpha: float = 0.0,
-                 target: str = "mc", switch_margins: Sequence[float | None] = DEFAULT_MARGINS,
-                 constant_candidate: bool = True, seed: int = 0, model: str | None = None) -> None:
+    def __init__(
+        self,
+        shares: Sequence[float] = DEFAULT_SHARES,
+        reinject: Sequence[bool] = (False, True),
+        rules: Sequence[str] = DEFAULT_RULES,
+        hidden: Sequence[int] = (64, 64),
+        gamma: float = 0.98,
+        lr: float = 1e-3,
+        batch_size: int = 64,
+        tau: float = 0.01,
+        double_q: bool = True,
+        cql_alpha: float = 0.0,
+        target: str = "mc",
+        switch_margins: Sequence[float | None] = DEFAULT_MARGINS,
+        constant_candidate: bool = True,
+        seed: int = 0,
+        model: str | None = None,
+    ) -> None:
         if target not in TARGETS:
             raise ConfigError(f"target: unknown {target!r}; known: {list(TARGETS)}")
         self.target = target
@@ -161,8 +176,14 @@ class DQNModes(Scheduler, Trainable):
         self.constant_mode: int | None = None
         self.modes = make_modes(list(shares), list(reinject), list(rules))
         self.hidden = tuple(int(h) for h in hidden)
-        self.config = DQNConfig(lr=float(lr), batch_size=int(batch_size), tau=float(tau), double_q=bool(double_q),
-                                gamma=0.0 if target == "mc" else float(gamma), cql_alpha=float(cql_alpha))
+        self.config = DQNConfig(
+            lr=float(lr),
+            batch_size=int(batch_size),
+            tau=float(tau),
+            double_q=bool(double_q),
+            gamma=0.0 if target == "mc" else float(gamma),
+            cql_alpha=float(cql_alpha),
+        )
         self.seed = int(seed)
         self.q: Ensemble | None = None
         self.spec: QNetSpec | None = None
@@ -175,7 +196,9 @@ class DQNModes(Scheduler, Trainable):
         """A fresh chooser for one download: the selected constant mode, or the
         greedy mode of the mean Q-values with the selected switch margin."""
         if self.q is None:
-            raise ConfigError(f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)")
+            raise ConfigError(
+                f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)"
+            )
         return ModePolicy(self.q, self.switch_margin, self.constant_mode)
 
     def reset(self, view) -> None:
@@ -186,34 +209,68 @@ class DQNModes(Scheduler, Trainable):
         return self._inner.decide(view)
 
     # ------------------------------------------------------------ training
-    def fit(self, scenario, app, seed: int = 0, seeds_per_mode: int = 24, switching_episodes: int = 120,
-            switch_prob: float = 0.3, gradient_steps: int = 4000, models: int = 4,
-            validation_episodes: int = 128, log: Callable | None = None, progress: bool = True) -> dict:
+    def fit(
+        self,
+        scenario,
+        app,
+        seed: int = 0,
+        seeds_per_mode: int = 24,
+        switching_episodes: int = 120,
+        switch_prob: float = 0.3,
+        gradient_steps: int = 4000,
+        models: int = 4,
+        validation_episodes: int = 128,
+        log: Callable | None = None,
+        progress: bool = True,
+    ) -> dict:
         """Log, train ``models`` networks (their mean is the deployed Q), select
         the switch margin (module docstring); returns summary metrics."""
         say = print if progress else None
-        episodes = collect(scenario, app, self.modes, seed, seeds_per_mode, switching_episodes, switch_prob, say,
-                           once=self.target == "mc")
+        episodes = collect(
+            scenario,
+            app,
+            self.modes,
+            seed,
+            seeds_per_mode,
+            switching_episodes,
+            switch_prob,
+            say,
+            once=self.target == "mc",
+        )
         unit_s, rate_ref = reward_constants(episodes)
-        data = (mc_transitions(episodes, unit_s) if self.target == "mc"
-                else transitions(episodes, self.config.gamma, unit_s, rate_ref))
+        data = (
+            mc_transitions(episodes, unit_s)
+            if self.target == "mc"
+            else transitions(episodes, self.config.gamma, unit_s, rate_ref)
+        )
         mean = data.states.mean(0)
         spread = np.maximum(data.states.std(0), 1e-3)
-        self.spec = QNetSpec(n_inputs(2), len(self.modes), self.hidden, input_offset=tuple(mean.tolist()),
-                             input_scale=tuple(spread.tolist()))
+        self.spec = QNetSpec(
+            n_inputs(2),
+            len(self.modes),
+            self.hidden,
+            input_offset=tuple(mean.tolist()),
+            input_scale=tuple(spread.tolist()),
+        )
         weights, losses = self._train(data, int(models), int(gradient_steps))
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
-        constant = best_constant_mode(episodes, len(self.modes)) if self.constant_candidate else None
+        constant = (
+            best_constant_mode(episodes, len(self.modes)) if self.constant_candidate else None
+        )
         best, record = self._select(scenario, app, seed, int(validation_episodes), say, constant)
         if best < len(self.margins):
             self.switch_margin, self.constant_mode = self.margins[best], None
         else:
             self.constant_mode = constant
-        out = {"behaviour_episodes": float(len(episodes)), "transitions": float(len(data.actions)),
-               "reward_unit_s": unit_s, "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
-               "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
-               "constant_mode": -1.0 if self.constant_mode is None else float(self.constant_mode),
-               "selected_mean_cost": float(record[best]["mean_cost"] or math.nan)}
+        out = {
+            "behaviour_episodes": float(len(episodes)),
+            "transitions": float(len(data.actions)),
+            "reward_unit_s": unit_s,
+            "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
+            "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
+            "constant_mode": -1.0 if self.constant_mode is None else float(self.constant_mode),
+            "selected_mean_cost": float(record[best]["mean_cost"] or math.nan),
+        }
         if log is not None:
             log({f"train/{self.name}/{k}": v for k, v in out.items()}, None)
         return out
@@ -227,10 +284,18 @@ class DQNModes(Scheduler, Trainable):
         n, b = len(data.actions), self.config.batch_size
         losses = []
         for _ in range(steps):
-            idx = (rng.integers(0, n, size=(n_models, b)) if data.weights is None
-                   else rng.choice(n, size=(n_models, b), p=data.weights))
-            loss = learner.update(data.states[idx], data.actions[idx], data.rewards[idx],
-                                  data.next_states[idx], data.dones[idx])
+            idx = (
+                rng.integers(0, n, size=(n_models, b))
+                if data.weights is None
+                else rng.choice(n, size=(n_models, b), p=data.weights)
+            )
+            loss = learner.update(
+                data.states[idx],
+                data.actions[idx],
+                data.rewards[idx],
+                data.next_states[idx],
+                data.dones[idx],
+            )
             losses.append(loss.detach().numpy())
         return [learner.get_weights(m) for m in range(n_models)], losses
 
@@ -243,9 +308,15 @@ class DQNModes(Scheduler, Trainable):
             return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None}]
 
         def evaluate(i: int, k: int) -> float:
-            policy = ModePolicy(self.q, self.margins[i]) if i < len(self.margins) else ModePolicy(None, constant=constant)
+            policy = (
+                ModePolicy(self.q, self.margins[i])
+                if i < len(self.margins)
+                else ModePolicy(None, constant=constant)
+            )
             sched = ModeScheduler(self.modes, policy)
-            return download_cost(run_episode(scenario, app, sched, seed=seed + VALIDATION_SEED_OFFSET + k).metrics)
+            return download_cost(
+                run_episode(scenario, app, sched, seed=seed + VALIDATION_SEED_OFFSET + k).metrics
+            )
 
         return successive_halving(n, evaluate, max(budget, n), progress=say)
 
@@ -254,11 +325,19 @@ class DQNModes(Scheduler, Trainable):
         """``directory/model.h5`` (:mod:`baselines.modes.files`)."""
         if self.q is None:
             raise ConfigError(f"{self.name}: nothing to save (not trained)")
-        return files.write_model(Path(directory) / "model.h5", [n.weights for n in self.q.nets], self.spec,
-                                 self.modes, self.switch_margin, self.constant_mode)
+        return files.write_model(
+            Path(directory) / "model.h5",
+            [n.weights for n in self.q.nets],
+            self.spec,
+            self.modes,
+            self.switch_margin,
+            self.constant_mode,
+        )
 
     def load(self, path) -> None:
-        members, self.spec, self.modes, self.switch_margin, self.constant_mode = files.read_model(path)
+        members, self.spec, self.modes, self.switch_margin, self.constant_mode = files.read_model(
+            path
+        )
         self.margins = [self.switch_margin]
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in members])
 

@@ -39,8 +39,11 @@ MAX_EPOCH_S = 0.5
 DEFAULT_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
-def make_modes(shares: Sequence[float] = DEFAULT_SHARES, reinject: Sequence[bool] = (False, True),
-               rules: Sequence[str] = ()) -> list:
+def make_modes(
+    shares: Sequence[float] = DEFAULT_SHARES,
+    reinject: Sequence[bool] = (False, True),
+    rules: Sequence[str] = (),
+) -> list:
     """Every ``(share, reinject)`` pair, shares outermost, then the rule names; checked."""
     if (not shares or not reinject) and not rules:
         raise ConfigError("modes: needs at least one share and one reinject value, or a rule")
@@ -49,11 +52,13 @@ def make_modes(shares: Sequence[float] = DEFAULT_SHARES, reinject: Sequence[bool
             raise ConfigError(f"modes.reinject: expected true/false values, got {r!r}")
     modes: list = [(check_share(s), bool(r)) for s in shares for r in reinject]
     for name in rules:
-        rule_scheduler(name)                     # known, and one that a mode can run
+        rule_scheduler(name)  # known, and one that a mode can run
         modes.append(str(name))
     if len(set(modes)) != len(modes):
-        raise ConfigError(f"modes: a share, reinject value or rule is listed twice "
-                          f"({list(shares)}, {list(reinject)}, {list(rules)})")
+        raise ConfigError(
+            f"modes: a share, reinject value or rule is listed twice "
+            f"({list(shares)}, {list(reinject)}, {list(rules)})"
+        )
     return modes
 
 
@@ -67,7 +72,9 @@ def rule_scheduler(name: str) -> Scheduler:
     except (ConfigError, KeyError, ValueError) as e:
         raise ConfigError(f"modes.rules: {name!r}: {e}") from None
     if sched.wants_packet_feedback:
-        raise ConfigError(f"modes.rules: {name!r} needs per-packet feedback; a rule mode cannot run it")
+        raise ConfigError(
+            f"modes.rules: {name!r} needs per-packet feedback; a rule mode cannot run it"
+        )
     return sched
 
 
@@ -104,7 +111,9 @@ class ModeScheduler(Scheduler):
 
     def reset(self, view) -> None:
         if len(view.paths) != 2:
-            raise ConfigError(f"{self.name}: needs exactly 2 paths, the scenario has {len(view.paths)}")
+            raise ConfigError(
+                f"{self.name}: needs exactly 2 paths, the scenario has {len(view.paths)}"
+            )
         self.trace = []
         self._epoch_end = -1.0
         for rule in self.rules.values():
@@ -146,4 +155,13 @@ class ModeScheduler(Scheduler):
         return t
 
 
-__all__ = ["ModeScheduler", "make_modes", "rule_scheduler", "mode_entries", "unacked_bytes", "MIN_EPOCH_S", "MAX_EPOCH_S", "DEFAULT_SHARES"]
+__all__ = [
+    "ModeScheduler",
+    "make_modes",
+    "rule_scheduler",
+    "mode_entries",
+    "unacked_bytes",
+    "MIN_EPOCH_S",
+    "MAX_EPOCH_S",
+    "DEFAULT_SHARES",
+]

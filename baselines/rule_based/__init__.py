@@ -21,5 +21,18 @@ from baselines.rule_based.roundrobin import RoundRobin
 from baselines.rule_based.stms import STMS
 from baselines.rule_based.sttf import STTF
 
-__all__ = ["RoundRobin", "MinRTT", "BLEST", "ECF", "DAPS", "STMS", "STTF", "DEMS", "FixedSplit",
-           "MinRTTOpportunistic", "MinRTTTailReinjection", "Redundant", "SplitThreshold"]
+__all__ = [
+    "RoundRobin",
+    "MinRTT",
+    "BLEST",
+    "ECF",
+    "DAPS",
+    "STMS",
+    "STTF",
+    "DEMS",
+    "FixedSplit",
+    "MinRTTOpportunistic",
+    "MinRTTTailReinjection",
+    "Redundant",
+    "SplitThreshold",
+]

@@ -51,16 +51,25 @@ class BLEST(Scheduler):
     #: decide() is minRTT unless the slow-path check applies (envs.rules): only then is it called
     native_rule = "minrtt_unless_slower"
 
-    def __init__(self, lambda_init: float = 1.2, lambda_min: float = 1.0,
-                 lambda_max: float = 1.3, lambda_up: float = 0.04,
-                 lambda_down: float = 0.01, max_doublings: float = 16.0,
-                 send_window: str = "credit") -> None:
+    def __init__(
+        self,
+        lambda_init: float = 1.2,
+        lambda_min: float = 1.0,
+        lambda_max: float = 1.3,
+        lambda_up: float = 0.04,
+        lambda_down: float = 0.01,
+        max_doublings: float = 16.0,
+        send_window: str = "credit",
+    ) -> None:
         if not lambda_min <= lambda_init <= lambda_max:
             raise ConfigError(
                 f"blest: need lambda_min <= lambda_init <= lambda_max, got "
-                f"{lambda_min}, {lambda_init}, {lambda_max}")
+                f"{lambda_min}, {lambda_init}, {lambda_max}"
+            )
         if send_window not in ("credit", "total"):
-            raise ConfigError(f"blest: send_window must be 'credit' or 'total', got {send_window!r}")
+            raise ConfigError(
+                f"blest: send_window must be 'credit' or 'total', got {send_window!r}"
+            )
         self.lambda_init = float(lambda_init)
         self.lambda_min = float(lambda_min)
         self.lambda_max = float(lambda_max)

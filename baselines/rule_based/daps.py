@@ -78,8 +78,12 @@ def build_schedule(order, delays, cwnds, max_ticks: int):
 class DAPS(Scheduler):
     name = "daps"
 
-    def __init__(self, delay_granularity_s: float = 0.004, cwnd_gain: float = 0.125,
-                 max_schedule_ticks: int = 4096) -> None:
+    def __init__(
+        self,
+        delay_granularity_s: float = 0.004,
+        cwnd_gain: float = 0.125,
+        max_schedule_ticks: int = 4096,
+    ) -> None:
         if delay_granularity_s <= 0.0:
             raise ConfigError(f"daps: delay_granularity_s must be > 0, got {delay_granularity_s}")
         if not 0.0 < cwnd_gain <= 1.0:
@@ -93,14 +97,14 @@ class DAPS(Scheduler):
 
     def _init_state(self, n: int) -> None:
         self._n = n
-        self._scwnd = [0.0] * n              # smoothed cwnd [bytes], 0 = no sample yet
-        self._scwnd_t = [-INF] * n           # time of the last cwnd sample
+        self._scwnd = [0.0] * n  # smoothed cwnd [bytes], 0 = no sample yet
+        self._scwnd_t = [-INF] * n  # time of the last cwnd sample
         self._blocks: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        self._bi = [0] * n                   # cursor: block index per path
-        self._bo = [0] * n                   # cursor: offset inside the block
-        self._next = [INF] * n               # next schedule position per path
-        self.period = 0                      # length of the current schedule [ticks]
-        self.schedule: list[tuple[int, int, int]] = []   # (path, first_position, count)
+        self._bi = [0] * n  # cursor: block index per path
+        self._bo = [0] * n  # cursor: offset inside the block
+        self._next = [INF] * n  # next schedule position per path
+        self.period = 0  # length of the current schedule [ticks]
+        self.schedule: list[tuple[int, int, int]] = []  # (path, first_position, count)
 
     def reset(self, view) -> None:
         self._init_state(len(view.paths))

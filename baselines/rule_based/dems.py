@@ -59,7 +59,7 @@ class DEMS(Scheduler):
                 return None
         pending = view.streams_pending()
         if not pending:
-            return path                      # retransmissions only
+            return path  # retransmissions only
         st = pending[0]
         if front:
             return Decision(path, st.stream_id)

@@ -16,10 +16,15 @@ from envs.scheduler import Scheduler
 
 def check_share(share) -> float:
     """``share`` as a float in [0, 1]; a one-line ConfigError otherwise."""
-    if isinstance(share, bool) or not isinstance(share, int | float) or not math.isfinite(share) \
-            or not 0.0 <= share <= 1.0:
-        raise ConfigError(f"share: expected a number in [0, 1] (fraction of the packets on path 0), "
-                          f"got {share!r}")
+    if (
+        isinstance(share, bool)
+        or not isinstance(share, int | float)
+        or not math.isfinite(share)
+        or not 0.0 <= share <= 1.0
+    ):
+        raise ConfigError(
+            f"share: expected a number in [0, 1] (fraction of the packets on path 0), got {share!r}"
+        )
     return float(share)
 
 
@@ -46,7 +51,9 @@ class FixedSplit(Scheduler):
 
     def reset(self, view) -> None:
         if len(view.paths) != 2:
-            raise ConfigError(f"fixed_split: needs exactly 2 paths, the scenario has {len(view.paths)}")
+            raise ConfigError(
+                f"fixed_split: needs exactly 2 paths, the scenario has {len(view.paths)}"
+            )
 
     def decide(self, view):
         p0, p1 = view.paths

@@ -20,9 +20,15 @@ def check_threshold(threshold) -> float:
     """``threshold`` as a float >= 1 (None: infinity, the path is never left)."""
     if threshold is None:
         return math.inf
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or math.isnan(threshold) \
-            or threshold < 1.0:
-        raise ConfigError(f"threshold: expected a number >= 1 or null (never leave a path), got {threshold!r}")
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or math.isnan(threshold)
+        or threshold < 1.0
+    ):
+        raise ConfigError(
+            f"threshold: expected a number >= 1 or null (never leave a path), got {threshold!r}"
+        )
     return float(threshold)
 
 
@@ -54,7 +60,9 @@ class SplitThreshold(Scheduler):
 
     name = "split_threshold"
 
-    def __init__(self, share: float = 0.5, threshold: float | None = None, reinject: bool = False) -> None:
+    def __init__(
+        self, share: float = 0.5, threshold: float | None = None, reinject: bool = False
+    ) -> None:
         self.share = check_share(share)
         self.threshold = check_threshold(threshold)
         if not isinstance(reinject, bool):
@@ -63,7 +71,9 @@ class SplitThreshold(Scheduler):
 
     def reset(self, view) -> None:
         if len(view.paths) != 2:
-            raise ConfigError(f"split_threshold: needs exactly 2 paths, the scenario has {len(view.paths)}")
+            raise ConfigError(
+                f"split_threshold: needs exactly 2 paths, the scenario has {len(view.paths)}"
+            )
 
     def decide(self, view):
         p0, p1 = view.paths
@@ -71,11 +81,14 @@ class SplitThreshold(Scheduler):
             return tail_decision(view, p0, p1)
         sent0 = p0.packets_sent
         t, o = (p0, p1) if sent0 < self.share * (sent0 + p1.packets_sent + 1) else (p1, p0)
-        if self.threshold < math.inf and t.has_rtt_sample and o.has_rtt_sample \
-                and predicted_delivery(t) > self.threshold * predicted_delivery(o):
+        if (
+            self.threshold < math.inf
+            and t.has_rtt_sample
+            and o.has_rtt_sample
+            and predicted_delivery(t) > self.threshold * predicted_delivery(o)
+        ):
             t = o
         return t.index if t.has_room else None
-
 
 
 def tail_decision(view, p0, p1):

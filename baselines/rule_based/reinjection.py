@@ -58,7 +58,7 @@ class MinRTTOpportunistic(Scheduler):
         if c is None or not view.no_new_data:
             return c
         if not view.flow_blocked:
-            return None             # all data sent: the kernel's OR does nothing at the tail
+            return None  # all data sent: the kernel's OR does nothing at the tail
         s = view.reinject_source(c)
         if s is None or paths[s].srtt <= paths[c].srtt:
             return None

@@ -70,9 +70,14 @@ class STMS(Scheduler):
     name = "stms"
     wants_packet_feedback = True
 
-    def __init__(self, ewma_gain: float = 0.125, dead_band_packets: float = 2.0,
-                 adjust_interval_s: float | None = None, max_gap_bytes: int | None = None,
-                 max_records: int = 4096) -> None:
+    def __init__(
+        self,
+        ewma_gain: float = 0.125,
+        dead_band_packets: float = 2.0,
+        adjust_interval_s: float | None = None,
+        max_gap_bytes: int | None = None,
+        max_records: int = 4096,
+    ) -> None:
         if not 0.0 < ewma_gain <= 1.0:
             raise ConfigError(f"stms: ewma_gain must be in (0, 1], got {ewma_gain}")
         if adjust_interval_s is not None and adjust_interval_s < 0.0:
@@ -88,7 +93,7 @@ class STMS(Scheduler):
 
     def _init_state(self, n: int) -> None:
         self._n = n
-        self.corr = [0.0] * n                 # learned correction per path [bytes]
+        self.corr = [0.0] * n  # learned correction per path [bytes]
         self._ewma = [0.0] * n
         self._last_adjust = [-INF] * n
         # per path: (send time, bytes_sent snapshot of every path) of gapped packets

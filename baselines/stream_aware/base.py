@@ -133,13 +133,23 @@ class StreamAwareScheduler(Scheduler):
 
     name = "stream_aware"
 
-    def __init__(self, rates_mbps=None, one_way_delays_ms=None, pace="auto",
-                 delay_metric: str = "one_way", horizon_slack_ms: float = 0.0,
-                 use_priority: bool = True) -> None:
+    def __init__(
+        self,
+        rates_mbps=None,
+        one_way_delays_ms=None,
+        pace="auto",
+        delay_metric: str = "one_way",
+        horizon_slack_ms: float = 0.0,
+        use_priority: bool = True,
+    ) -> None:
         if (rates_mbps is None) != (one_way_delays_ms is None):
-            raise ValueError("give both rates_mbps and one_way_delays_ms (the fluid path model) or neither")
+            raise ValueError(
+                "give both rates_mbps and one_way_delays_ms (the fluid path model) or neither"
+            )
         self.given_rates = None if rates_mbps is None else [float(r) * 1e6 / 8 for r in rates_mbps]
-        self.given_delays = None if one_way_delays_ms is None else [float(d) / 1000 for d in one_way_delays_ms]
+        self.given_delays = (
+            None if one_way_delays_ms is None else [float(d) / 1000 for d in one_way_delays_ms]
+        )
         if self.given_rates is not None and len(self.given_rates) != len(self.given_delays):
             raise ValueError("rates_mbps and one_way_delays_ms must have one entry per path")
         if pace == "auto":
@@ -169,8 +179,9 @@ class StreamAwareScheduler(Scheduler):
         self._reset_state()
         n = len(view.paths)
         if self.given_rates is not None and len(self.given_rates) != n:
-            raise ValueError(f"{self.name}: the path model has {len(self.given_rates)} paths, "
-                             f"the connection {n}")
+            raise ValueError(
+                f"{self.name}: the path model has {len(self.given_rates)} paths, the connection {n}"
+            )
         self.busy_until = [0.0] * n
         self.acks = [deque() for _ in range(n)]
 
@@ -242,7 +253,9 @@ class StreamAwareScheduler(Scheduler):
                 self.on_new_streams(view, model, new)
         self.prepare(view, model, streams)
         w = self.horizon(now) if self.pace else INF
-        cands = [j for j in range(len(model)) if paths[model.idx[j]].has_room and model.start[j] < w]
+        cands = [
+            j for j in range(len(model)) if paths[model.idx[j]].has_room and model.start[j] < w
+        ]
         cands.sort(key=lambda j: (model.start[j], j))
 
         if view.retransmit_bytes > 0:
@@ -293,7 +306,9 @@ class StreamAwareScheduler(Scheduler):
                 self.busy_until[i] = done
                 self.acks[i].append(arrival + self.given_delays[i])
                 if sid is not None:
-                    self.queued.setdefault(sid, deque()).append((start, done, nbytes, self.given_delays[i]))
+                    self.queued.setdefault(sid, deque()).append(
+                        (start, done, nbytes, self.given_delays[i])
+                    )
         else:
             arrival = now + model.delay[j]
         if sid is not None:
@@ -322,7 +337,7 @@ class StreamAwareScheduler(Scheduler):
             for start, done, nbytes, d in dq:
                 if start >= now:
                     unsent += nbytes
-                else:   # in service
+                else:  # in service
                     unsent += nbytes * (done - now) / (done - start)
                     if tin is None or now + d > tin:
                         tin = now + d

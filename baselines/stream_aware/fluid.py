@@ -78,15 +78,23 @@ class _OrderedRun:
     (:meth:`allocate`), finds the time to the next event (:meth:`next_dt`)
     and sends at the allocated rates until then (:meth:`advance`)."""
 
-    def __init__(self, streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[int] | None,
-                 anticipate: bool, ordering: str):
+    def __init__(
+        self,
+        streams: list[FluidStream],
+        ps: PathSet,
+        fixed_order: Sequence[int] | None,
+        anticipate: bool,
+        ordering: str,
+    ):
         n, m = len(streams), len(ps)
         self.n, self.m, self.ps = n, m, ps
         self.fixed_order, self.anticipate, self.ordering = fixed_order, anticipate, ordering
         self.rem = [s.size for s in streams]
         self.rel = [s.release for s in streams]
         self.prio = [s.priority for s in streams]
-        self.last: list[list[Fraction | None]] = [[None] * m for _ in range(n)]  # last send time per (stream, path)
+        self.last: list[list[Fraction | None]] = [
+            [None] * m for _ in range(n)
+        ]  # last send time per (stream, path)
         self.finish: list[Fraction | None] = [None] * n
         self.segs = _Segments(m)
         self.t = min(self.rel) if n else Fraction(0)
@@ -114,7 +122,9 @@ class _OrderedRun:
         order is re-sorted continuously (None otherwise)."""
         rem, rel, prio, t = self.rem, self.rel, self.prio, self.t
         if self.fixed_order is not None:
-            return [k for k in self.fixed_order if rem[k] > 0 and (self.anticipate or rel[k] <= t)], None
+            return [
+                k for k in self.fixed_order if rem[k] > 0 and (self.anticipate or rel[k] <= t)
+            ], None
         if self.ordering != "insert":
             # continuous re-sorting by Eq. 5 (key value at t from past sends
             # only; ties resolved by the key slopes, see allocate)
@@ -210,14 +220,28 @@ class _OrderedRun:
             if new_seq == seq:
                 break
             seq = new_seq
-        return {"seq": seq, "cs": cs, "serve": serve, "first_idx": first_idx, "srate": srate, "sdmax": sdmax,
-                "slope": slope, "tin_now": tin_now}
+        return {
+            "seq": seq,
+            "cs": cs,
+            "serve": serve,
+            "first_idx": first_idx,
+            "srate": srate,
+            "sdmax": sdmax,
+            "slope": slope,
+            "tin_now": tin_now,
+        }
 
     # ---- next event
     def _key_events(self, a: dict, keys: dict, cands: list) -> None:
         """Times until a key changes slope or two neighbours' keys meet."""
         ps, t, rem, prio, th = self.ps, self.t, self.rem, self.prio, self.ps.th
-        seq, srate, sdmax, slope, tin_now = a["seq"], a["srate"], a["sdmax"], a["slope"], a["tin_now"]
+        seq, srate, sdmax, slope, tin_now = (
+            a["seq"],
+            a["srate"],
+            a["sdmax"],
+            a["slope"],
+            a["tin_now"],
+        )
         v1s, vslope = {}, {}
         for k in seq:
             r_k = srate.get(k, Fraction(0))
@@ -240,7 +264,7 @@ class _OrderedRun:
         for x, y in zip(seq, seq[1:]):
             if prio[x] != prio[y]:
                 continue
-            diff = keys[x] - keys[y]           # <= 0
+            diff = keys[x] - keys[y]  # <= 0
             ds = slope[x] - slope[y]
             if ds > 0:
                 cands.append(-diff / ds)
@@ -251,7 +275,7 @@ class _OrderedRun:
         key event."""
         th, rem = self.ps.th, self.rem
         seq, srate, serve, first_idx, cs = a["seq"], a["srate"], a["serve"], a["first_idx"], a["cs"]
-        drain = []                             # drain rate of each cumulative sum
+        drain = []  # drain rate of each cumulative sum
         acc = Fraction(0)
         for k in seq:
             acc += srate.get(k, Fraction(0))
@@ -295,8 +319,14 @@ class _OrderedRun:
         self.prev_seq = seq
 
 
-def _run_ordered(streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[int] | None,
-                 anticipate: bool, max_events: int, ordering: str = "insert") -> FluidResult:
+def _run_ordered(
+    streams: list[FluidStream],
+    ps: PathSet,
+    fixed_order: Sequence[int] | None,
+    anticipate: bool,
+    max_events: int,
+    ordering: str = "insert",
+) -> FluidResult:
     run = _OrderedRun(streams, ps, fixed_order, anticipate, ordering)
     rem, rel = run.rem, run.rel
     events = 0
@@ -311,20 +341,35 @@ def _run_ordered(streams: list[FluidStream], ps: PathSet, fixed_order: Sequence[
             continue
         events += 1
         if events > max_events:
-            raise RuntimeError(f"fluid model: more than {max_events} events (a bug or a Zeno schedule)")
+            raise RuntimeError(
+                f"fluid model: more than {max_events} events (a bug or a Zeno schedule)"
+            )
         seq, keys = run.order(released)
         alloc = run.allocate(seq, keys, released)
         run.note_order(alloc["seq"])
         run.advance(alloc, run.next_dt(alloc, keys, future))
     fin = [f if f is not None else rel[k] for k, f in enumerate(run.finish)]
-    return FluidResult(finish=fin, completion=[f - r for f, r in zip(fin, rel)], release=rel,
-                       segments=run.segs.close(), order_changes=run.order_changes, events=events,
-                       order=tuple(fixed_order) if fixed_order is not None else None,
-                       insert_margin=run.insert_margin)
+    return FluidResult(
+        finish=fin,
+        completion=[f - r for f, r in zip(fin, rel)],
+        release=rel,
+        segments=run.segs.close(),
+        order_changes=run.order_changes,
+        events=events,
+        order=tuple(fixed_order) if fixed_order is not None else None,
+        insert_margin=run.insert_margin,
+    )
 
 
-def srpt_ecf(streams, paths, *, ordering: str = "insert", order: Sequence[int] | None = None,
-             anticipate: bool = False, max_events: int = 1_000_000) -> FluidResult:
+def srpt_ecf(
+    streams,
+    paths,
+    *,
+    ordering: str = "insert",
+    order: Sequence[int] | None = None,
+    anticipate: bool = False,
+    max_events: int = 1_000_000,
+) -> FluidResult:
     """SRPT-ECF completion times.
 
     ``streams``: sizes, ``(size, release, priority)`` tuples, dicts
@@ -382,8 +427,14 @@ METRICS: dict[str, Callable[[FluidResult], Fraction]] = {
 }
 
 
-def offline_oracle(streams, paths, metric: str | Callable[[FluidResult], Fraction] = "mean",
-                   *, anticipate: bool = True, max_streams: int = 8) -> FluidResult:
+def offline_oracle(
+    streams,
+    paths,
+    metric: str | Callable[[FluidResult], Fraction] = "mean",
+    *,
+    anticipate: bool = True,
+    max_streams: int = 8,
+) -> FluidResult:
     """The paper's offline algorithm: try every priority order, keep the best.
 
     Each order allocates the paths in that order with ECF on cumulative sizes
@@ -395,8 +446,10 @@ def offline_oracle(streams, paths, metric: str | Callable[[FluidResult], Fractio
     """
     ss = _streams(streams)
     if len(ss) > max_streams:
-        raise ValueError(f"offline_oracle: {len(ss)} streams means {math.factorial(len(ss))} orders; "
-                         f"raise max_streams if you mean it")
+        raise ValueError(
+            f"offline_oracle: {len(ss)} streams means {math.factorial(len(ss))} orders; "
+            f"raise max_streams if you mean it"
+        )
     score = METRICS[metric] if isinstance(metric, str) else metric
     ps = PathSet(paths)
     best = best_score = None
@@ -438,8 +491,9 @@ def sa_ecf(streams, paths, quantum=150, weights: Sequence | None = None) -> Flui
     while True:
         events += 1
         # releases at t join the tail of the round (just before the pointer)
-        for k in sorted((k for k in range(n) if not joined[k] and rel[k] <= t),
-                        key=lambda k: (rel[k], k)):
+        for k in sorted(
+            (k for k in range(n) if not joined[k] and rel[k] <= t), key=lambda k: (rel[k], k)
+        ):
             joined[k] = True
             ring.insert(ptr, k)
             ptr += 1
@@ -455,7 +509,9 @@ def sa_ecf(streams, paths, quantum=150, weights: Sequence | None = None) -> Flui
             busy[j] = t1
             segs.send(ps.order[j], k, t, t1)
             arr = t1 + ps.delay[j]
-            last_arrival[k] = arr if last_arrival[k] is None or arr > last_arrival[k] else last_arrival[k]
+            last_arrival[k] = (
+                arr if last_arrival[k] is None or arr > last_arrival[k] else last_arrival[k]
+            )
             rem[k] -= size
             unsent -= size
             if rem[k] <= 0:
@@ -473,10 +529,27 @@ def sa_ecf(streams, paths, quantum=150, weights: Sequence | None = None) -> Flui
             break
         t = min(nxt)
     fin = [f if f is not None else rel[k] for k, f in enumerate(finish)]
-    return FluidResult(finish=fin, completion=[f - r for f, r in zip(fin, rel)], release=rel,
-                       segments=segs.close(), events=events)
+    return FluidResult(
+        finish=fin,
+        completion=[f - r for f, r in zip(fin, rel)],
+        release=rel,
+        segments=segs.close(),
+        events=events,
+    )
 
 
-__all__ = ["FluidPath", "FluidStream", "FluidResult", "PathSet", "Segment", "q", "thresholds",
-           "ecf_completion", "ecf_single", "ecf_switch_times", "srpt_ecf", "offline_oracle",
-           "sa_ecf"]
+__all__ = [
+    "FluidPath",
+    "FluidStream",
+    "FluidResult",
+    "PathSet",
+    "Segment",
+    "q",
+    "thresholds",
+    "ecf_completion",
+    "ecf_single",
+    "ecf_switch_times",
+    "srpt_ecf",
+    "offline_oracle",
+    "sa_ecf",
+]

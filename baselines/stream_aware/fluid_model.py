@@ -67,8 +67,9 @@ class FluidStream:
             release = s.get("release", s.get("release_s", 0))
             return cls(q(size), q(release), int(s.get("priority", 0)))
         if isinstance(s, tuple | list):
-            return cls(q(s[0]), q(s[1]) if len(s) > 1 else Fraction(0),
-                       int(s[2]) if len(s) > 2 else 0)
+            return cls(
+                q(s[0]), q(s[1]) if len(s) > 1 else Fraction(0), int(s[2]) if len(s) > 2 else 0
+            )
         return cls(q(s))
 
 
@@ -108,7 +109,7 @@ class PathSet:
         self.rdsum: list[Fraction] = []
         r = rd = Fraction(0)
         for p in self.paths:
-            self.th.append(p.delay * r - rd)          # sum_{i<j} R_i (D_j - D_i)
+            self.th.append(p.delay * r - rd)  # sum_{i<j} R_i (D_j - D_i)
             r += p.rate
             rd += p.rate * p.delay
             self.rsum.append(r)
@@ -187,8 +188,11 @@ class FluidResult:
 
     def sent_by(self, path: int, stream: int | None = None) -> list[tuple[Fraction, Fraction]]:
         """Sending intervals of ``path`` (input index), optionally of one stream."""
-        return [(s.t0, s.t1) for s in self.segments
-                if s.path == path and (stream is None or s.stream == stream)]
+        return [
+            (s.t0, s.t1)
+            for s in self.segments
+            if s.path == path and (stream is None or s.stream == stream)
+        ]
 
     def active_streams(self, t) -> int:
         """Streams released and not finished at ``t``."""
@@ -225,5 +229,14 @@ def _min_pos(cands: Iterable) -> Fraction | None:
     return best
 
 
-__all__ = ["Number", "q", "FluidPath", "FluidStream", "PathSet", "thresholds", "ecf_completion", "Segment",
-           "FluidResult"]
+__all__ = [
+    "Number",
+    "q",
+    "FluidPath",
+    "FluidStream",
+    "PathSet",
+    "thresholds",
+    "ecf_completion",
+    "Segment",
+    "FluidResult",
+]

@@ -31,7 +31,9 @@ def _plt():
     return plt
 
 
-def active_streams(release: Sequence[float], finish: Sequence[float], grid: np.ndarray | None = None):
+def active_streams(
+    release: Sequence[float], finish: Sequence[float], grid: np.ndarray | None = None
+):
     """Number of active streams over time.
 
     A stream is active on ``[release, finish)``; a stream that never
@@ -44,11 +46,12 @@ def active_streams(release: Sequence[float], finish: Sequence[float], grid: np.n
     fin = np.where(np.isnan(fin), np.inf, fin)
     if grid is not None:
         grid = np.asarray(grid, dtype=float)
-        return (np.searchsorted(np.sort(rel), grid, side="right")
-                - np.searchsorted(np.sort(fin), grid, side="right"))
+        return np.searchsorted(np.sort(rel), grid, side="right") - np.searchsorted(
+            np.sort(fin), grid, side="right"
+        )
     ev_t = np.concatenate([rel, fin[np.isfinite(fin)]])
     ev_d = np.concatenate([np.ones(len(rel)), -np.ones(int(np.isfinite(fin).sum()))])
-    order = np.lexsort((ev_d, ev_t))          # at equal times: completions before releases
+    order = np.lexsort((ev_d, ev_t))  # at equal times: completions before releases
     t, d = ev_t[order], ev_d[order]
     n = np.cumsum(d)
     # keep the last value of each time
@@ -62,9 +65,14 @@ def ecdf(values) -> tuple[np.ndarray, np.ndarray]:
     return v, np.arange(1, len(v) + 1) / max(len(v), 1)
 
 
-def plot_completion_cdf(times: Mapping[str, Sequence[float]], path=None, *,
-                        fluid: Mapping[str, Sequence[float]] | None = None,
-                        latencies: Sequence[float] | None = None, title: str | None = None):
+def plot_completion_cdf(
+    times: Mapping[str, Sequence[float]],
+    path=None,
+    *,
+    fluid: Mapping[str, Sequence[float]] | None = None,
+    latencies: Sequence[float] | None = None,
+    title: str | None = None,
+):
     """CDF of stream completion times [s] per scheduler (``times[name]``: all
     streams of all seeds). ``fluid``: reference curves (dashed); ``latencies``:
     vertical bars (e.g. the paths' one-way delays). Saves to ``path`` if given;
@@ -76,11 +84,23 @@ def plot_completion_cdf(times: Mapping[str, Sequence[float]], path=None, *,
         ax.step(x, y, where="post", label=name, color=color(name))
     for name, vals in (fluid or {}).items():
         x, y = ecdf(vals)
-        ax.step(x, y, where="post", linestyle="--", linewidth=1.0, label=f"{name} (fluid model)",
-                color=color(name))
+        ax.step(
+            x,
+            y,
+            where="post",
+            linestyle="--",
+            linewidth=1.0,
+            label=f"{name} (fluid model)",
+            color=color(name),
+        )
     for i, d in enumerate(latencies or []):
-        ax.axvline(d, color="grey", linewidth=0.8, linestyle=":",
-                   label="path latencies" if i == 0 else None)
+        ax.axvline(
+            d,
+            color="grey",
+            linewidth=0.8,
+            linestyle=":",
+            label="path latencies" if i == 0 else None,
+        )
     ax.set_xlabel("stream completion time [s]")
     ax.set_ylabel("CDF")
     ax.set_ylim(0, 1.01)
@@ -95,8 +115,13 @@ def plot_completion_cdf(times: Mapping[str, Sequence[float]], path=None, *,
     return fig
 
 
-def plot_active_streams(runs: Mapping[str, Sequence[tuple[Sequence[float], Sequence[float]]]], path=None, *,
-                        points: int = 2000, title: str | None = None):
+def plot_active_streams(
+    runs: Mapping[str, Sequence[tuple[Sequence[float], Sequence[float]]]],
+    path=None,
+    *,
+    points: int = 2000,
+    title: str | None = None,
+):
     """Active streams over time per scheduler. ``runs[name]``: one
     ``(release dates, finish dates)`` pair per seed; the curve is the mean
     over seeds on a common grid. Saves to ``path`` if given; returns the figure."""
@@ -105,8 +130,11 @@ def plot_active_streams(runs: Mapping[str, Sequence[tuple[Sequence[float], Seque
     for pairs in runs.values():
         for rel, fin in pairs:
             f = np.asarray(fin, dtype=float)
-            t_end = max(t_end, float(np.nanmax(f)) if np.isfinite(f).any() else 0.0,
-                        float(np.max(rel)) if len(rel) else 0.0)
+            t_end = max(
+                t_end,
+                float(np.nanmax(f)) if np.isfinite(f).any() else 0.0,
+                float(np.max(rel)) if len(rel) else 0.0,
+            )
     grid = np.linspace(0.0, t_end * 1.02 if t_end > 0 else 1.0, points)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for name, pairs in runs.items():
@@ -115,7 +143,9 @@ def plot_active_streams(runs: Mapping[str, Sequence[tuple[Sequence[float], Seque
         mean = np.mean([active_streams(r, f, grid) for r, f in pairs], axis=0)
         ax.step(grid, mean, where="post", label=name, color=color(name))
     ax.set_xlabel("time since the first request [s]")
-    ax.set_ylabel("active streams" + (" (mean over seeds)" if any(len(p) > 1 for p in runs.values()) else ""))
+    ax.set_ylabel(
+        "active streams" + (" (mean over seeds)" if any(len(p) > 1 for p in runs.values()) else "")
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     if title:

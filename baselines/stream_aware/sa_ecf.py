@@ -36,7 +36,7 @@ class DeficitRoundRobin:
         self.quantum = float(quantum)
         self.ring: list[int] = []
         self.ptr = 0
-        self.credited = False      # the stream at ptr got its credit for this visit
+        self.credited = False  # the stream at ptr got its credit for this visit
         self.deficit: dict[int, float] = {}
 
     def add(self, sid: int) -> None:
@@ -57,7 +57,7 @@ class DeficitRoundRobin:
         n = len(self.ring)
         cur = self.ring[self.ptr] if n else None
         nxt = None
-        for i in range(n):   # the first surviving stream from the pointer on
+        for i in range(n):  # the first surviving stream from the pointer on
             sid = self.ring[(self.ptr + i) % n]
             if sid in pending:
                 nxt = sid
@@ -102,8 +102,9 @@ class SAECF(StreamAwareScheduler):
 
     name = "sa_ecf"
 
-    def __init__(self, quantum_bytes: float = 150, ecf: str = "threshold", beta: float = 0.25,
-                 **kwargs) -> None:
+    def __init__(
+        self, quantum_bytes: float = 150, ecf: str = "threshold", beta: float = 0.25, **kwargs
+    ) -> None:
         if ecf not in ("threshold", "lim"):
             raise ValueError(f"ecf: threshold or lim, not {ecf!r}")
         if float(quantum_bytes) <= 0:
@@ -140,7 +141,9 @@ class SAECF(StreamAwareScheduler):
             drr.sync(pend)
             if drr.ring:
                 credit = view.send_window
-                sizes = {sid: max(1, min(view.payload, pend[sid].remaining, credit)) for sid in drr.ring}
+                sizes = {
+                    sid: max(1, min(view.payload, pend[sid].remaining, credit)) for sid in drr.ring
+                }
                 weights = {sid: pend[sid].weight for sid in drr.ring}
                 return drr.pick(sizes, weights)
         return None

@@ -16,7 +16,12 @@ class SRPTMinRTT(FCFSMinRTT):
     name = "srpt_minrtt"
 
     def order_key(self, st):
-        return (st.priority if self.use_priority else 0, st.remaining, st.release_time, st.stream_id)
+        return (
+            st.priority if self.use_priority else 0,
+            st.remaining,
+            st.release_time,
+            st.stream_id,
+        )
 
 
 __all__ = ["SRPTMinRTT"]

@@ -13,7 +13,13 @@ from envs.apps.web import WebApp
 from envs.errors import ConfigError
 from envs.plain import copy_plain
 
-APP_DEFAULTS = {"kind": "bulk", "size_bytes": 2_000_000, "page": "google", "trace": None, "streams": None}
+APP_DEFAULTS = {
+    "kind": "bulk",
+    "size_bytes": 2_000_000,
+    "page": "google",
+    "trace": None,
+    "streams": None,
+}
 APP_KINDS = ("bulk", "web", "streams", "blocks")
 #: keys of kind=blocks only (None: required). Other kinds never carry them, so
 #: their normalised config is what it was before the blocks app existed; a
@@ -26,12 +32,15 @@ def normalise_app(cfg) -> dict:
         cfg = {}
     if not isinstance(cfg, Mapping):
         from omegaconf import OmegaConf
+
         if not OmegaConf.is_dict(cfg):
             raise ConfigError(f"app: expected a mapping of app keys, got {cfg!r}")
         cfg = OmegaConf.to_container(cfg, resolve=True)
     unknown = set(cfg) - set(APP_DEFAULTS) - set(BLOCK_DEFAULTS)
     if unknown:
-        raise ConfigError(f"app: unknown key(s) {sorted(unknown)}; known: {sorted({**APP_DEFAULTS, **BLOCK_DEFAULTS})}")
+        raise ConfigError(
+            f"app: unknown key(s) {sorted(unknown)}; known: {sorted({**APP_DEFAULTS, **BLOCK_DEFAULTS})}"
+        )
     a = copy_plain(APP_DEFAULTS)
     a.update(copy_plain(dict(cfg)))
     if a["kind"] not in APP_KINDS:
@@ -48,7 +57,9 @@ def normalise_app(cfg) -> dict:
         try:
             a["size_bytes"] = int(a["size_bytes"])
         except (TypeError, ValueError, OverflowError):
-            raise ConfigError(f"app.size_bytes: expected an integer, got {a['size_bytes']!r}") from None
+            raise ConfigError(
+                f"app.size_bytes: expected an integer, got {a['size_bytes']!r}"
+            ) from None
         if a["size_bytes"] <= 0:
             raise ConfigError(f"app.size_bytes: must be positive, got {a['size_bytes']}")
     return a
@@ -63,7 +74,9 @@ def _normalise_blocks(a: dict) -> dict:
     try:
         a["block_bytes"] = int(a["block_bytes"])
     except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"app.block_bytes: expected an integer, got {a['block_bytes']!r}") from None
+        raise ConfigError(
+            f"app.block_bytes: expected an integer, got {a['block_bytes']!r}"
+        ) from None
     if a["block_bytes"] <= 0:
         raise ConfigError(f"app.block_bytes: must be positive, got {a['block_bytes']}")
     for key in ("period_s", "deadline_s", "duration_s"):
@@ -76,7 +89,9 @@ def _normalise_blocks(a: dict) -> dict:
             raise ConfigError(f"app.{key}: must be positive and finite, got {a[key]!r}")
         a[key] = v
     if block_count(a["period_s"], a["duration_s"]) < 1:
-        raise ConfigError(f"app.duration_s: must hold at least one period_s ({a['period_s']}), got {a['duration_s']}")
+        raise ConfigError(
+            f"app.duration_s: must hold at least one period_s ({a['period_s']}), got {a['duration_s']}"
+        )
     return a
 
 
@@ -89,13 +104,28 @@ def make_app(cfg, request_delay_s: float):
         return BlockApp(a["block_bytes"], a["period_s"], a["deadline_s"], a["duration_s"])
     if a["kind"] == "web":
         from envs.apps.pages import load_page
+
         return WebApp(load_page(a["page"]), request_delay_s)
-    streams = a["streams"] if a["streams"] is not None else (
-        load_stream_trace(a["trace"]) if a["trace"] is not None else None)
+    streams = (
+        a["streams"]
+        if a["streams"] is not None
+        else (load_stream_trace(a["trace"]) if a["trace"] is not None else None)
+    )
     if streams is None:
-        raise ConfigError("app: kind=streams needs app.trace (CSV path) or app.streams (inline list)")
+        raise ConfigError(
+            "app: kind=streams needs app.trace (CSV path) or app.streams (inline list)"
+        )
     return StreamsApp(streams)
 
 
-__all__ = ["BulkApp", "WebApp", "StreamsApp", "BlockApp", "block_metrics", "make_app", "normalise_app",
-           "APP_DEFAULTS", "BLOCK_DEFAULTS"]
+__all__ = [
+    "BulkApp",
+    "WebApp",
+    "StreamsApp",
+    "BlockApp",
+    "block_metrics",
+    "make_app",
+    "normalise_app",
+    "APP_DEFAULTS",
+    "BLOCK_DEFAULTS",
+]

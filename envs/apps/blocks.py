@@ -48,9 +48,16 @@ class BlockApp(App):
     def __init__(self, block_bytes: int, period_s: float, deadline_s: float, duration_s: float):
         """Sizes [bytes] and times [s]; defaults: :data:`envs.apps.BLOCK_DEFAULTS` (``make_app``)."""
         super().__init__()
-        if int(block_bytes) <= 0 or not (period_s > 0 and deadline_s > 0 and math.isfinite(period_s)
-                                         and math.isfinite(deadline_s) and math.isfinite(duration_s)):
-            raise ValueError("blocks: block_bytes, period_s and deadline_s must be positive and finite")
+        if int(block_bytes) <= 0 or not (
+            period_s > 0
+            and deadline_s > 0
+            and math.isfinite(period_s)
+            and math.isfinite(deadline_s)
+            and math.isfinite(duration_s)
+        ):
+            raise ValueError(
+                "blocks: block_bytes, period_s and deadline_s must be positive and finite"
+            )
         self.block_bytes = int(block_bytes)
         self.period_s = float(period_s)
         self.deadline_s = float(deadline_s)
@@ -58,9 +65,9 @@ class BlockApp(App):
         self.n_blocks = block_count(self.period_s, self.duration_s)
         if self.n_blocks < 1:
             raise ValueError("blocks: duration_s must hold at least one period")
-        self.release = [n * self.period_s for n in range(self.n_blocks)]   # relative to start [s]
-        self.complete = [-1.0] * self.n_blocks                              # absolute [s]; -1: not yet
-        self._next = 0            # next block to release
+        self.release = [n * self.period_s for n in range(self.n_blocks)]  # relative to start [s]
+        self.complete = [-1.0] * self.n_blocks  # absolute [s]; -1: not yet
+        self._next = 0  # next block to release
         self._left = self.n_blocks
 
     @property
@@ -112,8 +119,10 @@ class BlockApp(App):
         return list(self.release)
 
     def object_times(self) -> list[float]:
-        return [c - (self.start_time + r) if c >= 0 else float("nan")
-                for c, r in zip(self.complete, self.release)]
+        return [
+            c - (self.start_time + r) if c >= 0 else float("nan")
+            for c, r in zip(self.complete, self.release)
+        ]
 
     def block_outcomes(self, deadline_s: float | None = None) -> dict[str, np.ndarray]:
         """Per block: ``release_s`` and ``completion_s`` (relative to the app's
@@ -121,14 +130,17 @@ class BlockApp(App):
         ``deadline_s`` of its release; default the app's deadline)."""
         deadline = self.deadline_s if deadline_s is None else float(deadline_s)
         release = np.asarray(self.release, dtype=np.float64)
-        completion = np.asarray([c - self.start_time if c >= 0 else np.nan for c in self.complete],
-                                dtype=np.float64)
+        completion = np.asarray(
+            [c - self.start_time if c >= 0 else np.nan for c in self.complete], dtype=np.float64
+        )
         with np.errstate(invalid="ignore"):
             on_time = (completion - release) <= deadline + 1e-12
         return {"release_s": release, "completion_s": completion, "on_time": on_time}
 
 
-def block_metrics_from_times(object_times, block_bytes: int, duration_s: float, deadline_s: float) -> dict:
+def block_metrics_from_times(
+    object_times, block_bytes: int, duration_s: float, deadline_s: float
+) -> dict:
     """Block metrics from per-block delivery times (completion - release [s],
     NaN = never completed), e.g. an :class:`envs.runner.EpisodeResult`'s
     ``object_times``: ``blocks`` (count), ``on_time`` (count),
@@ -142,7 +154,9 @@ def block_metrics_from_times(object_times, block_bytes: int, duration_s: float, 
         "blocks": n,
         "on_time": ok,
         "failure_probability": (1.0 - ok / n) if n else math.nan,
-        "goodput_mbps": ok * int(block_bytes) * 8 / float(duration_s) / 1e6 if duration_s > 0 else 0.0,
+        "goodput_mbps": ok * int(block_bytes) * 8 / float(duration_s) / 1e6
+        if duration_s > 0
+        else 0.0,
     }
 
 

@@ -30,9 +30,11 @@ class MessageApp(App):
         super().__init__()
         self.on_delivered = on_delivered
         self.ready = False
-        self._queued: list[tuple[int, int]] = []   # (stream id, size) sent before the setup completed
-        self._tags: dict[int, object] = {}         # stream id -> tag of the messages in transfer
-        self._done: list[int] = []                 # completed stream ids whose receive stream is kept
+        self._queued: list[
+            tuple[int, int]
+        ] = []  # (stream id, size) sent before the setup completed
+        self._tags: dict[int, object] = {}  # stream id -> tag of the messages in transfer
+        self._done: list[int] = []  # completed stream ids whose receive stream is kept
         self._next_id = 0
         self.messages_sent = 0
         self.messages_delivered = 0
@@ -58,7 +60,7 @@ class MessageApp(App):
 
     def on_stream_complete(self, stream_id: int, now: float) -> None:
         conn = self.conn
-        conn.send_streams.pop(stream_id, None)      # fully sent: nothing reads it again
+        conn.send_streams.pop(stream_id, None)  # fully sent: nothing reads it again
         self._done.append(stream_id)
         conn._prune_acked()
         self.retire()

@@ -289,16 +289,29 @@ def har_objects(har_path: str | os.PathLike, page_index: int | None = 0) -> list
     of each URL. Returns dicts with url, size (bytes), mime, kind, referer.
     A file that is not such a HAR raises a one-line ConfigError.
     """
-    if page_index is not None and (isinstance(page_index, bool) or not isinstance(page_index, int)
-                                   or page_index < 0):
-        raise ConfigError(f"page {har_path}: page_index must be an integer >= 0 or None, got {page_index!r}")
+    if page_index is not None and (
+        isinstance(page_index, bool) or not isinstance(page_index, int) or page_index < 0
+    ):
+        raise ConfigError(
+            f"page {har_path}: page_index must be an integer >= 0 or None, got {page_index!r}"
+        )
     try:
         return _har_objects(har_path, page_index)
     except ConfigError:
         raise
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError, AttributeError,
-            OverflowError) as e:
-        raise ConfigError(f"page {har_path}: not a usable HAR file ({' '.join(repr(e).split())[:200]})") from None
+    except (
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+        KeyError,
+        IndexError,
+        TypeError,
+        AttributeError,
+        OverflowError,
+    ) as e:
+        raise ConfigError(
+            f"page {har_path}: not a usable HAR file ({' '.join(repr(e).split())[:200]})"
+        ) from None
 
 
 def _har_objects(har_path, page_index: int | None) -> list[dict]:
@@ -371,10 +384,19 @@ def wprof_tree(json_path: str | os.PathLike) -> list[dict]:
         return _wprof_tree(json_path)
     except ConfigError:
         raise
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError, AttributeError,
-            RecursionError) as e:
-        raise ConfigError(f"page {json_path}: not a usable WProf graph "
-                          f"({' '.join(repr(e).split())[:200]})") from None
+    except (
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+        KeyError,
+        IndexError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+    ) as e:
+        raise ConfigError(
+            f"page {json_path}: not a usable WProf graph ({' '.join(repr(e).split())[:200]})"
+        ) from None
 
 
 def _wprof_tree(json_path) -> list[dict]:

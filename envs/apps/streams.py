@@ -40,8 +40,16 @@ def _stream_rows(path, reader) -> list[dict]:
         raise ConfigError(f"stream trace {path}: header must have release_s,size_bytes[,priority]")
     rows = []
     for i, row in enumerate(reader, start=2):
-        rows.append(stream_entry({"release_s": row["release_s"], "size_bytes": row["size_bytes"],
-                                  "priority": row.get("priority") or 0}, f"stream trace {path}:{i}"))
+        rows.append(
+            stream_entry(
+                {
+                    "release_s": row["release_s"],
+                    "size_bytes": row["size_bytes"],
+                    "priority": row.get("priority") or 0,
+                },
+                f"stream trace {path}:{i}",
+            )
+        )
     return rows
 
 
@@ -50,7 +58,9 @@ def stream_entry(s, where: str) -> dict:
     time [s] finite and >= 0, size [bytes] > 0, integer priority (default 0);
     numbers may be given as strings (CSV cells). One-line ConfigError."""
     if not isinstance(s, Mapping):
-        raise ConfigError(f"{where}: a stream is a mapping {{release_s, size_bytes[, priority]}}, got {s!r}")
+        raise ConfigError(
+            f"{where}: a stream is a mapping {{release_s, size_bytes[, priority]}}, got {s!r}"
+        )
     try:
         rel = float(s["release_s"])
         size = int(float(s["size_bytes"]))
@@ -71,8 +81,10 @@ class StreamsApp(App):
         super().__init__()
         if not isinstance(streams, list | tuple) or not streams:
             raise ConfigError(f"streams app: expected a non-empty list of streams, got {streams!r}")
-        self.streams = sorted((stream_entry(s, f"streams app, stream {k}") for k, s in enumerate(streams)),
-                              key=lambda s: s["release_s"])
+        self.streams = sorted(
+            (stream_entry(s, f"streams app, stream {k}") for k, s in enumerate(streams)),
+            key=lambda s: s["release_s"],
+        )
         self.complete = [-1.0] * len(self.streams)
         self._left = len(self.streams)
 
@@ -94,7 +106,9 @@ class StreamsApp(App):
     def _open(self, ids: list[int]) -> None:
         for i in ids:
             s = self.streams[i]
-            self.conn.open_stream(i, s["size_bytes"], weight=1.0, priority=s["priority"], send=False)
+            self.conn.open_stream(
+                i, s["size_bytes"], weight=1.0, priority=s["priority"], send=False
+            )
         self.conn.try_send()
 
     def on_stream_complete(self, stream_id: int, now: float) -> None:
@@ -107,5 +121,7 @@ class StreamsApp(App):
         return [s["release_s"] for s in self.streams]
 
     def object_times(self) -> list[float]:
-        return [c - (self.start_time + s["release_s"]) if c >= 0 else float("nan")
-                for c, s in zip(self.complete, self.streams)]
+        return [
+            c - (self.start_time + s["release_s"]) if c >= 0 else float("nan")
+            for c, s in zip(self.complete, self.streams)
+        ]

@@ -54,7 +54,7 @@ class WebApp(App):
             self._finish(now)
             return
         children = self._children[stream_id]
-        if children:   # all requests triggered by one object arrive together
+        if children:  # all requests triggered by one object arrive together
             self.conn.sim.schedule(now + self.request_delay, self._open_many, children)
 
     def object_release_times(self) -> list[float]:

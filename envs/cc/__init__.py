@@ -47,8 +47,9 @@ WINDOW_HOLDERS: dict[str, type[CongestionController]] = {
 COUPLED = frozenset({"lia", "olia", "balia"})
 
 
-def make_cc(name: str, mss: int, initial_window_packets: int,
-            group: CouplingGroup | None = None, **kw) -> CongestionController:
+def make_cc(
+    name: str, mss: int, initial_window_packets: int, group: CouplingGroup | None = None, **kw
+) -> CongestionController:
     """Build the congestion controller ``name`` for one path.
 
     ``mss`` [bytes on the wire per packet], ``initial_window_packets``
@@ -57,8 +58,10 @@ def make_cc(name: str, mss: int, initial_window_packets: int,
     key = name.strip().lower() if isinstance(name, str) else ""
     cls = CC_REGISTRY.get(key) or WINDOW_HOLDERS.get(key)
     if cls is None:
-        raise ConfigError(f"unknown congestion control {name!r}; choose one of "
-                          + ", ".join([*CC_REGISTRY, *WINDOW_HOLDERS]))
+        raise ConfigError(
+            f"unknown congestion control {name!r}; choose one of "
+            + ", ".join([*CC_REGISTRY, *WINDOW_HOLDERS])
+        )
     if key in COUPLED:
         if group is None:
             group = CouplingGroup()
@@ -81,6 +84,20 @@ def install_cc(path, cc: CongestionController) -> CongestionController:
     return old
 
 
-__all__ = ["BBR", "CC_REGISTRY", "COUPLED", "Balia", "CongestionController", "CouplingGroup",
-           "Cubic", "HeldWindow", "Lia", "NewReno", "Olia", "ScaledWindow", "WINDOW_HOLDERS", "install_cc",
-           "make_cc"]
+__all__ = [
+    "BBR",
+    "CC_REGISTRY",
+    "COUPLED",
+    "Balia",
+    "CongestionController",
+    "CouplingGroup",
+    "Cubic",
+    "HeldWindow",
+    "Lia",
+    "NewReno",
+    "Olia",
+    "ScaledWindow",
+    "WINDOW_HOLDERS",
+    "install_cc",
+    "make_cc",
+]

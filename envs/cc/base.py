@@ -43,9 +43,14 @@ class CongestionController:
 
     name = "base"
 
-    def __init__(self, mss: int, initial_window_packets: int = 32,
-                 min_window_packets: int = 2, max_window_bytes: float = float("inf"),
-                 group: CouplingGroup | None = None):
+    def __init__(
+        self,
+        mss: int,
+        initial_window_packets: int = 32,
+        min_window_packets: int = 2,
+        max_window_bytes: float = float("inf"),
+        group: CouplingGroup | None = None,
+    ):
         self.mss = mss
         self.cwnd = float(initial_window_packets * mss)
         self.ssthresh = float("inf")

@@ -46,14 +46,14 @@ from collections import deque
 
 from .base import CongestionController
 
-STARTUP_GAIN = 2.0 / math.log(2.0)     # ~2.885: pacing and cwnd gain of STARTUP
-DRAIN_GAIN = 1.0 / STARTUP_GAIN        # pacing gain of DRAIN
-CWND_GAIN = 2.0                        # cwnd gain after STARTUP: cwnd = 2 BDP
+STARTUP_GAIN = 2.0 / math.log(2.0)  # ~2.885: pacing and cwnd gain of STARTUP
+DRAIN_GAIN = 1.0 / STARTUP_GAIN  # pacing gain of DRAIN
+CWND_GAIN = 2.0  # cwnd gain after STARTUP: cwnd = 2 BDP
 PROBE_BW_GAINS = (1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
-BW_WINDOW_ROUNDS = 10                  # bandwidth: max over this many round trips
-MIN_RTT_WINDOW_S = 10.0                # min RTT: min over this many seconds
-FULL_BW_GROWTH = 1.25                  # STARTUP ends when the bandwidth grows less than this...
-FULL_BW_ROUNDS = 3                     # ...for this many rounds
+BW_WINDOW_ROUNDS = 10  # bandwidth: max over this many round trips
+MIN_RTT_WINDOW_S = 10.0  # min RTT: min over this many seconds
+FULL_BW_GROWTH = 1.25  # STARTUP ends when the bandwidth grows less than this...
+FULL_BW_ROUNDS = 3  # ...for this many rounds
 MIN_CWND_PACKETS = 4
 
 STARTUP, DRAIN, PROBE_BW = "startup", "drain", "probe_bw"
@@ -64,26 +64,36 @@ class BBR(CongestionController):
 
     name = "bbr"
 
-    def __init__(self, mss: int, initial_window_packets: int = 32,
-                 min_window_packets: int = 2, max_window_bytes: float = float("inf"),
-                 group=None):
-        super().__init__(mss, initial_window_packets,
-                         max(min_window_packets, MIN_CWND_PACKETS), max_window_bytes, None)
+    def __init__(
+        self,
+        mss: int,
+        initial_window_packets: int = 32,
+        min_window_packets: int = 2,
+        max_window_bytes: float = float("inf"),
+        group=None,
+    ):
+        super().__init__(
+            mss,
+            initial_window_packets,
+            max(min_window_packets, MIN_CWND_PACKETS),
+            max_window_bytes,
+            None,
+        )
         self.initial_window = self.cwnd
         self.state = STARTUP
         self.pacing_gain = STARTUP_GAIN
         self.cwnd_gain = STARTUP_GAIN
         self.filled_pipe = False
         self.round_count = 0
-        self.delivered = 0               # [bytes] acknowledged so far
-        self.delivered_time = -1.0       # [s] of the latest ACK (or of a send from idle)
-        self.first_sent_time = -1.0      # [s] send time of the latest acked packet
-        self.inflight = 0                # [bytes] sent, neither acked nor lost
+        self.delivered = 0  # [bytes] acknowledged so far
+        self.delivered_time = -1.0  # [s] of the latest ACK (or of a send from idle)
+        self.first_sent_time = -1.0  # [s] send time of the latest acked packet
+        self.inflight = 0  # [bytes] sent, neither acked nor lost
         self._next_round_delivered = 0
         #: per packet in flight, in send order: (send time, delivered, delivered_time, first_sent_time)
         self._sent: deque[tuple[float, int, float, float]] = deque()
-        self._bw = deque()               # (round, rate): rates decreasing, front = window max
-        self._rtt = deque()              # (time, rtt): rtts increasing, front = window min
+        self._bw = deque()  # (round, rate): rates decreasing, front = window max
+        self._rtt = deque()  # (time, rtt): rtts increasing, front = window min
         self._full_bw = 0.0
         self._full_bw_count = 0
         self._cycle_index = 0
@@ -139,7 +149,7 @@ class BBR(CongestionController):
             self._add_rtt_sample(now, rtt.latest_rtt)
         record = None
         sent = self._sent
-        while sent and sent[0][0] <= sent_time:     # older ones were lost or acked already
+        while sent and sent[0][0] <= sent_time:  # older ones were lost or acked already
             record = sent.popleft()
         round_start = False
         if record is not None:
@@ -184,7 +194,7 @@ class BBR(CongestionController):
     def _update_cwnd(self, acked_bytes: int) -> None:
         cwnd = self.cwnd
         if self.bandwidth == 0.0:
-            cwnd += acked_bytes                     # no estimate yet: slow start
+            cwnd += acked_bytes  # no estimate yet: slow start
         else:
             target = self.cwnd_gain * self.bdp()
             if self.filled_pipe:
@@ -194,7 +204,7 @@ class BBR(CongestionController):
         self.cwnd = min(max(cwnd, self.min_window), self.max_window)
 
     def _update_pacing_rate(self, rtt) -> None:
-        if self.pacing_rate == 0.0 and rtt.srtt > 0.0:   # first ACK: from the initial window
+        if self.pacing_rate == 0.0 and rtt.srtt > 0.0:  # first ACK: from the initial window
             self.pacing_rate = STARTUP_GAIN * self.cwnd / rtt.srtt
         bw = self.bandwidth
         if bw > 0.0:

@@ -48,13 +48,17 @@ class _Coupled(NewReno):
 
     coupled = True
 
-    def __init__(self, mss: int, initial_window_packets: int = 32,
-                 min_window_packets: int = 2, max_window_bytes: float = float("inf"),
-                 group: CouplingGroup | None = None):
+    def __init__(
+        self,
+        mss: int,
+        initial_window_packets: int = 32,
+        min_window_packets: int = 2,
+        max_window_bytes: float = float("inf"),
+        group: CouplingGroup | None = None,
+    ):
         if group is None:
             group = CouplingGroup()
-        super().__init__(mss, initial_window_packets, min_window_packets,
-                         max_window_bytes, group)
+        super().__init__(mss, initial_window_packets, min_window_packets, max_window_bytes, group)
         #: bytes acked between the last two congestion events on this path
         self.l1 = 0.0
         #: bytes acked since the last congestion event on this path
@@ -135,7 +139,7 @@ class Lia(_Coupled):
             v = w / (r * r)
             if v > best:
                 best = v
-        coupled = best / (rate_sum * rate_sum)     # alpha / cwnd_total [1/B]
+        coupled = best / (rate_sum * rate_sum)  # alpha / cwnd_total [1/B]
         uncoupled = 1.0 / cwnd
         return self.mss * acked_bytes * (coupled if coupled < uncoupled else uncoupled)
 
@@ -226,8 +230,7 @@ class Olia(_Coupled):
         a = self._scan()
         rate_sum = self.rate_sum
         r = self.srtt
-        return self.mss * acked_bytes * (
-            (cwnd / (r * r)) / (rate_sum * rate_sum) + a / cwnd)
+        return self.mss * acked_bytes * ((cwnd / (r * r)) / (rate_sum * rate_sum) + a / cwnd)
 
 
 class Balia(_Coupled):
@@ -274,8 +277,9 @@ class Balia(_Coupled):
         r = self.srtt
         x_r = cwnd / r
         a = best / x_r
-        return (self.mss * acked_bytes * (x_r / r) / (rate_sum * rate_sum)
-                * (1.0 + a) * (4.0 + a) * 0.1)
+        return (
+            self.mss * acked_bytes * (x_r / r) / (rate_sum * rate_sum) * (1.0 + a) * (4.0 + a) * 0.1
+        )
 
     def _reduce(self, now: float) -> None:
         a = self.alpha()

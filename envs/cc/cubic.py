@@ -37,8 +37,8 @@ from .hystart import EXIT, HyStartPP
 from .newreno import NewReno
 
 #: RFC 9438 constants.
-CUBIC_C = 0.4       # [segments / s^3]
-CUBIC_BETA = 0.7    # multiplicative decrease factor
+CUBIC_C = 0.4  # [segments / s^3]
+CUBIC_BETA = 0.7  # multiplicative decrease factor
 
 
 class Cubic(NewReno):
@@ -46,12 +46,20 @@ class Cubic(NewReno):
 
     name = "cubic"
 
-    def __init__(self, mss: int, initial_window_packets: int = 32,
-                 min_window_packets: int = 2, max_window_bytes: float = float("inf"),
-                 group=None, *, c: float = CUBIC_C, beta: float = CUBIC_BETA,
-                 fast_convergence: bool = True, hystart: bool = False):
-        super().__init__(mss, initial_window_packets, min_window_packets,
-                         max_window_bytes, group)
+    def __init__(
+        self,
+        mss: int,
+        initial_window_packets: int = 32,
+        min_window_packets: int = 2,
+        max_window_bytes: float = float("inf"),
+        group=None,
+        *,
+        c: float = CUBIC_C,
+        beta: float = CUBIC_BETA,
+        fast_convergence: bool = True,
+        hystart: bool = False,
+    ):
+        super().__init__(mss, initial_window_packets, min_window_packets, max_window_bytes, group)
         #: HyStart++ state (:mod:`envs.cc.hystart`); None: slow start ends only on a loss
         self.hystart = HyStartPP() if hystart else None
         self.beta = float(beta)
@@ -61,12 +69,12 @@ class Cubic(NewReno):
         self.fast_convergence = bool(fast_convergence)
         #: RFC 9438 §4.3 alpha_cubic = 3 (1 - beta) / (1 + beta)
         self.alpha_reno = 3.0 * (1.0 - self.beta) / (1.0 + self.beta)
-        self.w_max = 0.0        # [bytes] window at the last congestion event
-        self.cwnd_prior = 0.0   # [bytes] cwnd just before the last reduction
-        self.k = 0.0            # [s]
-        self.t_epoch = -1.0     # [s]; < 0: no congestion-avoidance epoch yet
-        self.cwnd_epoch = 0.0   # [bytes]
-        self.w_est = 0.0        # [bytes] Reno-friendly estimate
+        self.w_max = 0.0  # [bytes] window at the last congestion event
+        self.cwnd_prior = 0.0  # [bytes] cwnd just before the last reduction
+        self.k = 0.0  # [s]
+        self.t_epoch = -1.0  # [s]; < 0: no congestion-avoidance epoch yet
+        self.cwnd_epoch = 0.0  # [bytes]
+        self.w_est = 0.0  # [bytes] Reno-friendly estimate
         self._alpha_est = self.alpha_reno
 
     def w_cubic(self, t: float) -> float:
@@ -96,12 +104,12 @@ class Cubic(NewReno):
         cwnd = self.cwnd
         if cwnd < self.ssthresh:
             hs = self.hystart
-            if hs is None or hs.exited:         # (after a loss: plain slow start up to ssthresh)
+            if hs is None or hs.exited:  # (after a loss: plain slow start up to ssthresh)
                 cwnd += acked_bytes
             else:
                 divisor = hs.on_ack(now, sent_time, rtt.latest_rtt)
                 if divisor == EXIT:
-                    self.ssthresh = cwnd        # congestion avoidance from the next ACK on
+                    self.ssthresh = cwnd  # congestion avoidance from the next ACK on
                 else:
                     cwnd += acked_bytes / divisor
         else:

@@ -20,9 +20,14 @@ class HeldWindow(CongestionController):
 
     name = "held"
 
-    def __init__(self, mss: int, initial_window_packets: int = 32,
-                 min_window_packets: int = 2, max_window_bytes: float = float("inf"),
-                 group=None):
+    def __init__(
+        self,
+        mss: int,
+        initial_window_packets: int = 32,
+        min_window_packets: int = 2,
+        max_window_bytes: float = float("inf"),
+        group=None,
+    ):
         super().__init__(mss, initial_window_packets, min_window_packets, max_window_bytes, None)
         self.ssthresh = 0.0
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 
 #: RFC 9406 tuning constants (tquic's values)
-N_RTT_SAMPLE = 8            # RTT samples a round needs before it is judged
+N_RTT_SAMPLE = 8  # RTT samples a round needs before it is judged
 MIN_RTT_THRESH_S = 0.004
 MAX_RTT_THRESH_S = 0.016
 MIN_RTT_DIVISOR = 8
@@ -45,16 +45,24 @@ EXIT = 0
 class HyStartPP:
     """RFC 9406's state for one path (module docstring)."""
 
-    __slots__ = ("phase", "round_start", "last_round_min", "round_min", "samples", "css_rounds", "css_baseline")
+    __slots__ = (
+        "phase",
+        "round_start",
+        "last_round_min",
+        "round_min",
+        "samples",
+        "css_rounds",
+        "css_baseline",
+    )
 
     def __init__(self):
         self.phase = STANDARD
-        self.round_start = -math.inf    # [s] when the current round began
+        self.round_start = -math.inf  # [s] when the current round began
         self.last_round_min = math.inf  # [s]
-        self.round_min = math.inf       # [s]
+        self.round_min = math.inf  # [s]
         self.samples = 0
         self.css_rounds = 0
-        self.css_baseline = math.inf    # [s]
+        self.css_baseline = math.inf  # [s]
 
     @property
     def exited(self) -> bool:
@@ -66,7 +74,7 @@ class HyStartPP:
         (1 standard, :data:`CSS_GROWTH_DIVISOR` in CSS), or :data:`EXIT` when slow start ends now."""
         if self.phase == EXITED:
             return EXIT
-        if sent_time > self.round_start:          # a packet of the new round: the round ended
+        if sent_time > self.round_start:  # a packet of the new round: the round ended
             self.round_start = now
             self.last_round_min = self.round_min
             self.round_min = math.inf
@@ -87,7 +95,7 @@ class HyStartPP:
                     if self.round_min >= last + thresh:
                         self.css_baseline = self.round_min
                         self.phase = CONSERVATIVE
-            elif self.round_min < self.css_baseline:    # the RTT fell back: a spurious exit
+            elif self.round_min < self.css_baseline:  # the RTT fell back: a spurious exit
                 self.css_baseline = math.inf
                 self.css_rounds = 0
                 self.phase = STANDARD

@@ -35,8 +35,10 @@ class ScaledWindow(CongestionController):
         if not gain > 0.0:
             raise ValueError(f"ScaledWindow: the gain must be positive, got {gain!r}")
         if type(inner).on_packet_sent is not CongestionController.on_packet_sent:
-            raise ValueError(f"ScaledWindow: {type(inner).__name__} has a per-packet hook; only window-based "
-                             "controllers can be wrapped")
+            raise ValueError(
+                f"ScaledWindow: {type(inner).__name__} has a per-packet hook; only window-based "
+                "controllers can be wrapped"
+            )
         self.inner = inner
         self.gain = float(gain)
         self.min_window = inner.min_window
@@ -46,7 +48,11 @@ class ScaledWindow(CongestionController):
     def _sync(self) -> None:
         inner = self.inner
         w = self.gain * inner.cwnd
-        self.cwnd = self.min_window if w < self.min_window else (self.max_window if w > self.max_window else w)
+        self.cwnd = (
+            self.min_window
+            if w < self.min_window
+            else (self.max_window if w > self.max_window else w)
+        )
         self.ssthresh = self.gain * inner.ssthresh
         self.recovery_start = inner.recovery_start
 

@@ -14,7 +14,20 @@ from envs.traces.split import split_of
 from envs.traces.synthetic import constant, from_stats, gaussian_rate, mmwave_blockage
 
 __all__ = [
-    "CapacityTrace", "StepSeries", "PathTrace", "load_trace", "detect_format", "TRACE_FORMATS",
-    "constant", "gaussian_rate", "mmwave_blockage", "from_stats",
-    "data_dir", "traces_dir", "resolve_trace_path", "list_traces", "split_of", "training_reads",
+    "CapacityTrace",
+    "StepSeries",
+    "PathTrace",
+    "load_trace",
+    "detect_format",
+    "TRACE_FORMATS",
+    "constant",
+    "gaussian_rate",
+    "mmwave_blockage",
+    "from_stats",
+    "data_dir",
+    "traces_dir",
+    "resolve_trace_path",
+    "list_traces",
+    "split_of",
+    "training_reads",
 ]

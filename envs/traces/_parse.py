@@ -22,15 +22,15 @@ _MISSING = ("", "-")
 
 
 class _Series(NamedTuple):
-    times: np.ndarray   # segment starts [s], times[0] == 0
+    times: np.ndarray  # segment starts [s], times[0] == 0
     values: np.ndarray  # value in each segment (unit of the series)
-    period: float       # [s]
+    period: float  # [s]
 
 
 class _Parsed(NamedTuple):
-    rate: _Series               # bytes/s
+    rate: _Series  # bytes/s
     delay: _Series | None = None  # one-way [s]
-    loss: _Series | None = None   # probability
+    loss: _Series | None = None  # probability
 
 
 def _read_file(path: Path) -> tuple[str, str]:
@@ -46,7 +46,7 @@ def _read_file(path: Path) -> tuple[str, str]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise TraceError(path, "not a text file (invalid UTF-8)", line) from None
     if not text.strip():
         raise TraceError(path, "empty file")
@@ -78,7 +78,7 @@ def _num(path, s: str, line: int, missing_ok: bool = False, what: str = "value")
 
 class _Header(NamedTuple):
     names: list[str]  # column names, as spelled in the file
-    line: int         # 1-based line of the header
+    line: int  # 1-based line of the header
 
 
 def _header_fields(line: str) -> list[str]:
@@ -153,8 +153,12 @@ def _check_time(path, t, lines, strict: bool = True):
     bad = np.flatnonzero(d <= 0 if strict else d < 0)
     if bad.size:
         k = bad[0] + 1
-        raise TraceError(path, f"time {t[k]:g} is not after the previous {t[k - 1]:g} "
-                               f"(time must {'increase' if strict else 'not decrease'})", int(lines[k]))
+        raise TraceError(
+            path,
+            f"time {t[k]:g} is not after the previous {t[k - 1]:g} "
+            f"(time must {'increase' if strict else 'not decrease'})",
+            int(lines[k]),
+        )
 
 
 def _hold(t, v) -> _Series:
@@ -176,7 +180,7 @@ def _ffill(v):
     idx = np.where(ok, np.arange(len(v)), 0)
     np.maximum.accumulate(idx, out=idx)
     out = v[idx]
-    out[:np.argmax(ok)] = v[np.argmax(ok)]
+    out[: np.argmax(ok)] = v[np.argmax(ok)]
     return out
 
 

@@ -29,8 +29,18 @@ class CapacityTrace:
     ``period``: loop length [s].
     """
 
-    __slots__ = ("times", "rates", "period", "name", "_t", "_r", "_cum", "total",
-                 "is_constant", "constant_rate")
+    __slots__ = (
+        "times",
+        "rates",
+        "period",
+        "name",
+        "_t",
+        "_r",
+        "_cum",
+        "total",
+        "is_constant",
+        "constant_rate",
+    )
 
     def __init__(self, times, rates, period: float, name: str = "trace"):
         times = np.asarray(times, dtype=np.float64)
@@ -38,7 +48,9 @@ class CapacityTrace:
         if times.ndim != 1 or times.shape != rates.shape or len(times) == 0:
             raise ValueError(f"{name}: times and rates must be equal-length 1-D arrays")
         if times[0] != 0.0 or np.any(np.diff(times) <= 0) or times[-1] >= period:
-            raise ValueError(f"{name}: segment times must start at 0, increase, and stay below the period")
+            raise ValueError(
+                f"{name}: segment times must start at 0, increase, and stay below the period"
+            )
         if np.any(rates < 0) or not np.all(np.isfinite(rates)):
             raise ValueError(f"{name}: rates must be finite and non-negative")
         durations = np.diff(np.append(times, period))
@@ -59,11 +71,16 @@ class CapacityTrace:
     def constant(cls, rate_bytes_per_s: float, name: str = "constant") -> "CapacityTrace":
         rate = float(rate_bytes_per_s)
         if not 0.0 < rate < math.inf:
-            return cls([0.0], [rate], 1.0, name)      # raises the general constructor's error
+            return cls([0.0], [rate], 1.0, name)  # raises the general constructor's error
         # the general constructor's fields for one segment of 1 s, without its array
         # checks (~15 us; every constant-rate path of every episode builds one)
         trace = cls.__new__(cls)
-        trace.times, trace.rates, trace.period, trace.name = np.array([0.0]), np.array([rate]), 1.0, name
+        trace.times, trace.rates, trace.period, trace.name = (
+            np.array([0.0]),
+            np.array([rate]),
+            1.0,
+            name,
+        )
         trace._t, trace._r, trace._cum = [0.0], [rate], [0.0, rate]
         trace.total = trace.constant_rate = rate
         trace.is_constant = True
@@ -99,8 +116,10 @@ class CapacityTrace:
         return CapacityTrace(self.times, self.rates * factor, self.period, self.name)
 
     def __repr__(self) -> str:
-        return (f"CapacityTrace({self.name!r}, {len(self.times)} segments, "
-                f"period={self.period:.3f}s, mean={self.mean_rate * 8 / 1e6:.2f} Mbit/s)")
+        return (
+            f"CapacityTrace({self.name!r}, {len(self.times)} segments, "
+            f"period={self.period:.3f}s, mean={self.mean_rate * 8 / 1e6:.2f} Mbit/s)"
+        )
 
 
 class StepSeries:
@@ -112,7 +131,9 @@ class StepSeries:
         self.times = np.asarray(times, dtype=np.float64)
         self.values = np.asarray(values, dtype=np.float64)
         if self.times[0] != 0.0 or np.any(np.diff(self.times) <= 0) or self.times[-1] >= period:
-            raise ValueError("step series times must start at 0, increase, and stay below the period")
+            raise ValueError(
+                "step series times must start at 0, increase, and stay below the period"
+            )
         self.period = float(period)
         self._t = self.times.tolist()
         self._v = self.values.tolist()

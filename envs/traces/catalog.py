@@ -56,5 +56,11 @@ def list_traces(pattern: str = "**/*") -> list[str]:
     """
     root = traces_dir()
     skip = ("LICENSE", "README", "SHA256SUMS")
-    return sorted(str(p.relative_to(root)) for p in root.glob(pattern)
-                  if p.is_file() and not p.name.startswith(skip) and p.suffix != ".md" and p.name != SPLIT_FILE)
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.glob(pattern)
+        if p.is_file()
+        and not p.name.startswith(skip)
+        and p.suffix != ".md"
+        and p.name != SPLIT_FILE
+    )

@@ -53,13 +53,34 @@ from envs.traces._parse import (
 from envs.traces.units import _positive, rate_unit
 
 #: time units per second, by lower-case spelling
-TIME_WORDS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-              "ms": 1e3, "msec": 1e3, "millisecond": 1e3, "milliseconds": 1e3,
-              "us": 1e6, "usec": 1e6, "microsecond": 1e6, "microseconds": 1e6}
+TIME_WORDS = {
+    "s": 1.0,
+    "sec": 1.0,
+    "secs": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "ms": 1e3,
+    "msec": 1e3,
+    "millisecond": 1e3,
+    "milliseconds": 1e3,
+    "us": 1e6,
+    "usec": 1e6,
+    "microsecond": 1e6,
+    "microseconds": 1e6,
+}
 #: loss units per unit of probability, by lower-case spelling
-LOSS_WORDS = {"%": 100.0, "pct": 100.0, "percent": 100.0, "prob": 1.0, "probability": 1.0, "fraction": 1.0}
+LOSS_WORDS = {
+    "%": 100.0,
+    "pct": 100.0,
+    "percent": 100.0,
+    "prob": 1.0,
+    "probability": 1.0,
+    "fraction": 1.0,
+}
 _BRACKETED = re.compile(r".*?[\(\[]\s*(?P<unit>[^\)\]]+?)\s*[\)\]]\s*")
-_PER_SECOND = re.compile(r"(?P<base>.*?)[_\s-]?(?:per|Per|PER)[_\s-]?(?:s|sec|second|Second|SECOND)")
+_PER_SECOND = re.compile(
+    r"(?P<base>.*?)[_\s-]?(?:per|Per|PER)[_\s-]?(?:s|sec|second|Second|SECOND)"
+)
 _CAMEL_TIME = re.compile(r".*[a-z]In(?P<unit>Seconds|Milliseconds|Microseconds)")
 _WORDS = re.compile(r"[_\s-]+")
 
@@ -111,11 +132,17 @@ def _unit_of_word(word: str) -> ColumnUnit | None:
 def _spelled_rate(base: str) -> ColumnUnit | None:
     """``bits``/``bytes`` (with a ``k``/``M``/``G`` prefix) before "per second"."""
     word = _WORDS.split(base)[-1]
-    m = re.fullmatch(r"(?P<prefix>[kKmMgG]i?)?(?P<base>bits?|Bits?|BITS?|bytes?|Bytes?|BYTES?)", word)
+    m = re.fullmatch(
+        r"(?P<prefix>[kKmMgG]i?)?(?P<base>bits?|Bits?|BITS?|bytes?|Bytes?|BYTES?)", word
+    )
     if m is None:
         return None
     base_word = "bit" if m.group("base").lower().startswith("bit") else "byte"
-    return ColumnUnit("rate", Scale(mul=rate_unit(f"{m.group('prefix') or ''}{base_word}/s")), word + " per second")
+    return ColumnUnit(
+        "rate",
+        Scale(mul=rate_unit(f"{m.group('prefix') or ''}{base_word}/s")),
+        word + " per second",
+    )
 
 
 def column_unit(name: str) -> ColumnUnit | None:
@@ -133,7 +160,7 @@ def column_unit(name: str) -> ColumnUnit | None:
         return _unit_of_word(m.group("unit"))
     words = [w for w in _WORDS.split(name) if w]
     if len(words) >= 2 and words[-1].lower() in ("s", "sec"):
-        joined = _unit_of_word(f"{words[-2]}/s")     # rate_mbit_s
+        joined = _unit_of_word(f"{words[-2]}/s")  # rate_mbit_s
         if joined is not None and joined.kind == "rate":
             return joined
     return _unit_of_word(words[-1]) if words else None
@@ -145,9 +172,16 @@ def column_scales(path, header: _Header | None, roles: list[Role]) -> list[Scale
     if header is None:
         return [r.scale for r in roles]
     if len(header.names) != len(roles):
-        raise TraceError(path, f"the header names {len(header.names)} columns ({', '.join(header.names)}) "
-                               f"but the rows have {len(roles)}", header.line)
-    return [_scale(path, name, role, header.line) for name, role in zip(header.names, roles, strict=True)]
+        raise TraceError(
+            path,
+            f"the header names {len(header.names)} columns ({', '.join(header.names)}) "
+            f"but the rows have {len(roles)}",
+            header.line,
+        )
+    return [
+        _scale(path, name, role, header.line)
+        for name, role in zip(header.names, roles, strict=True)
+    ]
 
 
 def _scale(path, name: str, role: Role, line: int | None) -> Scale:
@@ -155,8 +189,12 @@ def _scale(path, name: str, role: Role, line: int | None) -> Scale:
     if unit is None or role.what == "index":
         return role.scale
     if unit.kind != _KIND[role.what]:
-        raise TraceError(path, f"column {name!r} names a {unit.kind} unit ({unit.unit!r}) where the format "
-                               f"reads the {role.what}", line)
+        raise TraceError(
+            path,
+            f"column {name!r} names a {unit.kind} unit ({unit.unit!r}) where the format "
+            f"reads the {role.what}",
+            line,
+        )
     return unit.scale
 
 
@@ -178,11 +216,15 @@ def _unit_of(path, column: str, kind: str, option: str, given) -> Scale:
     named = named if named is not None and named.kind == kind else None
     if given is None:
         if named is None:
-            raise TraceError(path, f"format 'csv' needs {option}=: column {column!r} does not name its unit")
+            raise TraceError(
+                path, f"format 'csv' needs {option}=: column {column!r} does not name its unit"
+            )
         return named.scale
     scale = _given_scale(path, kind, option, given)
     if named is not None and named.scale(1.0) != scale(1.0):
-        raise TraceError(path, f"{option}={given!r} contradicts column {column!r}, which names {named.unit!r}")
+        raise TraceError(
+            path, f"{option}={given!r} contradicts column {column!r}, which names {named.unit!r}"
+        )
     return scale
 
 
@@ -194,16 +236,28 @@ def _column(path, header: list[str], line: int, name: str | None, kind: str) -> 
         if str(name).lower() not in low:
             raise TraceError(path, f"missing column {name!r} (have: {', '.join(header)})", line)
         return low.index(str(name).lower())
-    named = [j for j, h in enumerate(header) if (u := column_unit(h)) is not None and u.kind == kind]
+    named = [
+        j for j, h in enumerate(header) if (u := column_unit(h)) is not None and u.kind == kind
+    ]
     if len(named) > 1:
-        raise TraceError(path, f"several columns name a {kind} unit ({', '.join(header[j] for j in named)}): "
-                               f"pass {kind}_column=", line)
+        raise TraceError(
+            path,
+            f"several columns name a {kind} unit ({', '.join(header[j] for j in named)}): "
+            f"pass {kind}_column=",
+            line,
+        )
     return named[0] if named else None
 
 
-def named_csv(path, text: str, rate_column: str | None = None, unit: str | None = None,
-              time_column: str | None = None, time_unit: str | None = None,
-              period_s: float | None = None) -> _Parsed:
+def named_csv(
+    path,
+    text: str,
+    rate_column: str | None = None,
+    unit: str | None = None,
+    time_column: str | None = None,
+    time_unit: str | None = None,
+    period_s: float | None = None,
+) -> _Parsed:
     """The ``csv`` format (module docstring)."""
     header, head_line, rows = _csv(path, text, spaces_ok=True)
     lines = np.array([i for i, _ in rows])
@@ -213,8 +267,12 @@ def named_csv(path, text: str, rate_column: str | None = None, unit: str | None 
 
     rj = _column(path, header, head_line, rate_column, "rate")
     if rj is None:
-        raise TraceError(path, "format 'csv' needs rate_column= and unit= (no column names a rate unit, "
-                               "e.g. {rate_column: throughput, unit: Mbit/s})", head_line)
+        raise TraceError(
+            path,
+            "format 'csv' needs rate_column= and unit= (no column names a rate unit, "
+            "e.g. {rate_column: throughput, unit: Mbit/s})",
+            head_line,
+        )
     rate = _unit_of(path, header[rj], "rate", "unit", unit)(cells(rj))
     _check_nonneg(path, rate, lines, "rate")
     if period_s is not None:
@@ -224,12 +282,25 @@ def named_csv(path, text: str, rate_column: str | None = None, unit: str | None 
         return _Parsed(_Series(np.arange(len(rate)) * step, rate, len(rate) * step))
     tj = _column(path, header, head_line, time_column, "time")
     if tj is None:
-        raise TraceError(path, "no column names a time unit (e.g. time_s): pass time_column= and time_unit=, "
-                               "or period_s= (seconds between rows)", head_line)
+        raise TraceError(
+            path,
+            "no column names a time unit (e.g. time_s): pass time_column= and time_unit=, "
+            "or period_s= (seconds between rows)",
+            head_line,
+        )
     t = _unit_of(path, header[tj], "time", "time_unit", time_unit)(cells(tj))
     _check_nonneg(path, t, lines, "time")
     _check_time(path, t, lines)
     return _Parsed(_hold(t, rate))
 
 
-__all__ = ["Scale", "ColumnUnit", "Role", "column_unit", "column_scales", "named_csv", "TIME_WORDS", "LOSS_WORDS"]
+__all__ = [
+    "Scale",
+    "ColumnUnit",
+    "Role",
+    "column_unit",
+    "column_scales",
+    "named_csv",
+    "TIME_WORDS",
+    "LOSS_WORDS",
+]

@@ -68,10 +68,16 @@ def check_read(path: Path) -> None:
     split = read_split()
     entry = split.by_hash.get(sha256_file(path))
     if entry is not None and entry.split == "test":
-        copy = "" if Path(path).resolve() == (split.source.parent / entry.path).resolve() \
+        copy = (
+            ""
+            if Path(path).resolve() == (split.source.parent / entry.path).resolve()
             else f" (the bytes of {entry.path})"
-        raise TraceError(path, f"a test-split file{copy} read while {what}; test files of "
-                               f"{split.source.name} are for reporting only")
+        )
+        raise TraceError(
+            path,
+            f"a test-split file{copy} read while {what}; test files of "
+            f"{split.source.name} are for reporting only",
+        )
 
 
 __all__ = ["GUARD_ENV", "training_reads", "guarded", "check_read"]

@@ -116,10 +116,21 @@ from envs.traces.guard import check_read
 from envs.traces.units import looks_like_unit_line, unit_series
 
 PACKET_BYTES = 1500  # one mahimahi delivery opportunity [bytes]
-TRACE_FORMATS = ("mahimahi", "rate_series", "pensieve", "raca", "lumos",
-                 "5gophers", "aydin", "step", "unit_series", "csv")
+TRACE_FORMATS = (
+    "mahimahi",
+    "rate_series",
+    "pensieve",
+    "raca",
+    "lumos",
+    "5gophers",
+    "aydin",
+    "step",
+    "unit_series",
+    "csv",
+)
 
 # ---------------------------------------------------------------- formats --
+
 
 def _mahimahi(path, text) -> _Parsed:
     lines = text.splitlines()
@@ -138,7 +149,7 @@ def _mahimahi(path, text) -> _Parsed:
                 vals.append(int(s))
             except ValueError:
                 raise TraceError(path, f"not an integer ms timestamp: {s!r}", i) from None
-            if not -2**62 < vals[-1] < 2**62:
+            if not -(2**62) < vals[-1] < 2**62:
                 raise TraceError(path, f"timestamp out of range: {s!r}", i) from None
             line_nums.append(i)
         ts, nums = np.array(vals, dtype=np.int64), np.array(line_nums)
@@ -178,7 +189,9 @@ def _rate_series(path, text) -> _Parsed:
 
 def _lumos(path, text) -> _Parsed:
     lines, rows, header = _table(path, text, 2, 2)
-    _, to_bytes = column_scales(path, header, [Role("index", Scale()), Role("rate", Scale(mul=1e6))])  # MB/s
+    _, to_bytes = column_scales(
+        path, header, [Role("index", Scale()), Role("rate", Scale(mul=1e6))]
+    )  # MB/s
     _check_time(path, rows[:, 0], lines)
     _check_nonneg(path, rows[:, 1], lines, "throughput")
     return _Parsed(_per_second(to_bytes(rows[:, 1])))
@@ -186,7 +199,9 @@ def _lumos(path, text) -> _Parsed:
 
 def _aydin(path, text) -> _Parsed:
     lines, rows, header = _table(path, text, 2, 2)
-    _, to_bytes = column_scales(path, header, [Role("index", Scale()), Role("rate", Scale())])  # B/s
+    _, to_bytes = column_scales(
+        path, header, [Role("index", Scale()), Role("rate", Scale())]
+    )  # B/s
     _check_nonneg(path, rows[:, 0], lines, "time")
     _check_time(path, rows[:, 0], lines)
     _check_nonneg(path, rows[:, 1], lines, "rate")
@@ -194,16 +209,20 @@ def _aydin(path, text) -> _Parsed:
 
 
 #: the step format's own units: ms, kbit/s, ms one-way, probability
-_STEP_ROLES = [Role("time", Scale(div=1000.0)), Role("rate", Scale(mul=1000.0 / 8)),
-               Role("delay", Scale(div=1000.0)), Role("loss", Scale())]
+_STEP_ROLES = [
+    Role("time", Scale(div=1000.0)),
+    Role("rate", Scale(mul=1000.0 / 8)),
+    Role("delay", Scale(div=1000.0)),
+    Role("loss", Scale()),
+]
 
 
 def _step(path, text, delay_is_rtt: bool = False) -> _Parsed:
     lines, rows, header = _table(path, text, 2, 4)
-    scales = column_scales(path, header, _STEP_ROLES[:rows.shape[1]])
+    scales = column_scales(path, header, _STEP_ROLES[: rows.shape[1]])
     _check_nonneg(path, rows[:, 0], lines, "time")
     _check_time(path, rows[:, 0], lines)
-    for k, what in enumerate(("bandwidth", "delay", "loss")[:rows.shape[1] - 1], 1):
+    for k, what in enumerate(("bandwidth", "delay", "loss")[: rows.shape[1] - 1], 1):
         _check_nonneg(path, rows[:, k], lines, what)
     rate = _hold(scales[0](rows[:, 0]), scales[1](rows[:, 1]))
     delay = loss = None
@@ -214,8 +233,9 @@ def _step(path, text, delay_is_rtt: bool = False) -> _Parsed:
         p = scales[3](rows[:, 3])
         bad = np.flatnonzero(p > 1)
         if bad.size:
-            raise TraceError(path, f"loss {rows[bad[0], 3]:g} is not a probability in [0, 1]",
-                             int(lines[bad[0]]))
+            raise TraceError(
+                path, f"loss {rows[bad[0], 3]:g} is not a probability in [0, 1]", int(lines[bad[0]])
+            )
         loss = rate._replace(values=p)
     return _Parsed(rate, delay, loss)
 
@@ -224,12 +244,15 @@ def _raca_time(path, s: str, line: int) -> float:
     try:
         dt = datetime.strptime(s.strip(), "%Y.%m.%d_%H.%M.%S")
     except ValueError:
-        raise TraceError(path, f"bad Timestamp {s.strip()!r} (want YYYY.MM.DD_HH.MM.SS)", line) from None
+        raise TraceError(
+            path, f"bad Timestamp {s.strip()!r} (want YYYY.MM.DD_HH.MM.SS)", line
+        ) from None
     return (dt - datetime(1970, 1, 1)).total_seconds()
 
 
-def _raca(path, text, column: str = "DL_bitrate", duplicates: str = "order",
-          ping: bool = True) -> _Parsed:
+def _raca(
+    path, text, column: str = "DL_bitrate", duplicates: str = "order", ping: bool = True
+) -> _Parsed:
     if duplicates not in ("order", "mean"):
         raise TraceError(path, f"duplicates={duplicates!r}: use 'order' or 'mean'")
     header, hl, rows = _csv(path, text)
@@ -238,8 +261,10 @@ def _raca(path, text, column: str = "DL_bitrate", duplicates: str = "order",
     n = len(rows)
     lines = np.array([i for i, _ in rows])
     t = np.array([_raca_time(path, f[it], i) for i, f in rows])
-    cols = [np.array([_num(path, f[j], i, missing_ok=True) for i, f in rows]) if j is not None
-            else None for j in (ir, *ip)]
+    cols = [
+        np.array([_num(path, f[j], i, missing_ok=True) for i, f in rows]) if j is not None else None
+        for j in (ir, *ip)
+    ]
     _check_time(path, t, lines, strict=False)
     for c, what in zip(cols, (column, "PINGAVG", "PINGLOSS"), strict=True):
         if c is not None:
@@ -256,10 +281,13 @@ def _raca(path, text, column: str = "DL_bitrate", duplicates: str = "order",
             tot = np.bincount(inv, weights=np.where(ok, v, 0.0), minlength=len(uniq))
             with np.errstate(invalid="ignore", divide="ignore"):
                 return tot / cnt
+
         times, period = uniq - uniq[0], float(uniq[-1] - uniq[0] + 1)
     else:
+
         def series(v):
             return v
+
         times, period = np.arange(n, dtype=np.float64), float(n)
     out = []
     for c, unit in zip(cols, (1000.0 / 8, 0.5e-3, 0.01), strict=True):  # kbit/s->B/s, ms->s/2, %->p
@@ -278,14 +306,20 @@ def _5gophers(path, text, carrier: str | None = None) -> _Parsed:
             raise TraceError(path, "carrier= given but the file has one throughput column", hl)
         col = "throughput_mbps"
     elif not per_carrier:
-        raise TraceError(path, "missing column 'throughput_mbps' (or '<Carrier>_throughput_mbps')", hl)
+        raise TraceError(
+            path, "missing column 'throughput_mbps' (or '<Carrier>_throughput_mbps')", hl
+        )
     else:
-        names = {h[:-len("_throughput_mbps")]: h for h in per_carrier}
+        names = {h[: -len("_throughput_mbps")]: h for h in per_carrier}
         key = {re.sub(r"[\W_]", "", k).lower(): k for k in names}
         want = re.sub(r"[\W_]", "", carrier or "").lower()
         if want not in key:
-            raise TraceError(path, f"pass carrier= one of {', '.join(names)}"
-                                   + (f" (got {carrier!r})" if carrier else ""), hl)
+            raise TraceError(
+                path,
+                f"pass carrier= one of {', '.join(names)}"
+                + (f" (got {carrier!r})" if carrier else ""),
+                hl,
+            )
         col = names[key[want]]
     j = header.index(col)
     lines = np.array([i for i, _ in rows])
@@ -297,12 +331,25 @@ def _5gophers(path, text, carrier: str | None = None) -> _Parsed:
     return _Parsed(_per_second(v * 1e6 / 8))
 
 
-_PARSERS = {"mahimahi": _mahimahi, "rate_series": _rate_series, "pensieve": _rate_series,
-            "raca": _raca, "lumos": _lumos, "5gophers": _5gophers, "aydin": _aydin,
-            "step": _step, "unit_series": unit_series, "csv": named_csv}
-_OPTIONS = {"raca": {"column", "duplicates", "ping"}, "5gophers": {"carrier"},
-            "step": {"delay_is_rtt"}, "unit_series": {"period_s"},
-            "csv": {"rate_column", "unit", "time_column", "time_unit", "period_s"}}
+_PARSERS = {
+    "mahimahi": _mahimahi,
+    "rate_series": _rate_series,
+    "pensieve": _rate_series,
+    "raca": _raca,
+    "lumos": _lumos,
+    "5gophers": _5gophers,
+    "aydin": _aydin,
+    "step": _step,
+    "unit_series": unit_series,
+    "csv": named_csv,
+}
+_OPTIONS = {
+    "raca": {"column", "duplicates", "ping"},
+    "5gophers": {"carrier"},
+    "step": {"delay_is_rtt"},
+    "unit_series": {"period_s"},
+    "csv": {"rate_column", "unit", "time_column", "time_unit", "period_s"},
+}
 
 
 def detect_format(path, text: str) -> str:
@@ -312,7 +359,7 @@ def detect_format(path, text: str) -> str:
     if name.endswith((".down", ".up")):
         return "mahimahi"
     (line, first), (_, second) = _first_lines(text)
-    if not any(map(_is_num, _SEP.split(first))):        # a header row
+    if not any(map(_is_num, _SEP.split(first))):  # a header row
         return _header_format(path, first, line, second)
     if "lumos" in name:
         return "lumos"
@@ -323,31 +370,38 @@ def detect_format(path, text: str) -> str:
     fields = _SEP.split(first.rstrip(", \t"))
     if all(map(_is_num, fields)):
         raise TraceError(path, _UNITS_UNKNOWN[min(len(fields), 3)], line)
-    raise TraceError(path, f"cannot detect the trace format; pass fmt= one of {', '.join(TRACE_FORMATS)}", line)
+    raise TraceError(
+        path, f"cannot detect the trace format; pass fmt= one of {', '.join(TRACE_FORMATS)}", line
+    )
 
 
 #: what a headerless numeric file could be, by its number of columns (3: more)
 _UNITS_UNKNOWN = {
     1: "one number per line, units unknown: pass fmt='mahimahi' (delivery times in ms; or name the "
-       "file *.down / *.up) or, for one rate per row, add a header naming its unit (e.g. rate_kbps) "
-       "and pass period_s=",
+    "file *.down / *.up) or, for one rate per row, add a header naming its unit (e.g. rate_kbps) "
+    "and pass period_s=",
     2: "two numeric columns and no header naming their units: add one (e.g. time_s,rate_mbps) or pass "
-       "fmt='rate_series' (s, Mbit/s), fmt='step' (ms, kbit/s) or fmt='csv' with unit= and time_unit=",
+    "fmt='rate_series' (s, Mbit/s), fmt='step' (ms, kbit/s) or fmt='csv' with unit= and time_unit=",
     3: "numeric columns and no header naming their units: add one (e.g. time_ms,rate_kbps,delay_ms,loss) "
-       "or pass fmt='step' (ms, kbit/s, one-way ms, probability) or fmt='csv' with unit= and time_unit=",
+    "or pass fmt='step' (ms, kbit/s, one-way ms, probability) or fmt='csv' with unit= and time_unit=",
 }
 
 
 def _first_lines(text: str) -> tuple[tuple[int, str], tuple[int, str]]:
     """The first two lines that are not blank or ``#`` comments: (1-based line, stripped text)."""
-    found = [(i, s.strip()) for i, s in enumerate(text.splitlines(), 1)
-             if s.strip() and not s.lstrip().startswith("#")][:2]
+    found = [
+        (i, s.strip())
+        for i, s in enumerate(text.splitlines(), 1)
+        if s.strip() and not s.lstrip().startswith("#")
+    ][:2]
     return tuple((found + [(1, ""), (1, "")])[:2])
 
 
 def _step_layout(names: list[str], kinds: list[str | None]) -> bool:
     """True for the step format's columns with named units: time, rate[, delay[, loss]]."""
-    delay = len(names) < 3 or (kinds[2] == "time" and re.match(r"(delay|rtt|owd|latency)", names[2].lower()))
+    delay = len(names) < 3 or (
+        kinds[2] == "time" and re.match(r"(delay|rtt|owd|latency)", names[2].lower())
+    )
     loss = len(names) < 4 or (kinds[3] in (None, "loss") and names[3].lower().startswith("loss"))
     return len(names) <= 4 and kinds[:2] == ["time", "rate"] and bool(delay) and loss
 
@@ -364,26 +418,48 @@ def _header_format(path, header: str, line: int, row: str) -> str:
     if looks_like_unit_line(row):
         return "unit_series"
     if not row or not all(map(_is_num, _SEP.split(row.rstrip(", \t")))):
-        raise TraceError(path, f"cannot detect the trace format; pass fmt= one of {', '.join(TRACE_FORMATS)}", line)
+        raise TraceError(
+            path,
+            f"cannot detect the trace format; pass fmt= one of {', '.join(TRACE_FORMATS)}",
+            line,
+        )
     if _step_layout(names, kinds):
         return "step"
-    rates, times = ([n for n, k in zip(names, kinds, strict=True) if k == kind] for kind in ("rate", "time"))
+    rates, times = (
+        [n for n, k in zip(names, kinds, strict=True) if k == kind] for kind in ("rate", "time")
+    )
     for cols, what in ((rates, "rate"), (times, "time")):
         if len(cols) > 1:
-            raise TraceError(path, f"several columns name a {what} unit ({', '.join(cols)}): pass fmt='csv' "
-                                   f"with {what}_column=", line)
+            raise TraceError(
+                path,
+                f"several columns name a {what} unit ({', '.join(cols)}): pass fmt='csv' "
+                f"with {what}_column=",
+                line,
+            )
     if rates:
         return "csv"
-    raise TraceError(path, f"no column names its rate unit (columns: {', '.join(names)}): name it (e.g. "
-                           f"rate_mbps, bw_kbps, 'throughput (MB/s)') or pass fmt= (one of {', '.join(TRACE_FORMATS)})"
-                           " and, for 'csv', unit=", line)
+    raise TraceError(
+        path,
+        f"no column names its rate unit (columns: {', '.join(names)}): name it (e.g. "
+        f"rate_mbps, bw_kbps, 'throughput (MB/s)') or pass fmt= (one of {', '.join(TRACE_FORMATS)})"
+        " and, for 'csv', unit=",
+        line,
+    )
 
 
 # -------------------------------------------------------------- public API --
 
-def load_trace(path, fmt: str = "auto", *, scale: float = 1.0, start_s: float = 0.0,
-               duration_s: float | None = None, min_rate_mbps: float = 0.0,
-               **options) -> PathTrace:
+
+def load_trace(
+    path,
+    fmt: str = "auto",
+    *,
+    scale: float = 1.0,
+    start_s: float = 0.0,
+    duration_s: float | None = None,
+    min_rate_mbps: float = 0.0,
+    **options,
+) -> PathTrace:
     """Load one trace file into a :class:`PathTrace` (see the module doc).
 
     ``path``: a file path, or a path relative to the shipped ``data/traces/``.
@@ -404,13 +480,15 @@ def load_trace(path, fmt: str = "auto", *, scale: float = 1.0, start_s: float = 
         fmt = detect_format(path, text)
     extra = set(options) - _OPTIONS.get(fmt, set())
     if extra:
-        raise TraceError(path, f"option(s) {', '.join(sorted(extra))} do not apply to format {fmt!r}")
+        raise TraceError(
+            path, f"option(s) {', '.join(sorted(extra))} do not apply to format {fmt!r}"
+        )
     parsed = _PARSERS[fmt](path, text, **options)
     trace = _finish(path, parsed, scale, start_s, duration_s, min_rate_mbps)
     trace.format, trace.sha256 = fmt, sha256
     trace.sample_period_s = _sample_period_s(fmt, parsed.rate)
     if len(_CACHE) >= CACHE_SIZE:
-        _CACHE.pop(next(iter(_CACHE)))            # the oldest entry
+        _CACHE.pop(next(iter(_CACHE)))  # the oldest entry
     _CACHE[key] = trace
     return trace
 
@@ -462,8 +540,9 @@ def _finish(path, p: _Parsed, scale, start_s, duration_s, min_rate_mbps) -> Path
         raise TraceError(path, "zero capacity over the whole trace (or window)")
     try:
         cap = CapacityTrace(*_compact(t, r), p.rate.period, name=path.name)
-        delay, loss = (s and StepSeries(*_compact(s.times, s.values), s.period)
-                       for s in (p.delay, p.loss))
+        delay, loss = (
+            s and StepSeries(*_compact(s.times, s.values), s.period) for s in (p.delay, p.loss)
+        )
     except ValueError as exc:  # should not happen: parsers validate first
         raise TraceError(path, str(exc)) from None
     return PathTrace(cap, delay, loss, source=str(path))

@@ -103,7 +103,12 @@ def content_hash(key) -> str:
 
 
 def _entry(where: str, rel, raw) -> SplitEntry:
-    if not isinstance(rel, str) or not rel or PurePosixPath(rel).is_absolute() or ".." in PurePosixPath(rel).parts:
+    if (
+        not isinstance(rel, str)
+        or not rel
+        or PurePosixPath(rel).is_absolute()
+        or ".." in PurePosixPath(rel).parts
+    ):
         raise ConfigError(f"{where}: expected a path relative to data/traces/, got {rel!r}")
     where = f"{where}.{rel}"
     if not isinstance(raw, Mapping):
@@ -111,12 +116,22 @@ def _entry(where: str, rel, raw) -> SplitEntry:
     unknown = sorted(set(raw) - set(ENTRY_KEYS))
     missing = [k for k in ENTRY_KEYS if k not in raw]
     if unknown or missing:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}, missing key(s) {missing}; expected {list(ENTRY_KEYS)}")
+        raise ConfigError(
+            f"{where}: unknown key(s) {unknown}, missing key(s) {missing}; expected {list(ENTRY_KEYS)}"
+        )
     if raw["split"] not in SPLITS:
-        raise ConfigError(f"{where}.split: expected one of {', '.join(SPLITS)}, got {raw['split']!r}")
+        raise ConfigError(
+            f"{where}.split: expected one of {', '.join(SPLITS)}, got {raw['split']!r}"
+        )
     if not isinstance(raw["sha256"], str) or not _HEX64.match(raw["sha256"]):
-        raise ConfigError(f"{where}.sha256: expected 64 lowercase hex digits, got {raw['sha256']!r}")
-    if not isinstance(raw["about"], str) or not raw["about"].strip() or "\n" in raw["about"].strip():
+        raise ConfigError(
+            f"{where}.sha256: expected 64 lowercase hex digits, got {raw['sha256']!r}"
+        )
+    if (
+        not isinstance(raw["about"], str)
+        or not raw["about"].strip()
+        or "\n" in raw["about"].strip()
+    ):
         raise ConfigError(f"{where}.about: expected a one-line description, got {raw['about']!r}")
     return SplitEntry(rel, raw["split"], raw["sha256"], raw["about"].strip())
 
@@ -150,7 +165,9 @@ def _load_yaml(path: str):
 
     _Unique.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     try:
-        return yaml.load(Path(path).read_text(), Loader=_Unique)    # a SafeLoader: no arbitrary objects
+        return yaml.load(
+            Path(path).read_text(), Loader=_Unique
+        )  # a SafeLoader: no arbitrary objects
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: not a readable YAML file ({type(exc).__name__})") from None
 
@@ -158,15 +175,23 @@ def _load_yaml(path: str):
 @lru_cache(maxsize=8)
 def _read_split(path: str, size: int, mtime_ns: int) -> TraceSplit:
     doc = _load_yaml(path)
-    if not isinstance(doc, Mapping) or set(doc) != {"files"} or not isinstance(doc["files"], Mapping):
-        raise ConfigError(f"{path}: expected one key 'files', a mapping of path -> {{split, sha256, about}}")
+    if (
+        not isinstance(doc, Mapping)
+        or set(doc) != {"files"}
+        or not isinstance(doc["files"], Mapping)
+    ):
+        raise ConfigError(
+            f"{path}: expected one key 'files', a mapping of path -> {{split, sha256, about}}"
+        )
     entries = {rel: _entry(f"{path}: files", rel, raw) for rel, raw in doc["files"].items()}
     by_hash: dict[str, SplitEntry] = {}
     for e in entries.values():
         other = by_hash.setdefault(e.sha256, e)
         if other.split != e.split:
-            raise ConfigError(f"{path}: files.{e.path}: the same bytes as {other.path} (split {other.split}) "
-                              f"but split {e.split}")
+            raise ConfigError(
+                f"{path}: files.{e.path}: the same bytes as {other.path} (split {other.split}) "
+                f"but split {e.split}"
+            )
     return TraceSplit(Path(path), entries, by_hash)
 
 
@@ -181,8 +206,11 @@ def verify(path=None) -> TraceSplit:
             raise TraceError(f, f"listed in {split.source.name} (split {e.split}) but missing")
         got = sha256_file(f)
         if got != e.sha256:
-            raise TraceError(f, f"SHA-256 {got[:12]}... does not match {split.source.name} "
-                                f"({e.sha256[:12]}..., split {e.split}): the file changed")
+            raise TraceError(
+                f,
+                f"SHA-256 {got[:12]}... does not match {split.source.name} "
+                f"({e.sha256[:12]}..., split {e.split}): the file changed",
+            )
     return split
 
 
@@ -193,5 +221,16 @@ def split_of(key, path=None) -> str | None:
     return getattr(read_split(path).entry_of(key), "split", None)
 
 
-__all__ = ["SPLITS", "SPLIT_FILE", "ENTRY_KEYS", "SplitEntry", "TraceSplit", "split_file", "sha256_file",
-           "content_hash", "read_split", "verify", "split_of"]
+__all__ = [
+    "SPLITS",
+    "SPLIT_FILE",
+    "ENTRY_KEYS",
+    "SplitEntry",
+    "TraceSplit",
+    "split_file",
+    "sha256_file",
+    "content_hash",
+    "read_split",
+    "verify",
+    "split_of",
+]

@@ -67,9 +67,16 @@ def trace_stats(trace: PathTrace) -> TraceStats:
     mbps = rates * 8 / 1e6
     mean = cap.mean_rate * 8 / 1e6
     outage = float(lengths[mbps < OUTAGE_SHARE_OF_MEAN * mean].sum() / cap.period)
-    return TraceStats(trace.format or "synthetic", trace.sample_period_s, cap.period, mean,
-                      weighted_quantile(mbps, lengths, 0.05), weighted_quantile(mbps, lengths, 0.95),
-                      outage, window)
+    return TraceStats(
+        trace.format or "synthetic",
+        trace.sample_period_s,
+        cap.period,
+        mean,
+        weighted_quantile(mbps, lengths, 0.05),
+        weighted_quantile(mbps, lengths, 0.95),
+        outage,
+        window,
+    )
 
 
 def display_name(source: str) -> str:
@@ -94,11 +101,21 @@ def summary_line(trace: PathTrace) -> str:
     s = trace_stats(trace)
     sample = _seconds(s.sample_period_s) if s.sample_period_s > 0 else "n/a"
     digest = f", sha256 {trace.sha256[:16]}" if trace.sha256 else ""
-    return (f"trace {display_name(trace.source)}: {s.format}, sample {sample}, {s.duration_s:.1f} s, "
-            f"mean {_mbps(s.mean_mbps)} Mbit/s, p5 {_mbps(s.p5_mbps)} / p95 {_mbps(s.p95_mbps)} Mbit/s "
-            f"({_seconds(s.window_s)} windows), {100 * s.outage_share:.1f} % of the time below 1 % of the mean"
-            f"{digest}")
+    return (
+        f"trace {display_name(trace.source)}: {s.format}, sample {sample}, {s.duration_s:.1f} s, "
+        f"mean {_mbps(s.mean_mbps)} Mbit/s, p5 {_mbps(s.p5_mbps)} / p95 {_mbps(s.p95_mbps)} Mbit/s "
+        f"({_seconds(s.window_s)} windows), {100 * s.outage_share:.1f} % of the time below 1 % of the mean"
+        f"{digest}"
+    )
 
 
-__all__ = ["TraceStats", "trace_stats", "summary_line", "window_rates", "weighted_quantile", "display_name",
-           "MIN_WINDOW_S", "OUTAGE_SHARE_OF_MEAN"]
+__all__ = [
+    "TraceStats",
+    "trace_stats",
+    "summary_line",
+    "window_rates",
+    "weighted_quantile",
+    "display_name",
+    "MIN_WINDOW_S",
+    "OUTAGE_SHARE_OF_MEAN",
+]

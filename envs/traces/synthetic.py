@@ -25,7 +25,10 @@ def _need(cond: bool, msg: str):
 
 def _finite(**kw):
     for k, v in kw.items():
-        _need(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0, f"{k}={v!r} must be a finite number >= 0")
+        _need(
+            isinstance(v, (int, float)) and math.isfinite(v) and v >= 0,
+            f"{k}={v!r} must be a finite number >= 0",
+        )
 
 
 def _grid(step_s: float, duration_s: float) -> int:
@@ -64,8 +67,15 @@ def constant(rate_mbps: float, name: str = "constant") -> CapacityTrace:
     return CapacityTrace.constant(rate_mbps * _BPS, name)
 
 
-def gaussian_rate(mean_mbps: float, std_mbps: float, step_s: float, duration_s: float,
-                  seed=None, dist: str = "lognormal", name: str = "gaussian") -> CapacityTrace:
+def gaussian_rate(
+    mean_mbps: float,
+    std_mbps: float,
+    step_s: float,
+    duration_s: float,
+    seed=None,
+    dist: str = "lognormal",
+    name: str = "gaussian",
+) -> CapacityTrace:
     """I.i.d. rate per ``step_s`` interval with the given mean and std [Mbit/s].
 
     ``dist="lognormal"`` (default): a lognormal with exactly this mean and std,
@@ -82,10 +92,18 @@ def gaussian_rate(mean_mbps: float, std_mbps: float, step_s: float, duration_s: 
     return CapacityTrace(t, v, n * float(step_s), name)
 
 
-def mmwave_blockage(los_mbps: float, nlos_mbps: float, mean_los_s: float, mean_blockage_s: float,
-                    duration_s: float, seed=None, step_s: float | None = None,
-                    outage_prob: float = 0.0, outage_mbps: float = 0.0,
-                    name: str = "mmwave_blockage") -> CapacityTrace:
+def mmwave_blockage(
+    los_mbps: float,
+    nlos_mbps: float,
+    mean_los_s: float,
+    mean_blockage_s: float,
+    duration_s: float,
+    seed=None,
+    step_s: float | None = None,
+    outage_prob: float = 0.0,
+    outage_mbps: float = 0.0,
+    name: str = "mmwave_blockage",
+) -> CapacityTrace:
     """Two-state (line-of-sight / blocked) mmWave capacity process.
 
     The link alternates between LoS at ``los_mbps`` and blocked at
@@ -110,11 +128,19 @@ def mmwave_blockage(los_mbps: float, nlos_mbps: float, mean_los_s: float, mean_b
     steps that straddle a switch get an intermediate value), period
     ``ceil(duration_s / step_s) * step_s``.
     """
-    _finite(los_mbps=los_mbps, nlos_mbps=nlos_mbps, mean_los_s=mean_los_s,
-            mean_blockage_s=mean_blockage_s, duration_s=duration_s,
-            outage_prob=outage_prob, outage_mbps=outage_mbps)
-    _need(mean_los_s > 0 and mean_blockage_s > 0 and duration_s > 0,
-          "mean_los_s, mean_blockage_s and duration_s must be > 0")
+    _finite(
+        los_mbps=los_mbps,
+        nlos_mbps=nlos_mbps,
+        mean_los_s=mean_los_s,
+        mean_blockage_s=mean_blockage_s,
+        duration_s=duration_s,
+        outage_prob=outage_prob,
+        outage_mbps=outage_mbps,
+    )
+    _need(
+        mean_los_s > 0 and mean_blockage_s > 0 and duration_s > 0,
+        "mean_los_s, mean_blockage_s and duration_s must be > 0",
+    )
     _need(outage_prob <= 1, "outage_prob must be in [0, 1]")
     horizon = float(duration_s) if step_s is None else _grid(step_s, duration_s) * float(step_s)
     rng = np.random.default_rng(seed)
@@ -144,10 +170,19 @@ def mmwave_blockage(los_mbps: float, nlos_mbps: float, mean_los_s: float, mean_b
     return CapacityTrace(t, v, horizon, name)
 
 
-def from_stats(rate_mbps: float, rate_std_mbps: float = 0.0, *, rtt_ms: float | None = None,
-               rtt_std_ms: float = 0.0, loss: float | None = None, step_s: float = 1.0,
-               duration_s: float = 60.0, seed=None, dist: str = "lognormal",
-               name: str = "from_stats") -> PathTrace:
+def from_stats(
+    rate_mbps: float,
+    rate_std_mbps: float = 0.0,
+    *,
+    rtt_ms: float | None = None,
+    rtt_std_ms: float = 0.0,
+    loss: float | None = None,
+    step_s: float = 1.0,
+    duration_s: float = 60.0,
+    seed=None,
+    dist: str = "lognormal",
+    name: str = "from_stats",
+) -> PathTrace:
     """A :class:`PathTrace` from mean +- std of rate [Mbit/s] and RTT [ms].
 
     Capacity: :func:`constant` if ``rate_std_mbps == 0``, else

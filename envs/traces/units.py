@@ -36,7 +36,9 @@ from envs.errors import TraceError
 from envs.traces._parse import _check_nonneg, _Parsed, _Series
 
 _UNIT = re.compile(r"(?P<prefix>[kKmMgG]i?)?(?P<base>bits?|bytes?|Bytes?|b|B)(?:/s(?:ec)?|ps)")
-_VALUE_UNIT = re.compile(r"\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*,?\s*(?P<unit>\S+)\s*")
+_VALUE_UNIT = re.compile(
+    r"\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*,?\s*(?P<unit>\S+)\s*"
+)
 _POWER = {"k": 1, "m": 2, "g": 3}
 #: examples of every unit family, for error messages
 UNIT_EXAMPLES = "bps, kbps, Mbit/s, Gbits/sec, B/s, kB/s, MB/s, MiB/s, MBytes/sec"
@@ -78,7 +80,11 @@ def _is_header(line: str) -> bool:
 
 
 def _positive(path, name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
+    ):
         raise TraceError(path, f"{name}={value!r} must be a finite number > 0")
     return float(value)
 
@@ -96,7 +102,11 @@ def unit_series(path, text: str, period_s: float = 1.0) -> _Parsed:
             continue
         m = _VALUE_UNIT.fullmatch(s)
         if m is None:
-            raise TraceError(path, f"expected one 'value unit' sample (e.g. '5.59,Mbits/sec'), found {s[:40]!r}", i)
+            raise TraceError(
+                path,
+                f"expected one 'value unit' sample (e.g. '5.59,Mbits/sec'), found {s[:40]!r}",
+                i,
+            )
         try:
             factor = rate_unit(m.group("unit"))
         except ValueError as exc:

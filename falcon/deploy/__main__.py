@@ -35,7 +35,9 @@ def rewrite_argv(argv: list[str]) -> list[str]:
     picked = [a for a in argv if _AGENT.match(a)]
     if not picked:
         return argv
-    if len(picked) > 1 or any(a.startswith(("agent_list=", "+agent_list=", "++agent_list=")) for a in argv):
+    if len(picked) > 1 or any(
+        a.startswith(("agent_list=", "+agent_list=", "++agent_list=")) for a in argv
+    ):
         cli.fail("give agent=NAME or agent_list=[...], once")
     name = _AGENT.match(picked[0]).group(1)
     return [f"agent_list=[{name}]" if a is picked[0] else a for a in argv]

@@ -89,7 +89,10 @@ def read_decision_log(path) -> list[LoggedEpisode]:
             rec = json.loads(line)
             kind = rec["kind"]
             if kind == "header":
-                if rec.get("format") != FORMAT or rec.get("reward") not in (PACKET_RATE, COMPLETION):
+                if rec.get("format") != FORMAT or rec.get("reward") not in (
+                    PACKET_RATE,
+                    COMPLETION,
+                ):
                     raise ValueError("not a falcon-decision-log header")
                 episodes.append(LoggedEpisode(rec))
                 continue
@@ -147,11 +150,17 @@ def _view(d: dict) -> SimpleNamespace:
 def _raw(d: dict) -> tuple:
     """``CompletionCredit._raw``: (now, unsent, last_send per path, in flight per path)."""
     raw = d["raw"]
-    return (float(d["t"]), raw["pending_bytes"], tuple(p["last_send"] for p in raw["paths"]),
-            tuple(p["bytes_in_flight"] > 0 for p in raw["paths"]))
+    return (
+        float(d["t"]),
+        raw["pending_bytes"],
+        tuple(p["last_send"] for p in raw["paths"]),
+        tuple(p["bytes_in_flight"] > 0 for p in raw["paths"]),
+    )
 
 
-def completion_transitions(ep: LoggedEpisode, hindsight_rtts: float = HINDSIGHT_RTTS) -> list[tuple]:
+def completion_transitions(
+    ep: LoggedEpisode, hindsight_rtts: float = HINDSIGHT_RTTS
+) -> list[tuple]:
     """The completion MDP's transitions (``reward_unit = packet``), closed in
     the order and with the estimates :class:`envs.credit.CompletionCredit` uses."""
     ds = ep.decisions
@@ -168,13 +177,17 @@ def completion_transitions(ep: LoggedEpisode, hindsight_rtts: float = HINDSIGHT_
     for k, d in enumerate(ds):
         srtts, rates, unit = estimates(d)
         if k > 0:
-            opened[-1][3] = k          # the previous decision's next state
+            opened[-1][3] = k  # the previous decision's next state
         now = float(d["t"])
         while opened and opened[0][3] is not None and opened[0][2] <= now:
             j, _, _, nxt = opened.popleft()
-            r = (predicted_finish(*_raw(ds[j]), srtts, rates)
-                 - predicted_finish(*_raw(ds[nxt]), srtts, rates)) / unit
-            out.append((_state(ds[j]), int(ds[j]["action"]), r, _state(ds[nxt]), False, float(ds[j]["t"])))
+            r = (
+                predicted_finish(*_raw(ds[j]), srtts, rates)
+                - predicted_finish(*_raw(ds[nxt]), srtts, rates)
+            ) / unit
+            out.append(
+                (_state(ds[j]), int(ds[j]["action"]), r, _state(ds[nxt]), False, float(ds[j]["t"]))
+            )
         opened.append([k, None, now + hindsight_rtts * max(srtts), None])
     # the end: every closed record with the last estimates, the last one
     # against the completion time (the last acknowledgement the server saw)
@@ -182,14 +195,20 @@ def completion_transitions(ep: LoggedEpisode, hindsight_rtts: float = HINDSIGHT_
     for j, _, _, nxt in opened:
         if nxt is None:
             continue
-        r = (predicted_finish(*_raw(ds[j]), srtts, rates)
-             - predicted_finish(*_raw(ds[nxt]), srtts, rates)) / unit
-        out.append((_state(ds[j]), int(ds[j]["action"]), r, _state(ds[nxt]), False, float(ds[j]["t"])))
+        r = (
+            predicted_finish(*_raw(ds[j]), srtts, rates)
+            - predicted_finish(*_raw(ds[nxt]), srtts, rates)
+        ) / unit
+        out.append(
+            (_state(ds[j]), int(ds[j]["action"]), r, _state(ds[nxt]), False, float(ds[j]["t"]))
+        )
     acks = [float(f["t"]) for f in ep.fates.values() if f["acked"]]
     t_end = max(acks) if acks else float(ep.end["t"]) if ep.end else float(ds[-1]["t"])
     last = ds[-1]
     r = (predicted_finish(*_raw(last), srtts, rates) - t_end) / unit
-    out.append((_state(last), int(last["action"]), r, _state(last), ep.end is not None, float(last["t"])))
+    out.append(
+        (_state(last), int(last["action"]), r, _state(last), ep.end is not None, float(last["t"]))
+    )
     return out
 
 
@@ -199,11 +218,15 @@ def convert(logs, out, scenario: dict, seed: int = 0, append: bool = False) -> t
     episodes = [ep for log in logs for ep in read_decision_log(log)]
     kinds = {(ep.n_paths, ep.reward) for ep in episodes}
     if len(kinds) != 1:
-        raise ExperienceFileError(f"decision logs {[str(x) for x in logs]}: episodes of different "
-                                  f"MDPs or path counts {sorted(kinds)}")
-    (n_paths, reward), = kinds
+        raise ExperienceFileError(
+            f"decision logs {[str(x) for x in logs]}: episodes of different "
+            f"MDPs or path counts {sorted(kinds)}"
+        )
+    ((n_paths, reward),) = kinds
     if len(scenario["paths"]) != n_paths:
-        raise ExperienceFileError(f"decision logs: {n_paths} paths, the scenario has {len(scenario['paths'])}")
+        raise ExperienceFileError(
+            f"decision logs: {n_paths} paths, the scenario has {len(scenario['paths'])}"
+        )
     rec = ExperienceRecorder(n_paths, reward)
     for ep in episodes:
         rec.begin_episode(scenario, seed)
@@ -214,13 +237,23 @@ def convert(logs, out, scenario: dict, seed: int = 0, append: bool = False) -> t
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m falcon.deploy.experience",
-                                 description="Convert transport decision logs to an experience log (HDF5).")
-    ap.add_argument("logs", nargs="+", help="decision logs (JSONL) of the transport's model scheduler")
+    ap = argparse.ArgumentParser(
+        prog="python -m falcon.deploy.experience",
+        description="Convert transport decision logs to an experience log (HDF5).",
+    )
+    ap.add_argument(
+        "logs", nargs="+", help="decision logs (JSONL) of the transport's model scheduler"
+    )
     ap.add_argument("--out", required=True, help="experience log to write (HDF5)")
-    ap.add_argument("--scenario", help="the relay's scenario config (default: the relay's self-test pair)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change a scenario key")
-    ap.add_argument("--seed", type=int, default=0, help="the relay's seed, recorded with every episode")
+    ap.add_argument(
+        "--scenario", help="the relay's scenario config (default: the relay's self-test pair)"
+    )
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="change a scenario key"
+    )
+    ap.add_argument(
+        "--seed", type=int, default=0, help="the relay's seed, recorded with every episode"
+    )
     ap.add_argument("--append", action="store_true", help="add to an existing experience log")
     args = ap.parse_args(argv)
     from falcon.relay.__main__ import load_scenario

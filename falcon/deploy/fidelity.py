@@ -60,10 +60,17 @@ def checked_sets(sets, only) -> list[dict]:
         raise ConfigError(f"sets: expected a list of trace sets, got {sets!r}")
     out = []
     for k, s in enumerate(sets):
-        if not isinstance(s, dict) or not s.get("name") or not isinstance(s.get("path"), dict) \
-                or not s["path"].get("trace") or not isinstance(s.get("runs") or {}, dict):
-            raise ConfigError(f"sets.{k}: expected {{name, path: {{trace: ...}}, window, leaves_out, runs: "
-                              f"{{size: n}}}}, got {s!r}")
+        if (
+            not isinstance(s, dict)
+            or not s.get("name")
+            or not isinstance(s.get("path"), dict)
+            or not s["path"].get("trace")
+            or not isinstance(s.get("runs") or {}, dict)
+        ):
+            raise ConfigError(
+                f"sets.{k}: expected {{name, path: {{trace: ...}}, window, leaves_out, runs: "
+                f"{{size: n}}}}, got {s!r}"
+            )
         out.append(s)
     names = [s["name"] for s in out]
     if len(set(names)) != len(names):
@@ -86,20 +93,30 @@ def runs_for(size: int, runs: int, by_size: Mapping, where: str = "runs_by_size"
 
 
 def checked_sizes(sizes) -> list[int]:
-    if not isinstance(sizes, list) or not sizes or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                            and x > 0 for x in sizes):
-        raise ConfigError(f"sizes_bytes: expected a list of positive integers [bytes], got {sizes!r}")
+    if (
+        not isinstance(sizes, list)
+        or not sizes
+        or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in sizes)
+    ):
+        raise ConfigError(
+            f"sizes_bytes: expected a list of positive integers [bytes], got {sizes!r}"
+        )
     return sizes
 
 
 # ---------------------------------------------------------------- one cell
-def cell_config(tset: Mapping, size: int, runs: int, c: Mapping, warmup: int, build: bool) -> DictConfig:
+def cell_config(
+    tset: Mapping, size: int, runs: int, c: Mapping, warmup: int, build: bool
+) -> DictConfig:
     """The falcon.deploy config of one cell: ``configs/deploy.yaml`` with
     ``scenario=single_path``, its path 0 merged with the set's ``path``
     (``bandwidth_mbps`` cleared), ``scenario`` of the fidelity config, minRTT."""
     from hydra import compose
 
-    cfg = compose(config_name="deploy", overrides=["scenario=single_path", "tracking=none", "agent_list=[minrtt]"])
+    cfg = compose(
+        config_name="deploy",
+        overrides=["scenario=single_path", "tracking=none", "agent_list=[minrtt]"],
+    )
     plain = OmegaConf.to_container(cfg, resolve=True)
     scen = plain["scenario"]
     path = {**scen["paths"][0], "bandwidth_mbps": None, **dict(tset["path"])}
@@ -107,17 +124,30 @@ def cell_config(tset: Mapping, size: int, runs: int, c: Mapping, warmup: int, bu
     scen["paths"] = [path]
     scen["name"] = str(tset["name"])
     t = dict(c["transport"])
-    plain.update(scenario=scen, runs=runs, seed=int(c["seed"]), progress=bool(c["progress"]), output=None,
-                 app={**plain["app"], "size_bytes": int(size)})
-    plain["transport"] = {**plain["transport"], "cc": t["cc"], "timeout_s": float(t["timeout_s"]),
-                          "warmup": int(warmup), "build": bool(build)}
+    plain.update(
+        scenario=scen,
+        runs=runs,
+        seed=int(c["seed"]),
+        progress=bool(c["progress"]),
+        output=None,
+        app={**plain["app"], "size_bytes": int(size)},
+    )
+    plain["transport"] = {
+        **plain["transport"],
+        "cc": t["cc"],
+        "timeout_s": float(t["timeout_s"]),
+        "warmup": int(warmup),
+        "build": bool(build),
+    }
     return OmegaConf.create(plain)
 
 
 def _merged(base: Mapping, over: Mapping) -> dict:
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merged(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+        out[k] = (
+            _merged(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+        )
     return out
 
 
@@ -150,8 +180,9 @@ def _by_seed(records: Sequence[dict], metric: str) -> dict[int, float]:
     return {r["seed"]: r["metrics"].get(metric, math.nan) for r in records}
 
 
-def run_cell(tset: Mapping, size: int, runs: int, c: Mapping, warmup: int, build: bool,
-             keep: Path | None) -> dict:
+def run_cell(
+    tset: Mapping, size: int, runs: int, c: Mapping, warmup: int, build: bool, keep: Path | None
+) -> dict:
     """One set and size in both worlds (module docstring): the cell's record for ``fidelity.json``."""
     from falcon.deploy.job import run_worlds, settings
     from falcon.deploy.worlds import run_emulated
@@ -163,7 +194,9 @@ def run_cell(tset: Mapping, size: int, runs: int, c: Mapping, warmup: int, build
         w = run_worlds(st, Path(tmp))
         if c["baseline"]:
             info(f"fidelity: emulating {tset['name']} again with {c['baseline']}")
-            w["baseline"], _ = run_emulated(_merged(st.scenario_cfg, c["baseline"]), st.app, st.agents, st.seeds, None)
+            w["baseline"], _ = run_emulated(
+                _merged(st.scenario_cfg, c["baseline"]), st.app, st.agents, st.seeds, None
+            )
         repeats = measure_again(st, w["real"], c["repeat"], f"{tset['name']} {size} B", Path(tmp))
     if keep is not None:
         keep_deploy_output(st, w, keep / f"{tset['name']}__{size}", t0)
@@ -178,14 +211,34 @@ def measure_again(st, real: list[dict], rep: Mapping, label: str, log_dir: Path)
     repeats = []
     for i, rec in enumerate(real):
         left = {"late": int(rep["late_max"]), "failed": int(rep["failed_max"])}
-        while (why := _repeat_reason(rec["metrics"], float(rep["late_p99_ms"]))) and left[why[0]] > 0:
+        while (why := _repeat_reason(rec["metrics"], float(rep["late_p99_ms"]))) and left[
+            why[0]
+        ] > 0:
             left[why[0]] -= 1
             info(f"fidelity: {label} seed {rec['seed']}: measured again ({why[1]})")
-            again, _ = run_real(st.scenario, st.size, st.agents, [rec["seed"]], onnx=None, cc=st.cc,
-                                listen=st.listen, lead_s=st.lead_s, timeout_s=st.timeout_s, warmup=0,
-                                log_dir=log_dir, progress=st.progress, decision_log="none")
-            repeats.append({"seed": rec["seed"], "why": why[1], "before": _run_view(rec["metrics"]),
-                            "again": _run_view(again[0]["metrics"])})
+            again, _ = run_real(
+                st.scenario,
+                st.size,
+                st.agents,
+                [rec["seed"]],
+                onnx=None,
+                cc=st.cc,
+                listen=st.listen,
+                lead_s=st.lead_s,
+                timeout_s=st.timeout_s,
+                warmup=0,
+                log_dir=log_dir,
+                progress=st.progress,
+                decision_log="none",
+            )
+            repeats.append(
+                {
+                    "seed": rec["seed"],
+                    "why": why[1],
+                    "before": _run_view(rec["metrics"]),
+                    "again": _run_view(again[0]["metrics"]),
+                }
+            )
             if _better(again[0]["metrics"], rec["metrics"]):
                 rec = real[i] = again[0]
     return repeats
@@ -238,7 +291,9 @@ def _median(vals) -> float | None:
     return float(np.median(v)) if v else None
 
 
-def cell_record(tset: Mapping, size: int, st, w: Mapping, repeats: list, load0: float, wall_s: float) -> dict:
+def cell_record(
+    tset: Mapping, size: int, st, w: Mapping, repeats: list, load0: float, wall_s: float
+) -> dict:
     """What ``fidelity.json`` keeps of one cell (module docstring)."""
     from falcon.compare import compare_to_references
 
@@ -250,39 +305,63 @@ def cell_record(tset: Mapping, size: int, st, w: Mapping, repeats: list, load0: 
     runs = []
     for s in seeds:
         m = next(r["metrics"] for r in w["real"] if r["seed"] == s)
-        runs.append({
-            "seed": s, "trace_start_s": paths[s].link.offset, "handshake_s": _num(hs[s]),
-            "emulated_s": _num(emu_t[s]), "real_s": _num(real_t[s]), "baseline_s": _num(base_t.get(s)),
-            "emulated_utilisation": _num(utilisation(paths[s], size, hs[s], emu_t[s])),
-            "real_utilisation": _num(utilisation(paths[s], size, hs[s], real_t[s])),
-            "real_verified": bool(m.get("bytes_verified")),
-            "relay_late_p99_ms": _num(m.get("relay_late_p99_ms")), "relay_dropped": _num(m.get("relay_dropped")),
-            "emulated_retransmissions": _num(_by_seed(w["emu"], "retransmissions")[s])})
+        runs.append(
+            {
+                "seed": s,
+                "trace_start_s": paths[s].link.offset,
+                "handshake_s": _num(hs[s]),
+                "emulated_s": _num(emu_t[s]),
+                "real_s": _num(real_t[s]),
+                "baseline_s": _num(base_t.get(s)),
+                "emulated_utilisation": _num(utilisation(paths[s], size, hs[s], emu_t[s])),
+                "real_utilisation": _num(utilisation(paths[s], size, hs[s], real_t[s])),
+                "real_verified": bool(m.get("bytes_verified")),
+                "relay_late_p99_ms": _num(m.get("relay_late_p99_ms")),
+                "relay_dropped": _num(m.get("relay_dropped")),
+                "emulated_retransmissions": _num(_by_seed(w["emu"], "retransmissions")[s]),
+            }
+        )
     ev, rv = [r["emulated_s"] for r in runs], [r["real_s"] for r in runs]
     done = [r["real_s"] is not None and r["emulated_s"] is not None for r in runs]
     em, rm = _paired_medians(ev, rv, done)
     cmp = compare_to_references(ev, {"real": rv})
     ratio = em / rm if em is not None and rm else None
     bm, brm = _paired_medians([r["baseline_s"] for r in runs], rv, done)
-    eu, ru = _paired_medians([r["emulated_utilisation"] for r in runs], [r["real_utilisation"] for r in runs], done)
+    eu, ru = _paired_medians(
+        [r["emulated_utilisation"] for r in runs], [r["real_utilisation"] for r in runs], done
+    )
     path0 = paths[seeds[0]]
     return {
-        "set": tset["name"], "size_bytes": int(size), "runs": len(seeds), "seeds": list(seeds),
-        "trace": _trace_name(tset["path"]["trace"]), "window": tset.get("window"),
-        "rtt": _rtt_text(tset["path"]), "buffer_packets": path0.link.buffer_packets,
-        "emulated_median_s": em, "real_median_s": rm, "emulated_over_real": ratio,
-        "emulated_over_real_ci": cmp.get("ratio_ci"), "paired_runs": sum(done),
+        "set": tset["name"],
+        "size_bytes": int(size),
+        "runs": len(seeds),
+        "seeds": list(seeds),
+        "trace": _trace_name(tset["path"]["trace"]),
+        "window": tset.get("window"),
+        "rtt": _rtt_text(tset["path"]),
+        "buffer_packets": path0.link.buffer_packets,
+        "emulated_median_s": em,
+        "real_median_s": rm,
+        "emulated_over_real": ratio,
+        "emulated_over_real_ci": cmp.get("ratio_ci"),
+        "paired_runs": sum(done),
         "emulated_all_median_s": _median(ev),
         "baseline_median_s": bm,
         "baseline_over_real": bm / brm if bm is not None and brm else None,
         "within_10pct": ratio is not None and abs(ratio - 1) <= AGREEMENT,
-        "emulated_utilisation_median": eu, "real_utilisation_median": ru,
+        "emulated_utilisation_median": eu,
+        "real_utilisation_median": ru,
         "relay_late_p99_ms_median": _median([r["relay_late_p99_ms"] for r in runs]),
         "relay_late_p99_ms_max": max((r["relay_late_p99_ms"] or 0.0 for r in runs), default=None),
         "real_verified": sum(r["real_verified"] for r in runs),
-        "runs_detail": runs, "repeats": repeats, "leaves_out": " ".join(str(tset.get("leaves_out", "")).split()),
-        "transport_cc": st.cc, "scenario_differences": st.diffs,
-        "load_average_1min": [load0, os.getloadavg()[0]], "wall_s": wall_s}
+        "runs_detail": runs,
+        "repeats": repeats,
+        "leaves_out": " ".join(str(tset.get("leaves_out", "")).split()),
+        "transport_cc": st.cc,
+        "scenario_differences": st.diffs,
+        "load_average_1min": [load0, os.getloadavg()[0]],
+        "wall_s": wall_s,
+    }
 
 
 def _trace_name(trace) -> str:
@@ -307,7 +386,7 @@ def _write_atomic(path: Path, text: str) -> None:
     umask = os.umask(0)
     os.umask(umask)
     try:
-        os.chmod(tmp, 0o666 & ~umask)        # mkstemp makes it private; a written file is not
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a written file is not
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -318,8 +397,13 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def _commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=CONFIG_DIR.parent, capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=CONFIG_DIR.parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except OSError:
         return None
     return out.stdout.strip() or None
@@ -347,17 +431,36 @@ def run_fidelity_job(cfg) -> dict:
     cells, build = [], bool(c["transport"]["build"])
     for tset in sets:
         for j, size in enumerate(sizes):
-            n = runs_for(size, n_runs[size], dict(tset.get("runs") or {}), f"sets.{tset['name']}.runs")
+            n = runs_for(
+                size, n_runs[size], dict(tset.get("runs") or {}), f"sets.{tset['name']}.runs"
+            )
             info(f"fidelity: {tset['name']}, {size} bytes, {n} runs")
-            cells.append(run_cell(tset, size, n, c, int(c["transport"]["warmup"]) if j == 0 else 0, build, keep))
+            cells.append(
+                run_cell(
+                    tset, size, n, c, int(c["transport"]["warmup"]) if j == 0 else 0, build, keep
+                )
+            )
             build = False
     result = {
-        "schema_version": SCHEMA_VERSION, "job": JOB, "started": started, "commit": _commit(),
-        "cpus": os.cpu_count(), "agreement": AGREEMENT, "seed": c["seed"], "sizes_bytes": sizes,
-        "runs": n_runs, "scenario": c["scenario"], "baseline": c["baseline"], "transport": c["transport"],
-        "repeat": c["repeat"], "leaves_out_all": [" ".join(str(x).split()) for x in c.get("leaves_out_all") or []],
-        "wall_s": time.perf_counter() - t0, "cells": cells}
+        "schema_version": SCHEMA_VERSION,
+        "job": JOB,
+        "started": started,
+        "commit": _commit(),
+        "cpus": os.cpu_count(),
+        "agreement": AGREEMENT,
+        "seed": c["seed"],
+        "sizes_bytes": sizes,
+        "runs": n_runs,
+        "scenario": c["scenario"],
+        "baseline": c["baseline"],
+        "transport": c["transport"],
+        "repeat": c["repeat"],
+        "leaves_out_all": [" ".join(str(x).split()) for x in c.get("leaves_out_all") or []],
+        "wall_s": time.perf_counter() - t0,
+        "cells": cells,
+    }
     from falcon.deploy.job import _finite
+
     _write_atomic(out / "fidelity.json", json.dumps(_finite(result), indent=1) + "\n")
     info(f"fidelity: {out / 'fidelity.json'}")
     table = render(result)
@@ -382,5 +485,15 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["run_fidelity_job", "run_cell", "cell_config", "utilisation", "trace_start_s", "built_path",
-           "checked_sets", "JOB", "SCHEMA_VERSION", "AGREEMENT"]
+__all__ = [
+    "run_fidelity_job",
+    "run_cell",
+    "cell_config",
+    "utilisation",
+    "trace_start_s",
+    "built_path",
+    "checked_sets",
+    "JOB",
+    "SCHEMA_VERSION",
+    "AGREEMENT",
+]

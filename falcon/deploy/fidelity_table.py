@@ -21,9 +21,17 @@ from pathlib import Path
 
 from falcon.deploy.fidelity import JOB, SCHEMA_VERSION, _write_atomic
 
-HEADER = ["size", "runs (real done)", "emulated median [s]", "real median [s]", "emulated / real [95 % CI]",
-          "utilisation emulated", "utilisation real", "relay lateness p99 [ms] median (max)",
-          "baseline model: emulated / real"]
+HEADER = [
+    "size",
+    "runs (real done)",
+    "emulated median [s]",
+    "real median [s]",
+    "emulated / real [95 % CI]",
+    "utilisation emulated",
+    "utilisation real",
+    "relay lateness p99 [ms] median (max)",
+    "baseline model: emulated / real",
+]
 
 
 def _f(x, fmt: str = "{:.3f}") -> str:
@@ -45,24 +53,34 @@ def _ratio(cell: Mapping) -> str:
 
 
 def _row(cell: Mapping) -> list[str]:
-    return [_size(cell["size_bytes"]), f"{cell['runs']} ({cell['real_verified']})",
-            _f(cell.get("emulated_median_s")), _f(cell.get("real_median_s")), _ratio(cell),
-            _pct(cell.get("emulated_utilisation_median")), _pct(cell.get("real_utilisation_median")),
-            f"{_f(cell.get('relay_late_p99_ms_median'), '{:.1f}')} ({_f(cell.get('relay_late_p99_ms_max'), '{:.1f}')})",
-            _f(cell.get("baseline_over_real"))]
+    return [
+        _size(cell["size_bytes"]),
+        f"{cell['runs']} ({cell['real_verified']})",
+        _f(cell.get("emulated_median_s")),
+        _f(cell.get("real_median_s")),
+        _ratio(cell),
+        _pct(cell.get("emulated_utilisation_median")),
+        _pct(cell.get("real_utilisation_median")),
+        f"{_f(cell.get('relay_late_p99_ms_median'), '{:.1f}')} ({_f(cell.get('relay_late_p99_ms_max'), '{:.1f}')})",
+        _f(cell.get("baseline_over_real")),
+    ]
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
+        "| " + " | ".join(r) + " |" for r in rows
+    ]
 
 
 def check(result) -> None:
     """Refuse a JSON that is not a fidelity job's (ValueError, one line)."""
     if not isinstance(result, Mapping) or result.get("job") != JOB:
-        raise ValueError("not a fidelity.json (no \"job\": \"fidelity\")")
+        raise ValueError('not a fidelity.json (no "job": "fidelity")')
     if result.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"fidelity.json schema_version {result.get('schema_version')!r}, this table reads "
-                         f"{SCHEMA_VERSION}")
+        raise ValueError(
+            f"fidelity.json schema_version {result.get('schema_version')!r}, this table reads "
+            f"{SCHEMA_VERSION}"
+        )
     if not isinstance(result.get("cells"), list) or not result["cells"]:
         raise ValueError("fidelity.json holds no cells")
 
@@ -86,11 +104,13 @@ def render(result: Mapping) -> str:
         f"the same seeds {result['seed']}.. (so the same trace starts). The emulator runs the transport's "
         f"settings: " + ", ".join(f"{k} {_flat(v)}" for k, v in scen.items()) + ". "
         f"Times from the request to the last byte, medians over the runs that completed in both worlds "
-        f"(a real download that did not complete counts in \"runs (real done)\" only); utilisation: the "
+        f'(a real download that did not complete counts in "runs (real done)" only); utilisation: the '
         f"file's bytes over the bytes the trace offered in that time (payload against wire bytes: full "
         f"packets reach 96 %). Bold: emulated / real outside 1 +- {agree:.0f} %. Relay lateness: how late "
         f"the relay released its datagrams, 99th percentile per download. Baseline model: the emulator "
-        f"again with " + (_flat(result["baseline"]) if result.get("baseline") else "nothing (not run)") + ". "
+        f"again with "
+        + (_flat(result["baseline"]) if result.get("baseline") else "nothing (not run)")
+        + ". "
         f"Commit {result.get('commit') or '-'}, {result.get('started')}, {result.get('cpus')} CPUs, the "
         f"whole matrix {result['wall_s'] / 60:.1f} min.",
         "",
@@ -103,22 +123,41 @@ def render(result: Mapping) -> str:
     for name in sets:
         mine = [c for c in cells if c["set"] == name]
         first = mine[0]
-        lines += ["", f"## {name}", "",
-                  f"Trace `{first['trace']}`: {first.get('window') or 'as loaded'}. RTT {first['rtt']}; default "
-                  f"buffer {first['buffer_packets']} packets.", ""]
+        lines += [
+            "",
+            f"## {name}",
+            "",
+            f"Trace `{first['trace']}`: {first.get('window') or 'as loaded'}. RTT {first['rtt']}; default "
+            f"buffer {first['buffer_packets']} packets.",
+            "",
+        ]
         lines += _table(HEADER, [_row(c) for c in mine])
         for c in mine:
             failed = [r for r in c["runs_detail"] if not r["real_verified"]]
             if failed:
-                lines += ["", f"{_size(c['size_bytes'])}: {len(failed)} real download(s) did not complete, left out of "
-                          "both medians: " + "; ".join(
-                              f"seed {r['seed']} (trace start {r['trace_start_s']:.1f} s; emulated: handshake "
-                              f"{_f(r['handshake_s'], '{:.2f}')} s, then {_f(r['emulated_s'])} s)" for r in failed) + "."]
+                lines += [
+                    "",
+                    f"{_size(c['size_bytes'])}: {len(failed)} real download(s) did not complete, left out of "
+                    "both medians: "
+                    + "; ".join(
+                        f"seed {r['seed']} (trace start {r['trace_start_s']:.1f} s; emulated: handshake "
+                        f"{_f(r['handshake_s'], '{:.2f}')} s, then {_f(r['emulated_s'])} s)"
+                        for r in failed
+                    )
+                    + ".",
+                ]
         rep = [r for c in mine for r in c.get("repeats", [])]
         if rep:
-            lines += ["", f"Measured again: {len(rep)} real download(s) ("
-                      + "; ".join(f"{_size(c['size_bytes'])} seed {r['seed']}: {r['why']}" for c in mine
-                                  for r in c.get("repeats", [])) + ")."]
+            lines += [
+                "",
+                f"Measured again: {len(rep)} real download(s) ("
+                + "; ".join(
+                    f"{_size(c['size_bytes'])} seed {r['seed']}: {r['why']}"
+                    for c in mine
+                    for r in c.get("repeats", [])
+                )
+                + ").",
+            ]
         if first.get("leaves_out"):
             lines += ["", f"What the model leaves out: {first['leaves_out']}"]
     return "\n".join(lines) + "\n"
@@ -131,9 +170,13 @@ def _flat(v) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m falcon.deploy.fidelity_table", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m falcon.deploy.fidelity_table", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("json", type=Path, help="fidelity.json of python -m falcon.deploy.fidelity")
-    ap.add_argument("--out", type=Path, default=None, help="Markdown file to write (default: stdout)")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="Markdown file to write (default: stdout)"
+    )
     a = ap.parse_args(argv)
     try:
         text = render(json.loads(a.json.read_text()))

@@ -31,15 +31,22 @@ RELAY_RATE_MBPS = 100.0
 #: defaults, ``falcon-quic-server``): scenario key -> (tquic's value, what it is)
 TQUIC_FIXED = {
     "initial_window_packets": (10, "initial congestion window [packets]"),
-    "flow_control.initial_window_bytes": (10_485_760, "connection flow-control window [bytes] (initial_max_data)"),
-    "packet_size": (1500, "full packet on the wire [bytes] (1472-byte UDP payload once PMTU discovery has "
-                          "probed loopback; 1200 before)"),
-    "setup.handshake_link": (True, "the server's handshake datagram crosses the link (waits out an outage)"),
+    "flow_control.initial_window_bytes": (
+        10_485_760,
+        "connection flow-control window [bytes] (initial_max_data)",
+    ),
+    "packet_size": (
+        1500,
+        "full packet on the wire [bytes] (1472-byte UDP payload once PMTU discovery has "
+        "probed loopback; 1200 before)",
+    ),
+    "setup.handshake_link": (
+        True,
+        "the server's handshake datagram crosses the link (waits out an outage)",
+    ),
 }
 #: what tquic's CUBIC runs (checked only when both worlds run CUBIC)
 TQUIC_CUBIC_FIXED = {"hystart": (True, "CUBIC's slow start also ends on a rising RTT (HyStart++)")}
-
-
 
 
 # ---------------------------------------------------------------- inputs
@@ -50,18 +57,24 @@ def agent_names(agent_list, model) -> list[str]:
         return ["minrtt", "rr"] + (["model"] if model else [])
     names = [agent_list] if isinstance(agent_list, str) else agent_list
     if not isinstance(names, (list, tuple)) or not names:
-        raise ConfigError(f"agent_list: expected a non-empty list of {', '.join(TRANSPORT_SCHEDULERS)}, "
-                          f"got {agent_list!r}")
+        raise ConfigError(
+            f"agent_list: expected a non-empty list of {', '.join(TRANSPORT_SCHEDULERS)}, "
+            f"got {agent_list!r}"
+        )
     names = [str(n) for n in names]
     unknown = [n for n in names if n not in TRANSPORT_SCHEDULERS]
     if unknown:
-        raise ConfigError(f"agent {unknown[0]!r}: the transport runs {', '.join(TRANSPORT_SCHEDULERS)} "
-                          "(model: the ONNX model of model=)")
+        raise ConfigError(
+            f"agent {unknown[0]!r}: the transport runs {', '.join(TRANSPORT_SCHEDULERS)} "
+            "(model: the ONNX model of model=)"
+        )
     if len(set(names)) != len(names):
         raise ConfigError(f"agent_list: {names} names a scheduler twice")
     if "model" in names and not model:
-        raise ConfigError("agent model: needs model= (an exported ONNX file or a falcon.train / "
-                          "falcon.export output folder)")
+        raise ConfigError(
+            "agent model: needs model= (an exported ONNX file or a falcon.train / "
+            "falcon.export output folder)"
+        )
     return names
 
 
@@ -89,20 +102,24 @@ def _model_files(p: Path) -> tuple[Path | None, Path | None]:
         return (p, None) if p.suffix.lower() == ".onnx" else (None, p)
     if not p.exists():
         raise FileNotFoundError(f"model: no such file or folder: {p}")
-    if (p / MODEL_FILE).is_file():                      # models/<agent>/ of a train output
+    if (p / MODEL_FILE).is_file():  # models/<agent>/ of a train output
         return None, p / MODEL_FILE
     trained = sorted(p.glob(f"models/*/{MODEL_FILE}"))  # a falcon.train output
     if len(trained) == 1:
         return None, trained[0]
     if len(trained) > 1:
-        raise ConfigError(f"model: {p} holds {len(trained)} models ({', '.join(t.parent.name for t in trained)}); "
-                          f"name one: model={p}/models/<agent>")
-    onnx = sorted(p.glob("*.onnx"))                    # a falcon.export output
+        raise ConfigError(
+            f"model: {p} holds {len(trained)} models ({', '.join(t.parent.name for t in trained)}); "
+            f"name one: model={p}/models/<agent>"
+        )
+    onnx = sorted(p.glob("*.onnx"))  # a falcon.export output
     if len(onnx) == 1:
         h5 = onnx[0].with_suffix(".h5")
         return onnx[0], (h5 if h5.is_file() else None)
     if len(onnx) > 1:
-        raise ConfigError(f"model: {p} holds {len(onnx)} ONNX files; name one: model={p}/<name>.onnx")
+        raise ConfigError(
+            f"model: {p} holds {len(onnx)} ONNX files; name one: model={p}/<name>.onnx"
+        )
     raise ConfigError(f"model: {p} holds no ONNX file, {MODEL_FILE} or models/*/{MODEL_FILE}")
 
 
@@ -112,12 +129,16 @@ def _check_width(path: Path, n_in: int, n_out: int, n_paths: int) -> str:
     from envs.mdp import n_inputs, reward_of_inputs
 
     if n_out != n_paths:
-        raise ModelFileError(f"model {path}: {n_out} outputs (one Q-value per path), the scenario has "
-                             f"{n_paths} paths")
+        raise ModelFileError(
+            f"model {path}: {n_out} outputs (one Q-value per path), the scenario has "
+            f"{n_paths} paths"
+        )
     reward = reward_of_inputs(n_in, n_paths)
     if reward is None:
-        raise ModelFileError(f"model {path}: {n_in} inputs fit neither MDP for {n_paths} paths "
-                             f"(paper: {n_inputs(n_paths, 'packet_rate')}, completion: {n_inputs(n_paths, 'completion')})")
+        raise ModelFileError(
+            f"model {path}: {n_in} inputs fit neither MDP for {n_paths} paths "
+            f"(paper: {n_inputs(n_paths, 'packet_rate')}, completion: {n_inputs(n_paths, 'completion')})"
+        )
     return reward
 
 
@@ -133,8 +154,10 @@ def resolve_model(model, n_paths: int) -> ModelSource:
     if h5 is not None:
         records = read_hdf5(h5)
         if len(records) != 1:
-            raise ModelFileError(f"model {h5}: holds {len(records)} models (a bank?); export one "
-                                 "(python -m falcon.export model=... names=[...])")
+            raise ModelFileError(
+                f"model {h5}: holds {len(records)} models (a bank?); export one "
+                "(python -m falcon.export model=... names=[...])"
+            )
         rec = records[0]
         n_in, n_out = rec.spec.n_inputs, rec.spec.n_actions
         hidden = tuple(rec.spec.hidden)
@@ -142,12 +165,20 @@ def resolve_model(model, n_paths: int) -> ModelSource:
     if onnx is not None:
         sess = ort_session(onnx)
         i_shape, o_shape = sess.get_inputs()[0].shape, sess.get_outputs()[0].shape
-        if len(i_shape) != 2 or len(o_shape) != 2 or not all(isinstance(x, int) for x in (i_shape[1], o_shape[1])):
-            raise ModelFileError(f"model {onnx}: expected state [batch, n] -> q_values [batch, paths], got "
-                                 f"{i_shape} -> {o_shape}")
+        if (
+            len(i_shape) != 2
+            or len(o_shape) != 2
+            or not all(isinstance(x, int) for x in (i_shape[1], o_shape[1]))
+        ):
+            raise ModelFileError(
+                f"model {onnx}: expected state [batch, n] -> q_values [batch, paths], got "
+                f"{i_shape} -> {o_shape}"
+            )
         if h5 is not None and (i_shape[1], o_shape[1]) != (n_in, n_out):
-            raise ModelFileError(f"model {onnx}: {i_shape[1]} inputs and {o_shape[1]} outputs, its HDF5 {h5} "
-                                 f"{n_in} and {n_out}")
+            raise ModelFileError(
+                f"model {onnx}: {i_shape[1]} inputs and {o_shape[1]} outputs, its HDF5 {h5} "
+                f"{n_in} and {n_out}"
+            )
         n_in, n_out = int(i_shape[1]), int(o_shape[1])
         if h5 is None:
             hidden, name = (), onnx.stem
@@ -175,7 +206,9 @@ def write_model_onnx(src: ModelSource, folder: Path) -> Path:
     ref, q = hdf5_forward(src.h5, x), onnx_q_values(out, x)
     err = float(np.max(np.abs(q - ref) / np.maximum(1.0, np.abs(ref))))
     if not err <= 1e-5:
-        raise ConfigError(f"model {src.h5}: its ONNX export differs from the HDF5 model by {err:.3g} (relative)")
+        raise ConfigError(
+            f"model {src.h5}: its ONNX export differs from the HDF5 model by {err:.3g} (relative)"
+        )
     return out
 
 
@@ -188,17 +221,25 @@ def transport_cc(choice, scenario: Mapping) -> tuple[str | None, str]:
     if choice == "default":
         return None, f"tquic's default (BBR with pacing); the emulator runs {scen_cc}"
     if choice in TQUIC_CC:
-        same = "the same as" if choice == scen_cc and not path_ccs - {choice} else "the emulator runs"
+        same = (
+            "the same as" if choice == scen_cc and not path_ccs - {choice} else "the emulator runs"
+        )
         return choice, f"{choice}; {same} {scen_cc if same != 'the same as' else 'the emulator'}"
     if choice != "scenario":
-        raise ConfigError(f"transport.cc: {choice!r}: choose scenario, default or one of {', '.join(TQUIC_CC)}")
+        raise ConfigError(
+            f"transport.cc: {choice!r}: choose scenario, default or one of {', '.join(TQUIC_CC)}"
+        )
     if path_ccs - {scen_cc}:
-        raise ConfigError(f"transport.cc=scenario: the scenario's paths have their own cc ({sorted(path_ccs)}); "
-                          "tquic runs one for all paths: set transport.cc")
+        raise ConfigError(
+            f"transport.cc=scenario: the scenario's paths have their own cc ({sorted(path_ccs)}); "
+            "tquic runs one for all paths: set transport.cc"
+        )
     if scen_cc in TQUIC_CC:
         return scen_cc, f"{scen_cc} in both worlds"
-    return "cubic", (f"the scenario's cc {scen_cc} has no tquic counterpart: tquic runs cubic "
-                     f"(set scenario.cc=cubic for the same CC in both worlds)")
+    return "cubic", (
+        f"the scenario's cc {scen_cc} has no tquic counterpart: tquic runs cubic "
+        f"(set scenario.cc=cubic for the same CC in both worlds)"
+    )
 
 
 def scenario_differences(scenario: Mapping, cc: str | None) -> list[str]:
@@ -249,8 +290,10 @@ def ensure_transport(build: bool) -> str | None:
     script = Path(__file__).resolve().parents[2] / "transports" / "build.sh"
     have = built()
     if not have and shutil.which("cargo") is None:
-        raise ConfigError("the transport binaries are not built and cargo is missing (install Rust's cargo, "
-                          "then `make transport`)")
+        raise ConfigError(
+            "the transport binaries are not built and cargo is missing (install Rust's cargo, "
+            "then `make transport`)"
+        )
     if have and (not build or shutil.which("cargo") is None):
         return None
     if not script.is_file():
@@ -259,11 +302,15 @@ def ensure_transport(build: bool) -> str | None:
         raise ConfigError(f"the transport binaries are not built and {script} is missing")
     before = {b: binary(b).stat().st_mtime_ns for b in BINARIES} if have else None
     if not have:
-        info("deploy: the transport binaries are missing: building them (transports/build.sh; minutes)")
+        info(
+            "deploy: the transport binaries are missing: building them (transports/build.sh; minutes)"
+        )
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True)
     if proc.returncode != 0 or not built():
         last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-        raise ConfigError(f"building the transport failed (transports/build.sh, exit {proc.returncode}): {last}")
+        raise ConfigError(
+            f"building the transport failed (transports/build.sh, exit {proc.returncode}): {last}"
+        )
     after = {b: binary(b).stat().st_mtime_ns for b in BINARIES}
     if before is not None and after != before:
         info("deploy: transports/build.sh rebuilt the transport (its sources changed)")
@@ -271,6 +318,20 @@ def ensure_transport(build: bool) -> str | None:
     return None if have else "built"
 
 
-__all__ = ["agent_names", "resolve_model", "write_model_onnx", "transport_cc", "scenario_differences", "hostport",
-           "check_listen", "ensure_transport", "ModelSource", "TRANSPORT_SCHEDULERS", "EMULATOR_AGENTS",
-           "TQUIC_CC", "TQUIC_FIXED", "TQUIC_CUBIC_FIXED", "RELAY_RATE_MBPS"]
+__all__ = [
+    "agent_names",
+    "resolve_model",
+    "write_model_onnx",
+    "transport_cc",
+    "scenario_differences",
+    "hostport",
+    "check_listen",
+    "ensure_transport",
+    "ModelSource",
+    "TRANSPORT_SCHEDULERS",
+    "EMULATOR_AGENTS",
+    "TQUIC_CC",
+    "TQUIC_FIXED",
+    "TQUIC_CUBIC_FIXED",
+    "RELAY_RATE_MBPS",
+]

@@ -100,13 +100,26 @@ def _f(x, fmt="{:.3f}") -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else fmt.format(x)
 
 
-def comparison_table(cmp: Mapping, real_sum: Mapping, emu_sum: Mapping | None, scenario: str, app: str,
-                     unavailable: Mapping) -> str:
+def comparison_table(
+    cmp: Mapping,
+    real_sum: Mapping,
+    emu_sum: Mapping | None,
+    scenario: str,
+    app: str,
+    unavailable: Mapping,
+) -> str:
     """Real against emulated, one row per scheduler."""
     from falcon.experiments.common import format_table
 
     def stats(summary, ag):
-        st = (summary or {}).get("results", {}).get(scenario, {}).get(app, {}).get(ag, {}).get("download_time_s")
+        st = (
+            (summary or {})
+            .get("results", {})
+            .get(scenario, {})
+            .get(app, {})
+            .get(ag, {})
+            .get("download_time_s")
+        )
         if not st or st["median"] is None:
             return "-"
         return f"{st['median']:.3f} [{st['p25']:.3f}, {st['p75']:.3f}]"
@@ -114,22 +127,39 @@ def comparison_table(cmp: Mapping, real_sum: Mapping, emu_sum: Mapping | None, s
     rows = []
     for ag, r in cmp.items():
         ci = r.get("real_over_emulated_ci")
-        rows.append([ag, stats(real_sum, ag), stats(emu_sum, ag) if ag not in unavailable else "unavailable",
-                     _f(r.get("real_over_emulated")) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""),
-                     _f(r.get("real_vs_minrtt")), _f(r.get("emulated_vs_minrtt"))])
-    head = ["scheduler", "real s median [p25, p75]", "emulated s median [p25, p75]", "real/emulated [95 % CI]",
-            "real vs minRTT", "emulated vs minRTT"]
+        rows.append(
+            [
+                ag,
+                stats(real_sum, ag),
+                stats(emu_sum, ag) if ag not in unavailable else "unavailable",
+                _f(r.get("real_over_emulated")) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""),
+                _f(r.get("real_vs_minrtt")),
+                _f(r.get("emulated_vs_minrtt")),
+            ]
+        )
+    head = [
+        "scheduler",
+        "real s median [p25, p75]",
+        "emulated s median [p25, p75]",
+        "real/emulated [95 % CI]",
+        "real vs minRTT",
+        "emulated vs minRTT",
+    ]
     return format_table(head, rows)
 
 
-def plot_worlds(real_sum: Mapping, emu_sum: Mapping | None, scenario: str, app: str, folder: Path) -> list[Path]:
+def plot_worlds(
+    real_sum: Mapping, emu_sum: Mapping | None, scenario: str, app: str, folder: Path
+) -> list[Path]:
     """``download_time_s__<scenario>__<app>.png``: CDF and box per scheduler, real and emulated."""
     from falcon import report
 
     merged = {}
-    worlds = [(label, (summary or {}).get("results", {}).get(scenario, {}).get(app, {}))
-              for label, summary in (("real", real_sum), ("emulated", emu_sum))]
-    for ag in worlds[0][1]:                 # each scheduler's real and emulated side by side
+    worlds = [
+        (label, (summary or {}).get("results", {}).get(scenario, {}).get(app, {}))
+        for label, summary in (("real", real_sum), ("emulated", emu_sum))
+    ]
+    for ag in worlds[0][1]:  # each scheduler's real and emulated side by side
         for label, by_agent in worlds:
             if "download_time_s" in by_agent.get(ag, {}):
                 merged[f"{ag}\n{label}"] = {"download_time_s": by_agent[ag]["download_time_s"]}
@@ -151,93 +181,164 @@ def settings(cfg) -> SimpleNamespace:
     scenario = normalise_scenario(c["scenario"])
     app = normalise_app(c["app"])
     if app.get("kind") != "bulk":
-        raise ConfigError(f"app: the transport downloads one file (app=bulk), got kind {app.get('kind')!r}")
+        raise ConfigError(
+            f"app: the transport downloads one file (app=bulk), got kind {app.get('kind')!r}"
+        )
     agents = agent_names(c.get("agent_list"), c.get("model"))
     src = resolve_model(c["model"], len(scenario["paths"])) if c.get("model") else None
     t, r = dict(c.get("transport") or {}), dict(c.get("relay") or {})
     cc, cc_note = transport_cc(t.get("cc", "scenario"), c["scenario"])
     listen = hostport(r.get("listen", "127.0.0.1:0"))
     lead_s = None if r.get("lead_ms") is None else float(r["lead_ms"]) / 1000
-    Relay(scenario, listen=listen, lead_s=0.0 if lead_s is None else lead_s)   # the relay takes the scenario
+    Relay(
+        scenario, listen=listen, lead_s=0.0 if lead_s is None else lead_s
+    )  # the relay takes the scenario
     check_listen(listen)
     build_note = ensure_transport(bool(t.get("build", True)))
     rate = sum(float(p.get("bandwidth_mbps") or 0) for p in scenario["paths"])
     if rate > RELAY_RATE_MBPS:
-        info(f"deploy: the paths add up to {rate:g} Mbit/s; the relay holds rate and delay up to about "
-             f"{RELAY_RATE_MBPS:g} Mbit/s on this machine (python -m falcon.relay --self-test)")
+        info(
+            f"deploy: the paths add up to {rate:g} Mbit/s; the relay holds rate and delay up to about "
+            f"{RELAY_RATE_MBPS:g} Mbit/s on this machine (python -m falcon.relay --self-test)"
+        )
     return SimpleNamespace(
-        plain={k: v for k, v in c.items() if k != "hydra"}, seeds=list(range(seed0, seed0 + runs)),
-        scenario_cfg=c["scenario"], scenario=scenario, app=app, size=int(app["size_bytes"]),
-        sname=str(c["scenario"].get("name") or "scenario"), aname="bulk", agents=agents, src=src, cc=cc,
-        cc_note=cc_note, diffs=scenario_differences(scenario, cc), listen=listen, lead_s=lead_s,
-        timeout_s=float(t.get("timeout_s", 60)), warmup=int(t.get("warmup", 1)),
-        decision_log=str(t.get("decision_log", "extra")), keep_logs=bool(t.get("keep_decision_logs", False)),
-        emulate=bool((c.get("emulator") or {}).get("enabled", True)), progress=bool(c.get("progress", True)),
-        build_note=build_note, metrics=list((c.get("report") or {}).get("table_metrics") or ["download_time_s"]))
+        plain={k: v for k, v in c.items() if k != "hydra"},
+        seeds=list(range(seed0, seed0 + runs)),
+        scenario_cfg=c["scenario"],
+        scenario=scenario,
+        app=app,
+        size=int(app["size_bytes"]),
+        sname=str(c["scenario"].get("name") or "scenario"),
+        aname="bulk",
+        agents=agents,
+        src=src,
+        cc=cc,
+        cc_note=cc_note,
+        diffs=scenario_differences(scenario, cc),
+        listen=listen,
+        lead_s=lead_s,
+        timeout_s=float(t.get("timeout_s", 60)),
+        warmup=int(t.get("warmup", 1)),
+        decision_log=str(t.get("decision_log", "extra")),
+        keep_logs=bool(t.get("keep_decision_logs", False)),
+        emulate=bool((c.get("emulator") or {}).get("enabled", True)),
+        progress=bool(c.get("progress", True)),
+        build_note=build_note,
+        metrics=list((c.get("report") or {}).get("table_metrics") or ["download_time_s"]),
+    )
 
 
 def run_worlds(st: SimpleNamespace, folder: Path) -> dict:
     """The emulated episodes, then the real downloads (the model's ONNX file
     written into ``folder`` when it came as HDF5); records and wall times."""
-    onnx = write_model_onnx(st.src, folder / "models") if st.src is not None and "model" in st.agents else None
+    onnx = (
+        write_model_onnx(st.src, folder / "models")
+        if st.src is not None and "model" in st.agents
+        else None
+    )
     out = {"onnx": onnx, "emu": [], "unavailable": {}, "emu_wall_s": 0.0}
     if st.emulate:
         info(f"deploy: emulating {', '.join(st.agents)} on {st.sname}, {len(st.seeds)} seeds")
         t0 = time.perf_counter()
-        out["emu"], out["unavailable"] = run_emulated(st.scenario_cfg, st.app, st.agents, st.seeds, st.src)
+        out["emu"], out["unavailable"] = run_emulated(
+            st.scenario_cfg, st.app, st.agents, st.seeds, st.src
+        )
         for ag, why in out["unavailable"].items():
             info(f"deploy: {ag}: emulator column unavailable: {why}")
         out["emu_wall_s"] = time.perf_counter() - t0
-    info(f"deploy: {len(st.agents)} schedulers x {len(st.seeds)} real downloads of {st.size} bytes on {st.sname} "
-         f"through the relay (tquic cc: {st.cc or 'default'})")
+    info(
+        f"deploy: {len(st.agents)} schedulers x {len(st.seeds)} real downloads of {st.size} bytes on {st.sname} "
+        f"through the relay (tquic cc: {st.cc or 'default'})"
+    )
     with tempfile.TemporaryDirectory(prefix="falcon-deploy-") as logs_tmp:
         log_dir = folder / "logs" if st.keep_logs else Path(logs_tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         out["real"], out["cost"] = run_real(
-            st.scenario, st.size, st.agents, st.seeds, onnx=onnx, cc=st.cc, listen=st.listen, lead_s=st.lead_s,
-            timeout_s=st.timeout_s, warmup=st.warmup, log_dir=log_dir, progress=st.progress,
-            decision_log=st.decision_log)
+            st.scenario,
+            st.size,
+            st.agents,
+            st.seeds,
+            onnx=onnx,
+            cc=st.cc,
+            listen=st.listen,
+            lead_s=st.lead_s,
+            timeout_s=st.timeout_s,
+            warmup=st.warmup,
+            log_dir=log_dir,
+            progress=st.progress,
+            decision_log=st.decision_log,
+        )
         out["real_wall_s"] = time.perf_counter() - t0
     return out
 
 
-def build_summary(st: SimpleNamespace, w: dict, run_id: str | None, t_job: float) -> tuple[dict, dict | None]:
+def build_summary(
+    st: SimpleNamespace, w: dict, run_id: str | None, t_job: float
+) -> tuple[dict, dict | None]:
     """The summary (module docstring) and the emulated runs' own summary."""
     from falcon import report
 
     tag = {"scenario": st.sname, "app": st.aname}
     real_sum = report.summarize([{**tag, **r} for r in w["real"]], seeds=st.seeds, job=JOB)
-    emu_sum = report.summarize([{**tag, **r} for r in w["emu"]], seeds=st.seeds, job=JOB) if w["emu"] else None
+    emu_sum = (
+        report.summarize([{**tag, **r} for r in w["emu"]], seeds=st.seeds, job=JOB)
+        if w["emu"]
+        else None
+    )
     runs = len(st.seeds)
-    verified = {ag: int(sum(r["metrics"]["bytes_verified"] for r in w["real"] if r["agent"] == ag))
-                for ag in st.agents}
+    verified = {
+        ag: int(sum(r["metrics"]["bytes_verified"] for r in w["real"] if r["agent"] == ag))
+        for ag in st.agents
+    }
     src, onnx = st.src, w["onnx"]
     summary = {
         **real_sum,
         "world": "real: multipath QUIC (tquic 1.6.0) through the link relay; download_time_s from the request "
-                 "to the last byte",
-        "size_bytes": st.size, "bytes_verified": verified,
+        "to the last byte",
+        "size_bytes": st.size,
+        "bytes_verified": verified,
         "all_bytes_verified": all(v == runs for v in verified.values()),
         "decision_cost_us_median": {"model": w["cost"]} if "model" in st.agents else {},
-        "transport": {"cc": st.cc or "default (bbr)", "cc_note": st.cc_note, "build": st.build_note,
-                      "scenario_differences": st.diffs, "decision_log": st.decision_log,
-                      "schedulers": {ag: TRANSPORT_SCHEDULERS[ag] for ag in st.agents},
-                      "relay_listen": f"{st.listen[0]}:{st.listen[1]}", "warmup_downloads": st.warmup,
-                      "wall_s": w["real_wall_s"]},
-        "model": None if src is None else {
-            "given": str(src.given), "onnx": str(onnx) if onnx else None,
-            "onnx_written_here": src.onnx is None and onnx is not None, "h5": str(src.h5) if src.h5 else None,
-            "mdp": src.reward, "inputs": src.n_inputs, "paths": src.n_actions},
-        "emulator": None if not st.emulate else {
-            "schedulers": {ag: EMULATOR_AGENTS[ag] for ag in st.agents if ag not in w["unavailable"]},
+        "transport": {
+            "cc": st.cc or "default (bbr)",
+            "cc_note": st.cc_note,
+            "build": st.build_note,
+            "scenario_differences": st.diffs,
+            "decision_log": st.decision_log,
+            "schedulers": {ag: TRANSPORT_SCHEDULERS[ag] for ag in st.agents},
+            "relay_listen": f"{st.listen[0]}:{st.listen[1]}",
+            "warmup_downloads": st.warmup,
+            "wall_s": w["real_wall_s"],
+        },
+        "model": None
+        if src is None
+        else {
+            "given": str(src.given),
+            "onnx": str(onnx) if onnx else None,
+            "onnx_written_here": src.onnx is None and onnx is not None,
+            "h5": str(src.h5) if src.h5 else None,
+            "mdp": src.reward,
+            "inputs": src.n_inputs,
+            "paths": src.n_actions,
+        },
+        "emulator": None
+        if not st.emulate
+        else {
+            "schedulers": {
+                ag: EMULATOR_AGENTS[ag] for ag in st.agents if ag not in w["unavailable"]
+            },
             "unavailable": w["unavailable"],
             "download_time_s": "emulated download time less the handshake (from the request, as the real client "
-                               "measures); connection_time_s: the emulator's own",
-            "results": (emu_sum or {}).get("results", {}), "comparison": (emu_sum or {}).get("comparison", {}),
-            "wall_s": w["emu_wall_s"]},
+            "measures); connection_time_s: the emulator's own",
+            "results": (emu_sum or {}).get("results", {}),
+            "comparison": (emu_sum or {}).get("comparison", {}),
+            "wall_s": w["emu_wall_s"],
+        },
         "real_vs_emulated": real_vs_emulated(w["real"], w["emu"], st.agents),
-        "mlflow_run_id": run_id, "wall_s": time.perf_counter() - t_job}
+        "mlflow_run_id": run_id,
+        "wall_s": time.perf_counter() - t_job,
+    }
     return summary, emu_sum
 
 
@@ -247,24 +348,37 @@ def table_text(st: SimpleNamespace, summary: dict, real_sum: dict, emu_sum: dict
 
     text = ["real transport (request to last byte)", report.summary_table(real_sum, st.metrics)]
     if emu_sum is not None:
-        text += ["", "emulator (same scenario, app and seeds; handshake taken off)",
-                 report.summary_table(emu_sum, ["download_time_s", "goodput_mbps", "path0_share",
-                                                "connection_time_s"])]
+        text += [
+            "",
+            "emulator (same scenario, app and seeds; handshake taken off)",
+            report.summary_table(
+                emu_sum, ["download_time_s", "goodput_mbps", "path0_share", "connection_time_s"]
+            ),
+        ]
     unavailable = (summary["emulator"] or {}).get("unavailable", {})
-    text += ["", f"real against emulated: {st.sname}, {st.size} bytes, {len(st.seeds)} runs, tquic cc "
-                 f"{st.cc or 'default'} ({st.cc_note})",
-             comparison_table(summary["real_vs_emulated"], real_sum, emu_sum, st.sname, st.aname, unavailable).rstrip()]
+    text += [
+        "",
+        f"real against emulated: {st.sname}, {st.size} bytes, {len(st.seeds)} runs, tquic cc "
+        f"{st.cc or 'default'} ({st.cc_note})",
+        comparison_table(
+            summary["real_vs_emulated"], real_sum, emu_sum, st.sname, st.aname, unavailable
+        ).rstrip(),
+    ]
     if st.diffs:
         text.append("the emulated scenario differs from what tquic runs in: " + "; ".join(st.diffs))
     cost = summary["decision_cost_us_median"]
     if cost:
-        text.append(f"model decision cost (median over decisions, from the transport's decision log): "
-                    f"{_f(cost.get('model'), '{:.1f}')} us")
+        text.append(
+            f"model decision cost (median over decisions, from the transport's decision log): "
+            f"{_f(cost.get('model'), '{:.1f}')} us"
+        )
     for ag, why in unavailable.items():
         text.append(f"{ag}: emulator column unavailable: {why}")
     if not summary["all_bytes_verified"]:
-        text.append("NOT every download was verified: " + ", ".join(
-            f"{a} {v}/{len(st.seeds)}" for a, v in summary["bytes_verified"].items()))
+        text.append(
+            "NOT every download was verified: "
+            + ", ".join(f"{a} {v}/{len(st.seeds)}" for a, v in summary["bytes_verified"].items())
+        )
     return "\n".join(text) + "\n"
 
 
@@ -280,8 +394,13 @@ def run_deploy_job(cfg) -> dict:
     t_job = time.perf_counter()
     st = settings(cfg)
     tracking = st.plain.get("tracking") or {"enabled": False}
-    tags = {"falcon.job": JOB, "falcon.agents": ",".join(st.agents), "falcon.scenarios": st.sname,
-            "falcon.apps": st.aname, "falcon.command": shlex.join(["python -m falcon.deploy", *sys.argv[1:]])}
+    tags = {
+        "falcon.job": JOB,
+        "falcon.agents": ",".join(st.agents),
+        "falcon.scenarios": st.sname,
+        "falcon.apps": st.aname,
+        "falcon.command": shlex.join(["python -m falcon.deploy", *sys.argv[1:]]),
+    }
     run_name = tracking.get("run_name") or f"{JOB}:{','.join(st.agents)}@{st.sname}"
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
         tracker.log_params(flatten(st.plain))
@@ -294,19 +413,26 @@ def run_deploy_job(cfg) -> dict:
             (tmp / "table.txt").write_text(table)
             plot_worlds(real_sum, emu_sum, st.sname, st.aname, tmp)
             (tmp / "config.yaml").write_text(yaml.safe_dump(st.plain, sort_keys=False))
-            report.write_json(_finite(summary), tmp / "summary.json")    # last: marks a complete output
+            report.write_json(
+                _finite(summary), tmp / "summary.json"
+            )  # last: marks a complete output
         flat = report.flat_metrics(real_sum)
         for ag, r in summary["real_vs_emulated"].items():
-            flat |= {f"{ag}/{k}": float(v) for k, v in r.items()
-                     if isinstance(v, (int, float)) and math.isfinite(v)}
+            flat |= {
+                f"{ag}/{k}": float(v)
+                for k, v in r.items()
+                if isinstance(v, (int, float)) and math.isfinite(v)
+            }
         if emu_sum is not None:
             flat |= {f"emulated/{k}": v for k, v in report.flat_metrics(emu_sum).items()}
         tracker.log_metrics(flat | {"wall_time_s": time.perf_counter() - t_job})
         tracker.log_artifacts(out)
     print(table, end="", flush=True)
     if not summary["all_bytes_verified"]:
-        info("deploy: NOT every download completed with its bytes verified (summary.json: bytes_verified); "
-             "their times are left out of the statistics")
+        info(
+            "deploy: NOT every download completed with its bytes verified (summary.json: bytes_verified); "
+            "their times are left out of the statistics"
+        )
     info(f"deploy: summary: {out / 'summary.json'}")
     if tracker.run_id:
         info(f"mlflow run {tracker.run_id} in {tracker.uri}")

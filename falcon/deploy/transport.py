@@ -63,11 +63,25 @@ def pattern(size: int, start: int = 0) -> np.ndarray:
     return ((i + i // 251 + i // 65521) % 256).astype(np.uint8)
 
 
-def server_command(scheduler: str, port: int, model=None, decision_log=None, n_paths: int = 2,
-                   extra: tuple[str, ...] = ()) -> list[str]:
+def server_command(
+    scheduler: str,
+    port: int,
+    model=None,
+    decision_log=None,
+    n_paths: int = 2,
+    extra: tuple[str, ...] = (),
+) -> list[str]:
     """The server's command line (one connection, then it exits)."""
-    cmd = [str(binary("falcon-quic-server")), "--listen", f"127.0.0.1:{port}", "--scheduler", scheduler,
-           "--paths", str(n_paths), "--once"]
+    cmd = [
+        str(binary("falcon-quic-server")),
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--scheduler",
+        scheduler,
+        "--paths",
+        str(n_paths),
+        "--once",
+    ]
     if model is not None:
         cmd += ["--model", str(model)]
     if decision_log is not None:
@@ -75,9 +89,19 @@ def server_command(scheduler: str, port: int, model=None, decision_log=None, n_p
     return cmd + list(extra)
 
 
-def download(scenario: Mapping, size: int = 2_000_000, scheduler: str = "minrtt", model=None,
-             decision_log=None, output=None, seed: int = 0, timeout_s: float = 60.0, cc: str | None = None,
-             listen: tuple[str, int] = ("127.0.0.1", 0), lead_s: float | None = None) -> dict:
+def download(
+    scenario: Mapping,
+    size: int = 2_000_000,
+    scheduler: str = "minrtt",
+    model=None,
+    decision_log=None,
+    output=None,
+    seed: int = 0,
+    timeout_s: float = 60.0,
+    cc: str | None = None,
+    listen: tuple[str, int] = ("127.0.0.1", 0),
+    lead_s: float | None = None,
+) -> dict:
     """Download ``size`` bytes from a fresh server through a relay that runs
     ``scenario``'s paths; returns the client's report (``bytes``, ``verified``,
     ``seconds`` from request to last byte, ``path_recv_bytes`` per local
@@ -94,21 +118,43 @@ def download(scenario: Mapping, size: int = 2_000_000, scheduler: str = "minrtt"
     n_paths = len(scenario["paths"])
     port = free_udp_port()
     cc_args = ("--cc", str(cc)) if cc else ()
-    server = subprocess.Popen(server_command(scheduler, port, model, decision_log, n_paths, cc_args),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        server_command(scheduler, port, model, decision_log, n_paths, cc_args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     relay_stats: list = []
     try:
-        time.sleep(0.2)     # let it bind
+        time.sleep(0.2)  # let it bind
         if server.poll() is not None:
             out, err = server.communicate()
-            return {"verified": False, "server_rc": server.returncode, "client_rc": None,
-                    "stderr": err.strip()}
-        with Relay(scenario, listen=listen, server=("127.0.0.1", port), seed=seed,
-                   lead_s=LEAD_S if lead_s is None else lead_s) as relay:
+            return {
+                "verified": False,
+                "server_rc": server.returncode,
+                "client_rc": None,
+                "stderr": err.strip(),
+            }
+        with Relay(
+            scenario,
+            listen=listen,
+            server=("127.0.0.1", port),
+            seed=seed,
+            lead_s=LEAD_S if lead_s is None else lead_s,
+        ) as relay:
             host, rport = relay.address
-            cmd = [str(binary("falcon-quic-client")), "--connect", f"{host}:{rport}",
-                   "--local", ",".join(relay.client_ips), "--size", str(size),
-                   "--timeout-s", str(timeout_s), *cc_args]
+            cmd = [
+                str(binary("falcon-quic-client")),
+                "--connect",
+                f"{host}:{rport}",
+                "--local",
+                ",".join(relay.client_ips),
+                "--size",
+                str(size),
+                "--timeout-s",
+                str(timeout_s),
+                *cc_args,
+            ]
             if output is not None:
                 cmd += ["--output", str(output)]
             client = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + 10)
@@ -124,6 +170,10 @@ def download(scenario: Mapping, size: int = 2_000_000, scheduler: str = "minrtt"
             server.wait()
     lines = [ln for ln in client.stdout.splitlines() if ln.startswith("{")]
     report = json.loads(lines[-1]) if lines else {"verified": False}
-    report.update(server_rc=server.returncode, client_rc=client.returncode,
-                  stderr=(client.stderr + server_err).strip(), relay=relay_stats)
+    report.update(
+        server_rc=server.returncode,
+        client_rc=client.returncode,
+        stderr=(client.stderr + server_err).strip(),
+        relay=relay_stats,
+    )
     return report

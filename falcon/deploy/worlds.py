@@ -20,7 +20,11 @@ from falcon.experiment import info
 
 def _values(records, agent, metric="download_time_s") -> list[float]:
     """``metric`` of ``agent``'s records in seed order."""
-    return [r["metrics"].get(metric, math.nan) for r in sorted(records, key=lambda r: r["seed"]) if r["agent"] == agent]
+    return [
+        r["metrics"].get(metric, math.nan)
+        for r in sorted(records, key=lambda r: r["seed"])
+        if r["agent"] == agent
+    ]
 
 
 def _median(vals) -> float:
@@ -39,16 +43,24 @@ def _decision_cost(log: Path) -> float:
     return float(np.median(costs)) if costs else math.nan
 
 
-def real_metrics(rep: Mapping, size: int, client_ips: Sequence[str], log: Path | None) -> dict[str, float]:
+def real_metrics(
+    rep: Mapping, size: int, client_ips: Sequence[str], log: Path | None
+) -> dict[str, float]:
     """One real download's metrics (NaN times for a failed or unverified one)."""
-    ok = bool(rep.get("verified")) and int(rep.get("bytes", -1)) == size and rep.get("client_rc") == 0
+    ok = (
+        bool(rep.get("verified"))
+        and int(rep.get("bytes", -1)) == size
+        and rep.get("client_rc") == 0
+    )
     secs = float(rep["seconds"]) if ok and rep.get("seconds") else math.nan
     by_ip = {a.rpartition(":")[0]: float(b) for a, b in (rep.get("path_recv_bytes") or {}).items()}
     total = sum(by_ip.values()) or math.nan
-    m = {"download_time_s": secs,
-         "goodput_mbps": size * 8 / secs / 1e6 if secs > 0 else math.nan,
-         "bytes_verified": 1.0 if ok else 0.0,
-         "bytes_received": float(rep.get("bytes", 0) or 0)}
+    m = {
+        "download_time_s": secs,
+        "goodput_mbps": size * 8 / secs / 1e6 if secs > 0 else math.nan,
+        "bytes_verified": 1.0 if ok else 0.0,
+        "bytes_received": float(rep.get("bytes", 0) or 0),
+    }
     for i, ip in enumerate(client_ips):
         m[f"path{i}_share"] = by_ip.get(ip, 0.0) / total
     relay = rep.get("relay") or []
@@ -61,9 +73,22 @@ def real_metrics(rep: Mapping, size: int, client_ips: Sequence[str], log: Path |
     return m
 
 
-def run_real(scenario: Mapping, size: int, agents: Sequence[str], seeds: Sequence[int], *, onnx: Path | None,
-             cc: str | None, listen: tuple[str, int], lead_s: float | None, timeout_s: float, warmup: int,
-             log_dir: Path, progress: bool, decision_log: str = "extra") -> tuple[list[dict], float]:
+def run_real(
+    scenario: Mapping,
+    size: int,
+    agents: Sequence[str],
+    seeds: Sequence[int],
+    *,
+    onnx: Path | None,
+    cc: str | None,
+    listen: tuple[str, int],
+    lead_s: float | None,
+    timeout_s: float,
+    warmup: int,
+    log_dir: Path,
+    progress: bool,
+    decision_log: str = "extra",
+) -> tuple[list[dict], float]:
     """Every real download, seeds outermost (the schedulers take turns, so a
     drift of the machine's load spreads over all of them); one record each,
     and the model's median decision cost [us] from its decision log(s)
@@ -78,38 +103,66 @@ def run_real(scenario: Mapping, size: int, agents: Sequence[str], seeds: Sequenc
     for k in range(warmup):
         rep = download(scenario, size, "minrtt", seed=seeds[0] + 10_000 + k, **kw)
         if progress:
-            info(f"deploy: warm-up download {k + 1}/{warmup}: "
-                 + (f"{rep['seconds']:.3f} s" if rep.get("verified") else f"failed ({_why(rep)})"))
+            info(
+                f"deploy: warm-up download {k + 1}/{warmup}: "
+                + (f"{rep['seconds']:.3f} s" if rep.get("verified") else f"failed ({_why(rep)})")
+            )
     if decision_log not in ("extra", "all", "none"):
         raise ConfigError(f"transport.decision_log: {decision_log!r}: choose extra, all or none")
     records = []
     for j, seed in enumerate(seeds):
         for agent in agents:
-            log = log_dir / f"{agent}_{seed}.jsonl" if agent == "model" and decision_log == "all" else None
-            rep = download(scenario, size, TRANSPORT_SCHEDULERS[agent], model=onnx if agent == "model" else None,
-                           decision_log=log, seed=seed, **kw)
+            log = (
+                log_dir / f"{agent}_{seed}.jsonl"
+                if agent == "model" and decision_log == "all"
+                else None
+            )
+            rep = download(
+                scenario,
+                size,
+                TRANSPORT_SCHEDULERS[agent],
+                model=onnx if agent == "model" else None,
+                decision_log=log,
+                seed=seed,
+                **kw,
+            )
             m = real_metrics(rep, size, ips, log)
             if progress or not m["bytes_verified"]:
-                state = (f"{m['download_time_s']:.3f} s, bytes verified" if m["bytes_verified"]
-                         else f"FAILED ({_why(rep)})")
+                state = (
+                    f"{m['download_time_s']:.3f} s, bytes verified"
+                    if m["bytes_verified"]
+                    else f"FAILED ({_why(rep)})"
+                )
                 info(f"deploy: {agent} run {j + 1}/{len(seeds)} (seed {seed}): {state}")
             records.append({"agent": agent, "seed": seed, "metrics": m})
     cost = math.nan
     if "model" in agents and decision_log == "all":
-        cost = _median([r["metrics"].get("decision_cost_us", math.nan) for r in records if r["agent"] == "model"])
+        cost = _median(
+            [
+                r["metrics"].get("decision_cost_us", math.nan)
+                for r in records
+                if r["agent"] == "model"
+            ]
+        )
     elif "model" in agents and decision_log == "extra":
         log = log_dir / "model_logged.jsonl"
         rep = download(scenario, size, "falcon", model=onnx, decision_log=log, seed=seeds[0], **kw)
         cost = _decision_cost(log)
         if progress:
-            info(f"deploy: logged model download (decision cost, untimed): {cost:.1f} us per decision"
-                 + ("" if rep.get("verified") else f"; failed ({_why(rep)})"))
+            info(
+                f"deploy: logged model download (decision cost, untimed): {cost:.1f} us per decision"
+                + ("" if rep.get("verified") else f"; failed ({_why(rep)})")
+            )
     return records, cost
 
 
 def _why(rep: Mapping) -> str:
     err = (rep.get("stderr") or "").strip().splitlines()
-    return err[-1] if err else f"server exit {rep.get('server_rc')}, client exit {rep.get('client_rc')}"
+    return (
+        err[-1]
+        if err
+        else f"server exit {rep.get('server_rc')}, client exit {rep.get('client_rc')}"
+    )
 
 
 def emulator_agent(agent: str, src: ModelSource | None):
@@ -120,7 +173,9 @@ def emulator_agent(agent: str, src: ModelSource | None):
         return build_agent(agent, agent_config(EMULATOR_AGENTS[agent]), 0)
     if src is None or src.h5 is None:
         return None
-    cfg = agent_config("dqn_off", {"model": str(src.h5), "reward": src.reward, "hidden": list(src.hidden)})
+    cfg = agent_config(
+        "dqn_off", {"model": str(src.h5), "reward": src.reward, "hidden": list(src.hidden)}
+    )
     return build_agent("dqn_off", cfg, 0)
 
 
@@ -145,27 +200,44 @@ def emulated_episode(scenario: Mapping, app: Mapping, scheduler, seed: int) -> d
         m = episode_metrics(conn, application, end)
     t = m["download_time_s"] - handshake
     size = float(m["app_bytes"])
-    out = {"download_time_s": t, "goodput_mbps": size * 8 / t / 1e6 if t > 0 else math.nan,
-           "connection_time_s": m["download_time_s"], "handshake_s": handshake,
-           "retransmissions": m["retransmissions"]}
+    out = {
+        "download_time_s": t,
+        "goodput_mbps": size * 8 / t / 1e6 if t > 0 else math.nan,
+        "connection_time_s": m["download_time_s"],
+        "handshake_s": handshake,
+        "retransmissions": m["retransmissions"],
+    }
     for i in range(len(s["paths"])):
         out[f"path{i}_share"] = m.get(f"path{i}_share", math.nan)
     return out
 
 
-def run_emulated(scenario: Mapping, app: Mapping, agents: Sequence[str], seeds: Sequence[int],
-                 src: ModelSource | None) -> tuple[list[dict], dict[str, str]]:
+def run_emulated(
+    scenario: Mapping,
+    app: Mapping,
+    agents: Sequence[str],
+    seeds: Sequence[int],
+    src: ModelSource | None,
+) -> tuple[list[dict], dict[str, str]]:
     """The emulated episodes (records) and, per scheduler without an
     emulated counterpart, why."""
     records, unavailable = [], {}
     for agent in agents:
         if emulator_agent(agent, src) is None:
-            unavailable[agent] = ("only an ONNX file was given: the emulator needs the model's HDF5 "
-                                  "(model= a falcon.train or falcon.export output)")
+            unavailable[agent] = (
+                "only an ONNX file was given: the emulator needs the model's HDF5 "
+                "(model= a falcon.train or falcon.export output)"
+            )
             continue
         for seed in seeds:
             sched = emulator_agent(agent, src)
-            records.append({"agent": agent, "seed": seed, "metrics": emulated_episode(scenario, app, sched, seed)})
+            records.append(
+                {
+                    "agent": agent,
+                    "seed": seed,
+                    "metrics": emulated_episode(scenario, app, sched, seed),
+                }
+            )
     return records, unavailable
 
 

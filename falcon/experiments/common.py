@@ -68,8 +68,14 @@ def paired_score(reference: Mapping, mine: Mapping) -> tuple[float, int]:
     depends on which condition's downloads happen to sit at the median: on the
     stress test's 72 downloads at 8 s it put FALCON 5.5 % behind minRTT
     where the paired ratios say 1.8 %."""
-    logs = [math.log(reference[k] / mine[k]) for k in sorted(reference.keys() & mine.keys())
-            if math.isfinite(reference[k]) and math.isfinite(mine[k]) and reference[k] > 0 and mine[k] > 0]
+    logs = [
+        math.log(reference[k] / mine[k])
+        for k in sorted(reference.keys() & mine.keys())
+        if math.isfinite(reference[k])
+        and math.isfinite(mine[k])
+        and reference[k] > 0
+        and mine[k] > 0
+    ]
     return (math.exp(sum(logs) / len(logs)) if logs else math.nan), len(logs)
 
 
@@ -78,8 +84,10 @@ def log_bin_edges(lo: float, hi: float, per_decade: int) -> list[float]:
     others are logarithmic; a value >= hi falls in no bin."""
     lo, hi, per_decade = float(lo), float(hi), int(per_decade)
     if not (0 < lo < hi) or per_decade < 1:
-        raise ConfigError(f"bins: need 0 < lo < hi and per_decade >= 1, got lo={lo}, hi={hi}, "
-                          f"per_decade={per_decade}")
+        raise ConfigError(
+            f"bins: need 0 < lo < hi and per_decade >= 1, got lo={lo}, hi={hi}, "
+            f"per_decade={per_decade}"
+        )
     n = int(round(math.log10(hi / lo) * per_decade))
     return [0.0] + [float(lo * 10 ** (i / per_decade)) for i in range(n + 1)]
 
@@ -110,11 +118,17 @@ def with_conditions(scenario: Mapping, conditions) -> dict:
     s = copy.deepcopy(dict(scenario))
     if conditions is None:
         return s
-    if isinstance(conditions, Mapping) or isinstance(conditions, str) or not isinstance(conditions, Sequence):
+    if (
+        isinstance(conditions, Mapping)
+        or isinstance(conditions, str)
+        or not isinstance(conditions, Sequence)
+    ):
         raise ConfigError(f"conditions: expected a list of per-path mappings, got {conditions!r}")
     paths = [dict(p) for p in s.get("paths") or []]
     if len(conditions) > len(paths):
-        raise ConfigError(f"conditions: {len(conditions)} paths given, the scenario has {len(paths)}")
+        raise ConfigError(
+            f"conditions: {len(conditions)} paths given, the scenario has {len(paths)}"
+        )
     for i, c in enumerate(conditions):
         if c is None:
             continue
@@ -165,7 +179,7 @@ def build_agent(name: str, cfg: Mapping, seed: int, bank=None):
             raise ConfigError(f"{name}: needs a meta-model bank")
         kw.pop("bank")
         if offline_enabled(cfg):
-            bank = bank.private_copy()        # copy on write: the offline loop's cells only
+            bank = bank.private_copy()  # copy on write: the offline loop's cells only
         extra["bank"] = bank
     return instantiate_agent(name, kw, **extra)
 
@@ -189,13 +203,15 @@ def download(scheduler, scenario, app, seed: int) -> dict[str, float]:
         m = run(scenario, app, seed)
     else:
         import envs
+
         m = envs.run_episode(scenario, app, scheduler, seed).metrics
     return {k: float(v) for k, v in m.items()}
 
 
 # ---------------------------------------------------------------- reference
-def train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mapping,
-                    progress: bool = True):
+def train_reference(
+    scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mapping, progress: bool = True
+):
     """DQN-Off trained offline on experience logged on ``scenarios`` (one
     logged download per scenario, cycling until ``collect_episodes``) by one
     persistent DQN-On behaviour policy (exploration ``behaviour_epsilon``,
@@ -208,7 +224,9 @@ def train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mappi
         return _train_reference(scenarios, app, seed, ref_cfg, progress)
 
 
-def _train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mapping, progress: bool):
+def _train_reference(
+    scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mapping, progress: bool
+):
     from baselines.dqn.dqn_on import DQNOn
     from baselines.dqn.experience import ExperienceRecorder
     from envs.scenario import normalise_scenario
@@ -220,13 +238,24 @@ def _train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mapp
     if episodes < 1 or steps < 1 or not scenarios:
         raise ConfigError("reference: collect_episodes and gradient_steps must be >= 1")
     scen = [normalise_scenario(s) for s in scenarios]
-    learn = {k: v for k, v in off.learner_config.to_dict().items()
-             if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")}
-    behaviour = DQNOn(hidden=off.hidden, epsilon=float(ref_cfg.get("behaviour_epsilon", 0.3)),
-                      seed=seed + 101, reward=off.reward_kind, hindsight_rtts=off.hindsight_rtts,
-                      reward_unit=off.reward_unit, **learn)
+    learn = {
+        k: v
+        for k, v in off.learner_config.to_dict().items()
+        if k in ("gamma", "lr", "batch_size", "tau", "loss", "huber_delta", "double_q")
+    }
+    behaviour = DQNOn(
+        hidden=off.hidden,
+        epsilon=float(ref_cfg.get("behaviour_epsilon", 0.3)),
+        seed=seed + 101,
+        reward=off.reward_kind,
+        hindsight_rtts=off.hindsight_rtts,
+        reward_unit=off.reward_unit,
+        **learn,
+    )
     behaviour.build(len(scen[0]["paths"]))
-    rec = behaviour.recorder = ExperienceRecorder(len(scen[0]["paths"]), off.reward_kind, off.reward_unit)
+    rec = behaviour.recorder = ExperienceRecorder(
+        len(scen[0]["paths"]), off.reward_kind, off.reward_unit
+    )
     t0 = time.perf_counter()
     for ep in range(episodes):
         s = scen[ep % len(scen)]
@@ -234,8 +263,10 @@ def _train_reference(scenarios: Sequence[Mapping], app, seed: int, ref_cfg: Mapp
         download(behaviour, s, app, seed + ep)
     exp = rec.to_experience()
     if progress:
-        info(f"reference: logged {episodes} episodes ({len(exp)} transitions) "
-             f"[{time.perf_counter() - t0:.1f} s]; training DQN-Off {steps} steps")
+        info(
+            f"reference: logged {episodes} episodes ({len(exp)} transitions) "
+            f"[{time.perf_counter() - t0:.1f} s]; training DQN-Off {steps} steps"
+        )
     out = off.train_offline(exp, steps, progress=False)
     out.update({"logged_episodes": float(episodes), "wall_s": time.perf_counter() - t0})
     return off, out
@@ -259,23 +290,30 @@ def experiment_bank(cfg, progress: bool = True):
     from falcon.bank_job import ensure_bank
     from falcon.config import check_runtime, to_plain
 
-    bank, _ = ensure_bank(to_plain(cfg.get("bank")) or "quick", check_runtime(cfg.get("runtime")),
-                          progress=progress)
+    bank, _ = ensure_bank(
+        to_plain(cfg.get("bank")) or "quick", check_runtime(cfg.get("runtime")), progress=progress
+    )
     return bank
 
 
 # ---------------------------------------------------------------- outputs
 def format_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
     """A fixed-width text table (floats with 3 decimals, NaN as '-')."""
+
     def cell(v):
         if isinstance(v, float):
             return "-" if not math.isfinite(v) else f"{v:.3f}"
         return str(v)
+
     body = [[cell(v) for v in r] for r in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in body)) if body else len(str(h))
-              for i, h in enumerate(header)]
-    lines = ["  ".join(str(h).rjust(w) for h, w in zip(header, widths)),
-             "  ".join("-" * w for w in widths)]
+    widths = [
+        max(len(str(h)), *(len(r[i]) for r in body)) if body else len(str(h))
+        for i, h in enumerate(header)
+    ]
+    lines = [
+        "  ".join(str(h).rjust(w) for h, w in zip(header, widths)),
+        "  ".join("-" * w for w in widths),
+    ]
     lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in body]
     return "\n".join(lines) + "\n"
 
@@ -288,17 +326,27 @@ def _json_default(v):
     return str(v)
 
 
-def write_outputs(folder: Path, name: str, results: Mapping, table: str, table_file: str | None = None) -> None:
+def write_outputs(
+    folder: Path, name: str, results: Mapping, table: str, table_file: str | None = None
+) -> None:
     """``<name>.json`` (results) and the table (``table_file``, default
     ``<name>.txt``) in ``folder`` (the staged output folder: it appears whole
     or not at all)."""
-    (folder / f"{name}.json").write_text(json.dumps(results, indent=2, default=_json_default,
-                                                    allow_nan=True) + "\n")
+    (folder / f"{name}.json").write_text(
+        json.dumps(results, indent=2, default=_json_default, allow_nan=True) + "\n"
+    )
     (folder / (table_file or f"{name}.txt")).write_text(table)
 
 
-def publish(tracker, folder: Path, name: str, results: Mapping, table_fn, plot_fn,
-            table_file: str | None = None) -> Mapping:
+def publish(
+    tracker,
+    folder: Path,
+    name: str,
+    results: Mapping,
+    table_fn,
+    plot_fn,
+    table_file: str | None = None,
+) -> Mapping:
     """The end every experiment shares: its wall time (and the reference's
     median, when it has one) to MLflow, the results JSON and text table
     (``table_file``, default ``<name>.txt``), the plot ``<name>.png`` in
@@ -315,9 +363,18 @@ def publish(tracker, folder: Path, name: str, results: Mapping, table_fn, plot_f
     return results
 
 
-def plot_series(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
-                xlabel: str, ylabel: str, title: str, logx: bool = False, ref_line: float | None = 1.0,
-                xticks: Sequence | None = None, schedulers: bool = True) -> Path:
+def plot_series(
+    path: Path,
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    logx: bool = False,
+    ref_line: float | None = 1.0,
+    xticks: Sequence | None = None,
+    schedulers: bool = True,
+) -> Path:
     """One line per series (NaN points dropped), a dashed reference line.
     ``schedulers``: the labels are scheduler names, drawn in their
     :mod:`baselines.palette` colours (else matplotlib's colour cycle)."""
@@ -330,8 +387,13 @@ def plot_series(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence
     for label, (xs, ys) in series.items():
         pts = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y)]
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label,
-                    color=color(label) if schedulers else None)
+            ax.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                marker="o",
+                label=label,
+                color=color(label) if schedulers else None,
+            )
     if ref_line is not None:
         ax.axhline(ref_line, color="grey", linestyle="--", linewidth=1)
     if logx:
@@ -348,7 +410,9 @@ def plot_series(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence
     return path
 
 
-def run_scheduler_job(cfg, job: str, sec: Mapping, app: Mapping, run: Callable, table_fn, plot_fn) -> dict:
+def run_scheduler_job(
+    cfg, job: str, sec: Mapping, app: Mapping, run: Callable, table_fn, plot_fn
+) -> dict:
     """The tracked job of an experiment over the agents ``sec["schedulers"]``:
     the run's bank when one of them needs it (:func:`bank_for`), the results
     of ``run(bank, progress, log)``, published (:func:`publish`) inside
@@ -359,7 +423,9 @@ def run_scheduler_job(cfg, job: str, sec: Mapping, app: Mapping, run: Callable, 
 
     def body(tracker, folder):
         bank = bank_for(cfg, sec["schedulers"], progress)
-        return publish(tracker, folder, job, run(bank, progress, tracker.log_metrics), table_fn, plot_fn)
+        return publish(
+            tracker, folder, job, run(bank, progress, tracker.log_metrics), table_fn, plot_fn
+        )
 
     return run_tracked(cfg, job, {job: sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
 
@@ -376,17 +442,28 @@ def run_tracked(cfg, job: str, params: Mapping, body: Callable) -> dict:
 
     tracking = to_plain(cfg.get("tracking")) or {"enabled": False}
     run_name = tracking.get("run_name") or job
-    tags = {"falcon.job": job, "falcon.command": shlex.join(["python -m falcon.train", *sys.argv[1:]])}
+    tags = {
+        "falcon.job": job,
+        "falcon.command": shlex.join(["python -m falcon.train", *sys.argv[1:]]),
+    }
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
         tracker.log_params(flatten(dict(params)))
         out = output_dir(cfg, job, tracker.run_id)
         with staged_output(out) as tmp:
             results = body(tracker, tmp)
             results["mlflow_run_id"] = tracker.run_id
-            (tmp / "config.json").write_text(json.dumps(dict(params), indent=2, default=_json_default) + "\n")
-            summary = {"job": job, "mlflow_run_id": tracker.run_id, "wall_s": results.get("wall_s"),
-                       "results": f"{job}.json"}
-            (tmp / OUTPUT_MARKER).write_text(json.dumps(summary, indent=2, default=_json_default) + "\n")
+            (tmp / "config.json").write_text(
+                json.dumps(dict(params), indent=2, default=_json_default) + "\n"
+            )
+            summary = {
+                "job": job,
+                "mlflow_run_id": tracker.run_id,
+                "wall_s": results.get("wall_s"),
+                "results": f"{job}.json",
+            }
+            (tmp / OUTPUT_MARKER).write_text(
+                json.dumps(summary, indent=2, default=_json_default) + "\n"
+            )
         tracker.log_artifacts(out)
     results["output"] = str(out)
     info(f"{job}: results in {out}")
@@ -410,7 +487,9 @@ def job_config(cfg, job: str):
             cfg = OmegaConf.merge(cfg, variant)
     section = to_plain(cfg.get(job))
     if not isinstance(section, Mapping):
-        raise ConfigError(f"{job}: the job's settings ({job}: ...) are missing; use experiment={job}")
+        raise ConfigError(
+            f"{job}: the job's settings ({job}: ...) are missing; use experiment={job}"
+        )
     return cfg, dict(section)
 
 
@@ -418,7 +497,9 @@ def check_schedulers(sec: Mapping, job: str) -> list[str]:
     """``sec["schedulers"]``: a non-empty list of distinct agent names."""
     names = sec.get("schedulers")
     if not isinstance(names, list) or not names or len(set(map(str, names))) != len(names):
-        raise ConfigError(f"{job}.schedulers: expected a non-empty list of distinct agent names, got {names!r}")
+        raise ConfigError(
+            f"{job}.schedulers: expected a non-empty list of distinct agent names, got {names!r}"
+        )
     return [str(n) for n in names]
 
 
@@ -446,10 +527,34 @@ def mean_ci(values) -> tuple[float, float]:
         return float(v.mean()), math.nan
     from scipy import stats
 
-    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+    return float(v.mean()), float(
+        stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    )
 
 
-__all__ = ["REFERENCE", "relative_score", "paired_score", "log_bin_edges", "bin_of", "bin_centre", "with_conditions",
-           "agent_config", "build_agent", "prepare", "download", "train_reference", "reference_times",
-           "experiment_bank", "format_table", "write_outputs", "plot_series", "run_tracked",
-           "check_positive_int", "check_schedulers", "offline_enabled", "job_config", "mean_ci", "settings_record"]
+__all__ = [
+    "REFERENCE",
+    "relative_score",
+    "paired_score",
+    "log_bin_edges",
+    "bin_of",
+    "bin_centre",
+    "with_conditions",
+    "agent_config",
+    "build_agent",
+    "prepare",
+    "download",
+    "train_reference",
+    "reference_times",
+    "experiment_bank",
+    "format_table",
+    "write_outputs",
+    "plot_series",
+    "run_tracked",
+    "check_positive_int",
+    "check_schedulers",
+    "offline_enabled",
+    "job_config",
+    "mean_ci",
+    "settings_record",
+]

@@ -35,8 +35,10 @@ def check_list_name(sec: Mapping, job: str) -> str:
     """``sec["split"]``: the name of a condition list."""
     name = sec.get("split")
     if name not in ALLOWED_SPLITS:
-        raise ConfigError(f"{job}.split: expected one of {', '.join(ALLOWED_SPLITS)} (the conditions= list), "
-                          f"got {name!r}")
+        raise ConfigError(
+            f"{job}.split: expected one of {', '.join(ALLOWED_SPLITS)} (the conditions= list), "
+            f"got {name!r}"
+        )
     return name
 
 
@@ -78,20 +80,32 @@ def check_list_files(conditions: Sequence[Mapping], name: str, job: str) -> None
         try:
             entry = split.entry_of(resolve_trace_path(f))
         except FalconInputError as e:
-            raise ConfigError(f"{job}.conditions[{c['index']}] ({c['name']}): paths[{i}]: {e}") from None
+            raise ConfigError(
+                f"{job}.conditions[{c['index']}] ({c['name']}): paths[{i}]: {e}"
+            ) from None
         got = entry.split if entry is not None else None
         if got not in allowed:
             what = f"a {got} file" if got is not None else "in no split (not listed)"
-            raise ConfigError(f"{job}.conditions[{c['index']}] ({c['name']}): paths[{i}].trace {f} is {what} "
-                              f"of {split.source.name}; the {name} list takes {_allowed(name)}")
+            raise ConfigError(
+                f"{job}.conditions[{c['index']}] ({c['name']}): paths[{i}].trace {f} is {what} "
+                f"of {split.source.name}; the {name} list takes {_allowed(name)}"
+            )
 
 
 def check_learners(name: str, learners: Sequence[str], job: str) -> None:
     """No learner on a list of :data:`NO_LEARNERS`."""
     if name in NO_LEARNERS and learners:
-        raise ConfigError(f"{job}.learners: {list(learners)} on the {name} list: its files are for reporting "
-                          f"only (rules, references and deployed schedulers); set {job}.learners=[]")
+        raise ConfigError(
+            f"{job}.learners: {list(learners)} on the {name} list: its files are for reporting "
+            f"only (rules, references and deployed schedulers); set {job}.learners=[]"
+        )
 
 
-__all__ = ["ALLOWED_SPLITS", "NO_LEARNERS", "check_list_name", "trace_files", "check_list_files",
-           "check_learners"]
+__all__ = [
+    "ALLOWED_SPLITS",
+    "NO_LEARNERS",
+    "check_list_name",
+    "trace_files",
+    "check_list_files",
+    "check_learners",
+]

@@ -67,20 +67,31 @@ from falcon.experiments import common
 JOB = "convergence"
 
 
-def a_then_b(scheduler, scen_a, scen_b, app, downloads_a: int, downloads_b: int, seed: int) -> list[dict]:
+def a_then_b(
+    scheduler, scen_a, scen_b, app, downloads_a: int, downloads_b: int, seed: int
+) -> list[dict]:
     """``downloads_a`` downloads on A then ``downloads_b`` on B with one
     scheduler (seeds ``seed + i`` on A, ``seed + 100 + i`` on B). One record
     per download: phase, index, seed, ``packets_before`` (online packets on
     the same condition before it), ``packets``, ``download_time_s``,
     ``timed_out`` and FALCON's counters when it has them."""
     out = []
-    for phase, scen, n, base in (("A", scen_a, downloads_a, seed), ("B", scen_b, downloads_b, seed + 100)):
+    for phase, scen, n, base in (
+        ("A", scen_a, downloads_a, seed),
+        ("B", scen_b, downloads_b, seed + 100),
+    ):
         packets = 0.0
         for i in range(n):
             m = common.download(scheduler, scen, app, base + i)
-            rec = {"phase": phase, "index": i, "seed": base + i, "packets_before": packets,
-                   "packets": m.get("packets_sent", math.nan), "download_time_s": m["download_time_s"],
-                   "timed_out": m.get("timed_out", 0.0)}
+            rec = {
+                "phase": phase,
+                "index": i,
+                "seed": base + i,
+                "packets_before": packets,
+                "packets": m.get("packets_sent", math.nan),
+                "download_time_s": m["download_time_s"],
+                "timed_out": m.get("timed_out", 0.0),
+            }
             for k in ("adaptations", "deployments", "changes", "kept"):
                 if k in m:
                     rec[k] = m[k]
@@ -104,11 +115,20 @@ def bin_scores(records: list[dict], edges: list[float], ref_times: list[float]) 
         rs = groups.get(b, [])
         times = [r["download_time_s"] for r in rs]
         finite = [t for t in times if math.isfinite(t)]
-        rows.append({"bin": b, "lo": edges[b], "hi": edges[b + 1], "centre": common.bin_centre(edges, b),
-                     "n": len(rs), "median_packets": float(np.median([r["packets_before"] for r in rs]))
-                     if rs else math.nan,
-                     "median_time_s": float(np.median(finite)) if finite else math.nan,
-                     "score": common.relative_score(ref_times, times)})
+        rows.append(
+            {
+                "bin": b,
+                "lo": edges[b],
+                "hi": edges[b + 1],
+                "centre": common.bin_centre(edges, b),
+                "n": len(rs),
+                "median_packets": float(np.median([r["packets_before"] for r in rs]))
+                if rs
+                else math.nan,
+                "median_time_s": float(np.median(finite)) if finite else math.nan,
+                "score": common.relative_score(ref_times, times),
+            }
+        )
     return rows
 
 
@@ -135,7 +155,9 @@ def settings(cfg):
     sec, scen_a, scen_b, app = ab_settings(cfg, sec)
     sec["schedulers"] = common.check_schedulers(sec, JOB)
     bins = dict(sec.get("bins") or {})
-    sec["bin_edges"] = common.log_bin_edges(bins.get("lo", 100), bins.get("hi", 1e5), bins.get("per_decade", 2))
+    sec["bin_edges"] = common.log_bin_edges(
+        bins.get("lo", 100), bins.get("hi", 1e5), bins.get("per_decade", 2)
+    )
     target = sec.get("target_score")
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0:
         raise ConfigError(f"{JOB}.target_score: expected a positive relative score, got {target!r}")
@@ -157,15 +179,18 @@ def packets_to_target(curve: list[dict], target: float) -> float:
     return out
 
 
-def run_convergence(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=None,
-                    progress: bool = True, log=None) -> dict:
+def run_convergence(
+    sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=None, progress: bool = True, log=None
+) -> dict:
     """The experiment (module docstring) without tracking; returns the results."""
     t0 = time.perf_counter()
     ref_cfg = dict(sec.get("reference") or {})
     seed = sec["seed"]
     ref, ref_info = common.train_reference([scen_b], app, seed + 900_000, ref_cfg, progress)
     ref_runs = common.check_positive_int(ref_cfg, "runs", 20)
-    ref_times = common.reference_times(ref, scen_b, app, [seed + 800_000 + i for i in range(ref_runs)])
+    ref_times = common.reference_times(
+        ref, scen_b, app, [seed + 800_000 + i for i in range(ref_runs)]
+    )
     ref_median = float(np.nanmedian(ref_times)) if np.isfinite(ref_times).any() else math.nan
     if progress:
         info(f"{JOB}: DQN-Off on B: median {ref_median:.3f} s over {ref_runs} downloads")
@@ -178,14 +203,18 @@ def run_convergence(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=No
             sched = common.build_agent(name, acfg, seed + run, bank)
             base_seed = seed + 10_000 * (run + 1)
             common.prepare(sched, scen_b, app, base_seed + 5_000)
-            recs = a_then_b(sched, scen_a, scen_b, app, sec["downloads_a"], sec["downloads_b"], base_seed)
+            recs = a_then_b(
+                sched, scen_a, scen_b, app, sec["downloads_a"], sec["downloads_b"], base_seed
+            )
             for r in recs:
                 r.update({"scheduler": name, "run": run})
             records.extend(recs)
             if progress:
                 b = [r["download_time_s"] for r in recs if r["phase"] == "B"]
-                info(f"{JOB}: {name} run {run + 1}/{sec['runs']}: B downloads {np.round(b, 3).tolist()} s "
-                     f"[{time.perf_counter() - t1:.1f} s]")
+                info(
+                    f"{JOB}: {name} run {run + 1}/{sec['runs']}: B downloads {np.round(b, 3).tolist()} s "
+                    f"[{time.perf_counter() - t1:.1f} s]"
+                )
     edges = sec["bin_edges"]
     curves = {}
     for name in sec["schedulers"]:
@@ -194,21 +223,47 @@ def run_convergence(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=No
         if log is not None:
             for row in rows:
                 if row["n"]:
-                    log({f"score/{name}": row["score"], f"median_time_s/{name}": row["median_time_s"]},
-                        step=int(round(row["centre"])))
+                    log(
+                        {
+                            f"score/{name}": row["score"],
+                            f"median_time_s/{name}": row["median_time_s"],
+                        },
+                        step=int(round(row["centre"])),
+                    )
     target = sec["target_score"]
     to_target = {name: packets_to_target(curve, target) for name, curve in curves.items()}
     if log is not None:
         log({f"packets_to_target/{name}": v for name, v in to_target.items()})
     # per run, the median time on B: shows whether a pooled median hides a bimodal spread of runs
-    run_medians = {name: [float(np.nanmedian([r["download_time_s"] for r in records
-                                              if r["scheduler"] == name and r["run"] == run
-                                              and r["phase"] == "B"] or [math.nan]))
-                          for run in range(sec["runs"])] for name in sec["schedulers"]}
-    return {"job": JOB, "settings": sec, "scenario_a": scen_a, "scenario_b": scen_b, "app": dict(app),
-            "reference": {"median_time_s": ref_median, "times": ref_times, "train": ref_info},
-            "curves": curves, "packets_to_target": to_target, "run_medians_b_s": run_medians, "records": records,
-            "wall_s": time.perf_counter() - t0}
+    run_medians = {
+        name: [
+            float(
+                np.nanmedian(
+                    [
+                        r["download_time_s"]
+                        for r in records
+                        if r["scheduler"] == name and r["run"] == run and r["phase"] == "B"
+                    ]
+                    or [math.nan]
+                )
+            )
+            for run in range(sec["runs"])
+        ]
+        for name in sec["schedulers"]
+    }
+    return {
+        "job": JOB,
+        "settings": sec,
+        "scenario_a": scen_a,
+        "scenario_b": scen_b,
+        "app": dict(app),
+        "reference": {"median_time_s": ref_median, "times": ref_times, "train": ref_info},
+        "curves": curves,
+        "packets_to_target": to_target,
+        "run_medians_b_s": run_medians,
+        "records": records,
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def table(results: dict) -> str:
@@ -216,33 +271,65 @@ def table(results: dict) -> str:
     for name, curve in results["curves"].items():
         for r in curve:
             if r["n"]:
-                rows.append([name, f"[{r['lo']:.0f}, {r['hi']:.0f})", r["n"], r["median_packets"],
-                             r["median_time_s"], r["score"]])
-    head = (f"relative score = DQN-Off median on B ({results['reference']['median_time_s']:.3f} s) / "
-            "median in the bin; x = online packets on B before the download\n")
-    runs = [[name, " ".join(f"{t:.2f}" for t in ts)] for name, ts in results.get("run_medians_b_s", {}).items()]
+                rows.append(
+                    [
+                        name,
+                        f"[{r['lo']:.0f}, {r['hi']:.0f})",
+                        r["n"],
+                        r["median_packets"],
+                        r["median_time_s"],
+                        r["score"],
+                    ]
+                )
+    head = (
+        f"relative score = DQN-Off median on B ({results['reference']['median_time_s']:.3f} s) / "
+        "median in the bin; x = online packets on B before the download\n"
+    )
+    runs = [
+        [name, " ".join(f"{t:.2f}" for t in ts)]
+        for name, ts in results.get("run_medians_b_s", {}).items()
+    ]
     target = results["settings"].get("target_score")
     reach = [[name, v] for name, v in results.get("packets_to_target", {}).items()]
-    return (head + common.format_table(["scheduler", "packets bin", "n", "median packets", "median time s",
-                                        "score"], rows)
-            + f"\nonline packets on B after which the score stays >= {target} (-: not reached)\n"
-            + common.format_table(["scheduler", "packets"], reach)
-            + "\nper run: median download time on B [s]\n" + common.format_table(["scheduler", "runs"], runs))
+    return (
+        head
+        + common.format_table(
+            ["scheduler", "packets bin", "n", "median packets", "median time s", "score"], rows
+        )
+        + f"\nonline packets on B after which the score stays >= {target} (-: not reached)\n"
+        + common.format_table(["scheduler", "packets"], reach)
+        + "\nper run: median download time on B [s]\n"
+        + common.format_table(["scheduler", "runs"], runs)
+    )
 
 
 def plot(results: dict, path) -> None:
-    series = {name: ([r["centre"] for r in c if r["n"]], [r["score"] for r in c if r["n"]])
-              for name, c in results["curves"].items()}
-    common.plot_series(path, series, xlabel="online packets on the new condition (before the download)",
-                       ylabel="relative score (DQN-Off / scheduler)",
-                       title="Convergence after a change", logx=True)
+    series = {
+        name: ([r["centre"] for r in c if r["n"]], [r["score"] for r in c if r["n"]])
+        for name, c in results["curves"].items()
+    }
+    common.plot_series(
+        path,
+        series,
+        xlabel="online packets on the new condition (before the download)",
+        ylabel="relative score (DQN-Off / scheduler)",
+        title="Convergence after a change",
+        logx=True,
+    )
 
 
 def run_job(cfg) -> dict:
     """``experiment=convergence``: the tracked job."""
     cfg, sec, scen_a, scen_b, app = settings(cfg)
     return common.run_scheduler_job(
-        cfg, JOB, sec, app, lambda bank, progress, log: run_convergence(sec, scen_a, scen_b, app, bank, progress, log), table, plot)
+        cfg,
+        JOB,
+        sec,
+        app,
+        lambda bank, progress, log: run_convergence(sec, scen_a, scen_b, app, bank, progress, log),
+        table,
+        plot,
+    )
 
 
 __all__ = ["run_job", "run_convergence", "a_then_b", "bin_scores", "settings", "ab_settings"]

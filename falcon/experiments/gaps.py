@@ -80,13 +80,31 @@ from falcon.experiments import common, gaps_report
 JOB = "gaps"
 MIB = 1 << 20
 #: keys of ``default:`` (and of a sweep or ``poor:``)
-SETTING_KEYS = ("rtt_fast_ms", "rtt_slow_ms", "bandwidth_mbps", "loss", "buffer_packets", "buffer_bytes", "cc",
-                "host_buffer_mb", "subflows")
+SETTING_KEYS = (
+    "rtt_fast_ms",
+    "rtt_slow_ms",
+    "bandwidth_mbps",
+    "loss",
+    "buffer_packets",
+    "buffer_bytes",
+    "cc",
+    "host_buffer_mb",
+    "subflows",
+)
 CC_CHOICES = ("lia", "olia", "balia", "cubic", "newreno")
 #: metrics of a run kept per seed and summarised by their median
-RUN_METRICS = ("oqs_mean_kb", "oqs_p99_kb", "oqs_max_kb", "oqs_mean_kb_steady", "oqs_p99_kb_steady",
-               "app_delay_ms", "goodput_mbps", "fct_s",
-               "mean_gap_packets", "gap_deviation")
+RUN_METRICS = (
+    "oqs_mean_kb",
+    "oqs_p99_kb",
+    "oqs_max_kb",
+    "oqs_mean_kb_steady",
+    "oqs_p99_kb_steady",
+    "app_delay_ms",
+    "goodput_mbps",
+    "fct_s",
+    "mean_gap_packets",
+    "gap_deviation",
+)
 
 
 # ---------------------------------------------------------------- settings
@@ -97,14 +115,29 @@ def _check_setting(s: Mapping, where: str) -> dict:
     s = dict(s)
     for k in ("rtt_fast_ms", "rtt_slow_ms"):
         v = s.get(k)
-        if not isinstance(v, (list, tuple)) or len(v) != 2 or not all(isinstance(x, (int, float)) for x in v) \
-                or not 0 < v[0] <= v[1]:
+        if (
+            not isinstance(v, (list, tuple))
+            or len(v) != 2
+            or not all(isinstance(x, (int, float)) for x in v)
+            or not 0 < v[0] <= v[1]
+        ):
             raise ConfigError(f"{where}.{k}: expected [lo, hi] in ms with 0 < lo <= hi, got {v!r}")
         s[k] = [float(v[0]), float(v[1])]
-    for k, lo, hi in (("bandwidth_mbps", 0.0, math.inf), ("loss", 0.0, 1.0), ("host_buffer_mb", 0.0, math.inf)):
+    for k, lo, hi in (
+        ("bandwidth_mbps", 0.0, math.inf),
+        ("loss", 0.0, 1.0),
+        ("host_buffer_mb", 0.0, math.inf),
+    ):
         v = s.get(k)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v < hi or (k != "loss" and v == 0):
-            raise ConfigError(f"{where}.{k}: expected a number in {'[0, 1)' if k == 'loss' else '(0, inf)'}, got {v!r}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not lo <= v < hi
+            or (k != "loss" and v == 0)
+        ):
+            raise ConfigError(
+                f"{where}.{k}: expected a number in {'[0, 1)' if k == 'loss' else '(0, inf)'}, got {v!r}"
+            )
     for k in ("buffer_packets", "buffer_bytes"):
         v = s.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -132,31 +165,57 @@ def build_settings(sec: Mapping) -> list[dict]:
         raise ConfigError(f"{JOB}.sweeps: expected {{key: [values]}}, got {sweeps!r}")
     for key, values in sweeps.items():
         if key not in SETTING_KEYS or key in ("rtt_fast_ms", "rtt_slow_ms"):
-            raise ConfigError(f"{JOB}.sweeps: cannot sweep {key!r}; sweepable: "
-                              f"{[k for k in SETTING_KEYS if not k.startswith('rtt')]}")
+            raise ConfigError(
+                f"{JOB}.sweeps: cannot sweep {key!r}; sweepable: "
+                f"{[k for k in SETTING_KEYS if not k.startswith('rtt')]}"
+            )
         if not isinstance(values, list):
             raise ConfigError(f"{JOB}.sweeps.{key}: expected a list of values, got {values!r}")
         for v in values:
             p = _check_setting({**base, key: v}, f"{JOB}.sweeps.{key}")
-            out.append({"name": _name(key, v), "group": key, "x": v, "params": p, "size_bytes": size})
+            out.append(
+                {"name": _name(key, v), "group": key, "x": v, "params": p, "size_bytes": size}
+            )
     poor = sec.get("poor")
     if poor is not None:
         if not isinstance(poor, Mapping):
-            raise ConfigError(f"{JOB}.poor: expected a mapping of setting keys or null, got {poor!r}")
-        out.append({"name": "poor", "group": "poor", "x": None,
-                    "params": _check_setting({**base, **poor}, f"{JOB}.poor"), "size_bytes": size})
+            raise ConfigError(
+                f"{JOB}.poor: expected a mapping of setting keys or null, got {poor!r}"
+            )
+        out.append(
+            {
+                "name": "poor",
+                "group": "poor",
+                "x": None,
+                "params": _check_setting({**base, **poor}, f"{JOB}.poor"),
+                "size_bytes": size,
+            }
+        )
     fct = sec.get("fct")
     if fct is not None:
         if not isinstance(fct, Mapping):
-            raise ConfigError(f"{JOB}.fct: expected {{short_bytes, long_bytes, long_scale}} or null, got {fct!r}")
+            raise ConfigError(
+                f"{JOB}.fct: expected {{short_bytes, long_bytes, long_scale}} or null, got {fct!r}"
+            )
         scale = fct.get("long_scale", 1.0)
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
             raise ConfigError(f"{JOB}.fct.long_scale: expected a number in (0, 1], got {scale!r}")
         short = common.check_positive_int(fct, "short_bytes", None)
         long_ = max(1, int(common.check_positive_int(fct, "long_bytes", None) * scale))
-        out.append({"name": "fct_short", "group": "fct", "x": short, "params": base, "size_bytes": short})
-        out.append({"name": "fct_long", "group": "fct", "x": long_, "params": base, "size_bytes": long_,
-                    "nominal_bytes": int(fct["long_bytes"]), "scale": float(scale)})
+        out.append(
+            {"name": "fct_short", "group": "fct", "x": short, "params": base, "size_bytes": short}
+        )
+        out.append(
+            {
+                "name": "fct_long",
+                "group": "fct",
+                "x": long_,
+                "params": base,
+                "size_bytes": long_,
+                "nominal_bytes": int(fct["long_bytes"]),
+                "scale": float(scale),
+            }
+        )
     tg_on = bool((sec.get("true_gap") or {}).get("enabled", True))
     for s in out:
         s["true_gap"] = tg_on and s["group"] != "fct" and s["params"]["subflows"] == 2
@@ -178,12 +237,24 @@ def path_rtts_ms(params: Mapping, seed: int) -> list[float]:
 def scenario_for(params: Mapping, seed: int, max_duration_s: float) -> dict:
     """The emulator scenario of a setting for a run seed."""
     host = int(params["host_buffer_mb"] * MIB)
-    paths = [{"name": f"p{k}", "bandwidth_mbps": float(params["bandwidth_mbps"]), "rtt_ms": round(rtt, 3),
-              "loss": float(params["loss"]), "buffer_packets": params["buffer_packets"],
-              "buffer_bytes": params["buffer_bytes"]} for k, rtt in enumerate(path_rtts_ms(params, seed))]
-    return {"name": "gaps", "cc": params["cc"], "max_duration_s": float(max_duration_s),
-            "flow_control": {"initial_window_bytes": host, "max_window_bytes": host},
-            "paths": paths}
+    paths = [
+        {
+            "name": f"p{k}",
+            "bandwidth_mbps": float(params["bandwidth_mbps"]),
+            "rtt_ms": round(rtt, 3),
+            "loss": float(params["loss"]),
+            "buffer_packets": params["buffer_packets"],
+            "buffer_bytes": params["buffer_bytes"],
+        }
+        for k, rtt in enumerate(path_rtts_ms(params, seed))
+    ]
+    return {
+        "name": "gaps",
+        "cc": params["cc"],
+        "max_duration_s": float(max_duration_s),
+        "flow_control": {"initial_window_bytes": host, "max_window_bytes": host},
+        "paths": paths,
+    }
 
 
 def check_scheduler_names(sec: Mapping) -> dict[str, dict]:
@@ -202,10 +273,13 @@ def check_scheduler_names(sec: Mapping) -> dict[str, dict]:
         try:
             ok = hasattr(importlib.import_module(module), attr)
         except ImportError as e:
-            raise ConfigError(f"{JOB}.schedulers: scheduler {n!r} is not available: cannot import {target} "
-                              f"({e})") from None
+            raise ConfigError(
+                f"{JOB}.schedulers: scheduler {n!r} is not available: cannot import {target} ({e})"
+            ) from None
         if not ok:
-            raise ConfigError(f"{JOB}.schedulers: scheduler {n!r} is not available: {module} has no {attr}")
+            raise ConfigError(
+                f"{JOB}.schedulers: scheduler {n!r} is not available: {module} has no {attr}"
+            )
         configs[n] = cfg
     return configs
 
@@ -218,7 +292,9 @@ def settings(cfg):
     sec["schedulers"] = common.check_schedulers(sec, JOB)
     md = sec.get("max_duration_s", 600)
     if isinstance(md, bool) or not isinstance(md, (int, float)) or md <= 0:
-        raise ConfigError(f"{JOB}.max_duration_s: expected a positive number of seconds, got {md!r}")
+        raise ConfigError(
+            f"{JOB}.max_duration_s: expected a positive number of seconds, got {md!r}"
+        )
     sec["cdf_points"] = common.check_positive_int(sec, "cdf_points", 201, lo=2)
     wu = sec.get("warmup_s", 1.0)
     if isinstance(wu, bool) or not isinstance(wu, (int, float)) or wu < 0:
@@ -232,8 +308,10 @@ def settings(cfg):
     configs = check_scheduler_names(sec)
     kind = (cfg.get("app") or {}).get("kind", "bulk")
     if kind != "bulk":
-        raise ConfigError(f"{JOB}: app.kind must be bulk (flow sizes come from {JOB}.size_bytes and {JOB}.fct), "
-                          f"got {kind!r}")
+        raise ConfigError(
+            f"{JOB}: app.kind must be bulk (flow sizes come from {JOB}.size_bytes and {JOB}.fct), "
+            f"got {kind!r}"
+        )
     return cfg, sec, configs, {"kind": "bulk"}
 
 
@@ -248,7 +326,9 @@ def app_delay_ms(oqs_t, oqs_v, delivered_bytes: float) -> float:
     return float(np.sum(v[:-1] * np.diff(t)) / delivered_bytes * 1000.0)
 
 
-def one_run(scheduler, scenario: dict, app: dict, seed: int, warmup_s: float = 1.0) -> tuple[dict, np.ndarray]:
+def one_run(
+    scheduler, scenario: dict, app: dict, seed: int, warmup_s: float = 1.0
+) -> tuple[dict, np.ndarray]:
     """Run one flow; ``(record, OQS samples [bytes])``. ``*_steady``: the OQS
     samples from ``warmup_s`` after the first data arrival on (NaN if none)."""
     import envs
@@ -262,14 +342,22 @@ def one_run(scheduler, scenario: dict, app: dict, seed: int, warmup_s: float = 1
     t = np.asarray(r.timeseries["oqs_t"], float)
     steady = v[t >= t[0] + warmup_s] if len(t) else v
     done = not m["timed_out"]
-    out = {"oqs_mean_kb": m["oqs_mean_bytes"] / 1e3, "oqs_p99_kb": m["oqs_p99_bytes"] / 1e3,
-           "oqs_max_kb": m["oqs_max_bytes"] / 1e3,
-           "oqs_mean_kb_steady": float(steady.mean()) / 1e3 if len(steady) else math.nan,
-           "oqs_p99_kb_steady": float(np.percentile(steady, 99)) / 1e3 if len(steady) else math.nan,
-           "app_delay_ms": app_delay_ms(r.timeseries["oqs_t"], v, m["app_bytes"] if done else math.nan),
-           "goodput_mbps": m["goodput_mbps"], "fct_s": m["download_time_s"], "timed_out": m["timed_out"],
-           "mean_gap_packets": rec.mean_gap, "gap_decisions": len(rec.gaps),
-           "path_share": [m.get(f"path{i}_share", math.nan) for i in range(len(scenario["paths"]))]}
+    out = {
+        "oqs_mean_kb": m["oqs_mean_bytes"] / 1e3,
+        "oqs_p99_kb": m["oqs_p99_bytes"] / 1e3,
+        "oqs_max_kb": m["oqs_max_bytes"] / 1e3,
+        "oqs_mean_kb_steady": float(steady.mean()) / 1e3 if len(steady) else math.nan,
+        "oqs_p99_kb_steady": float(np.percentile(steady, 99)) / 1e3 if len(steady) else math.nan,
+        "app_delay_ms": app_delay_ms(
+            r.timeseries["oqs_t"], v, m["app_bytes"] if done else math.nan
+        ),
+        "goodput_mbps": m["goodput_mbps"],
+        "fct_s": m["download_time_s"],
+        "timed_out": m["timed_out"],
+        "mean_gap_packets": rec.mean_gap,
+        "gap_decisions": len(rec.gaps),
+        "path_share": [m.get(f"path{i}_share", math.nan) for i in range(len(scenario["paths"]))],
+    }
     return out, v
 
 
@@ -277,8 +365,9 @@ def _key(*parts) -> str:
     return json.dumps(parts, sort_keys=True, default=str)
 
 
-def fit_trainables(configs: Mapping[str, dict], sec: Mapping, app: dict, log, progress: bool,
-                   model_dir=None) -> dict:
+def fit_trainables(
+    configs: Mapping[str, dict], sec: Mapping, app: dict, log, progress: bool, model_dir=None
+) -> dict:
     """Build and fit every agent with a ``train:`` section once, on the
     default setting of the first seed; ``{name: fitted scheduler}``. With
     ``model_dir``, a scheduler with ``save(directory)`` saves its model in
@@ -295,14 +384,22 @@ def fit_trainables(configs: Mapping[str, dict], sec: Mapping, app: dict, log, pr
             raise ConfigError(f"{JOB}: agent {name!r}: train: must be a mapping of fit() arguments")
         sched = instantiate_agent(name, cfg)
         if not callable(getattr(sched, "fit", None)):
-            raise ConfigError(f"{JOB}: agent {name!r} has a train: section but no fit() (not a Trainable)")
+            raise ConfigError(
+                f"{JOB}: agent {name!r} has a train: section but no fit() (not a Trainable)"
+            )
         scen = scenario_for(base["params"], sec["seed"], sec["max_duration_s"])
         t0 = time.perf_counter()
         seed_globals(sec["seed"])
-        sched.fit(scenario=scen, app={**app, "size_bytes": base["size_bytes"]}, seed=sec["seed"],
-                  log=lambda metrics, step=None, _n=name: log({f"train/{_n}/{k}": v for k, v in metrics.items()},
-                                                              step),
-                  progress=progress, **dict(train))
+        sched.fit(
+            scenario=scen,
+            app={**app, "size_bytes": base["size_bytes"]},
+            seed=sec["seed"],
+            log=lambda metrics, step=None, _n=name: log(
+                {f"train/{_n}/{k}": v for k, v in metrics.items()}, step
+            ),
+            progress=progress,
+            **dict(train),
+        )
         if progress:
             info(f"{JOB}: trained {name} [{time.perf_counter() - t0:.1f} s]")
         if model_dir is not None and callable(getattr(sched, "save", None)):
@@ -312,8 +409,14 @@ def fit_trainables(configs: Mapping[str, dict], sec: Mapping, app: dict, log, pr
     return out
 
 
-def run_gaps(sec: dict, configs: Mapping[str, dict], app: dict, progress: bool = True, log=None,
-             model_dir=None) -> dict:
+def run_gaps(
+    sec: dict,
+    configs: Mapping[str, dict],
+    app: dict,
+    progress: bool = True,
+    log=None,
+    model_dir=None,
+) -> dict:
     """The experiment (module docstring); the results dict."""
     t0 = time.perf_counter()
     log = log or (lambda metrics, step=None: None)
@@ -333,43 +436,79 @@ def run_gaps(sec: dict, configs: Mapping[str, dict], app: dict, progress: bool =
             if st["true_gap"]:
                 k = _key("true_gap", scen, app_s, seed)
                 if k not in cache:
-                    res = true_gap(scen, app_s, seeds=[seed + 1_000 * j for j in range(tg_cfg["extra_seeds"] + 1)],
-                                   max_gap_packets=tg_cfg.get("max_gap_packets", 256), step=tg_cfg.get("step", 16),
-                                   refine_step=tg_cfg.get("refine_step"))
+                    res = true_gap(
+                        scen,
+                        app_s,
+                        seeds=[seed + 1_000 * j for j in range(tg_cfg["extra_seeds"] + 1)],
+                        max_gap_packets=tg_cfg.get("max_gap_packets", 256),
+                        step=tg_cfg.get("step", 16),
+                        refine_step=tg_cfg.get("refine_step"),
+                    )
                     cache[k] = (res.to_dict(),)
                 tg = cache[k][0]
                 true_gaps.setdefault(st["name"], {})[str(seed)] = tg
             for name in sec["schedulers"]:
                 k = _key("run", scen, app_s, seed, name)
                 if k not in cache:
-                    sched = trained[name] if name in trained else common.build_agent(name, configs[name], seed)
+                    sched = (
+                        trained[name]
+                        if name in trained
+                        else common.build_agent(name, configs[name], seed)
+                    )
                     rec, samples = one_run(sched, scen, app_s, seed, sec["warmup_s"])
                     cache[k] = (rec, samples if st["name"] == "default" else None)
                 rec, samples = cache[k]
                 rec = dict(rec)
-                dev, unit = gap_deviation(rec["mean_gap_packets"], tg["gap_packets"] if tg else math.nan)
-                rec.update({"setting": st["name"], "scheduler": name, "seed": seed,
-                            "rtts_ms": [p["rtt_ms"] for p in scen["paths"]],
-                            "true_gap_packets": tg["gap_packets"] if tg else None,
-                            "gap_deviation": dev, "gap_deviation_unit": unit if tg else None})
+                dev, unit = gap_deviation(
+                    rec["mean_gap_packets"], tg["gap_packets"] if tg else math.nan
+                )
+                rec.update(
+                    {
+                        "setting": st["name"],
+                        "scheduler": name,
+                        "seed": seed,
+                        "rtts_ms": [p["rtt_ms"] for p in scen["paths"]],
+                        "true_gap_packets": tg["gap_packets"] if tg else None,
+                        "gap_deviation": dev,
+                        "gap_deviation_unit": unit if tg else None,
+                    }
+                )
                 records.append(rec)
                 if st["name"] == "default":
                     cdf_samples[name].append(samples)
         if progress:
-            info(f"{JOB}: {st['name']}: {len(seeds)} seed(s) x {len(sec['schedulers'])} scheduler(s) "
-                 f"[{time.perf_counter() - t1:.1f} s]")
+            info(
+                f"{JOB}: {st['name']}: {len(seeds)} seed(s) x {len(sec['schedulers'])} scheduler(s) "
+                f"[{time.perf_counter() - t1:.1f} s]"
+            )
     summary = summarise(records, sec)
     for sname, per in summary.items():
         for name, m in per.items():
-            log({f"{sname}/{name}/{k}": v for k, v in m.items() if isinstance(v, float) and math.isfinite(v)})
+            log(
+                {
+                    f"{sname}/{name}/{k}": v
+                    for k, v in m.items()
+                    if isinstance(v, float) and math.isfinite(v)
+                }
+            )
     q = np.linspace(0.0, 1.0, sec["cdf_points"])
-    cdf = {n: (np.quantile(np.concatenate(v), q) / 1e3).tolist() for n, v in cdf_samples.items() if v}
-    return {"job": JOB, "settings": {k: v for k, v in sec.items() if k != "settings"},
-            "setting_list": sec["settings"], "app": app, "seeds": seeds,
-            "true_gap": true_gaps, "summary": summary, "records": records,
-            "oqs_cdf": {"quantiles": q.tolist(), "oqs_kb": cdf},
-            "paper": gaps_report.PAPER, "claims": gaps_report.claims(summary),
-            "wall_s": time.perf_counter() - t0}
+    cdf = {
+        n: (np.quantile(np.concatenate(v), q) / 1e3).tolist() for n, v in cdf_samples.items() if v
+    }
+    return {
+        "job": JOB,
+        "settings": {k: v for k, v in sec.items() if k != "settings"},
+        "setting_list": sec["settings"],
+        "app": app,
+        "seeds": seeds,
+        "true_gap": true_gaps,
+        "summary": summary,
+        "records": records,
+        "oqs_cdf": {"quantiles": q.tolist(), "oqs_kb": cdf},
+        "paper": gaps_report.PAPER,
+        "claims": gaps_report.claims(summary),
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def summarise(records: list[dict], sec: Mapping) -> dict:
@@ -387,10 +526,16 @@ def summarise(records: list[dict], sec: Mapping) -> dict:
             m["true_gap_packets"] = float(np.median(tgs)) if tgs else math.nan
             # the deviation's median over the seeds whose TRUE GAP is > 0 (in %); over all seeds
             # (absolute packets) only when every TRUE GAP is 0: never a median of mixed units
-            unit = "%" if any(r["gap_deviation_unit"] == "%" for r in rs) else (
-                "packets" if any(r["gap_deviation_unit"] for r in rs) else None)
-            devs = [r["gap_deviation"] for r in rs if r["gap_deviation_unit"] == unit
-                    and math.isfinite(r["gap_deviation"])]
+            unit = (
+                "%"
+                if any(r["gap_deviation_unit"] == "%" for r in rs)
+                else ("packets" if any(r["gap_deviation_unit"] for r in rs) else None)
+            )
+            devs = [
+                r["gap_deviation"]
+                for r in rs
+                if r["gap_deviation_unit"] == unit and math.isfinite(r["gap_deviation"])
+            ]
             m["gap_deviation"] = float(np.median(devs)) if devs else math.nan
             m["gap_deviation_unit"] = unit
             m["gap_deviation_seeds"] = len(devs)
@@ -414,5 +559,15 @@ def run_job(cfg) -> dict:
     return common.run_tracked(cfg, JOB, params, body)
 
 
-__all__ = ["run_job", "run_gaps", "settings", "build_settings", "scenario_for", "path_rtts_ms", "app_delay_ms",
-           "one_run", "summarise", "check_scheduler_names"]
+__all__ = [
+    "run_job",
+    "run_gaps",
+    "settings",
+    "build_settings",
+    "scenario_for",
+    "path_rtts_ms",
+    "app_delay_ms",
+    "one_run",
+    "summarise",
+    "check_scheduler_names",
+]

@@ -71,7 +71,13 @@ CASES = {
 KNOWN_CASES = (*CASES, "traces")
 CC_CHOICES = tuple(CC_REGISTRY)
 ESTIMATOR_VARIANTS = ("hop", "hop_paper")
-METRICS = ("failure_probability", "goodput_mbps", "redundancy", "mean_block_bytes", "infeasible_fraction")
+METRICS = (
+    "failure_probability",
+    "goodput_mbps",
+    "redundancy",
+    "mean_block_bytes",
+    "infeasible_fraction",
+)
 
 
 def hop_constructor_keys() -> set[str]:
@@ -79,20 +85,35 @@ def hop_constructor_keys() -> set[str]:
     import inspect
 
     from baselines.hop.hop import HOP
+
     return set(inspect.signature(HOP).parameters)
 
 
-def _num(sec: Mapping, key: str, where: str, lo: float = 0.0, hi: float = math.inf, default=None) -> float:
+def _num(
+    sec: Mapping, key: str, where: str, lo: float = 0.0, hi: float = math.inf, default=None
+) -> float:
     v = sec.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo < v < hi:
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        or not lo < v < hi
+    ):
         raise ConfigError(f"{where}.{key}: expected a number in ({lo:g}, {hi:g}), got {v!r}")
     return float(v)
 
 
 def _kb_list(v, where: str) -> list[float]:
-    if not isinstance(v, list) or not v or any(isinstance(x, bool) or not isinstance(x, (int, float))
-                                                or not 0 < x < 10_000 for x in v):
-        raise ConfigError(f"{where}: expected a non-empty list of block sizes in kB (0, 10000), got {v!r}")
+    if (
+        not isinstance(v, list)
+        or not v
+        or any(
+            isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < 10_000 for x in v
+        )
+    ):
+        raise ConfigError(
+            f"{where}: expected a non-empty list of block sizes in kB (0, 10000), got {v!r}"
+        )
     return sorted({float(x) for x in v})
 
 
@@ -101,9 +122,12 @@ def _scheduler_kind(name: str, variants: Mapping) -> str:
         return "leap" if variants[name].get("mode") == "leap" else "hop"
     cc, plus, base = name.partition("+")
     if not plus or cc not in CC_CHOICES:
-        raise ConfigError(f"{JOB}.schedulers: unknown scheduler {name!r}: neither a hop_variants name "
-                          f"({sorted(variants)}) nor <cc>+<scheduler> with cc in {list(CC_CHOICES)}")
+        raise ConfigError(
+            f"{JOB}.schedulers: unknown scheduler {name!r}: neither a hop_variants name "
+            f"({sorted(variants)}) nor <cc>+<scheduler> with cc in {list(CC_CHOICES)}"
+        )
     from baselines import scheduler_class
+
     try:
         scheduler_class(base)
     except ConfigError as e:
@@ -122,38 +146,53 @@ def settings(cfg):
     sec["step_s"] = _num(sec, "step_s", JOB, default=0.025)
     sec["buffer_packets"] = common.check_positive_int(sec, "buffer_packets", 1000)
     sec["block_kb"] = _kb_list(sec.get("block_kb"), f"{JOB}.block_kb")
-    try:   # the contract's defaults and checks live in envs.deadline (BLOCK_DEFAULTS)
+    try:  # the contract's defaults and checks live in envs.deadline (BLOCK_DEFAULTS)
         blk = normalise_block(sec.get("block"))
     except ConfigError as e:
         raise ConfigError(f"{JOB}.{e}") from None
     if sec["duration_s"] < blk["period_s"]:
         raise ConfigError(f"{JOB}.duration_s: must hold at least one period ({blk['period_s']} s)")
-    blk["duration_s"] = sec["duration_s"]      # the run length is the experiment's
+    blk["duration_s"] = sec["duration_s"]  # the run length is the experiment's
     sec["block"] = blk
     cases = sec.get("cases")
     if not isinstance(cases, list) or not cases or len(set(map(str, cases))) != len(cases):
-        raise ConfigError(f"{JOB}.cases: expected a non-empty list of distinct case names, got {cases!r}")
+        raise ConfigError(
+            f"{JOB}.cases: expected a non-empty list of distinct case names, got {cases!r}"
+        )
     for c in cases:
         if c not in KNOWN_CASES:
             raise ConfigError(f"{JOB}.cases: unknown case {c!r}; known: {list(KNOWN_CASES)}")
     if "traces" in cases:
         tr = sec.get("traces")
-        if not isinstance(tr, Mapping) or not isinstance(tr.get("paths"), list) or len(tr["paths"]) < 1:
-            raise ConfigError(f"{JOB}.traces: expected {{paths: [{{trace: ..., rtt_ms: ...}}, ...]}}, got {tr!r}")
+        if (
+            not isinstance(tr, Mapping)
+            or not isinstance(tr.get("paths"), list)
+            or len(tr["paths"]) < 1
+        ):
+            raise ConfigError(
+                f"{JOB}.traces: expected {{paths: [{{trace: ..., rtt_ms: ...}}, ...]}}, got {tr!r}"
+            )
         if tr.get("block_kb") is not None:
             _kb_list(tr["block_kb"], f"{JOB}.traces.block_kb")
     variants = sec.get("hop_variants") or {}
     if not isinstance(variants, Mapping):
-        raise ConfigError(f"{JOB}.hop_variants: expected {{name: {{HOP kwargs}}}}, got {variants!r}")
+        raise ConfigError(
+            f"{JOB}.hop_variants: expected {{name: {{HOP kwargs}}}}, got {variants!r}"
+        )
     for n, kw in variants.items():
         if kw is not None and not isinstance(kw, Mapping):
-            raise ConfigError(f"{JOB}.hop_variants.{n}: expected a mapping of HOP kwargs, got {kw!r}")
+            raise ConfigError(
+                f"{JOB}.hop_variants.{n}: expected a mapping of HOP kwargs, got {kw!r}"
+            )
         hop_keys = hop_constructor_keys()
         bad = set(kw or {}) - hop_keys
         if bad:
-            raise ConfigError(f"{JOB}.hop_variants.{n}: unknown HOP key(s) {sorted(bad)}; known: {sorted(hop_keys)}")
+            raise ConfigError(
+                f"{JOB}.hop_variants.{n}: unknown HOP key(s) {sorted(bad)}; known: {sorted(hop_keys)}"
+            )
     sec["hop_variants"] = {n: dict(kw or {}) for n, kw in variants.items()}
     from baselines.hop.hop import HOP
+
     for n, kw in sec["hop_variants"].items():
         try:
             HOP(**kw)
@@ -165,7 +204,9 @@ def settings(cfg):
     est["skip_blocks"] = common.check_positive_int(est, "skip_blocks", 40, lo=0)
     est["z"] = _num(est, "z", f"{JOB}.estimator", default=2.054)
     est.setdefault("plot_case", cases[0])
-    est["plot_block_kb"] = _num(est, "plot_block_kb", f"{JOB}.estimator", default=sec["block_kb"][0])
+    est["plot_block_kb"] = _num(
+        est, "plot_block_kb", f"{JOB}.estimator", default=sec["block_kb"][0]
+    )
     sec["estimator"] = est
     sec["runtime"] = check_runtime(cfg.get("runtime"))
     return cfg, sec
@@ -175,13 +216,31 @@ def settings(cfg):
 def scenario_for(sec: Mapping, case: str) -> dict:
     """The two-path scenario of a case (``packet_size`` 1500, no handshake)."""
     if case == "traces":
-        paths = [{"buffer_packets": sec["buffer_packets"], **dict(p)} for p in sec["traces"]["paths"]]
+        paths = [
+            {"buffer_packets": sec["buffer_packets"], **dict(p)} for p in sec["traces"]["paths"]
+        ]
     else:
-        paths = [{"synthetic": {"kind": "gaussian_rate", "mean_mbps": m, "std_mbps": sec["std_mbps"],
-                                "step_s": sec["step_s"], "duration_s": sec["duration_s"] + 2.0, "dist": "truncnorm"},
-                  "rtt_ms": r, "buffer_packets": sec["buffer_packets"]} for m, r in CASES[case]]
-    return {"name": f"hop_{case}", "packet_size": sec["block"]["packet_bytes"],
-            "setup": {"handshake": "none"}, "paths": paths}
+        paths = [
+            {
+                "synthetic": {
+                    "kind": "gaussian_rate",
+                    "mean_mbps": m,
+                    "std_mbps": sec["std_mbps"],
+                    "step_s": sec["step_s"],
+                    "duration_s": sec["duration_s"] + 2.0,
+                    "dist": "truncnorm",
+                },
+                "rtt_ms": r,
+                "buffer_packets": sec["buffer_packets"],
+            }
+            for m, r in CASES[case]
+        ]
+    return {
+        "name": f"hop_{case}",
+        "packet_size": sec["block"]["packet_bytes"],
+        "setup": {"handshake": "none"},
+        "paths": paths,
+    }
 
 
 def case_sizes(sec: Mapping, case: str) -> list[float]:
@@ -197,7 +256,7 @@ class Unit:
     case: str
     scheduler: str
     kind: str
-    block_kb: float | None      # None: LEAP (picks its own sizes)
+    block_kb: float | None  # None: LEAP (picks its own sizes)
     seed: int
     scenario: dict
     block: dict
@@ -208,15 +267,23 @@ class Unit:
 
 
 def _estimator_stats(forecasts, cap: np.ndarray, skip: int, z: float) -> dict:
-    f = np.asarray(forecasts, float)                # blocks x paths x (mean, std)
+    f = np.asarray(forecasts, float)  # blocks x paths x (mean, std)
     n = min(len(f), len(cap))
     f, cap = f[skip:n], np.asarray(cap, float)[skip:n]
     if not len(f):
-        return {"below_q2": [math.nan] * cap.shape[1], "mean_forecast": [math.nan] * cap.shape[1],
-                "mean_realised": [math.nan] * cap.shape[1], "blocks": 0}
+        return {
+            "below_q2": [math.nan] * cap.shape[1],
+            "mean_forecast": [math.nan] * cap.shape[1],
+            "mean_realised": [math.nan] * cap.shape[1],
+            "blocks": 0,
+        }
     q = f[:, :, 0] - z * f[:, :, 1]
-    return {"below_q2": (cap < q).mean(axis=0).tolist(), "mean_forecast": f[:, :, 0].mean(axis=0).tolist(),
-            "mean_realised": cap.mean(axis=0).tolist(), "blocks": int(len(f))}
+    return {
+        "below_q2": (cap < q).mean(axis=0).tolist(),
+        "mean_forecast": f[:, :, 0].mean(axis=0).tolist(),
+        "mean_realised": cap.mean(axis=0).tolist(),
+        "blocks": int(len(f)),
+    }
 
 
 def run_unit(u: Unit) -> dict:
@@ -233,12 +300,24 @@ def run_unit(u: Unit) -> dict:
 
         cc, _, base = u.scheduler.partition("+")
         b = int(round(u.block_kb * 1000))
-        app = {"kind": "blocks", "block_bytes": b, "period_s": u.block["period_s"],
-               "deadline_s": u.block["deadline_s"], "duration_s": u.block["duration_s"]}
+        app = {
+            "kind": "blocks",
+            "block_bytes": b,
+            "period_s": u.block["period_s"],
+            "deadline_s": u.block["deadline_s"],
+            "duration_s": u.block["duration_s"],
+        }
         r = envs.run_episode({**u.scenario, "cc": cc}, app, make_scheduler(base), u.seed)
-        m = block_metrics_from_times(r.object_times, b, u.block["duration_s"], u.block["deadline_s"])
-        rec.update(failure_probability=float(m["failure_probability"]), goodput_mbps=float(m["goodput_mbps"]),
-                   redundancy=0.0, mean_block_bytes=float(b), infeasible_fraction=math.nan)
+        m = block_metrics_from_times(
+            r.object_times, b, u.block["duration_s"], u.block["deadline_s"]
+        )
+        rec.update(
+            failure_probability=float(m["failure_probability"]),
+            goodput_mbps=float(m["goodput_mbps"]),
+            redundancy=0.0,
+            mean_block_bytes=float(b),
+            infeasible_fraction=math.nan,
+        )
     else:
         from baselines.hop.hop import HOP
         from baselines.hop.oracle import no_queueing_bound
@@ -259,10 +338,14 @@ def run_unit(u: Unit) -> dict:
             if u.keep_series:
                 f = np.asarray(h.forecasts, float)
                 n = min(len(f), len(r.window_capacity))
-                rec["series"] = {"t_s": np.asarray(r.release_s[:n], float).round(4).tolist(),
-                                 "forecast_mean_kb": (f[:n, :, 0] / 1e3).round(3).tolist(),
-                                 "forecast_q2_kb": ((f[:n, :, 0] - u.z * f[:n, :, 1]) / 1e3).round(3).tolist(),
-                                 "realised_kb": (np.asarray(r.window_capacity[:n], float) / 1e3).round(3).tolist()}
+                rec["series"] = {
+                    "t_s": np.asarray(r.release_s[:n], float).round(4).tolist(),
+                    "forecast_mean_kb": (f[:n, :, 0] / 1e3).round(3).tolist(),
+                    "forecast_q2_kb": ((f[:n, :, 0] - u.z * f[:n, :, 1]) / 1e3).round(3).tolist(),
+                    "realised_kb": (np.asarray(r.window_capacity[:n], float) / 1e3)
+                    .round(3)
+                    .tolist(),
+                }
     rec["wall_s"] = time.perf_counter() - t0
     return rec
 
@@ -279,10 +362,28 @@ def build_units(sec: Mapping) -> list[Unit]:
             sizes = [None] if kind == "leap" else case_sizes(sec, case)
             for kb in sizes:
                 for s in seeds:
-                    keep = (name in ESTIMATOR_VARIANTS and case == est["plot_case"] and s == seeds[0]
-                            and kb is not None and abs(kb - est["plot_block_kb"]) < 1e-9)
-                    units.append(Unit(case, name, kind, kb, s, scen, blk, sec["hop_variants"].get(name, {}),
-                                      keep, est["skip_blocks"], est["z"]))
+                    keep = (
+                        name in ESTIMATOR_VARIANTS
+                        and case == est["plot_case"]
+                        and s == seeds[0]
+                        and kb is not None
+                        and abs(kb - est["plot_block_kb"]) < 1e-9
+                    )
+                    units.append(
+                        Unit(
+                            case,
+                            name,
+                            kind,
+                            kb,
+                            s,
+                            scen,
+                            blk,
+                            sec["hop_variants"].get(name, {}),
+                            keep,
+                            est["skip_blocks"],
+                            est["z"],
+                        )
+                    )
     return units
 
 
@@ -307,7 +408,11 @@ def summarise(records: list[dict], sec: Mapping) -> dict:
                 for k in METRICS[1:]:
                     cell[k] = mean_ci([r[k] for r in rk])[0]
                 cells["leap" if kb is None else f"{kb:g}"] = cell
-            ok = [kb for kb in sizes if kb is not None and cells[f"{kb:g}"]["failure_probability"] <= target]
+            ok = [
+                kb
+                for kb in sizes
+                if kb is not None and cells[f"{kb:g}"]["failure_probability"] <= target
+            ]
             per[name] = {"sizes": cells, "max_block_kb": max(ok) if ok else math.nan}
             if sec["kinds"][name] == "leap":
                 ks = [x for r in rs for x in r.get("block_sizes_kb", [])]
@@ -315,32 +420,58 @@ def summarise(records: list[dict], sec: Mapping) -> dict:
                 per[name]["mean_block_kb"] = float(np.mean(ks)) if ks else math.nan
             ests = [r["estimator"] for r in rs if "estimator" in r]
             if ests:
-                per[name]["estimator"] = {k: np.nanmean([e[k] for e in ests], axis=0).tolist()
-                                          for k in ("below_q2", "mean_forecast", "mean_realised")}
+                per[name]["estimator"] = {
+                    k: np.nanmean([e[k] for e in ests], axis=0).tolist()
+                    for k in ("below_q2", "mean_forecast", "mean_realised")
+                }
         bounds = [r["bound"] for r in rc if "bound" in r]
-        emp = {"block_bytes": float(np.mean([b["block_bytes"] for b in bounds])) if bounds else math.nan,
-               "goodput_mbps": float(np.mean([b["goodput_mbps"] for b in bounds])) if bounds else math.nan}
+        emp = {
+            "block_bytes": float(np.mean([b["block_bytes"] for b in bounds]))
+            if bounds
+            else math.nan,
+            "goodput_mbps": float(np.mean([b["goodput_mbps"] for b in bounds]))
+            if bounds
+            else math.nan,
+        }
         gauss = {"block_bytes": math.nan, "goodput_mbps": math.nan}
         if case in CASES:
-            gauss = gaussian_bound([m for m, _ in CASES[case]], [sec["std_mbps"]] * len(CASES[case]),
-                                   [r / 2e3 for _, r in CASES[case]], blk["deadline_s"], blk["p_thr"],
-                                   blk["period_s"])
+            gauss = gaussian_bound(
+                [m for m, _ in CASES[case]],
+                [sec["std_mbps"]] * len(CASES[case]),
+                [r / 2e3 for _, r in CASES[case]],
+                blk["deadline_s"],
+                blk["p_thr"],
+                blk["period_s"],
+            )
         for p in per.values():
             kb = p["max_block_kb"]
             rate = kb * 1e3 * 8 / blk["period_s"] / 1e6 if math.isfinite(kb) else math.nan
             p["max_block_rate_mbps"] = rate
-            p["max_block_goodput_mbps"] = p["sizes"][f"{kb:g}"]["goodput_mbps"] if math.isfinite(kb) else math.nan
-            p["fraction_of_bound"] = rate / emp["goodput_mbps"] if emp["goodput_mbps"] > 0 else math.nan
+            p["max_block_goodput_mbps"] = (
+                p["sizes"][f"{kb:g}"]["goodput_mbps"] if math.isfinite(kb) else math.nan
+            )
+            p["fraction_of_bound"] = (
+                rate / emp["goodput_mbps"] if emp["goodput_mbps"] > 0 else math.nan
+            )
         ratios = {}
         if "hop" in per:
             for other in ("bbr+dems", "bbr+daps", "bbr+sttf"):
                 if other in per:
                     ratios[f"{other}/hop"] = {
-                        s: (c["failure_probability"] / per["hop"]["sizes"][s]["failure_probability"]
-                            if per["hop"]["sizes"].get(s, {}).get("failure_probability", 0) > 0 else math.nan)
-                        for s, c in per[other]["sizes"].items() if s in per["hop"]["sizes"]}
-        out[case] = {"schedulers": per, "bound_empirical": emp, "bound_gaussian": dict(gauss),
-                     "failure_ratios": ratios}
+                        s: (
+                            c["failure_probability"] / per["hop"]["sizes"][s]["failure_probability"]
+                            if per["hop"]["sizes"].get(s, {}).get("failure_probability", 0) > 0
+                            else math.nan
+                        )
+                        for s, c in per[other]["sizes"].items()
+                        if s in per["hop"]["sizes"]
+                    }
+        out[case] = {
+            "schedulers": per,
+            "bound_empirical": emp,
+            "bound_gaussian": dict(gauss),
+            "failure_ratios": ratios,
+        }
     return out
 
 
@@ -353,27 +484,43 @@ def run_hop(sec: dict, progress: bool = True, log=None) -> dict:
     units = build_units(sec)
     rt = sec["runtime"]
     if progress:
-        info(f"{JOB}: {len(sec['cases'])} case(s), {len(sec['schedulers'])} scheduler(s), {sec['runs']} run(s) "
-             f"of {sec['duration_s']:g} s: {len(units)} runs on runtime={rt['name']}"
-             + (f" ({rt['workers']} workers)" if rt["name"] == "local" else ""))
+        info(
+            f"{JOB}: {len(sec['cases'])} case(s), {len(sec['schedulers'])} scheduler(s), {sec['runs']} run(s) "
+            f"of {sec['duration_s']:g} s: {len(units)} runs on runtime={rt['name']}"
+            + (f" ({rt['workers']} workers)" if rt["name"] == "local" else "")
+        )
     records = run_jobs(units, run_unit, rt, progress=progress, desc=JOB)
     summary = summarise(records, sec)
     for case, cs in summary.items():
         for name, p in cs["schedulers"].items():
             for s, c in p["sizes"].items():
-                log({f"{case}/{name}/{s}/{k}": v for k, v in c.items()
-                     if isinstance(v, float) and math.isfinite(v)})
+                log(
+                    {
+                        f"{case}/{name}/{s}/{k}": v
+                        for k, v in c.items()
+                        if isinstance(v, float) and math.isfinite(v)
+                    }
+                )
             if math.isfinite(p["max_block_kb"]):
                 log({f"{case}/{name}/max_block_kb": p["max_block_kb"]})
         if math.isfinite(cs["bound_empirical"]["goodput_mbps"]):
             log({f"{case}/bound_goodput_mbps": cs["bound_empirical"]["goodput_mbps"]})
-    series = next((r["series"] for r in records if "series" in r and r["scheduler"] == "hop"),
-                  next((r["series"] for r in records if "series" in r), None))
+    series = next(
+        (r["series"] for r in records if "series" in r and r["scheduler"] == "hop"),
+        next((r["series"] for r in records if "series" in r), None),
+    )
     light = [{k: v for k, v in r.items() if k not in ("series", "block_sizes_kb")} for r in records]
-    return {"job": JOB, "settings": common.settings_record(sec), "seeds": [sec["seed"] + k for k in range(sec["runs"])],
-            "summary": summary, "records": light, "estimator_series": series,
-            "paper": hop_report.PAPER, "claims": hop_report.claims(summary, sec),
-            "wall_s": time.perf_counter() - t0}
+    return {
+        "job": JOB,
+        "settings": common.settings_record(sec),
+        "seeds": [sec["seed"] + k for k in range(sec["runs"])],
+        "summary": summary,
+        "records": light,
+        "estimator_series": series,
+        "paper": hop_report.PAPER,
+        "claims": hop_report.claims(summary, sec),
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def run_job(cfg) -> dict:
@@ -389,5 +536,14 @@ def run_job(cfg) -> dict:
     return common.run_tracked(cfg, JOB, params, body)
 
 
-__all__ = ["run_job", "run_hop", "settings", "scenario_for", "build_units", "run_unit", "summarise", "mean_ci",
-           "CASES"]
+__all__ = [
+    "run_job",
+    "run_hop",
+    "settings",
+    "scenario_for",
+    "build_units",
+    "run_unit",
+    "summarise",
+    "mean_ci",
+    "CASES",
+]

@@ -60,8 +60,14 @@ class SparseBank:
     reads of a bank (``grid``, ``spec``, ``reward``, ``reward_unit``, ``select``,
     ``weights``); no offline loop (``params`` is None)."""
 
-    def __init__(self, grid: ConditionGrid, spec, trained: Mapping[int, np.ndarray], default: np.ndarray,
-                 reward_unit: str = COMPLETION_UNIT):
+    def __init__(
+        self,
+        grid: ConditionGrid,
+        spec,
+        trained: Mapping[int, np.ndarray],
+        default: np.ndarray,
+        reward_unit: str = COMPLETION_UNIT,
+    ):
         self.grid = grid
         self.reward_unit = reward_unit
         self.spec = spec
@@ -96,16 +102,25 @@ def cross_cells(grid: ConditionGrid, conds: Sequence[PathCondition]) -> set[int]
         near = {(il, ir, idv)}
         for d in (-1, 1):
             near |= {(il + d, ir, idv), (il, ir + d, idv), (il, ir, idv + d)}
-        per_path.append([(a * n_rtt + b) * n_dev + e for a, b, e in near
-                         if 0 <= a < n_loss and 0 <= b < n_rtt and 0 <= e < n_dev])
+        per_path.append(
+            [
+                (a * n_rtt + b) * n_dev + e
+                for a, b, e in near
+                if 0 <= a < n_loss and 0 <= b < n_rtt and 0 <= e < n_dev
+            ]
+        )
     cells = {0}
     for pcs in per_path:
         cells = {c * grid.n_path_cells + pc for c in cells for pc in pcs}
     return cells
 
 
-def sparse_bank(bank_cfg: Mapping, subranges: int, condition_sets: Sequence[Sequence[PathCondition]],
-                progress: bool = True) -> SparseBank:
+def sparse_bank(
+    bank_cfg: Mapping,
+    subranges: int,
+    condition_sets: Sequence[Sequence[PathCondition]],
+    progress: bool = True,
+) -> SparseBank:
     """Meta-train (the preset's Reptile settings and seed) the cross
     neighbourhoods of ``condition_sets`` on a grid with ``subranges`` parts
     per range; the rest at the initial parameters."""
@@ -120,10 +135,17 @@ def sparse_bank(bank_cfg: Mapping, subranges: int, condition_sets: Sequence[Sequ
     t0 = time.perf_counter()
     rows = reptile_cells(cells, grid, qspec, spec.dqn, spec.reptile, spec.seed)
     if progress:
-        info(f"{JOB}: sparse bank n={subranges}: {len(cells)} of {grid.n_cells} cells meta-trained "
-             f"({spec.reptile.meta_iterations} meta-iterations) [{time.perf_counter() - t0:.1f} s]")
-    return SparseBank(grid, qspec, dict(zip(cells, rows)), initial_params(qspec, spec.seed),
-                      spec.reptile.reward_unit)
+        info(
+            f"{JOB}: sparse bank n={subranges}: {len(cells)} of {grid.n_cells} cells meta-trained "
+            f"({spec.reptile.meta_iterations} meta-iterations) [{time.perf_counter() - t0:.1f} s]"
+        )
+    return SparseBank(
+        grid,
+        qspec,
+        dict(zip(cells, rows)),
+        initial_params(qspec, spec.seed),
+        spec.reptile.reward_unit,
+    )
 
 
 def min_k(ks: Sequence[int], scores: Sequence[float], fraction: float) -> int | None:
@@ -142,37 +164,54 @@ def settings(cfg):
     cfg, sec = common.job_config(cfg, JOB)
     sec, scen_a, scen_b, app = ab_settings(cfg, sec, JOB)
     ks = sec.get("ks")
-    if not isinstance(ks, list) or not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 0
-                                                 for k in ks):
-        raise ConfigError(f"{JOB}.ks: expected a list of non-negative integers (0: zero-shot), got {ks!r}")
+    if (
+        not isinstance(ks, list)
+        or not ks
+        or any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in ks)
+    ):
+        raise ConfigError(
+            f"{JOB}.ks: expected a list of non-negative integers (0: zero-shot), got {ks!r}"
+        )
     subs = sec.get("subranges") or [1]
-    if not isinstance(subs, list) or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in subs):
+    if not isinstance(subs, list) or any(
+        isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in subs
+    ):
         raise ConfigError(f"{JOB}.subranges: expected a list of positive integers, got {subs!r}")
     frac = float(sec.get("min_k_fraction", 0.95))
     if not 0 < frac <= 1:
         raise ConfigError(f"{JOB}.min_k_fraction: expected a fraction in (0, 1], got {frac}")
-    sec.update({"ks": [int(k) for k in ks], "subranges": [int(n) for n in subs], "min_k_fraction": frac})
+    sec.update(
+        {"ks": [int(k) for k in ks], "subranges": [int(n) for n in subs], "min_k_fraction": frac}
+    )
     sec.setdefault("agent", "falcon")
     return cfg, sec, scen_a, scen_b, app
 
 
-def run_k_impact(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank_for, progress: bool = True,
-                 log=None) -> dict:
+def run_k_impact(
+    sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank_for, progress: bool = True, log=None
+) -> dict:
     """``bank_for(n)`` gives the bank of ``n`` sub-ranges."""
     t0 = time.perf_counter()
     seed = sec["seed"]
     ref_cfg = dict(sec.get("reference") or {})
     ref, ref_info = common.train_reference([scen_b], app, seed + 900_000, ref_cfg, progress)
     ref_runs = common.check_positive_int(ref_cfg, "runs", 20)
-    ref_times = common.reference_times(ref, scen_b, app, [seed + 800_000 + i for i in range(ref_runs)])
+    ref_times = common.reference_times(
+        ref, scen_b, app, [seed + 800_000 + i for i in range(ref_runs)]
+    )
     ref_median = float(np.nanmedian(ref_times)) if np.isfinite(ref_times).any() else math.nan
-    base_cfg = common.agent_config(sec["agent"], (sec.get("agent_overrides") or {}).get(sec["agent"]))
+    base_cfg = common.agent_config(
+        sec["agent"], (sec.get("agent_overrides") or {}).get(sec["agent"])
+    )
     curves, records, banks = {}, [], {}
     for n in sec["subranges"]:
         bank = bank_for(n)
         trained = getattr(bank, "trained", None)
-        banks[n] = {"cells": int(bank.grid.n_cells), "sparse": trained is not None,
-                    "trained_cells": len(trained) if trained is not None else int(bank.grid.n_cells)}
+        banks[n] = {
+            "cells": int(bank.grid.n_cells),
+            "sparse": trained is not None,
+            "trained_cells": len(trained) if trained is not None else int(bank.grid.n_cells),
+        }
         rows = []
         for k in sec["ks"]:
             t1 = time.perf_counter()
@@ -181,7 +220,9 @@ def run_k_impact(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank_for, 
             for run in range(sec["runs"]):
                 sched = common.build_agent(sec["agent"], acfg, seed + run, bank)
                 base_seed = seed + 10_000 * (run + 1)
-                recs = a_then_b(sched, scen_a, scen_b, app, sec["downloads_a"], sec["downloads_b"], base_seed)
+                recs = a_then_b(
+                    sched, scen_a, scen_b, app, sec["downloads_a"], sec["downloads_b"], base_seed
+                )
                 for r in recs:
                     r.update({"subranges": n, "k": k, "run": run})
                 records.extend(recs)
@@ -191,49 +232,93 @@ def run_k_impact(sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank_for, 
                 if trained is not None:
                     untrained += sum(1 for c in cells if c not in trained)
             fin = [t for t in times if math.isfinite(t)]
-            row = {"k": int(k), "n": len(times), "median_time_s": float(np.median(fin)) if fin else math.nan,
-                   "score": common.relative_score(ref_times, times), "selections": selections,
-                   "untrained_selections": untrained}
+            row = {
+                "k": int(k),
+                "n": len(times),
+                "median_time_s": float(np.median(fin)) if fin else math.nan,
+                "score": common.relative_score(ref_times, times),
+                "selections": selections,
+                "untrained_selections": untrained,
+            }
             rows.append(row)
             if log is not None:
-                log({f"score/n{n}": row["score"], f"median_time_s/n{n}": row["median_time_s"]}, step=int(k))
+                log(
+                    {f"score/n{n}": row["score"], f"median_time_s/n{n}": row["median_time_s"]},
+                    step=int(k),
+                )
             if progress:
-                info(f"{JOB}: n={n} K={k}: score {row['score']:.3f} (median {row['median_time_s']:.3f} s, "
-                     f"{len(times)} downloads) [{time.perf_counter() - t1:.1f} s]")
+                info(
+                    f"{JOB}: n={n} K={k}: score {row['score']:.3f} (median {row['median_time_s']:.3f} s, "
+                    f"{len(times)} downloads) [{time.perf_counter() - t1:.1f} s]"
+                )
         mk = min_k(sec["ks"], [r["score"] for r in rows], sec["min_k_fraction"])
         curves[n] = {"rows": rows, "min_k": mk}
         if log is not None and mk is not None:
             log({f"min_k/n{n}": float(mk)})
-    return {"job": JOB, "settings": sec, "scenario_a": scen_a, "scenario_b": scen_b, "app": dict(app),
-            "reference": {"median_time_s": ref_median, "times": ref_times, "train": ref_info},
-            "banks": {str(n): b for n, b in banks.items()},
-            "curves": {str(n): c for n, c in curves.items()}, "records": records,
-            "wall_s": time.perf_counter() - t0}
+    return {
+        "job": JOB,
+        "settings": sec,
+        "scenario_a": scen_a,
+        "scenario_b": scen_b,
+        "app": dict(app),
+        "reference": {"median_time_s": ref_median, "times": ref_times, "train": ref_info},
+        "banks": {str(n): b for n, b in banks.items()},
+        "curves": {str(n): c for n, c in curves.items()},
+        "records": records,
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def table(results: dict) -> str:
     rows = []
     for n, c in results["curves"].items():
         for r in c["rows"]:
-            rows.append([n, r["k"], r["n"], r["median_time_s"], r["score"],
-                         f"{r['untrained_selections']}/{r['selections']}"])
-    mins = [[n, c["min_k"] if c["min_k"] is not None else "-", results["banks"][n]["trained_cells"],
-             results["banks"][n]["cells"]] for n, c in results["curves"].items()]
+            rows.append(
+                [
+                    n,
+                    r["k"],
+                    r["n"],
+                    r["median_time_s"],
+                    r["score"],
+                    f"{r['untrained_selections']}/{r['selections']}",
+                ]
+            )
+    mins = [
+        [
+            n,
+            c["min_k"] if c["min_k"] is not None else "-",
+            results["banks"][n]["trained_cells"],
+            results["banks"][n]["cells"],
+        ]
+        for n, c in results["curves"].items()
+    ]
     frac = results["settings"]["min_k_fraction"]
-    return (f"relative score after the change (DQN-Off median on B "
-            f"{results['reference']['median_time_s']:.3f} s / FALCON median on B) vs K\n"
-            + common.format_table(["subranges", "K", "downloads", "median time s", "score",
-                                   "untrained sel."], rows)
-            + f"\nminimum K (score >= {frac:g} x the best over K)\n"
-            + common.format_table(["subranges", "min K", "trained cells", "cells"], mins))
+    return (
+        f"relative score after the change (DQN-Off median on B "
+        f"{results['reference']['median_time_s']:.3f} s / FALCON median on B) vs K\n"
+        + common.format_table(
+            ["subranges", "K", "downloads", "median time s", "score", "untrained sel."], rows
+        )
+        + f"\nminimum K (score >= {frac:g} x the best over K)\n"
+        + common.format_table(["subranges", "min K", "trained cells", "cells"], mins)
+    )
 
 
 def plot(results: dict, path) -> None:
-    series = {f"n = {n} sub-range(s)": ([r["k"] for r in c["rows"]], [r["score"] for r in c["rows"]])
-              for n, c in results["curves"].items()}
-    common.plot_series(path, series, xlabel="K (fine-tuning steps)", ylabel="relative score (DQN-Off / FALCON)",
-                       title="Impact of K after a change", logx=True, xticks=results["settings"]["ks"],
-                       schedulers=False)
+    series = {
+        f"n = {n} sub-range(s)": ([r["k"] for r in c["rows"]], [r["score"] for r in c["rows"]])
+        for n, c in results["curves"].items()
+    }
+    common.plot_series(
+        path,
+        series,
+        xlabel="K (fine-tuning steps)",
+        ylabel="relative score (DQN-Off / FALCON)",
+        title="Impact of K after a change",
+        logx=True,
+        xticks=results["settings"]["ks"],
+        schedulers=False,
+    )
 
 
 def run_job(cfg) -> dict:
@@ -245,19 +330,41 @@ def run_job(cfg) -> dict:
         if n == 1:
             return common.experiment_bank(cfg, progress)
         from falcon.bank_job import bank_config
+
         bcfg = bank_config(to_plain(cfg.get("bank")) or "quick")
-        acfg = common.agent_config(sec["agent"], (sec.get("agent_overrides") or {}).get(sec["agent"]))
-        prior = [PathCondition(float(p["loss"]), float(p["rtt_ms"]), float(p["rtt_std_ms"]))
-                 for p in acfg.get("prior_conditions") or []]
+        acfg = common.agent_config(
+            sec["agent"], (sec.get("agent_overrides") or {}).get(sec["agent"])
+        )
+        prior = [
+            PathCondition(float(p["loss"]), float(p["rtt_ms"]), float(p["rtt_std_ms"]))
+            for p in acfg.get("prior_conditions") or []
+        ]
         sets = [conditions_of_scenario(scen_a), conditions_of_scenario(scen_b)]
         if len(prior) == len(sets[0]):
             sets.append(prior)
         return sparse_bank(bcfg, n, sets, progress)
 
     def body(tracker, folder):
-        return common.publish(tracker, folder, JOB, run_k_impact(sec, scen_a, scen_b, app, bank_for, progress, tracker.log_metrics), table, plot)
+        return common.publish(
+            tracker,
+            folder,
+            JOB,
+            run_k_impact(sec, scen_a, scen_b, app, bank_for, progress, tracker.log_metrics),
+            table,
+            plot,
+        )
 
-    return common.run_tracked(cfg, JOB, {"k_impact": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body)
+    return common.run_tracked(
+        cfg, JOB, {"k_impact": sec, "app": app, "bank": to_plain(cfg.get("bank"))}, body
+    )
 
 
-__all__ = ["run_job", "run_k_impact", "SparseBank", "sparse_bank", "cross_cells", "min_k", "settings"]
+__all__ = [
+    "run_job",
+    "run_k_impact",
+    "SparseBank",
+    "sparse_bank",
+    "cross_cells",
+    "min_k",
+    "settings",
+]

@@ -181,14 +181,16 @@ class Unit:
     condition: int
     condition_name: str
     scheduler: str
-    kind: str                    # "rule" | "fixed_split" | "oracle" | "learner" | "deployed"
+    kind: str  # "rule" | "fixed_split" | "oracle" | "learner" | "deployed"
     scenario: dict
     app: dict
-    agent: dict                  # agent config (_target_ + arguments; train: for learners)
+    agent: dict  # agent config (_target_ + arguments; train: for learners)
     seeds: tuple[int, ...]
     shares: tuple[float, ...] = ()
     train_seed: int = 0
-    members: tuple[dict, ...] = ()   # oracle: the family members of this job (falcon.experiments.oracle)
+    members: tuple[
+        dict, ...
+    ] = ()  # oracle: the family members of this job (falcon.experiments.oracle)
 
 
 # ---------------------------------------------------------------- jobs
@@ -198,24 +200,47 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
     units = []
     for c in conditions:
         i = c["index"]
-        base = dict(condition=i, condition_name=c["name"], scenario=c["scenario"], app=c["app"], seeds=seeds)
+        base = dict(
+            condition=i, condition_name=c["name"], scenario=c["scenario"], app=c["app"], seeds=seeds
+        )
         for name in sec["rules"]:
             units.append(Unit(scheduler=name, kind="rule", agent=agents[name], **base))
-        units.append(Unit(scheduler=FIXED, kind=FIXED, agent=agents[FIXED],
-                          shares=tuple(sec["fixed_split_shares"]), **base))
+        units.append(
+            Unit(
+                scheduler=FIXED,
+                kind=FIXED,
+                agent=agents[FIXED],
+                shares=tuple(sec["fixed_split_shares"]),
+                **base,
+            )
+        )
         if sec.get("oracle"):
             for j, group in enumerate(member_groups(sec["fixed_split_shares"], sec["oracle"])):
-                units.append(Unit(scheduler=f"{ORACLE}#{j}", kind=ORACLE, agent=agents[FAMILY],
-                                  members=group, **base))
+                units.append(
+                    Unit(
+                        scheduler=f"{ORACLE}#{j}",
+                        kind=ORACLE,
+                        agent=agents[FAMILY],
+                        members=group,
+                        **base,
+                    )
+                )
         for name in sec["learners"]:
             agent = dict(agents[name])
             if "seed" in agent:
                 agent["seed"] = sec["seed"] + i
-            units.append(Unit(scheduler=name, kind="learner", agent=agent,
-                              train_seed=sec["train_seed"] + 1000 * i, **base))
+            units.append(
+                Unit(
+                    scheduler=name,
+                    kind="learner",
+                    agent=agent,
+                    train_seed=sec["train_seed"] + 1000 * i,
+                    **base,
+                )
+            )
         for name in sec["deployed"]:
             agent = dict(agents[name])
-            agent.pop("train", None)         # deployed as configured: never trained on the condition
+            agent.pop("train", None)  # deployed as configured: never trained on the condition
             if "seed" in agent:
                 agent["seed"] = sec["seed"] + i
             units.append(Unit(scheduler=name, kind="deployed", agent=agent, **base))
@@ -224,9 +249,14 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
 
 def _cost_order(units: Sequence[Unit]) -> list[int]:
     """Indices of ``units``, the expensive ones first (learners, then large files)."""
+
     def size(u: Unit) -> float:
-        return float(u.app.get("size_bytes") or DEFAULT_APP["size_bytes"]) if u.app["kind"] == "bulk" \
+        return (
+            float(u.app.get("size_bytes") or DEFAULT_APP["size_bytes"])
+            if u.app["kind"] == "bulk"
             else float(DEFAULT_APP["size_bytes"])
+        )
+
     return sorted(range(len(units)), key=lambda k: (_KIND_ORDER[units[k].kind], -size(units[k]), k))
 
 
@@ -247,9 +277,17 @@ def _finite(x):
 def experience(metrics: Mapping) -> dict:
     """What a learner saw before the evaluation, from its fit metrics."""
     if "online_packets" in metrics:
-        return {"kind": "online", "episodes": metrics.get("episodes"), "packets": metrics["online_packets"]}
+        return {
+            "kind": "online",
+            "episodes": metrics.get("episodes"),
+            "packets": metrics["online_packets"],
+        }
     if "transitions" in metrics:
-        return {"kind": "offline", "episodes": metrics.get("logged_episodes"), "packets": metrics["transitions"]}
+        return {
+            "kind": "offline",
+            "episodes": metrics.get("logged_episodes"),
+            "packets": metrics["transitions"],
+        }
     return {"kind": None, "episodes": metrics.get("episodes"), "packets": None}
 
 
@@ -259,22 +297,40 @@ def train_learner(unit: Unit):
 
     t0 = time.perf_counter()
     rec = _Recorder()
-    plan = Plan([(unit.condition_name, unit.scenario)], [(unit.condition_name, unit.app)],
-                [(unit.scheduler, unit.agent)], list(unit.seeds))
+    plan = Plan(
+        [(unit.condition_name, unit.scenario)],
+        [(unit.condition_name, unit.app)],
+        [(unit.scheduler, unit.agent)],
+        list(unit.seeds),
+    )
     with tempfile.TemporaryDirectory(prefix="learnability-") as tmp:
         plan = train_agents(plan, Path(tmp), rec, unit.train_seed, progress=False)
         model_dir = Path(tmp) / "models" / unit.scheduler
-        models = {str(p.relative_to(model_dir)): p.read_bytes() for p in sorted(model_dir.rglob("*"))
-                  if p.is_file()} if model_dir.is_dir() else {}
+        models = (
+            {
+                str(p.relative_to(model_dir)): p.read_bytes()
+                for p in sorted(model_dir.rglob("*"))
+                if p.is_file()
+            }
+            if model_dir.is_dir()
+            else {}
+        )
     prefix = f"train/{unit.scheduler}/"
     final = {}
     for metrics, step in rec.calls:
         if step is None:
-            final = {k[len(prefix):]: v for k, v in metrics.items() if k.startswith(prefix)}
-    curve = [({k[len(prefix):]: v for k, v in m.items() if k.startswith(prefix)}, step)
-             for m, step in rec.calls if step is not None]
-    record = {"seed": unit.train_seed, "metrics": {k: _finite(v) for k, v in final.items()},
-              "experience": experience(final), "wall_s": time.perf_counter() - t0}
+            final = {k[len(prefix) :]: v for k, v in metrics.items() if k.startswith(prefix)}
+    curve = [
+        ({k[len(prefix) :]: v for k, v in m.items() if k.startswith(prefix)}, step)
+        for m, step in rec.calls
+        if step is not None
+    ]
+    record = {
+        "seed": unit.train_seed,
+        "metrics": {k: _finite(v) for k, v in final.items()},
+        "experience": experience(final),
+        "wall_s": time.perf_counter() - t0,
+    }
     return plan.agents[0][1], record, curve, models
 
 
@@ -285,10 +341,25 @@ def _times(unit: Unit, agent) -> list[dict]:
 
     out = []
     for k, s in enumerate(unit.seeds):
-        m = run_episode_job(Job(k, unit.condition_name, unit.condition_name, unit.scheduler, s, unit.scenario,
-                        unit.app, agent))["metrics"]
-        out.append({METRIC: m[METRIC], "timed_out": m.get("timed_out", 0.0),
-                    OVERHEAD: m.get(OVERHEAD, 0.0)})
+        m = run_episode_job(
+            Job(
+                k,
+                unit.condition_name,
+                unit.condition_name,
+                unit.scheduler,
+                s,
+                unit.scenario,
+                unit.app,
+                agent,
+            )
+        )["metrics"]
+        out.append(
+            {
+                METRIC: m[METRIC],
+                "timed_out": m.get("timed_out", 0.0),
+                OVERHEAD: m.get(OVERHEAD, 0.0),
+            }
+        )
     return out
 
 
@@ -310,30 +381,47 @@ def run_unit(unit: Unit) -> dict:
 
 
 # ---------------------------------------------------------------- the experiment
-def _progress_line(unit: Unit, res: dict, n_done: int, n_jobs: int, elapsed: float, width: int) -> str:
+def _progress_line(
+    unit: Unit, res: dict, n_done: int, n_jobs: int, elapsed: float, width: int
+) -> str:
     if unit.kind in (FIXED, ORACLE):
         runs_of = res["shares"] if unit.kind == FIXED else res["members"]
-        med = {s: report.describe([r[METRIC] for r in runs])["median"] for s, runs in runs_of.items()}
+        med = {
+            s: report.describe([r[METRIC] for r in runs])["median"] for s, runs in runs_of.items()
+        }
         ok = {s: m for s, m in med.items() if m is not None}
         best = min(ok, key=ok.get) if ok else None
         name = (f"share {best:g}" if unit.kind == FIXED else best) if best is not None else None
-        what = (f"best {name}: median {ok[best]:.3f} s" if best is not None else "no finished run") + \
-            f" ({len(med)} {'shares' if unit.kind == FIXED else 'policies'} x {len(unit.seeds)} runs)"
+        what = (
+            (f"best {name}: median {ok[best]:.3f} s" if best is not None else "no finished run")
+            + f" ({len(med)} {'shares' if unit.kind == FIXED else 'policies'} x {len(unit.seeds)} runs)"
+        )
     else:
         m = report.describe([r[METRIC] for r in res["runs"]])["median"]
-        what = (f"median {m:.3f} s" if m is not None else "no finished run") + f" ({len(unit.seeds)} runs)"
+        what = (
+            f"median {m:.3f} s" if m is not None else "no finished run"
+        ) + f" ({len(unit.seeds)} runs)"
         if "train" in res:
             exp = res["train"]["experience"]
             seen = f" on {exp['episodes']:.0f} episodes" if exp["episodes"] is not None else ""
             if exp["packets"] is not None:
                 seen += f" / {exp['packets']:.0f} {exp['kind']} packets"
             what += f", trained{seen} in {res['train']['wall_s']:.1f} s"
-    return (f"{JOB}: [{n_done:>{len(str(n_jobs))}}/{n_jobs}] {unit.condition_name:<{width}} {unit.scheduler:<11} "
-            f"{what} [{res['wall_s']:.1f} s; elapsed {elapsed:.0f} s]")
+    return (
+        f"{JOB}: [{n_done:>{len(str(n_jobs))}}/{n_jobs}] {unit.condition_name:<{width}} {unit.scheduler:<11} "
+        f"{what} [{res['wall_s']:.1f} s; elapsed {elapsed:.0f} s]"
+    )
 
 
-def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict], runtime: Mapping | None = None,
-                     progress: bool = True, log=None, models_dir: Path | None = None) -> dict:
+def run_learnability(
+    sec: dict,
+    conditions: list[dict],
+    agents: dict[str, dict],
+    runtime: Mapping | None = None,
+    progress: bool = True,
+    log=None,
+    models_dir: Path | None = None,
+) -> dict:
     """The suite (module docstring) without tracking; returns the results.
     ``log(metrics, step)`` receives the training curves; ``models_dir``
     receives the trained models (``<condition>/<learner>/``)."""
@@ -351,21 +439,36 @@ def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict],
 
     rt = check_runtime(runtime)
     if progress:
-        info(f"{JOB}: {len(conditions)} conditions x {len(sec['rules'])} rules + fixed split "
-             f"({len(sec['fixed_split_shares'])} shares) + {len(sec['learners'])} learners + "
-             f"{len(sec['deployed'])} deployed, "
-             f"{sec['runs']} runs each: {len(jobs)} jobs on runtime={rt['name']}"
-             + (f" ({rt['workers']} worker{'s' if rt['workers'] > 1 else ''})" if rt["name"] == "local" else ""))
+        info(
+            f"{JOB}: {len(conditions)} conditions x {len(sec['rules'])} rules + fixed split "
+            f"({len(sec['fixed_split_shares'])} shares) + {len(sec['learners'])} learners + "
+            f"{len(sec['deployed'])} deployed, "
+            f"{sec['runs']} runs each: {len(jobs)} jobs on runtime={rt['name']}"
+            + (
+                f" ({rt['workers']} worker{'s' if rt['workers'] > 1 else ''})"
+                if rt["name"] == "local"
+                else ""
+            )
+        )
     outs = run_jobs(jobs, run_unit, rt, progress=False, desc=JOB, on_result=report_job)
     by_key = {(u.condition, u.scheduler): r for u, r in zip(jobs, outs, strict=True)}
     results = {}
     for c in conditions:
-        out = {u.scheduler: by_key[(u.condition, u.scheduler)] for u in units
-               if u.condition == c["index"] and u.kind != ORACLE}
-        chunks = [by_key[(u.condition, u.scheduler)] for u in units if u.condition == c["index"] and u.kind == ORACLE]
-        if chunks:       # the oracle's jobs, one family member group each, as one result
-            out[ORACLE] = {"members": {k: v for ch in chunks for k, v in ch["members"].items()},
-                           "wall_s": sum(ch["wall_s"] for ch in chunks)}
+        out = {
+            u.scheduler: by_key[(u.condition, u.scheduler)]
+            for u in units
+            if u.condition == c["index"] and u.kind != ORACLE
+        }
+        chunks = [
+            by_key[(u.condition, u.scheduler)]
+            for u in units
+            if u.condition == c["index"] and u.kind == ORACLE
+        ]
+        if chunks:  # the oracle's jobs, one family member group each, as one result
+            out[ORACLE] = {
+                "members": {k: v for ch in chunks for k, v in ch["members"].items()},
+                "wall_s": sum(ch["wall_s"] for ch in chunks),
+            }
         for name in sec["learners"]:
             o = out[name]
             if log is not None:
@@ -377,21 +480,55 @@ def run_learnability(sec: dict, conditions: list[dict], agents: dict[str, dict],
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(data)
         results[c["name"]] = score_condition(out, sec)
-    settings_out = {k: sec[k] for k in ("runs", "seed", "train_seed", "rules", "learners", "deployed",
-                                        "fixed_split_shares",
-                                        "within", "beat_margin", "bulk_size_bytes", "max_conditions",
-                                        "agent_overrides", "oracle", "headroom_margin")}
+    settings_out = {
+        k: sec[k]
+        for k in (
+            "runs",
+            "seed",
+            "train_seed",
+            "rules",
+            "learners",
+            "deployed",
+            "fixed_split_shares",
+            "within",
+            "beat_margin",
+            "bulk_size_bytes",
+            "max_conditions",
+            "agent_overrides",
+            "oracle",
+            "headroom_margin",
+        )
+    }
     settings_out["split"] = sec.get("split")
-    settings_out.update(seeds=list(units[0].seeds), agents=agents, runtime=rt["name"],
-                        evaluation="every run from a fresh scheduler (rules; deployed schedulers as "
-                                   "configured, e.g. FALCON from its bank, adapting within the run) or a copy "
-                                   "of the trained one (learners; online learners keep learning within the run)")
-    cond_out = [{"index": c["index"], "name": c["name"], "scenario": c["scenario"], "app": c["app"],
-                 "train_seed": sec["train_seed"] + 1000 * c["index"], "agent_seed": sec["seed"] + c["index"]}
-                for c in conditions]
-    return {"job": JOB, "schema_version": SCHEMA_VERSION, "settings": settings_out,
-            "schedulers": [*sec["rules"], *references(sec), *scored(sec)], "conditions": cond_out,
-            "results": results, **suite_summary(results, sec), "wall_s": time.perf_counter() - t0}
+    settings_out.update(
+        seeds=list(units[0].seeds),
+        agents=agents,
+        runtime=rt["name"],
+        evaluation="every run from a fresh scheduler (rules; deployed schedulers as "
+        "configured, e.g. FALCON from its bank, adapting within the run) or a copy "
+        "of the trained one (learners; online learners keep learning within the run)",
+    )
+    cond_out = [
+        {
+            "index": c["index"],
+            "name": c["name"],
+            "scenario": c["scenario"],
+            "app": c["app"],
+            "train_seed": sec["train_seed"] + 1000 * c["index"],
+            "agent_seed": sec["seed"] + c["index"],
+        }
+        for c in conditions
+    ]
+    return {
+        "job": JOB,
+        "schema_version": SCHEMA_VERSION,
+        "settings": settings_out,
+        "schedulers": [*sec["rules"], *references(sec), *scored(sec)],
+        "conditions": cond_out,
+        "results": results,
+        **suite_summary(results, sec),
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def run_job(cfg) -> dict:
@@ -401,14 +538,34 @@ def run_job(cfg) -> dict:
     runtime = check_runtime(cfg.get("runtime"))
 
     def body(tracker, folder):
-        res = run_learnability(sec, conditions, agents, runtime, progress, tracker.log_metrics, folder / "models")
+        res = run_learnability(
+            sec, conditions, agents, runtime, progress, tracker.log_metrics, folder / "models"
+        )
         tracker.log_metrics(flat_metrics(res))
         return common.publish(tracker, folder, JOB, res, table, plot, table_file="table.txt")
 
-    params = {JOB: {**sec, "conditions": [{k: c[k] for k in ("name", "scenario", "app")} for c in conditions]},
-              "runtime": runtime, "quick": bool(cfg.get("quick", False))}
+    params = {
+        JOB: {
+            **sec,
+            "conditions": [{k: c[k] for k in ("name", "scenario", "app")} for c in conditions],
+        },
+        "runtime": runtime,
+        "quick": bool(cfg.get("quick", False)),
+    }
     return common.run_tracked(cfg, JOB, params, body)
 
 
-__all__ = ["run_job", "run_learnability", "settings", "check_condition", "score_condition", "suite_summary",
-           "geometric_mean", "run_unit", "make_units", "table", "plot", "Unit"]
+__all__ = [
+    "run_job",
+    "run_learnability",
+    "settings",
+    "check_condition",
+    "score_condition",
+    "suite_summary",
+    "geometric_mean",
+    "run_unit",
+    "make_units",
+    "table",
+    "plot",
+    "Unit",
+]

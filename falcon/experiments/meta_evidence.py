@@ -156,14 +156,31 @@ class EvidenceConfig:
         def bad(key, msg):
             raise ConfigError(f"evidence.{key}: {msg}, got {getattr(self, key)!r}")
 
-        positive_ints(self, "evidence", "n_cells", "tasks_per_cell", "finetune_steps", "finetune_decisions",
-                      "eval_seeds", "eval_size_bytes")
+        positive_ints(
+            self,
+            "evidence",
+            "n_cells",
+            "tasks_per_cell",
+            "finetune_steps",
+            "finetune_decisions",
+            "eval_seeds",
+            "eval_size_bytes",
+        )
         optional_positive_int(self, "evidence", "batch_size")
-        numbers_in(self, "evidence", ("finetune_epsilon", 0.0, 1.0, False), ("finetune_mix", 0.0, 1.0, False),
-                   ("max_duration_s", 0.0, math.inf, True),
-                   ("matters_threshold", 0.0, math.inf, False))
+        numbers_in(
+            self,
+            "evidence",
+            ("finetune_epsilon", 0.0, 1.0, False),
+            ("finetune_mix", 0.0, 1.0, False),
+            ("max_duration_s", 0.0, math.inf, True),
+            ("matters_threshold", 0.0, math.inf, False),
+        )
         if self.cells is not None:
-            if isinstance(self.cells, str | bytes) or not isinstance(self.cells, Sequence) or not self.cells:
+            if (
+                isinstance(self.cells, str | bytes)
+                or not isinstance(self.cells, Sequence)
+                or not self.cells
+            ):
                 bad("cells", "must be a non-empty list of cell indices or names, or null")
             object.__setattr__(self, "cells", tuple(self.cells))
         if self.bank_path is not None:
@@ -190,10 +207,10 @@ class EvidencePlan:
     """Everything one run needs, validated (:func:`plan_evidence`)."""
 
     config: EvidenceConfig
-    build: BankBuildSpec          # how the meta-models and the joint model are (were) trained
+    build: BankBuildSpec  # how the meta-models and the joint model are (were) trained
     cells: tuple[int, ...]
-    seed: int                     # cell sample, held-out tasks, evaluation seeds
-    bank: MetaModelBank | None    # meta-models read from a file (config.bank_path)
+    seed: int  # cell sample, held-out tasks, evaluation seeds
+    bank: MetaModelBank | None  # meta-models read from a file (config.bank_path)
 
     @property
     def grid(self) -> ConditionGrid:
@@ -205,15 +222,22 @@ class EvidencePlan:
 
     def settings(self) -> dict:
         """JSON-able settings of the run (recorded with the results)."""
-        return {"evidence": self.config.to_dict(), "seed": self.seed, "cells": list(self.cells),
-                "build": self.build.settings(), "build_name": self.build.name,
-                "meta_source": "bank file" if self.bank is not None else "trained (reptile_cells)"}
+        return {
+            "evidence": self.config.to_dict(),
+            "seed": self.seed,
+            "cells": list(self.cells),
+            "build": self.build.settings(),
+            "build_name": self.build.name,
+            "meta_source": "bank file" if self.bank is not None else "trained (reptile_cells)",
+        }
 
 
 def _resolve_cells(cfg: EvidenceConfig, grid: ConditionGrid, seed: int) -> tuple[int, ...]:
     if cfg.cells is None:
         if cfg.n_cells > grid.n_cells:
-            raise ConfigError(f"evidence.n_cells: the grid has {grid.n_cells} cells, got {cfg.n_cells}")
+            raise ConfigError(
+                f"evidence.n_cells: the grid has {grid.n_cells} cells, got {cfg.n_cells}"
+            )
         rng = np.random.default_rng(np.random.SeedSequence((seed, CELLS_TAG)))
         return tuple(sorted(int(c) for c in rng.choice(grid.n_cells, cfg.n_cells, replace=False)))
     names = {grid.name(c): c for c in range(grid.n_cells)}
@@ -221,11 +245,17 @@ def _resolve_cells(cfg: EvidenceConfig, grid: ConditionGrid, seed: int) -> tuple
     for c in cfg.cells:
         if isinstance(c, str) and c in names:
             out.append(names[c])
-        elif not isinstance(c, bool) and isinstance(c, int | np.integer) and 0 <= int(c) < grid.n_cells:
+        elif (
+            not isinstance(c, bool)
+            and isinstance(c, int | np.integer)
+            and 0 <= int(c) < grid.n_cells
+        ):
             out.append(int(c))
         else:
-            raise ConfigError(f"evidence.cells: {c!r} is not a cell of the grid (0..{grid.n_cells - 1} "
-                              f"or {grid.name(0)}..{grid.name(grid.n_cells - 1)})")
+            raise ConfigError(
+                f"evidence.cells: {c!r} is not a cell of the grid (0..{grid.n_cells - 1} "
+                f"or {grid.name(0)}..{grid.name(grid.n_cells - 1)})"
+            )
     if len(set(out)) != len(out):
         raise ConfigError("evidence.cells: a cell is listed twice")
     return tuple(out)
@@ -235,13 +265,19 @@ def _build_of_bank(bank: MetaModelBank, path: str) -> BankBuildSpec:
     """The build settings recorded in a bank file (the joint model must get the same)."""
     settings = bank.meta.get("settings")
     if not isinstance(settings, Mapping):
-        raise ConfigError(f"evidence.bank_path: {path} records no build settings; the joint model "
-                          "needs them (build the bank with experiment=build_bank)")
-    return BankBuildSpec(name=str(bank.meta.get("preset", "file")), grid=bank.grid, hidden=bank.spec.hidden,
-                         dqn=DQNConfig.from_kwargs(**dict(settings.get("dqn") or {})),
-                         reptile=ReptileConfig.from_dict(settings.get("reptile")),
-                         seed=int(settings.get("seed", 0)),
-                         generalist=GeneralistConfig.from_mapping(settings.get("generalist")))
+        raise ConfigError(
+            f"evidence.bank_path: {path} records no build settings; the joint model "
+            "needs them (build the bank with experiment=build_bank)"
+        )
+    return BankBuildSpec(
+        name=str(bank.meta.get("preset", "file")),
+        grid=bank.grid,
+        hidden=bank.spec.hidden,
+        dqn=DQNConfig.from_kwargs(**dict(settings.get("dqn") or {})),
+        reptile=ReptileConfig.from_dict(settings.get("reptile")),
+        seed=int(settings.get("seed", 0)),
+        generalist=GeneralistConfig.from_mapping(settings.get("generalist")),
+    )
 
 
 def plan_evidence(cfg: Mapping) -> EvidencePlan:
@@ -268,6 +304,7 @@ def plan_evidence(cfg: Mapping) -> EvidencePlan:
 
 # ---------------------------------------------------------------- policies
 
+
 class FixedPath(Scheduler):
     """Every packet on one path (a reference: what ignoring the other path costs)."""
 
@@ -285,7 +322,9 @@ def greedy_scheduler(theta: np.ndarray, spec: QNetSpec) -> DQNScheduler:
     return policy_greedy(split_params(spec, np.array(theta, np.float32)), spec)
 
 
-def evaluate(scenario: Mapping, scheduler: Scheduler, seeds: Sequence[int], app: Mapping) -> list[dict]:
+def evaluate(
+    scenario: Mapping, scheduler: Scheduler, seeds: Sequence[int], app: Mapping
+) -> list[dict]:
     """Episodes of ``app`` on ``scenario`` (already capped), one per seed:
     ``{"time_s", "timed_out", "path0_share"}`` (``time_s``: the download time,
     or the emulated time at the cap for a download that did not complete)."""
@@ -293,12 +332,18 @@ def evaluate(scenario: Mapping, scheduler: Scheduler, seeds: Sequence[int], app:
     for s in seeds:
         m = run_episode(scenario, app, scheduler, int(s)).metrics
         timed_out = bool(m["timed_out"])
-        out.append({"time_s": float(m["elapsed_s"] if timed_out else m["download_time_s"]),
-                    "timed_out": timed_out, "path0_share": float(m.get("path0_share", math.nan))})
+        out.append(
+            {
+                "time_s": float(m["elapsed_s"] if timed_out else m["download_time_s"]),
+                "timed_out": timed_out,
+                "path0_share": float(m.get("path0_share", math.nan)),
+            }
+        )
     return out
 
 
 # ---------------------------------------------------------------- start points
+
 
 def train_start_points(plan: EvidencePlan, progress: Callable[[str], None]) -> tuple[dict, dict]:
     """``({"meta": [M, P], "random": [P], "joint": [P]}, cpu seconds per phase)``."""
@@ -313,48 +358,85 @@ def train_start_points(plan: EvidencePlan, progress: Callable[[str], None]) -> t
 
         def report(it, info):
             if (it + 1) % every == 0 or it + 1 == n_iter:
-                progress(f"meta_evidence: {what} {it + 1}/{n_iter}  loss {info.get('loss', math.nan):.4g}  "
-                         f"[cpu {time.process_time() - t0:.1f} s]")
+                progress(
+                    f"meta_evidence: {what} {it + 1}/{n_iter}  loss {info.get('loss', math.nan):.4g}  "
+                    f"[cpu {time.process_time() - t0:.1f} s]"
+                )
+
         return report
 
     t = time.process_time()
     start = None
-    if b.generalist is not None:     # the build's start of every cell, and so of the joint model
-        progress(f"meta_evidence: the generalist start of the build ({b.generalist.tasks} tasks, "
-                 f"{b.generalist.gradient_steps} steps)")
-        start, _ = train_generalist(b.grid, spec, b.dqn, b.generalist, b.seed, b.reptile.task_base,
-                                    b.reptile.task_size_bytes, progress=False,
-                                    reward_unit=b.reptile.reward_unit)
+    if b.generalist is not None:  # the build's start of every cell, and so of the joint model
+        progress(
+            f"meta_evidence: the generalist start of the build ({b.generalist.tasks} tasks, "
+            f"{b.generalist.gradient_steps} steps)"
+        )
+        start, _ = train_generalist(
+            b.grid,
+            spec,
+            b.dqn,
+            b.generalist,
+            b.seed,
+            b.reptile.task_base,
+            b.reptile.task_size_bytes,
+            progress=False,
+            reward_unit=b.reptile.reward_unit,
+        )
     cpu["generalist_cpu_s"] = time.process_time() - t
     t = time.process_time()
     if plan.bank is not None:
         meta = np.stack([plan.bank.row(c) for c in cells]).astype(np.float32)
-        progress(f"meta_evidence: meta-models of {len(cells)} cells read from {plan.config.bank_path}")
+        progress(
+            f"meta_evidence: meta-models of {len(cells)} cells read from {plan.config.bank_path}"
+        )
     else:
-        progress(f"meta_evidence: Reptile on {len(cells)} cells, {n_iter} meta-iterations, "
-                 f"{b.reptile.decisions_per_task} decisions per task")
-        meta = reptile_cells(cells, b.grid, spec, b.dqn, b.reptile, b.seed, progress=tick("reptile iteration"),
-                             init=None if start is None else np.tile(start, (len(cells), 1)))
+        progress(
+            f"meta_evidence: Reptile on {len(cells)} cells, {n_iter} meta-iterations, "
+            f"{b.reptile.decisions_per_task} decisions per task"
+        )
+        meta = reptile_cells(
+            cells,
+            b.grid,
+            spec,
+            b.dqn,
+            b.reptile,
+            b.seed,
+            progress=tick("reptile iteration"),
+            init=None if start is None else np.tile(start, (len(cells), 1)),
+        )
     cpu["meta_cpu_s"] = time.process_time() - t
     t = time.process_time()
-    progress(f"meta_evidence: joint training on the pooled tasks of {len(cells)} cells, {n_iter} iterations "
-             f"of {len(cells) * b.reptile.inner_steps} steps")
-    joint = joint_train(cells, b.grid, spec, b.dqn, b.reptile, b.seed, progress=tick("joint iteration"),
-                        init=start)
+    progress(
+        f"meta_evidence: joint training on the pooled tasks of {len(cells)} cells, {n_iter} iterations "
+        f"of {len(cells) * b.reptile.inner_steps} steps"
+    )
+    joint = joint_train(
+        cells, b.grid, spec, b.dqn, b.reptile, b.seed, progress=tick("joint iteration"), init=start
+    )
     cpu["joint_cpu_s"] = time.process_time() - t
-    return {"meta": np.asarray(meta, np.float32), "random": initial_params(spec, b.seed),
-            "joint": np.asarray(joint, np.float32)}, cpu
+    return {
+        "meta": np.asarray(meta, np.float32),
+        "random": initial_params(spec, b.seed),
+        "joint": np.asarray(joint, np.float32),
+    }, cpu
 
 
 # ---------------------------------------------------------------- one task
+
 
 def held_out_streams(seed: int, cell: int, task: int):
     """(task rng, fine-tuning collection seed, mini-batch seed sequences per
     start point, evaluation seeds generator) of held-out task ``task`` of ``cell``."""
     task_ss, collect_ss, batch_ss, eval_ss = np.random.SeedSequence(
-        (int(seed), int(cell), HELD_OUT_TAG, int(task) + 1)).spawn(4)
-    return (np.random.default_rng(task_ss), int(collect_ss.generate_state(1, np.uint32)[0]),
-            batch_ss.spawn(len(START_POINTS)), eval_ss)
+        (int(seed), int(cell), HELD_OUT_TAG, int(task) + 1)
+    ).spawn(4)
+    return (
+        np.random.default_rng(task_ss),
+        int(collect_ss.generate_state(1, np.uint32)[0]),
+        batch_ss.spawn(len(START_POINTS)),
+        eval_ss,
+    )
 
 
 def held_out_task(plan: EvidencePlan, cell: int, task: int) -> dict:
@@ -365,8 +447,14 @@ def held_out_task(plan: EvidencePlan, cell: int, task: int) -> dict:
     return scenario
 
 
-def run_task(plan: EvidencePlan, cell: int, task: int, starts: Sequence[np.ndarray],
-             learner: BatchedDQN, collector: TaskCollector) -> dict:
+def run_task(
+    plan: EvidencePlan,
+    cell: int,
+    task: int,
+    starts: Sequence[np.ndarray],
+    learner: BatchedDQN,
+    collector: TaskCollector,
+) -> dict:
     """One held-out task of ``cell``: fine-tune from every start point and evaluate every policy."""
     ev, spec = plan.config, plan.spec
     _, collect_seed, batch_ss, eval_ss = held_out_streams(plan.seed, cell, task)
@@ -383,8 +471,14 @@ def run_task(plan: EvidencePlan, cell: int, task: int, starts: Sequence[np.ndarr
     bd = np.zeros((k, m, bsz), np.float32)
     sizes, pool = [], []
     for j, theta in enumerate(thetas):
-        exp = collector.collect(scenario, split_params(spec, theta.copy()), collect_seed, ev.finetune_decisions,
-                                app=app, max_duration_s=ev.max_duration_s)
+        exp = collector.collect(
+            scenario,
+            split_params(spec, theta.copy()),
+            collect_seed,
+            ev.finetune_decisions,
+            app=app,
+            max_duration_s=ev.max_duration_s,
+        )
         sizes.append(exp.n)
         pool.append(exp.states)
         if exp.n:
@@ -394,24 +488,41 @@ def run_task(plan: EvidencePlan, cell: int, task: int, starts: Sequence[np.ndarr
     if ev.finetune_mix != 1.0:
         tuned = thetas + np.float32(ev.finetune_mix) * (tuned - thetas)
     empty = np.asarray(sizes) == 0
-    tuned[empty] = thetas[empty]                 # no experience: nothing to fine-tune on
+    tuned[empty] = thetas[empty]  # no experience: nothing to fine-tune on
     diagnostics = _diagnostics(spec, thetas, tuned, [x for x in pool if len(x)])
     episodes = {}
     for j, name in enumerate(START_POINTS):
-        episodes[f"{name}/zero_shot"] = evaluate(scenario, greedy_scheduler(thetas[j], spec), seeds, app)
-        episodes[f"{name}/finetuned"] = evaluate(scenario, greedy_scheduler(tuned[j], spec), seeds, app)
+        episodes[f"{name}/zero_shot"] = evaluate(
+            scenario, greedy_scheduler(thetas[j], spec), seeds, app
+        )
+        episodes[f"{name}/finetuned"] = evaluate(
+            scenario, greedy_scheduler(tuned[j], spec), seeds, app
+        )
     episodes["minrtt"] = evaluate(scenario, MinRTT(), seeds, app)
     for p in range(plan.grid.n_paths):
         episodes[f"fixed_path{p}"] = evaluate(scenario, FixedPath(p), seeds, app)
-    return {"task": task, "eval_seeds": seeds, "collect_seed": collect_seed,
-            "paths": [{k2: p[k2] for k2 in ("link", "bandwidth_mbps", "rtt_ms", "rtt_std_ms", "loss") if k2 in p}
-                      for p in scenario["paths"]],
-            "finetune_transitions": dict(zip(START_POINTS, (int(n) for n in sizes))),
-            "finetune_loss": dict(zip(START_POINTS, (float(x) for x in losses))),
-            "diagnostics": diagnostics, "episodes": episodes}
+    return {
+        "task": task,
+        "eval_seeds": seeds,
+        "collect_seed": collect_seed,
+        "paths": [
+            {
+                k2: p[k2]
+                for k2 in ("link", "bandwidth_mbps", "rtt_ms", "rtt_std_ms", "loss")
+                if k2 in p
+            }
+            for p in scenario["paths"]
+        ],
+        "finetune_transitions": dict(zip(START_POINTS, (int(n) for n in sizes))),
+        "finetune_loss": dict(zip(START_POINTS, (float(x) for x in losses))),
+        "diagnostics": diagnostics,
+        "episodes": episodes,
+    }
 
 
-def _diagnostics(spec: QNetSpec, starts: np.ndarray, tuned: np.ndarray, states: list[np.ndarray]) -> dict:
+def _diagnostics(
+    spec: QNetSpec, starts: np.ndarray, tuned: np.ndarray, states: list[np.ndarray]
+) -> dict:
     """What the networks do on the task's fine-tuning states (all start points pooled):
     per policy the share of greedy choices of path 0; the share of states where
     two policies choose the same path; how far fine-tuning moved each start
@@ -426,22 +537,34 @@ def _diagnostics(spec: QNetSpec, starts: np.ndarray, tuned: np.ndarray, states: 
             q = NumpyQNet(split_params(spec, np.array(theta, np.float32)), spec)(pool)
             acts[f"{name}/{kind}"] = np.asarray(q).argmax(axis=1)
     out["greedy_path0_rate"] = {p: float(np.mean(a == 0)) for p, a in acts.items()}
-    out["agreement"] = {f"{x}~{y}": float(np.mean(acts[x] == acts[y])) for x, y in (
-        ("meta/finetuned", "random/finetuned"), ("meta/finetuned", "joint/finetuned"),
-        ("random/finetuned", "joint/finetuned"), ("meta/zero_shot", "meta/finetuned"),
-        ("random/zero_shot", "random/finetuned"), ("joint/zero_shot", "joint/finetuned"))}
-    out["finetune_step_rel"] = {name: float(np.linalg.norm(tuned[j] - starts[j]) / np.linalg.norm(starts[j]))
-                                for j, name in enumerate(START_POINTS)}
+    out["agreement"] = {
+        f"{x}~{y}": float(np.mean(acts[x] == acts[y]))
+        for x, y in (
+            ("meta/finetuned", "random/finetuned"),
+            ("meta/finetuned", "joint/finetuned"),
+            ("random/finetuned", "joint/finetuned"),
+            ("meta/zero_shot", "meta/finetuned"),
+            ("random/zero_shot", "random/finetuned"),
+            ("joint/zero_shot", "joint/finetuned"),
+        )
+    }
+    out["finetune_step_rel"] = {
+        name: float(np.linalg.norm(tuned[j] - starts[j]) / np.linalg.norm(starts[j]))
+        for j, name in enumerate(START_POINTS)
+    }
     return out
 
 
 # ---------------------------------------------------------------- the experiment
 
+
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run_evidence(cfg: Mapping | EvidencePlan, progress: Callable[[str], None] | None = _stderr) -> dict:
+def run_evidence(
+    cfg: Mapping | EvidencePlan, progress: Callable[[str], None] | None = _stderr
+) -> dict:
     """Run the experiment (module docstring); a JSON-able dict.
 
     ``cfg``: a mapping for :func:`plan_evidence` or an :class:`EvidencePlan`.
@@ -455,29 +578,71 @@ def run_evidence(cfg: Mapping | EvidencePlan, progress: Callable[[str], None] | 
     t_wall, t_cpu = time.perf_counter(), time.process_time()
     params, cpu = train_start_points(plan, say)
     b, ev = plan.build, plan.config
-    learner = BatchedDQN(plan.spec, len(START_POINTS), b.dqn, seed=b.seed, technique=b.reptile.technique,
-                         threads=LEARNER_THREADS)
+    learner = BatchedDQN(
+        plan.spec,
+        len(START_POINTS),
+        b.dqn,
+        seed=b.seed,
+        technique=b.reptile.technique,
+        threads=LEARNER_THREADS,
+    )
     collector = TaskCollector(plan.spec, ev.finetune_epsilon, b.reptile.reward_unit)
     t = time.process_time()
     rows = []
     for i, cell in enumerate(plan.cells):
         starts = [params["meta"][i], params["random"], params["joint"]]
-        tasks = [run_task(plan, cell, j, starts, learner, collector) for j in range(ev.tasks_per_cell)]
+        tasks = [
+            run_task(plan, cell, j, starts, learner, collector) for j in range(ev.tasks_per_cell)
+        ]
         summ = summarize_cell(tasks, ev.matters_threshold)
-        summ["meta_from_init_rel"] = float(np.linalg.norm(starts[0] - starts[1]) / np.linalg.norm(starts[1]))
-        rows.append({"cell": cell, "name": plan.grid.name(cell), "ranges": _ranges(plan.grid, cell),
-                     "tasks": tasks, "summary": summ})
+        summ["meta_from_init_rel"] = float(
+            np.linalg.norm(starts[0] - starts[1]) / np.linalg.norm(starts[1])
+        )
+        rows.append(
+            {
+                "cell": cell,
+                "name": plan.grid.name(cell),
+                "ranges": _ranges(plan.grid, cell),
+                "tasks": tasks,
+                "summary": summ,
+            }
+        )
         tm = summ["finetuned_median_s"]
-        say(f"meta_evidence: cell {i + 1}/{len(plan.cells)} {plan.grid.name(cell)}: after K={ev.finetune_steps} "
+        say(
+            f"meta_evidence: cell {i + 1}/{len(plan.cells)} {plan.grid.name(cell)}: after K={ev.finetune_steps} "
             f"(a) {tm['meta']:.3g} s (b) {tm['random']:.3g} s (c) {tm['joint']:.3g} s, "
             f"minRTT {summ['median_s']['minrtt']:.3g} s -> {summ['winner']}  "
-            f"[cpu {time.process_time() - t:.1f} s]")
+            f"[cpu {time.process_time() - t:.1f} s]"
+        )
     cpu["eval_cpu_s"] = time.process_time() - t
     cpu["total_cpu_s"] = time.process_time() - t_cpu
-    return {"settings": plan.settings(), "cells": rows, "headline": headline(rows), "cpu_s": cpu,
-            "wall_s": time.perf_counter() - t_wall}
+    return {
+        "settings": plan.settings(),
+        "cells": rows,
+        "headline": headline(rows),
+        "cpu_s": cpu,
+        "wall_s": time.perf_counter() - t_wall,
+    }
 
 
-__all__ = ["EvidenceConfig", "EvidencePlan", "plan_evidence", "run_evidence", "run_task", "train_start_points",
-           "summarize_cell", "headline", "evidence_table", "describe_cell", "held_out_streams", "held_out_task",
-           "greedy_scheduler", "evaluate", "FixedPath", "START_POINTS", "LABELS", "HELD_OUT_TAG", "CELLS_TAG"]
+__all__ = [
+    "EvidenceConfig",
+    "EvidencePlan",
+    "plan_evidence",
+    "run_evidence",
+    "run_task",
+    "train_start_points",
+    "summarize_cell",
+    "headline",
+    "evidence_table",
+    "describe_cell",
+    "held_out_streams",
+    "held_out_task",
+    "greedy_scheduler",
+    "evaluate",
+    "FixedPath",
+    "START_POINTS",
+    "LABELS",
+    "HELD_OUT_TAG",
+    "CELLS_TAG",
+]

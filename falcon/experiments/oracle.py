@@ -39,7 +39,7 @@ from envs.errors import ConfigError
 ORACLE = "oracle"
 CROSSFIT = "crossfit_policy"
 BEST_SINGLE = "best_single_path"
-FAMILY_AGENT = "split_threshold"     # configs/agent/split_threshold.yaml
+FAMILY_AGENT = "split_threshold"  # configs/agent/split_threshold.yaml
 ORACLE_KEYS = ("thresholds", "reinject")
 
 
@@ -49,8 +49,10 @@ def check_oracle(value, where: str) -> dict | None:
     if value is None or value is False:
         return None
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: expected a mapping {{thresholds: [...], reinject: [...]}} or false, "
-                          f"got {value!r}")
+        raise ConfigError(
+            f"{where}: expected a mapping {{thresholds: [...], reinject: [...]}} or false, "
+            f"got {value!r}"
+        )
     unknown = sorted(set(value) - set(ORACLE_KEYS))
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {list(ORACLE_KEYS)}")
@@ -58,17 +60,28 @@ def check_oracle(value, where: str) -> dict | None:
 
     thresholds, reinject = value.get("thresholds"), value.get("reinject")
     if not isinstance(thresholds, list) or not thresholds:
-        raise ConfigError(f"{where}.thresholds: expected a non-empty list of numbers >= 1 or null, got {thresholds!r}")
+        raise ConfigError(
+            f"{where}.thresholds: expected a non-empty list of numbers >= 1 or null, got {thresholds!r}"
+        )
     for t in thresholds:
         try:
             check_threshold(t)
         except ConfigError as e:
             raise ConfigError(f"{where}.thresholds: {e}") from None
-    if not isinstance(reinject, list) or not reinject or not all(isinstance(r, bool) for r in reinject):
-        raise ConfigError(f"{where}.reinject: expected a non-empty list of true/false, got {reinject!r}")
+    if (
+        not isinstance(reinject, list)
+        or not reinject
+        or not all(isinstance(r, bool) for r in reinject)
+    ):
+        raise ConfigError(
+            f"{where}.reinject: expected a non-empty list of true/false, got {reinject!r}"
+        )
     if len(set(map(str, thresholds))) != len(thresholds) or len(set(reinject)) != len(reinject):
         raise ConfigError(f"{where}: a threshold or reinject value is listed twice")
-    return {"thresholds": [None if t is None else float(t) for t in thresholds], "reinject": list(reinject)}
+    return {
+        "thresholds": [None if t is None else float(t) for t in thresholds],
+        "reinject": list(reinject),
+    }
 
 
 def label(share: float, threshold: float | None, reinject: bool) -> str:
@@ -90,7 +103,9 @@ def member_groups(shares: Sequence[float], oracle: Mapping) -> list[tuple[dict, 
     return groups
 
 
-def per_seed_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float], list[str | None]]:
+def per_seed_best(
+    candidates: Mapping[str, Sequence[float]],
+) -> tuple[list[float], list[str | None]]:
     """Per seed, the lowest value over ``candidates`` (``{label: value per seed}``,
     NaN = did not finish) and the label that has it (first in order on ties);
     NaN and None where no candidate finished."""
@@ -107,7 +122,9 @@ def per_seed_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float
     return best, chosen
 
 
-def crossfit_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float], list[str | None]]:
+def crossfit_best(
+    candidates: Mapping[str, Sequence[float]],
+) -> tuple[list[float], list[str | None]]:
     """Per seed ``k``: the value on ``k`` of the candidate with the lowest median
     over the seeds of the other fold (positions of the other parity; NaN = did
     not finish, left out of the median; a candidate with no finished run in the
@@ -118,7 +135,11 @@ def crossfit_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float
     for fold in (0, 1):
         best, who = math.inf, None
         for name, values in candidates.items():
-            xs = [x for k, x in enumerate(values) if k % 2 != fold and x is not None and math.isfinite(x)]
+            xs = [
+                x
+                for k, x in enumerate(values)
+                if k % 2 != fold and x is not None and math.isfinite(x)
+            ]
             if not xs:
                 continue
             med = statistics.median(xs)
@@ -134,7 +155,9 @@ def crossfit_best(candidates: Mapping[str, Sequence[float]]) -> tuple[list[float
     return values, chosen
 
 
-def captured(best_rule: float | None, best_known: float | None, median: float | None) -> float | None:
+def captured(
+    best_rule: float | None, best_known: float | None, median: float | None
+) -> float | None:
     """The share of the headroom a median captures (module docstring); None where there is
     no headroom (best known = best rule) or a median is missing."""
     if best_rule is None or best_known is None or median is None or not best_known < best_rule:
@@ -142,5 +165,15 @@ def captured(best_rule: float | None, best_known: float | None, median: float | 
     return (best_rule - median) / (best_rule - best_known)
 
 
-__all__ = ["ORACLE", "CROSSFIT", "crossfit_best", "BEST_SINGLE", "FAMILY_AGENT", "check_oracle", "label", "member_groups", "per_seed_best",
-           "captured"]
+__all__ = [
+    "ORACLE",
+    "CROSSFIT",
+    "crossfit_best",
+    "BEST_SINGLE",
+    "FAMILY_AGENT",
+    "check_oracle",
+    "label",
+    "member_groups",
+    "per_seed_best",
+    "captured",
+]

@@ -74,21 +74,37 @@ def settings(cfg):
             raise ConfigError(f"{JOB}.{key}: expected a positive number of seconds, got {v!r}")
         sec[key] = float(v)
     if sec["sample_s"] > sec["duration_s"]:
-        raise ConfigError(f"{JOB}.sample_s: {sec['sample_s']} s is longer than duration_s ({sec['duration_s']} s)")
+        raise ConfigError(
+            f"{JOB}.sample_s: {sec['sample_s']} s is longer than duration_s ({sec['duration_s']} s)"
+        )
     scen = normalise_scenario(to_plain(cfg.scenario))
     change = sec.get("change")
     if change is not None:
         if not isinstance(change, Mapping):
-            raise ConfigError(f"{JOB}.change: expected {{at_s, path, conditions}} or null, got {change!r}")
+            raise ConfigError(
+                f"{JOB}.change: expected {{at_s, path, conditions}} or null, got {change!r}"
+            )
         change = dict(change)
         at, path, conds = change.get("at_s"), change.get("path", 0), change.get("conditions")
-        if isinstance(at, bool) or not isinstance(at, (int, float)) or not 0 < at < sec["duration_s"]:
+        if (
+            isinstance(at, bool)
+            or not isinstance(at, (int, float))
+            or not 0 < at < sec["duration_s"]
+        ):
             raise ConfigError(f"{JOB}.change.at_s: expected seconds in (0, duration_s), got {at!r}")
-        if isinstance(path, bool) or not isinstance(path, int) or not 0 <= path < len(scen["paths"]):
-            raise ConfigError(f"{JOB}.change.path: expected a path index below {len(scen['paths'])}, got {path!r}")
+        if (
+            isinstance(path, bool)
+            or not isinstance(path, int)
+            or not 0 <= path < len(scen["paths"])
+        ):
+            raise ConfigError(
+                f"{JOB}.change.path: expected a path index below {len(scen['paths'])}, got {path!r}"
+            )
         if not isinstance(conds, Mapping) or not conds or set(conds) - set(SCHEDULE_FIELDS):
-            raise ConfigError(f"{JOB}.change.conditions: expected a non-empty mapping over "
-                              f"{list(SCHEDULE_FIELDS)}, got {conds!r}")
+            raise ConfigError(
+                f"{JOB}.change.conditions: expected a non-empty mapping over "
+                f"{list(SCHEDULE_FIELDS)}, got {conds!r}"
+            )
         sec["change"] = {"at_s": float(at), "path": path, "conditions": dict(conds)}
     return cfg, sec, with_change(scen, sec.get("change")), to_plain(cfg.app)
 
@@ -102,8 +118,15 @@ def with_change(scenario: Mapping, change: Mapping | None) -> dict:
     return normalise_scenario(s)
 
 
-def sampled_run(make, scenario: dict, app: Mapping, seed: int, duration_s: float, sample_s: float,
-                trace_memory: bool) -> dict:
+def sampled_run(
+    make,
+    scenario: dict,
+    app: Mapping,
+    seed: int,
+    duration_s: float,
+    sample_s: float,
+    trace_memory: bool,
+) -> dict:
     """One emulation of ``duration_s`` with a probe every ``sample_s``:
     ``{"t_s", "cpu_ms"}`` or, with ``trace_memory``, ``{"t_s", "memory_mb"}``."""
     gc.collect()
@@ -133,41 +156,65 @@ def sampled_run(make, scenario: dict, app: Mapping, seed: int, duration_s: float
     return {"t_s": t_s, ("memory_mb" if trace_memory else "cpu_ms"): values}
 
 
-def run_overhead(sec: dict, scenario: dict, app: Mapping, bank=None, progress: bool = True, log=None) -> dict:
+def run_overhead(
+    sec: dict, scenario: dict, app: Mapping, bank=None, progress: bool = True, log=None
+) -> dict:
     t0 = time.perf_counter()
     overrides = dict(sec.get("agent_overrides") or {})
     configs = {n: common.agent_config(n, overrides.get(n)) for n in sec["schedulers"]}
     if bank is not None:
         from falcon.online.bank_cache import cached_bank
 
-        bank = cached_bank(bank)                    # read once, before any measurement
+        bank = cached_bank(bank)  # read once, before any measurement
     records: dict[str, list[dict]] = {n: [] for n in sec["schedulers"]}
     for r in range(sec["runs"]):
         seed = sec["seed"] + r
         for name in sec["schedulers"]:
+
             def make(name=name, seed=seed):
                 return common.build_agent(name, configs[name], seed, bank)
 
             cpu = sampled_run(make, scenario, app, seed, sec["duration_s"], sec["sample_s"], False)
             mem = sampled_run(make, scenario, app, seed, sec["duration_s"], sec["sample_s"], True)
-            records[name].append({"run": r, "seed": seed, "t_s": cpu["t_s"], "cpu_ms": cpu["cpu_ms"],
-                                  "memory_mb": mem["memory_mb"]})
+            records[name].append(
+                {
+                    "run": r,
+                    "seed": seed,
+                    "t_s": cpu["t_s"],
+                    "cpu_ms": cpu["cpu_ms"],
+                    "memory_mb": mem["memory_mb"],
+                }
+            )
             if progress:
-                info(f"{JOB}: run {r + 1}/{sec['runs']} {name}: CPU {sum(cpu['cpu_ms']):.1f} ms over "
-                     f"{sec['duration_s']:g} s emulated, memory at the end {mem['memory_mb'][-1]:.2f} MB")
+                info(
+                    f"{JOB}: run {r + 1}/{sec['runs']} {name}: CPU {sum(cpu['cpu_ms']):.1f} ms over "
+                    f"{sec['duration_s']:g} s emulated, memory at the end {mem['memory_mb'][-1]:.2f} MB"
+                )
     change_at = (sec.get("change") or {}).get("at_s", math.inf)
     summary = {name: summarise(recs, change_at) for name, recs in records.items()}
-    curves = {name: {"t_s": recs[0]["t_s"],
-                     "cpu_ms": np.median([x["cpu_ms"] for x in recs], axis=0).tolist(),
-                     "memory_mb": np.median([x["memory_mb"] for x in recs], axis=0).tolist()}
-              for name, recs in records.items()}
+    curves = {
+        name: {
+            "t_s": recs[0]["t_s"],
+            "cpu_ms": np.median([x["cpu_ms"] for x in recs], axis=0).tolist(),
+            "memory_mb": np.median([x["memory_mb"] for x in recs], axis=0).tolist(),
+        }
+        for name, recs in records.items()
+    }
     if log is not None:
         for name, c in curves.items():
             for k, (cpu, mem) in enumerate(zip(c["cpu_ms"], c["memory_mb"])):
                 log({f"cpu_ms/{name}": cpu, f"memory_mb/{name}": mem}, step=k)
             log({f"summary/{name}/{q}": v for q, v in summary[name].items()})
-    out = {"job": JOB, "settings": sec, "scenario": scenario, "app": dict(app), "summary": summary,
-           "curves": curves, "records": records, "wall_s": time.perf_counter() - t0}
+    out = {
+        "job": JOB,
+        "settings": sec,
+        "scenario": scenario,
+        "app": dict(app),
+        "summary": summary,
+        "curves": curves,
+        "records": records,
+        "wall_s": time.perf_counter() - t0,
+    }
     if bank is not None and getattr(bank, "params", None) is not None:
         out["bank_mb"] = float(bank.params.nbytes / MB)
     return out
@@ -175,6 +222,7 @@ def run_overhead(sec: dict, scenario: dict, app: Mapping, bank=None, progress: b
 
 def summarise(recs: list[dict], change_at: float) -> dict[str, float]:
     """Medians over runs of per-run figures (CPU per sample [ms], memory [MB])."""
+
     def med(f) -> float:
         return float(np.median([f(x) for x in recs]))
 
@@ -182,29 +230,46 @@ def summarise(recs: list[dict], change_at: float) -> dict[str, float]:
         v = [c for t, c in zip(x["t_s"], x["cpu_ms"]) if t > change_at]
         return v or [math.nan]
 
-    return {"cpu_ms_mean": med(lambda x: float(np.mean(x["cpu_ms"]))),
-            "cpu_ms_peak": med(lambda x: float(np.max(x["cpu_ms"]))),
-            "cpu_ms_after_change": med(lambda x: float(np.mean(after(x)))),
-            "cpu_ms_total": med(lambda x: float(np.sum(x["cpu_ms"]))),
-            "memory_mb_end": med(lambda x: float(x["memory_mb"][-1])),
-            "memory_mb_peak": med(lambda x: float(np.max(x["memory_mb"])))}
+    return {
+        "cpu_ms_mean": med(lambda x: float(np.mean(x["cpu_ms"]))),
+        "cpu_ms_peak": med(lambda x: float(np.max(x["cpu_ms"]))),
+        "cpu_ms_after_change": med(lambda x: float(np.mean(after(x)))),
+        "cpu_ms_total": med(lambda x: float(np.sum(x["cpu_ms"]))),
+        "memory_mb_end": med(lambda x: float(x["memory_mb"][-1])),
+        "memory_mb_peak": med(lambda x: float(np.max(x["memory_mb"]))),
+    }
 
 
 def table(results: dict) -> str:
     sec = results["settings"]
-    quantities = ["cpu_ms_mean", "cpu_ms_peak", "cpu_ms_after_change", "cpu_ms_total", "memory_mb_end",
-                  "memory_mb_peak"]
+    quantities = [
+        "cpu_ms_mean",
+        "cpu_ms_peak",
+        "cpu_ms_after_change",
+        "cpu_ms_total",
+        "memory_mb_end",
+        "memory_mb_peak",
+    ]
     rows = [[name, *[s[q] for q in quantities]] for name, s in results["summary"].items()]
-    text = (f"CPU [ms] per {sec['sample_s'] * 1000:g} ms of emulated time (process CPU of emulator + scheduler) "
-            f"and memory held since the scheduler was built [MB]; medians over {sec['runs']} runs; "
-            f"{sec['duration_s']:g} s emulated"
-            + (f", change at {sec['change']['at_s']:g} s on path {sec['change']['path']}" if sec.get("change") else "")
-            + "\n" + common.format_table(["scheduler", *quantities], rows))
+    text = (
+        f"CPU [ms] per {sec['sample_s'] * 1000:g} ms of emulated time (process CPU of emulator + scheduler) "
+        f"and memory held since the scheduler was built [MB]; medians over {sec['runs']} runs; "
+        f"{sec['duration_s']:g} s emulated"
+        + (
+            f", change at {sec['change']['at_s']:g} s on path {sec['change']['path']}"
+            if sec.get("change")
+            else ""
+        )
+        + "\n"
+        + common.format_table(["scheduler", *quantities], rows)
+    )
     names = list(results["summary"])
     if "falcon" in names and "minrtt" in names:
         f, m = results["summary"]["falcon"], results["summary"]["minrtt"]
-        text += (f"\nfalcon / minrtt: CPU {f['cpu_ms_mean'] / m['cpu_ms_mean']:.2f}x (mean), "
-                 f"{f['cpu_ms_peak'] / m['cpu_ms_peak']:.2f}x (peak); memory +{f['memory_mb_end'] - m['memory_mb_end']:.2f} MB")
+        text += (
+            f"\nfalcon / minrtt: CPU {f['cpu_ms_mean'] / m['cpu_ms_mean']:.2f}x (mean), "
+            f"{f['cpu_ms_peak'] / m['cpu_ms_peak']:.2f}x (peak); memory +{f['memory_mb_end'] - m['memory_mb_end']:.2f} MB"
+        )
     if "bank_mb" in results:
         text += f"\nbank parameters read once per process: {results['bank_mb']:.1f} MB"
     return text + "\n"
@@ -224,7 +289,9 @@ def plot(results: dict, path) -> None:
     change = results["settings"].get("change")
     for ax in (a1, a2):
         if change:
-            ax.axvline(1000.0 * change["at_s"], color="grey", linestyle="--", linewidth=1, label="change")
+            ax.axvline(
+                1000.0 * change["at_s"], color="grey", linestyle="--", linewidth=1, label="change"
+            )
         ax.set_xlabel("emulated time [ms]")
         ax.grid(alpha=0.3)
     a1.set_ylabel(f"CPU per {results['settings']['sample_s'] * 1000:g} ms [ms]")
@@ -239,4 +306,11 @@ def run_job(cfg) -> dict:
     """``experiment=overhead``: the tracked job."""
     cfg, sec, scen, app = settings(cfg)
     return common.run_scheduler_job(
-        cfg, JOB, sec, app, lambda bank, progress, log: run_overhead(sec, scen, app, bank, progress, log), table, plot)
+        cfg,
+        JOB,
+        sec,
+        app,
+        lambda bank, progress, log: run_overhead(sec, scen, app, bank, progress, log),
+        table,
+        plot,
+    )

@@ -84,7 +84,9 @@ def check_setting(name: str, setting, days: int) -> dict:
     """A setting's plain config, checked: ``{"scenario": preset, "paths": [...]}``
     with every path's ``train`` and ``test`` as lists of trace files."""
     if not isinstance(setting, Mapping):
-        raise ConfigError(f"{JOB}.settings.{name}: expected a mapping with scenario and paths, got {setting!r}")
+        raise ConfigError(
+            f"{JOB}.settings.{name}: expected a mapping with scenario and paths, got {setting!r}"
+        )
     paths = setting.get("paths")
     if not isinstance(paths, list) or not paths:
         raise ConfigError(f"{JOB}.settings.{name}.paths: expected a list of per-path trace entries")
@@ -92,18 +94,28 @@ def check_setting(name: str, setting, days: int) -> dict:
     for i, p in enumerate(paths):
         where = f"{JOB}.settings.{name}.paths[{i}]"
         if not isinstance(p, Mapping):
-            raise ConfigError(f"{where}: expected a mapping with train and test trace files, got {p!r}")
+            raise ConfigError(
+                f"{where}: expected a mapping with train and test trace files, got {p!r}"
+            )
         p = dict(p)
         for key in _TRACE_KEYS:
             files = p.get(key)
             if isinstance(files, str):
                 files = [files]
-            if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
-                raise ConfigError(f"{where}.{key}: expected a list of trace files, got {p.get(key)!r}")
+            if (
+                not isinstance(files, list)
+                or not files
+                or not all(isinstance(f, str) for f in files)
+            ):
+                raise ConfigError(
+                    f"{where}.{key}: expected a list of trace files, got {p.get(key)!r}"
+                )
             p[key] = files
         if len(p["test"]) != 1 and len(p["test"]) < days:
-            raise ConfigError(f"{where}.test: {len(p['test'])} files for {days} days; give one file (cut into "
-                              f"the days) or at least one per day")
+            raise ConfigError(
+                f"{where}.test: {len(p['test'])} files for {days} days; give one file (cut into "
+                f"the days) or at least one per day"
+            )
         out.append(p)
     return {"scenario": str(setting.get("scenario") or "static_4g_5g"), "paths": out}
 
@@ -112,8 +124,10 @@ def base_scenario(setting: Mapping) -> dict:
     """The setting's scenario preset as a plain (not normalised) dict."""
     scen = to_plain(load_group("scenario", setting["scenario"]))
     if len(scen["paths"]) != len(setting["paths"]):
-        raise ConfigError(f"{JOB}: scenario {setting['scenario']!r} has {len(scen['paths'])} paths, the setting "
-                          f"gives traces for {len(setting['paths'])}")
+        raise ConfigError(
+            f"{JOB}: scenario {setting['scenario']!r} has {len(scen['paths'])} paths, the setting "
+            f"gives traces for {len(setting['paths'])}"
+        )
     return scen
 
 
@@ -129,7 +143,9 @@ def trace_windows(files: Sequence[str], days: int | None) -> list[tuple[str, flo
     return [(f, 0.0, _period_s(f)) for f in files[:days]]
 
 
-def scenario_at(base: Mapping, setting: Mapping, windows: Sequence[tuple[str, float, float]], rng) -> tuple[dict, list]:
+def scenario_at(
+    base: Mapping, setting: Mapping, windows: Sequence[tuple[str, float, float]], rng
+) -> tuple[dict, list]:
     """The normalised scenario whose path ``p`` replays ``windows[p]``'s
     file from a start drawn uniformly in its window; also the
     ``(file, start_s)`` per path."""
@@ -137,8 +153,17 @@ def scenario_at(base: Mapping, setting: Mapping, windows: Sequence[tuple[str, fl
     for raw, entry, (file, lo, hi) in zip(base["paths"], setting["paths"], windows):
         start = float(rng.uniform(lo, hi))
         keys = {k: v for k, v in entry.items() if k not in _TRACE_KEYS}
-        paths.append({**dict(raw), **keys, "bandwidth_mbps": None, "synthetic": None, "schedule": None,
-                      "trace": {"file": file}, "trace_start_s": start})
+        paths.append(
+            {
+                **dict(raw),
+                **keys,
+                "bandwidth_mbps": None,
+                "synthetic": None,
+                "schedule": None,
+                "trace": {"file": file},
+                "trace_start_s": start,
+            }
+        )
         starts.append({"file": file, "start_s": start})
     return normalise_scenario({**dict(base), "paths": paths}), starts
 
@@ -154,7 +179,9 @@ def morning_scenarios(base, setting, n: int, seed: int, tag: int) -> list[dict]:
     return out
 
 
-def day_plan(base, setting, days: int, per_day: int, seed: int, tag: int) -> list[list[tuple[dict, list, int]]]:
+def day_plan(
+    base, setting, days: int, per_day: int, seed: int, tag: int
+) -> list[list[tuple[dict, list, int]]]:
     """Per day, ``per_day`` ``(scenario, trace starts, download seed)`` on the ``test`` traces."""
     wins = [trace_windows(p["test"], days) for p in setting["paths"]]
     plan = []
@@ -174,11 +201,21 @@ def day_end_only(cfg: dict, n_downloads: int) -> dict:
     within ``n_downloads`` episodes: the job triggers it at the end of each day."""
     if not common.offline_enabled(cfg):
         return cfg
-    return {**cfg, "offline": {**cfg["offline"], "interval_s": None, "interval_episodes": n_downloads + 1}}
+    return {
+        **cfg,
+        "offline": {**cfg["offline"], "interval_s": None, "interval_episodes": n_downloads + 1},
+    }
 
 
-def morning_bank(bank, agent: str, overrides: Mapping | None, scenarios: Sequence[dict], app, seed: int,
-                 progress: bool = True):
+def morning_bank(
+    bank,
+    agent: str,
+    overrides: Mapping | None,
+    scenarios: Sequence[dict],
+    app,
+    seed: int,
+    progress: bool = True,
+):
     """The bank after ``agent`` (a FALCON config with an offline loop) ran
     ``scenarios`` and performed one offline update; with no scenarios,
     ``bank`` as is. Returns ``(bank, record of the update or None)``."""
@@ -186,15 +223,19 @@ def morning_bank(bank, agent: str, overrides: Mapping | None, scenarios: Sequenc
         return bank, None
     cfg = common.agent_config(agent, overrides)
     if "bank" not in cfg or not common.offline_enabled(cfg):
-        raise ConfigError(f"{JOB}.morning.agent: {agent!r} is not a FALCON config with an offline loop")
+        raise ConfigError(
+            f"{JOB}.morning.agent: {agent!r} is not a FALCON config with an offline loop"
+        )
     sched = common.build_agent(agent, day_end_only(cfg, len(scenarios)), seed, bank)
     t0 = time.perf_counter()
     for j, s in enumerate(scenarios):
         common.download(sched, s, app, seed + j)
     rec = sched.offline.update("morning")
     if progress:
-        info(f"{JOB}: morning: {agent} ran {len(scenarios)} downloads; offline update of {len(rec['cells'])} "
-             f"cells ({rec['transitions']} transitions) [{time.perf_counter() - t0:.1f} s]")
+        info(
+            f"{JOB}: morning: {agent} ran {len(scenarios)} downloads; offline update of {len(rec['cells'])} "
+            f"cells ({rec['transitions']} transitions) [{time.perf_counter() - t0:.1f} s]"
+        )
     return sched.bank, rec
 
 
@@ -224,29 +265,53 @@ def settings(cfg):
 def _summary(times: Sequence[float]) -> dict:
     t = np.asarray(times, float)
     fin = t[np.isfinite(t)]
-    return {"n": int(len(t)), "unfinished": int(len(t) - len(fin)),
-            "mean_time_s": float(fin.mean()) if len(fin) else math.nan,
-            "median_time_s": float(np.median(fin)) if len(fin) else math.nan}
+    return {
+        "n": int(len(t)),
+        "unfinished": int(len(t) - len(fin)),
+        "mean_time_s": float(fin.mean()) if len(fin) else math.nan,
+        "median_time_s": float(np.median(fin)) if len(fin) else math.nan,
+    }
 
 
-def run_setting(name: str, setting: dict, sec: dict, app: Mapping, tag: int, bank=None, progress: bool = True,
-                log=None) -> dict:
+def run_setting(
+    name: str,
+    setting: dict,
+    sec: dict,
+    app: Mapping,
+    tag: int,
+    bank=None,
+    progress: bool = True,
+    log=None,
+) -> dict:
     """Morning, then the days, for one setting (module docstring)."""
     seed, days, per_day = sec["seed"], sec["days"], sec["downloads_per_day"]
     base = base_scenario(setting)
     ref_cfg = dict(sec.get("reference") or {})
-    ref_scen = morning_scenarios(base, setting, common.check_positive_int(ref_cfg, "collect_episodes", 8),
-                                 seed + 900_000, tag)
+    ref_scen = morning_scenarios(
+        base,
+        setting,
+        common.check_positive_int(ref_cfg, "collect_episodes", 8),
+        seed + 900_000,
+        tag,
+    )
     ref, ref_info = common.train_reference(ref_scen, app, seed + 900_000, ref_cfg, progress)
     names = [n for n in sec["schedulers"] if n != common.REFERENCE]
     overrides = dict(sec.get("agent_overrides") or {})
-    configs = {n: day_end_only(common.agent_config(n, overrides.get(n)), days * per_day) for n in names}
+    configs = {
+        n: day_end_only(common.agent_config(n, overrides.get(n)), days * per_day) for n in names
+    }
     m_rec = None
     if bank is not None and any("bank" in c for c in configs.values()):
         mo = sec["morning"]
-        bank, m_rec = morning_bank(bank, mo["agent"], overrides.get(mo["agent"]),
-                                   morning_scenarios(base, setting, mo["downloads"], seed + 800_000, tag),
-                                   app, seed + 800_000, progress)
+        bank, m_rec = morning_bank(
+            bank,
+            mo["agent"],
+            overrides.get(mo["agent"]),
+            morning_scenarios(base, setting, mo["downloads"], seed + 800_000, tag),
+            app,
+            seed + 800_000,
+            progress,
+        )
     plan = day_plan(base, setting, days, per_day, seed, tag)
     records, summary, updates = [], {}, {}
     for sname in [*names, common.REFERENCE]:
@@ -263,26 +328,48 @@ def run_setting(name: str, setting: dict, sec: dict, app: Mapping, tag: int, ban
             for i, (scen, starts, dl_seed) in enumerate(day):
                 m = common.download(sched, scen, app, dl_seed)
                 times.append(m["download_time_s"])
-                records.append({"setting": name, "scheduler": sname, "day": d + 1, "download": i,
-                                "seed": dl_seed, "trace_starts": starts, "download_time_s": m["download_time_s"],
-                                "packets": m.get("packets_sent", math.nan), "timed_out": m.get("timed_out", 0.0)})
+                records.append(
+                    {
+                        "setting": name,
+                        "scheduler": sname,
+                        "day": d + 1,
+                        "download": i,
+                        "seed": dl_seed,
+                        "trace_starts": starts,
+                        "download_time_s": m["download_time_s"],
+                        "packets": m.get("packets_sent", math.nan),
+                        "timed_out": m.get("timed_out", 0.0),
+                    }
+                )
             off = getattr(sched, "offline", None)
             if off is not None:
                 rec = off.update(f"end of day {d + 1}")
-                own_bank = sched.bank         # what the next day's FALCON starts from
-                updates.setdefault(sname, []).append({"day": d + 1, "cells": len(rec["cells"]),
-                                                      "transitions": rec["transitions"]})
+                own_bank = sched.bank  # what the next day's FALCON starts from
+                updates.setdefault(sname, []).append(
+                    {"day": d + 1, "cells": len(rec["cells"]), "transitions": rec["transitions"]}
+                )
             row = {"day": d + 1, **_summary(times)}
             per_day_rows.append(row)
             if log is not None:
-                log({f"mean_time_s/{name}/{sname}": row["mean_time_s"],
-                     f"median_time_s/{name}/{sname}": row["median_time_s"]}, step=d)
-        all_t = [r["download_time_s"] for r in records if r["setting"] == name and r["scheduler"] == sname]
+                log(
+                    {
+                        f"mean_time_s/{name}/{sname}": row["mean_time_s"],
+                        f"median_time_s/{name}/{sname}": row["median_time_s"],
+                    },
+                    step=d,
+                )
+        all_t = [
+            r["download_time_s"]
+            for r in records
+            if r["setting"] == name and r["scheduler"] == sname
+        ]
         summary[sname] = {"days": per_day_rows, "all": _summary(all_t)}
         if progress:
-            info(f"{JOB}: {name} {sname}: mean per day "
-                 + " ".join(f"{r['mean_time_s']:.3f}" for r in per_day_rows)
-                 + f" s [{time.perf_counter() - t1:.1f} s]")
+            info(
+                f"{JOB}: {name} {sname}: mean per day "
+                + " ".join(f"{r['mean_time_s']:.3f}" for r in per_day_rows)
+                + f" s [{time.perf_counter() - t1:.1f} s]"
+            )
     gains = {}
     for a, b in GAINS:
         if a in summary and b in summary:
@@ -290,30 +377,60 @@ def run_setting(name: str, setting: dict, sec: dict, app: Mapping, tag: int, ban
             gains[f"{a}_vs_{b}"] = 1.0 - ma / mb if mb > 0 else math.nan
     if log is not None and gains:
         log({f"gain/{name}/{k}": v for k, v in gains.items()})
-    return {"scenario": setting["scenario"], "paths": setting["paths"], "summary": summary, "gains": gains,
-            "offline_updates": updates, "morning_update": m_rec,
-            "reference": {"train": ref_info}, "records": records}
+    return {
+        "scenario": setting["scenario"],
+        "paths": setting["paths"],
+        "summary": summary,
+        "gains": gains,
+        "offline_updates": updates,
+        "morning_update": m_rec,
+        "reference": {"train": ref_info},
+        "records": records,
+    }
 
 
 def run_real_world(sec: dict, app: Mapping, bank=None, progress: bool = True, log=None) -> dict:
     t0 = time.perf_counter()
-    out = {name: run_setting(name, setting, sec, app, tag, bank, progress, log)
-           for tag, (name, setting) in enumerate(sec["settings"].items())}
-    return {"job": JOB, "settings": sec, "app": dict(app), "results": out, "wall_s": time.perf_counter() - t0}
+    out = {
+        name: run_setting(name, setting, sec, app, tag, bank, progress, log)
+        for tag, (name, setting) in enumerate(sec["settings"].items())
+    }
+    return {
+        "job": JOB,
+        "settings": sec,
+        "app": dict(app),
+        "results": out,
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def table(results: dict) -> str:
     days = results["settings"]["days"]
     text = ""
     for name, res in results["results"].items():
-        rows = [[s, *[r["mean_time_s"] for r in v["days"]], v["all"]["mean_time_s"], v["all"]["median_time_s"]]
-                for s, v in res["summary"].items()]
-        text += (f"{name}: mean download time per day [s] (held-out traces; FALCON updates offline after each day)\n"
-                 + common.format_table(["scheduler", *[f"day {d + 1}" for d in range(days)], "mean", "median"],
-                                       rows))
+        rows = [
+            [
+                s,
+                *[r["mean_time_s"] for r in v["days"]],
+                v["all"]["mean_time_s"],
+                v["all"]["median_time_s"],
+            ]
+            for s, v in res["summary"].items()
+        ]
+        text += (
+            f"{name}: mean download time per day [s] (held-out traces; FALCON updates offline after each day)\n"
+            + common.format_table(
+                ["scheduler", *[f"day {d + 1}" for d in range(days)], "mean", "median"], rows
+            )
+        )
         if res["gains"]:
-            text += "gain (1 - mean / mean of the other): " + ", ".join(
-                f"{k.replace('_vs_', ' vs ')} {100 * v:+.1f} %" for k, v in res["gains"].items()) + "\n"
+            text += (
+                "gain (1 - mean / mean of the other): "
+                + ", ".join(
+                    f"{k.replace('_vs_', ' vs ')} {100 * v:+.1f} %" for k, v in res["gains"].items()
+                )
+                + "\n"
+            )
         text += "\n"
     return text
 
@@ -328,10 +445,19 @@ def plot(results: dict, path) -> None:
     fig, axes = plt.subplots(1, len(res), figsize=(5.2 * len(res), 4.0), squeeze=False)
     for ax, (name, r) in zip(axes[0], res.items()):
         for sname, v in r["summary"].items():
-            pts = [(row["day"], row["mean_time_s"]) for row in v["days"] if math.isfinite(row["mean_time_s"])]
+            pts = [
+                (row["day"], row["mean_time_s"])
+                for row in v["days"]
+                if math.isfinite(row["mean_time_s"])
+            ]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=sname,
-                        color=color(sname))
+                ax.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    marker="o",
+                    label=sname,
+                    color=color(sname),
+                )
         ax.set_xlabel("day")
         ax.set_ylabel("mean download time [s]")
         ax.set_title(name)
@@ -346,8 +472,26 @@ def run_job(cfg) -> dict:
     """``experiment=real_world``: the tracked job."""
     cfg, sec, app = settings(cfg)
     return common.run_scheduler_job(
-        cfg, JOB, sec, app, lambda bank, progress, log: run_real_world(sec, app, bank, progress, log), table, plot)
+        cfg,
+        JOB,
+        sec,
+        app,
+        lambda bank, progress, log: run_real_world(sec, app, bank, progress, log),
+        table,
+        plot,
+    )
 
 
-__all__ = ["run_job", "run_real_world", "run_setting", "settings", "check_setting", "trace_windows",
-           "scenario_at", "morning_scenarios", "day_plan", "day_end_only", "morning_bank"]
+__all__ = [
+    "run_job",
+    "run_real_world",
+    "run_setting",
+    "settings",
+    "check_setting",
+    "trace_windows",
+    "scenario_at",
+    "morning_scenarios",
+    "day_plan",
+    "day_end_only",
+    "morning_bank",
+]

@@ -32,15 +32,22 @@ from falcon.experiments.common import format_table, job_config, publish, run_tra
 
 def _paths(sec: Mapping) -> list[tuple[float, float]]:
     paths = sec.get("paths")
-    if (not isinstance(paths, list) or len(paths) < 2
-            or not all(isinstance(p, list | tuple) and len(p) == 2 for p in paths)):
-        raise ConfigError("srpt_toys.paths: expected a list of at least two [rate B/ms, latency ms] pairs")
+    if (
+        not isinstance(paths, list)
+        or len(paths) < 2
+        or not all(isinstance(p, list | tuple) and len(p) == 2 for p in paths)
+    ):
+        raise ConfigError(
+            "srpt_toys.paths: expected a list of at least two [rate B/ms, latency ms] pairs"
+        )
     return [(float(r), float(d)) for r, d in paths]
 
 
 def _schedule(res) -> list[dict]:
-    return [{"path": s.path, "stream": s.stream, "t0_ms": float(s.t0), "t1_ms": float(s.t1)}
-            for s in res.segments]
+    return [
+        {"path": s.path, "stream": s.stream, "t0_ms": float(s.t0), "t1_ms": float(s.t1)}
+        for s in res.segments
+    ]
 
 
 def run_toys(sec: Mapping) -> dict:
@@ -67,27 +74,55 @@ def run_toys(sec: Mapping) -> dict:
     return {
         "job": "srpt_toys",
         "settings": dict(sec),
-        "fig3": {"completion_ms": single.floats()[0], "switch_ms": float(max(stops[1:])),
-                 "stop_ms": [float(s) for s in stops], "schedule": _schedule(single)},
-        "fig5": {"completion_ms": [float(c) for c in srpt.sorted_completion()], "schedule": _schedule(srpt)},
-        "fig6": {"completion_ms": [float(c) for c in rr.sorted_completion()],
-                 "completion_ms_1dp": [round(float(c), 1) for c in rr.sorted_completion()],
-                 "schedule": _schedule(rr)},
-        "fig8": {"streams": [list(s) for s in streams], "online_ms": online.floats(), "offline_ms": best.floats(),
-                 "offline_order": list(best.order or ()), "stream0_gain_pct": 100.0 * gain,
-                 "schedule_online": _schedule(online), "schedule_offline": _schedule(best)},
+        "fig3": {
+            "completion_ms": single.floats()[0],
+            "switch_ms": float(max(stops[1:])),
+            "stop_ms": [float(s) for s in stops],
+            "schedule": _schedule(single),
+        },
+        "fig5": {
+            "completion_ms": [float(c) for c in srpt.sorted_completion()],
+            "schedule": _schedule(srpt),
+        },
+        "fig6": {
+            "completion_ms": [float(c) for c in rr.sorted_completion()],
+            "completion_ms_1dp": [round(float(c), 1) for c in rr.sorted_completion()],
+            "schedule": _schedule(rr),
+        },
+        "fig8": {
+            "streams": [list(s) for s in streams],
+            "online_ms": online.floats(),
+            "offline_ms": best.floats(),
+            "offline_order": list(best.order or ()),
+            "stream0_gain_pct": 100.0 * gain,
+            "schedule_online": _schedule(online),
+            "schedule_offline": _schedule(best),
+        },
         "wall_s": time.perf_counter() - t0,
     }
 
 
 def table(res: Mapping) -> str:
-    rows = [["Fig. 3 ECF, 10 KB", f"{res['fig3']['completion_ms']:.3f}", f"path 1 stops at {res['fig3']['switch_ms']:.2f} ms"],
-            ["Fig. 5 SRPT-ECF", ", ".join(f"{c:g}" for c in res["fig5"]["completion_ms"]), ""],
-            ["Fig. 6 SA-ECF", ", ".join(f"{c:g}" for c in res["fig6"]["completion_ms"]),
-             "one decimal: " + ", ".join(f"{c:g}" for c in res["fig6"]["completion_ms_1dp"])],
-            ["Fig. 8 online / offline", ", ".join(f"{c:.2f}" for c in res["fig8"]["online_ms"]) + " / "
-             + ", ".join(f"{c:.2f}" for c in res["fig8"]["offline_ms"]),
-             f"stream 0 gains {res['fig8']['stream0_gain_pct']:.1f} %"]]
+    rows = [
+        [
+            "Fig. 3 ECF, 10 KB",
+            f"{res['fig3']['completion_ms']:.3f}",
+            f"path 1 stops at {res['fig3']['switch_ms']:.2f} ms",
+        ],
+        ["Fig. 5 SRPT-ECF", ", ".join(f"{c:g}" for c in res["fig5"]["completion_ms"]), ""],
+        [
+            "Fig. 6 SA-ECF",
+            ", ".join(f"{c:g}" for c in res["fig6"]["completion_ms"]),
+            "one decimal: " + ", ".join(f"{c:g}" for c in res["fig6"]["completion_ms_1dp"]),
+        ],
+        [
+            "Fig. 8 online / offline",
+            ", ".join(f"{c:.2f}" for c in res["fig8"]["online_ms"])
+            + " / "
+            + ", ".join(f"{c:.2f}" for c in res["fig8"]["offline_ms"]),
+            f"stream 0 gains {res['fig8']['stream0_gain_pct']:.1f} %",
+        ],
+    ]
     return format_table(["schedule", "completion times [ms]", "note"], rows) + "\n"
 
 
@@ -100,16 +135,25 @@ def plot(res: Mapping, path: Path) -> Path:
 
     from falcon import report
 
-    panels = [("Fig. 3: ECF, one 10 KB stream", res["fig3"]["schedule"]),
-              ("Fig. 5: SRPT-ECF, 900 B + 800 B", res["fig5"]["schedule"]),
-              ("Fig. 6: SA-ECF, 900 B + 800 B", res["fig6"]["schedule"]),
-              ("Fig. 8: online SRPT-ECF", res["fig8"]["schedule_online"]),
-              ("Fig. 8: offline (anticipating)", res["fig8"]["schedule_offline"])]
+    panels = [
+        ("Fig. 3: ECF, one 10 KB stream", res["fig3"]["schedule"]),
+        ("Fig. 5: SRPT-ECF, 900 B + 800 B", res["fig5"]["schedule"]),
+        ("Fig. 6: SA-ECF, 900 B + 800 B", res["fig6"]["schedule"]),
+        ("Fig. 8: online SRPT-ECF", res["fig8"]["schedule_online"]),
+        ("Fig. 8: offline (anticipating)", res["fig8"]["schedule_offline"]),
+    ]
     fig, axes = plt.subplots(len(panels), 1, figsize=(7.0, 1.45 * len(panels)), sharex=True)
     for ax, (title, segs) in zip(axes, panels):
         for s in segs:
-            ax.barh(s["path"], s["t1_ms"] - s["t0_ms"], left=s["t0_ms"], height=0.6,
-                    color=f"C{s['stream']}", edgecolor="black", linewidth=0.5)
+            ax.barh(
+                s["path"],
+                s["t1_ms"] - s["t0_ms"],
+                left=s["t0_ms"],
+                height=0.6,
+                color=f"C{s['stream']}",
+                edgecolor="black",
+                linewidth=0.5,
+            )
         ax.set_yticks(sorted({s["path"] for s in segs} | {0, 1}))
         ax.set_yticklabels([f"path {p}" for p in sorted({s["path"] for s in segs} | {0, 1})])
         ax.set_title(title, fontsize=9)

@@ -70,11 +70,17 @@ from falcon.experiments import common
 JOB = "stress"
 
 
-def path_schedules(n_paths: int, interval_s: float, n_conditions: int, seed: int, ranges=None) -> list[list[dict]]:
+def path_schedules(
+    n_paths: int, interval_s: float, n_conditions: int, seed: int, ranges=None
+) -> list[list[dict]]:
     """Per path, the session schedule (``at_s = j * interval_s``); the
     values depend on ``(seed, path)`` only, not on the interval."""
-    return [random_condition_schedule(np.random.default_rng([seed, p]), interval_s, n_conditions, ranges)
-            for p in range(n_paths)]
+    return [
+        random_condition_schedule(
+            np.random.default_rng([seed, p]), interval_s, n_conditions, ranges
+        )
+        for p in range(n_paths)
+    ]
 
 
 def shifted(scenario: Mapping, schedules: list[list[dict]], start_s: float) -> dict:
@@ -94,8 +100,16 @@ def shifted(scenario: Mapping, schedules: list[list[dict]], start_s: float) -> d
     return s
 
 
-def session(scheduler, scenario: dict, schedules, interval_s: float, n_conditions: int, per_condition: int,
-            app, seed: int) -> list[dict]:
+def session(
+    scheduler,
+    scenario: dict,
+    schedules,
+    interval_s: float,
+    n_conditions: int,
+    per_condition: int,
+    app,
+    seed: int,
+) -> list[dict]:
     """One session (module docstring, step 2); a record per download."""
     clock = 0.0
     out = []
@@ -110,10 +124,19 @@ def session(scheduler, scenario: dict, schedules, interval_s: float, n_condition
             elapsed = m.get("elapsed_s", m["download_time_s"])
             end = start + elapsed
             changes = sum(1 for i in range(n_conditions) if start < i * interval_s < end)
-            out.append({"condition": j, "download": k, "seed": seed + k, "start_s": start,
-                        "download_time_s": m["download_time_s"], "elapsed_s": elapsed,
-                        "packets": m.get("packets_sent", math.nan), "changes_during": changes,
-                        "timed_out": m.get("timed_out", 0.0)})
+            out.append(
+                {
+                    "condition": j,
+                    "download": k,
+                    "seed": seed + k,
+                    "start_s": start,
+                    "download_time_s": m["download_time_s"],
+                    "elapsed_s": elapsed,
+                    "packets": m.get("packets_sent", math.nan),
+                    "changes_during": changes,
+                    "timed_out": m.get("timed_out", 0.0),
+                }
+            )
             clock = end
             k += 1
     return out
@@ -150,22 +173,29 @@ def settings(cfg):
     ranges = sec.get("ranges")
     if ranges is not None:
         if not isinstance(ranges, Mapping) or set(ranges) - set(SCHEDULE_FIELDS):
-            raise ConfigError(f"{JOB}.ranges: expected {{field: [lo, hi]}} over {list(SCHEDULE_FIELDS)}, "
-                              f"got {ranges!r}")
+            raise ConfigError(
+                f"{JOB}.ranges: expected {{field: [lo, hi]}} over {list(SCHEDULE_FIELDS)}, "
+                f"got {ranges!r}"
+            )
         sec["ranges"] = {k: tuple(float(x) for x in v) for k, v in ranges.items()}
     scen = normalise_scenario(to_plain(cfg.scenario))
     for p in scen["paths"]:
         if p.get("trace") or p.get("synthetic"):
-            raise ConfigError(f"{JOB}: the scenario's paths need constant bandwidths (no trace/synthetic)")
+            raise ConfigError(
+                f"{JOB}: the scenario's paths need constant bandwidths (no trace/synthetic)"
+            )
     return cfg, sec, scen, to_plain(cfg.app)
 
 
-def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: bool = True, log=None) -> dict:
+def run_stress(
+    sec: dict, scenario: dict, app: Mapping, bank=None, progress: bool = True, log=None
+) -> dict:
     t0 = time.perf_counter()
     seed, ranges = sec["seed"], sec.get("ranges")
     ref_cfg = dict(sec.get("reference") or {})
-    ref_scen = reference_scenarios(scenario, common.check_positive_int(ref_cfg, "collect_episodes", 8),
-                                   seed + 900_000, ranges)
+    ref_scen = reference_scenarios(
+        scenario, common.check_positive_int(ref_cfg, "collect_episodes", 8), seed + 900_000, ranges
+    )
     ref, ref_info = common.train_reference(ref_scen, app, seed + 900_000, ref_cfg, progress)
     names = [n for n in sec["schedulers"] if n != common.REFERENCE]
     overrides = dict(sec.get("agent_overrides") or {})
@@ -180,50 +210,92 @@ def run_stress(sec: dict, scenario: dict, app: Mapping, bank=None, progress: boo
             dl_seed = seed + 100_000 * (s + 1) + 1_000 * ii
             for name in [common.REFERENCE, *names]:
                 t1 = time.perf_counter()
-                sched = ref if name == common.REFERENCE else common.build_agent(name, configs[name],
-                                                                                   seed + s, bank)
+                sched = (
+                    ref
+                    if name == common.REFERENCE
+                    else common.build_agent(name, configs[name], seed + s, bank)
+                )
                 if name != common.REFERENCE:
                     common.prepare(sched, scenario, app, dl_seed + 500)
-                recs = session(sched, scenario, scheds, iv, sec["n_conditions"], sec["downloads_per_condition"],
-                               app, dl_seed)
+                recs = session(
+                    sched,
+                    scenario,
+                    scheds,
+                    iv,
+                    sec["n_conditions"],
+                    sec["downloads_per_condition"],
+                    app,
+                    dl_seed,
+                )
                 for r in recs:
                     r.update({"scheduler": name, "interval_s": iv, "seed_index": s})
                 records.extend(recs)
                 if progress:
                     t = [r["download_time_s"] for r in recs]
-                    info(f"{JOB}: seed {s} interval {iv:g} s {name}: {len(recs)} downloads, median "
-                         f"{np.nanmedian(t) if np.isfinite(t).any() else math.nan:.3f} s "
-                         f"[{time.perf_counter() - t1:.1f} s]")
+                    info(
+                        f"{JOB}: seed {s} interval {iv:g} s {name}: {len(recs)} downloads, median "
+                        f"{np.nanmedian(t) if np.isfinite(t).any() else math.nan:.3f} s "
+                        f"[{time.perf_counter() - t1:.1f} s]"
+                    )
     scores: dict[str, list[dict]] = {}
 
     def by_download(recs: list[dict]) -> dict:
-        return {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in recs}
+        return {
+            (r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in recs
+        }
 
-    versus = {iv: _versus_best(records, [common.REFERENCE, *names], iv, by_download) for iv in sec["intervals_s"]}
+    versus = {
+        iv: _versus_best(records, [common.REFERENCE, *names], iv, by_download)
+        for iv in sec["intervals_s"]
+    }
     for name in [common.REFERENCE, *names]:
         rows = []
         for ii, iv in enumerate(sec["intervals_s"]):
-            theirs = [r for r in records if r["scheduler"] == common.REFERENCE and r["interval_s"] == iv]
+            theirs = [
+                r for r in records if r["scheduler"] == common.REFERENCE and r["interval_s"] == iv
+            ]
             mine = [r for r in records if r["scheduler"] == name and r["interval_s"] == iv]
             t = [r["download_time_s"] for r in mine]
             fin = [x for x in t if math.isfinite(x)]
             paired, n_pairs = common.paired_score(by_download(theirs), by_download(mine))
-            row = {"interval_s": iv, "n": len(mine), "median_time_s": float(np.median(fin)) if fin else math.nan,
-                   "score": common.relative_score([r["download_time_s"] for r in theirs], t),
-                   "paired_score": paired, "pairs": n_pairs,
-                   "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0),
-                   "vs_best_other": versus[iv].get(name)}
+            row = {
+                "interval_s": iv,
+                "n": len(mine),
+                "median_time_s": float(np.median(fin)) if fin else math.nan,
+                "score": common.relative_score([r["download_time_s"] for r in theirs], t),
+                "paired_score": paired,
+                "pairs": n_pairs,
+                "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0),
+                "vs_best_other": versus[iv].get(name),
+            }
             rows.append(row)
             if log is not None:
-                log({f"score/{name}": row["score"], f"paired_score/{name}": paired,
-                     f"median_time_s/{name}": row["median_time_s"],
-                     f"score/{name}/interval_{iv:g}": row["score"]}, step=ii)
+                log(
+                    {
+                        f"score/{name}": row["score"],
+                        f"paired_score/{name}": paired,
+                        f"median_time_s/{name}": row["median_time_s"],
+                        f"score/{name}/interval_{iv:g}": row["score"],
+                    },
+                    step=ii,
+                )
         scores[name] = rows
-    return {"job": JOB, "settings": sec, "scenario": scenario, "app": dict(app),
-            "conditions": {str(k): v for k, v in conditions.items()},
-            "reference": {"train": ref_info, "train_conditions": [[{k: p[k] for k in SCHEDULE_FIELDS}
-                                                                   for p in s["paths"]] for s in ref_scen]},
-            "scores": scores, "records": records, "wall_s": time.perf_counter() - t0}
+    return {
+        "job": JOB,
+        "settings": sec,
+        "scenario": scenario,
+        "app": dict(app),
+        "conditions": {str(k): v for k, v in conditions.items()},
+        "reference": {
+            "train": ref_info,
+            "train_conditions": [
+                [{k: p[k] for k in SCHEDULE_FIELDS} for p in s["paths"]] for s in ref_scen
+            ],
+        },
+        "scores": scores,
+        "records": records,
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def _versus_best(records: list[dict], names: list[str], iv: float, by_download) -> dict:
@@ -231,7 +303,10 @@ def _versus_best(records: list[dict], names: list[str], iv: float, by_download) 
     interval ``iv``, paired by download (seed, condition, download)."""
     from falcon.compare import compare_to_best
 
-    per = {n: by_download([r for r in records if r["scheduler"] == n and r["interval_s"] == iv]) for n in names}
+    per = {
+        n: by_download([r for r in records if r["scheduler"] == n and r["interval_s"] == iv])
+        for n in names
+    }
     keys = sorted(set.intersection(*(set(d) for d in per.values()))) if per else []
     return compare_to_best({n: [per[n][k] for k in keys] for n in names})
 
@@ -239,23 +314,35 @@ def _versus_best(records: list[dict], names: list[str], iv: float, by_download) 
 def table(results: dict) -> str:
     ivs = results["settings"]["intervals_s"]
     rows = [[name, *[r["score"] for r in rows]] for name, rows in results["scores"].items()]
-    paired = [[name, *[r["paired_score"] for r in rows]] for name, rows in results["scores"].items()]
-    times = [[name, *[r["median_time_s"] for r in rows]] for name, rows in results["scores"].items()]
-    counts = [[name, *[f"{r['n']} ({r['downloads_with_change']})" for r in rows]]
-              for name, rows in results["scores"].items()]
-    versus = [[name, *[_fmt_versus(r.get("vs_best_other")) for r in rows]]
-              for name, rows in results["scores"].items()]
+    paired = [
+        [name, *[r["paired_score"] for r in rows]] for name, rows in results["scores"].items()
+    ]
+    times = [
+        [name, *[r["median_time_s"] for r in rows]] for name, rows in results["scores"].items()
+    ]
+    counts = [
+        [name, *[f"{r['n']} ({r['downloads_with_change']})" for r in rows]]
+        for name, rows in results["scores"].items()
+    ]
+    versus = [
+        [name, *[_fmt_versus(r.get("vs_best_other")) for r in rows]]
+        for name, rows in results["scores"].items()
+    ]
     head = [f"{iv:g} s" for iv in ivs]
-    return ("relative score per change interval (DQN-Off median / scheduler median)\n"
-            + common.format_table(["scheduler", *head], rows)
-            + "\npaired score per change interval (geometric mean over the same downloads of "
-              "DQN-Off time / scheduler time)\n"
-            + common.format_table(["scheduler", *head], paired)
-            + "\nmedian download time [s]\n" + common.format_table(["scheduler", *head], times)
-            + "\ndownloads (of which spanning a change)\n" + common.format_table(["scheduler", *head], counts)
-            + "\nmedian time / the best other scheduler's, 95 % bootstrap interval over the paired downloads "
-              "(an interval holding 1: the runs cannot tell them apart)\n"
-            + common.format_table(["scheduler", *head], versus))
+    return (
+        "relative score per change interval (DQN-Off median / scheduler median)\n"
+        + common.format_table(["scheduler", *head], rows)
+        + "\npaired score per change interval (geometric mean over the same downloads of "
+        "DQN-Off time / scheduler time)\n"
+        + common.format_table(["scheduler", *head], paired)
+        + "\nmedian download time [s]\n"
+        + common.format_table(["scheduler", *head], times)
+        + "\ndownloads (of which spanning a change)\n"
+        + common.format_table(["scheduler", *head], counts)
+        + "\nmedian time / the best other scheduler's, 95 % bootstrap interval over the paired downloads "
+        "(an interval holding 1: the runs cannot tell them apart)\n"
+        + common.format_table(["scheduler", *head], versus)
+    )
 
 
 def _fmt_versus(c) -> str:
@@ -277,8 +364,13 @@ def plot(results: dict, path) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     width = 0.8 / max(1, len(series))
     for k, (name, (_, ys)) in enumerate(series.items()):
-        ax.bar([x + k * width for x in xs], [y if math.isfinite(y) else 0.0 for y in ys], width, label=name,
-               color=color(name))
+        ax.bar(
+            [x + k * width for x in xs],
+            [y if math.isfinite(y) else 0.0 for y in ys],
+            width,
+            label=name,
+            color=color(name),
+        )
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_xticks([x + width * (len(series) - 1) / 2 for x in xs])
     ax.set_xticklabels([f"{iv:g}" for iv in ivs])
@@ -294,7 +386,22 @@ def run_job(cfg) -> dict:
     """``experiment=stress``: the tracked job."""
     cfg, sec, scen, app = settings(cfg)
     return common.run_scheduler_job(
-        cfg, JOB, sec, app, lambda bank, progress, log: run_stress(sec, scen, app, bank, progress, log), table, plot)
+        cfg,
+        JOB,
+        sec,
+        app,
+        lambda bank, progress, log: run_stress(sec, scen, app, bank, progress, log),
+        table,
+        plot,
+    )
 
 
-__all__ = ["run_job", "run_stress", "session", "shifted", "path_schedules", "reference_scenarios", "settings"]
+__all__ = [
+    "run_job",
+    "run_stress",
+    "session",
+    "shifted",
+    "path_schedules",
+    "reference_scenarios",
+    "settings",
+]

@@ -15,5 +15,12 @@ from falcon.online.falcon_s import FalconSScheduler
 from falcon.online.offline_update import OfflineUpdater
 from falcon.online.scheduler import FalconScheduler
 
-__all__ = ["ConditionEstimator", "WindowConfig", "OfflineUpdater", "FalconScheduler",
-           "FalconSScheduler", "AdaptationEvent", "cached_bank"]
+__all__ = [
+    "ConditionEstimator",
+    "WindowConfig",
+    "OfflineUpdater",
+    "FalconScheduler",
+    "FalconSScheduler",
+    "AdaptationEvent",
+    "cached_bank",
+]

@@ -37,19 +37,22 @@ class FewShotAdaptation:
             self.replay.extend(*win)
             if self.offline is not None:
                 self.offline.extend(cell, *win)
-        if self.finetune_steps == 0:        # zero-shot: the meta-model acts at once
+        if self.finetune_steps == 0:  # zero-shot: the meta-model acts at once
             self._ft_mark = self.decisions
             self._ft_gen = self._gen
             self._ft_deploy()
             return
-        if self.act_on_selection:           # the meta-model acts while its K steps are prepared
+        if self.act_on_selection:  # the meta-model acts while its K steps are prepared
             self.deploy()
         self.phase = COLLECTING
         self.finetuner.notify(len(self.replay))
 
     def _ft_ready(self) -> bool:
-        return (self.phase == COLLECTING and len(self.replay) >= self.min_transitions
-                and not self.trainer.busy)
+        return (
+            self.phase == COLLECTING
+            and len(self.replay) >= self.min_transitions
+            and not self.trainer.busy
+        )
 
     def _ft_train(self, n: int) -> float:
         t0 = _time.perf_counter()
@@ -69,17 +72,19 @@ class FewShotAdaptation:
                 self.replay.clear()
                 self.replay.extend(*training)
         loss = self._steps(n)
-        self.finetuner.losses.clear()     # AsyncTrainer appends one per job: keep it bounded
+        self.finetuner.losses.clear()  # AsyncTrainer appends one per job: keep it bounded
         ev.wall_s["finetune"] = _time.perf_counter() - t0
         return loss
 
     def _ft_deploy(self) -> None:
         if self._ft_gen != self._gen:
-            return                        # a newer adaptation started meanwhile
-        if self.finetune_steps and self.finetune_mix != 1.0:   # deploy theta + mix (W - theta)
+            return  # a newer adaptation started meanwhile
+        if self.finetune_steps and self.finetune_mix != 1.0:  # deploy theta + mix (W - theta)
             theta = self.bank.row(self.cell)
             w = self.learner.flat_weights(0)
-            self.learner.set_weights(self.learner.split_flat(theta + np.float32(self.finetune_mix) * (w - theta)))
+            self.learner.set_weights(
+                self.learner.split_flat(theta + np.float32(self.finetune_mix) * (w - theta))
+            )
         self._guard(self._adapt_event)
         self.deploy()
         self.phase = DEPLOYED
@@ -100,8 +105,10 @@ class FewShotAdaptation:
             return
         cfg = self.learner_config
         theta = self.bank.weights(self.cell)
-        errs = [bellman_error(w, self.spec, held, cfg.gamma, cfg.loss, cfg.huber_delta)
-                for w in (self.learner.get_weights(0), theta)]
+        errs = [
+            bellman_error(w, self.spec, held, cfg.gamma, cfg.loss, cfg.huber_delta)
+            for w in (self.learner.get_weights(0), theta)
+        ]
         ev.guard_errors = tuple(errs)
         if errs[0] > errs[1]:
             self.learner.set_weights(theta)
@@ -121,8 +128,12 @@ class FewShotAdaptation:
 
     # continual updates after deployment (continual: true)
     def _ct_ready(self) -> bool:
-        return (self.continual and self.phase == DEPLOYED and not self.finetuner.busy
-                and len(self.replay) >= self.learner_config.batch_size)
+        return (
+            self.continual
+            and self.phase == DEPLOYED
+            and not self.finetuner.busy
+            and len(self.replay) >= self.learner_config.batch_size
+        )
 
     def _ct_train(self, n: int) -> float:
         self._ct_gen = self._gen
@@ -141,9 +152,14 @@ class FewShotAdaptation:
         when the next connection starts, so no emulated time passes and a
         last connection costs nothing."""
         n, self._between_new = self._between_new // self.trainer.train_interval, 0
-        if (n == 0 or not self.continual_between or self.continual or self.phase != DEPLOYED
-                or self.fallback == "prior"          # the connection starts from the prior cell anyway
-                or len(self.replay) < self.learner_config.batch_size):
+        if (
+            n == 0
+            or not self.continual_between
+            or self.continual
+            or self.phase != DEPLOYED
+            or self.fallback == "prior"  # the connection starts from the prior cell anyway
+            or len(self.replay) < self.learner_config.batch_size
+        ):
             return
         self._steps(n)
         self.between_steps += n

@@ -27,11 +27,15 @@ def cached_bank(bank, private: bool = False):
     write: :class:`metalearning.bank.CopyOnWriteBank`), otherwise the cached
     bank is shared."""
     if bank is None:
-        raise ConfigError("bank: not set; python -m falcon.train / falcon.evaluate give FALCON the run's "
-                          "bank= preset (built when missing), or set agent.bank=PATH")
+        raise ConfigError(
+            "bank: not set; python -m falcon.train / falcon.evaluate give FALCON the run's "
+            "bank= preset (built when missing), or set agent.bank=PATH"
+        )
     if not isinstance(bank, (str, Path)):
         if not all(hasattr(bank, a) for a in ("select", "weights", "grid", "spec", "params")):
-            raise ConfigError(f"bank: expected a path or a MetaModelBank, got {type(bank).__name__}")
+            raise ConfigError(
+                f"bank: expected a path or a MetaModelBank, got {type(bank).__name__}"
+            )
         return bank
     p = Path(bank).expanduser()
     if not p.is_absolute() and not p.exists():

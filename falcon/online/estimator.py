@@ -79,28 +79,40 @@ class WindowConfig:
     """Estimation-window parameters (module docstring; every value a key of
     ``configs/agent/falcon*.yaml``, ``window:``)."""
 
-    min_rtt_samples: int = 30      # RTT samples per path for a complete window
-    min_loss_packets: int = 100    # packet fates per path for a complete window
-    max_window_s: float = 0.5      # emulated seconds after a change: close with usable partial data
-    min_partial_rtt: int = 4       # RTT samples usable in a partial window
-    min_partial_loss: int = 20     # packet fates usable in a partial window
-    rtt_memory: int = 512          # ring size: newest RTT samples kept per path
-    loss_memory: int = 2048        # ring size: newest packet fates kept per path
+    min_rtt_samples: int = 30  # RTT samples per path for a complete window
+    min_loss_packets: int = 100  # packet fates per path for a complete window
+    max_window_s: float = 0.5  # emulated seconds after a change: close with usable partial data
+    min_partial_rtt: int = 4  # RTT samples usable in a partial window
+    min_partial_loss: int = 20  # packet fates usable in a partial window
+    rtt_memory: int = 512  # ring size: newest RTT samples kept per path
+    loss_memory: int = 2048  # ring size: newest packet fates kept per path
 
     def __post_init__(self):
-        for key in ("min_rtt_samples", "min_loss_packets", "min_partial_rtt", "min_partial_loss",
-                    "rtt_memory", "loss_memory"):
+        for key in (
+            "min_rtt_samples",
+            "min_loss_packets",
+            "min_partial_rtt",
+            "min_partial_loss",
+            "rtt_memory",
+            "loss_memory",
+        ):
             v = getattr(self, key)
             if isinstance(v, bool) or int(v) != v or v < 1:
                 raise ConfigError(f"window.{key}: expected a positive integer, got {v!r}")
         if self.min_partial_rtt < 2:
-            raise ConfigError(f"window.min_partial_rtt: a standard deviation needs >= 2 samples, "
-                              f"got {self.min_partial_rtt}")
+            raise ConfigError(
+                f"window.min_partial_rtt: a standard deviation needs >= 2 samples, "
+                f"got {self.min_partial_rtt}"
+            )
         if self.min_rtt_samples > self.rtt_memory or self.min_loss_packets > self.loss_memory:
-            raise ConfigError("window: min_rtt_samples / min_loss_packets exceed rtt_memory / loss_memory")
+            raise ConfigError(
+                "window: min_rtt_samples / min_loss_packets exceed rtt_memory / loss_memory"
+            )
         if not (self.max_window_s > 0 and math.isfinite(self.max_window_s)):
-            raise ConfigError(f"window.max_window_s: expected a positive number of seconds, "
-                              f"got {self.max_window_s!r}")
+            raise ConfigError(
+                f"window.max_window_s: expected a positive number of seconds, "
+                f"got {self.max_window_s!r}"
+            )
 
     @classmethod
     def from_mapping(cls, m) -> WindowConfig:
@@ -125,7 +137,7 @@ class _Ring:
         self.buf = np.zeros(int(capacity), dtype)
         self.head = 0
         self.count = 0
-        self.total = 0.0      # sum of the held values (used for the loss ring)
+        self.total = 0.0  # sum of the held values (used for the loss ring)
 
     def push(self, x) -> None:
         buf = self.buf
@@ -155,8 +167,12 @@ class ConditionEstimator:
     """Per-path loss / mean RTT / RTT deviation over the estimation window
     (module docstring)."""
 
-    def __init__(self, n_paths: int, config: WindowConfig | None = None,
-                 prior: Sequence[PathCondition] | None = None):
+    def __init__(
+        self,
+        n_paths: int,
+        config: WindowConfig | None = None,
+        prior: Sequence[PathCondition] | None = None,
+    ):
         if int(n_paths) < 1:
             raise ConfigError(f"estimator: n_paths must be positive, got {n_paths!r}")
         if prior is not None and len(prior) != int(n_paths):
@@ -202,7 +218,10 @@ class ConditionEstimator:
 
     def path_ready(self, path: int) -> bool:
         c = self.config
-        return self._rtt[path].count >= c.min_rtt_samples and self._fate[path].count >= c.min_loss_packets
+        return (
+            self._rtt[path].count >= c.min_rtt_samples
+            and self._fate[path].count >= c.min_loss_packets
+        )
 
     def ready(self) -> bool:
         """Every path's window is complete."""
@@ -215,8 +234,10 @@ class ConditionEstimator:
         RTT sample is enough for a path without a previous estimate (a
         greedy policy may send a path nothing but its probe packet)."""
         m = 1 if late else self.config.min_partial_rtt
-        return all(self._rtt[p].count >= m or self.last[p] is not None or (late and self.prior is not None)
-                   for p in range(self.n_paths))
+        return all(
+            self._rtt[p].count >= m or self.last[p] is not None or (late and self.prior is not None)
+            for p in range(self.n_paths)
+        )
 
     def estimate(self, path: int) -> PathCondition:
         """``path``'s conditions now (fallbacks: module docstring). Raises
@@ -232,16 +253,18 @@ class ConditionEstimator:
             rsrc = "window" if ring.count >= c.min_rtt_samples else "partial"
         elif prev is not None:
             rtt_ms, std_ms, rsrc = prev.rtt_ms, prev.rtt_std_ms, "previous"
-        elif ring.count:                  # past the deadline, a path with a few samples and no past
+        elif ring.count:  # past the deadline, a path with a few samples and no past
             x = ring.newest()
             rtt_ms = 1000.0 * float(x.mean())
             std_ms = 1000.0 * float(x.std(ddof=1)) if ring.count > 1 else 0.0
             rsrc = "few"
-        elif self.prior is not None:      # past the deadline, a path the policy sent nothing
+        elif self.prior is not None:  # past the deadline, a path the policy sent nothing
             rtt_ms, std_ms, rsrc = self.prior[path].rtt_ms, self.prior[path].rtt_std_ms, "prior"
         else:
-            raise ConfigError(f"estimator: path {path} has {ring.count} RTT samples and no previous "
-                              f"estimate (at least {c.min_partial_rtt} needed)")
+            raise ConfigError(
+                f"estimator: path {path} has {ring.count} RTT samples and no previous "
+                f"estimate (at least {c.min_partial_rtt} needed)"
+            )
         fr = self._fate[path]
         if fr.count >= c.min_partial_loss or (prev is None and fr.count):
             loss = fr.total / fr.count
@@ -252,8 +275,11 @@ class ConditionEstimator:
             loss, lsrc = self.prior[path].loss, "prior"
         else:
             loss, lsrc = 0.0, "none"
-        cond = PathCondition(loss=float(min(max(loss, 0.0), 1.0)), rtt_ms=float(rtt_ms),
-                             rtt_std_ms=float(max(std_ms, 0.0)))
+        cond = PathCondition(
+            loss=float(min(max(loss, 0.0), 1.0)),
+            rtt_ms=float(rtt_ms),
+            rtt_std_ms=float(max(std_ms, 0.0)),
+        )
         self.last[path] = cond
         self.sources[path] = (rsrc, lsrc)
         return cond

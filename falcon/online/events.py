@@ -12,10 +12,10 @@ from envs.errors import ConfigError
 from metalearning.grid import PathCondition
 
 # adaptation phases of the model in use
-IDLE = "idle"                # the fallback acts, no selection yet in this connection
-COLLECTING = "collecting"    # a meta-model was selected, waiting for post-change transitions
-FINETUNING = "finetuning"    # the K-step job is running (the old policy acts)
-DEPLOYED = "deployed"        # the fine-tuned model acts
+IDLE = "idle"  # the fallback acts, no selection yet in this connection
+COLLECTING = "collecting"  # a meta-model was selected, waiting for post-change transitions
+FINETUNING = "finetuning"  # the K-step job is running (the old policy acts)
+DEPLOYED = "deployed"  # the fine-tuned model acts
 
 
 @dataclass
@@ -35,10 +35,10 @@ class AdaptationEvent:
     episode: int
     time: float
     path: int | None
-    signal: str                      # "start" | "rtt" | "loss"
+    signal: str  # "start" | "rtt" | "loss"
     decisions_at_change: int
     conditions: tuple[PathCondition, ...] | None = None
-    sources: tuple | None = None     # per path (rtt source, loss source), see the estimator
+    sources: tuple | None = None  # per path (rtt source, loss source), see the estimator
     select_time: float | None = None
     decisions_to_select: int | None = None
     cell: int | None = None
@@ -50,9 +50,13 @@ class AdaptationEvent:
     deploy_time: float | None = None
     decisions_to_deploy: int | None = None
     old_policy_decisions: int = 0
-    guard: str | None = None         # deployment guard: "fine-tuned" | "meta-model" (deployed instead) | None (not judged)
-    guard_errors: tuple | None = None   # held-out Bellman errors (fine-tuned, meta-model)
-    wall_s: dict = field(default_factory=dict)   # wall time of estimation+selection and of the K steps
+    guard: str | None = (
+        None  # deployment guard: "fine-tuned" | "meta-model" (deployed instead) | None (not judged)
+    )
+    guard_errors: tuple | None = None  # held-out Bellman errors (fine-tuned, meta-model)
+    wall_s: dict = field(
+        default_factory=dict
+    )  # wall time of estimation+selection and of the K steps
 
 
 def table1_prior() -> tuple[dict, dict]:
@@ -60,8 +64,14 @@ def table1_prior() -> tuple[dict, dict]:
     default prior conditions of the fallback, ``{loss, rtt_ms, rtt_std_ms}``."""
     from envs.scenario import LINKS
 
-    return tuple({"loss": LINKS[k]["loss"], "rtt_ms": LINKS[k]["rtt_ms"], "rtt_std_ms": LINKS[k]["rtt_std_ms"]}
-                 for k in ("4g", "5g"))
+    return tuple(
+        {
+            "loss": LINKS[k]["loss"],
+            "rtt_ms": LINKS[k]["rtt_ms"],
+            "rtt_std_ms": LINKS[k]["rtt_std_ms"],
+        }
+        for k in ("4g", "5g")
+    )
 
 
 def prior_conditions(prior, n_paths: int) -> list[PathCondition]:
@@ -70,17 +80,26 @@ def prior_conditions(prior, n_paths: int) -> list[PathCondition]:
     if prior is None:
         prior = table1_prior()
     if isinstance(prior, Mapping) or not isinstance(prior, Sequence) or not prior:
-        raise ConfigError(f"prior_conditions: expected a list of {{loss, rtt_ms, rtt_std_ms}} per path, got {prior!r}")
+        raise ConfigError(
+            f"prior_conditions: expected a list of {{loss, rtt_ms, rtt_std_ms}} per path, got {prior!r}"
+        )
     out = []
     for p in prior:
         if isinstance(p, PathCondition):
             out.append(p)
             continue
         try:
-            out.append(PathCondition(loss=float(p["loss"]), rtt_ms=float(p["rtt_ms"]),
-                                     rtt_std_ms=float(p["rtt_std_ms"])))
+            out.append(
+                PathCondition(
+                    loss=float(p["loss"]),
+                    rtt_ms=float(p["rtt_ms"]),
+                    rtt_std_ms=float(p["rtt_std_ms"]),
+                )
+            )
         except (KeyError, TypeError, ValueError):
-            raise ConfigError(f"prior_conditions: expected {{loss, rtt_ms, rtt_std_ms}}, got {p!r}") from None
+            raise ConfigError(
+                f"prior_conditions: expected {{loss, rtt_ms, rtt_std_ms}}, got {p!r}"
+            ) from None
     if len(out) == 1:
         out = out * n_paths
     if len(out) < n_paths:
@@ -88,4 +107,12 @@ def prior_conditions(prior, n_paths: int) -> list[PathCondition]:
     return out[:n_paths]
 
 
-__all__ = ["AdaptationEvent", "IDLE", "COLLECTING", "FINETUNING", "DEPLOYED", "prior_conditions", "table1_prior"]
+__all__ = [
+    "AdaptationEvent",
+    "IDLE",
+    "COLLECTING",
+    "FINETUNING",
+    "DEPLOYED",
+    "prior_conditions",
+    "table1_prior",
+]

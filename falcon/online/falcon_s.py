@@ -79,7 +79,9 @@ class FalconSScheduler(FalconScheduler):
         share, credit, remaining = self._stream_share(view)
         per = len(COMPLETION_PATH_FEATURES)
         for i, p in enumerate(view.paths):
-            vals[per * i] = min(math.log1p(p.cwnd * share / p.mss / p.srtt / 100.0), COMPLETION_HIGH)
+            vals[per * i] = min(
+                math.log1p(p.cwnd * share / p.mss / p.srtt / 100.0), COMPLETION_HIGH
+            )
         k = per * len(view.paths)
         vals[k + 1] = math.log1p((view.pending_bytes if remaining is None else remaining) / 1e5)
         vals[k + 2] = min(max(credit / 1e6, 0.0), 10.0)

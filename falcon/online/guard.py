@@ -37,21 +37,28 @@ def split_held_out(transitions: tuple, every: int) -> tuple[tuple, tuple] | None
     None when fewer than :data:`MIN_HELD_OUT` would be held out."""
     n = len(transitions[0])
     held = np.zeros(n, bool)
-    held[every - 1::every] = True
+    held[every - 1 :: every] = True
     if held.sum() < MIN_HELD_OUT:
         return None
     return tuple(x[~held] for x in transitions), tuple(x[held] for x in transitions)
 
 
-def bellman_error(weights, spec: QNetSpec, transitions: tuple, gamma: float, loss: str = "huber",
-                  delta: float = 1.0) -> float:
+def bellman_error(
+    weights,
+    spec: QNetSpec,
+    transitions: tuple,
+    gamma: float,
+    loss: str = "huber",
+    delta: float = 1.0,
+) -> float:
     """Mean TD loss (:func:`baselines.dqn.learner.td_loss`) of the network with
     layer arrays ``weights`` on ``transitions``, bootstrapping from itself."""
     s, a, r, s2, d = transitions
     net = NumpyQNet(weights, spec)
     q = net(np.asarray(s, np.float32))[np.arange(len(a)), np.asarray(a, np.int64)]
     y = np.asarray(r, np.float64) + gamma * (1.0 - np.asarray(d, np.float64)) * net(
-        np.asarray(s2, np.float32)).max(-1)
+        np.asarray(s2, np.float32)
+    ).max(-1)
     return float(td_loss(torch.as_tensor(q - y), loss, delta).mean())
 
 

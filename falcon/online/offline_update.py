@@ -73,24 +73,40 @@ class OfflineUpdater:
         technique: the learner's batched-gradient implementation.
     """
 
-    def __init__(self, bank, dqn_config: DQNConfig | None = None, *, interval_s: float | None = None,
-                 interval_episodes: int | None = None, meta_lr: float = ReptileConfig.meta_lr,
-                 inner_steps: int = ReptileConfig.inner_steps,
-                 min_transitions: int | None = None, capacity_per_cell: int = 2000,
-                 max_cells: int = 32, write_path: str | None = None, seed: int = 0,
-                 technique: str = "bmm"):
+    def __init__(
+        self,
+        bank,
+        dqn_config: DQNConfig | None = None,
+        *,
+        interval_s: float | None = None,
+        interval_episodes: int | None = None,
+        meta_lr: float = ReptileConfig.meta_lr,
+        inner_steps: int = ReptileConfig.inner_steps,
+        min_transitions: int | None = None,
+        capacity_per_cell: int = 2000,
+        max_cells: int = 32,
+        write_path: str | None = None,
+        seed: int = 0,
+        technique: str = "bmm",
+    ):
         if (interval_s is None) == (interval_episodes is None):
-            raise ConfigError("offline: set exactly one of interval_s (emulated seconds) and "
-                              "interval_episodes")
+            raise ConfigError(
+                "offline: set exactly one of interval_s (emulated seconds) and interval_episodes"
+            )
         if interval_s is not None and not float(interval_s) > 0:
             raise ConfigError(f"offline.interval_s: must be positive, got {interval_s!r}")
-        if interval_episodes is not None and (isinstance(interval_episodes, bool)
-                                              or int(interval_episodes) < 1):
-            raise ConfigError(f"offline.interval_episodes: must be a positive integer, got {interval_episodes!r}")
+        if interval_episodes is not None and (
+            isinstance(interval_episodes, bool) or int(interval_episodes) < 1
+        ):
+            raise ConfigError(
+                f"offline.interval_episodes: must be a positive integer, got {interval_episodes!r}"
+            )
         if not 0.0 < float(meta_lr) <= 1.0:
             raise ConfigError(f"offline.meta_lr: must be in (0, 1], got {meta_lr!r}")
         if int(inner_steps) < 1:
-            raise ConfigError(f"offline.inner_steps: must be a positive integer, got {inner_steps!r}")
+            raise ConfigError(
+                f"offline.inner_steps: must be a positive integer, got {inner_steps!r}"
+            )
         if int(capacity_per_cell) < 1 or int(max_cells) < 1:
             raise ConfigError("offline: capacity_per_cell and max_cells must be positive integers")
         self.bank = bank
@@ -99,7 +115,9 @@ class OfflineUpdater:
         self.interval_episodes = None if interval_episodes is None else int(interval_episodes)
         self.meta_lr = float(meta_lr)
         self.inner_steps = int(inner_steps)
-        self.min_transitions = self.config.batch_size if min_transitions is None else int(min_transitions)
+        self.min_transitions = (
+            self.config.batch_size if min_transitions is None else int(min_transitions)
+        )
         if self.min_transitions < 1:
             raise ConfigError(f"offline.min_transitions: must be positive, got {min_transitions!r}")
         self.capacity_per_cell = int(capacity_per_cell)
@@ -108,17 +126,18 @@ class OfflineUpdater:
         self.seed = int(seed)
         self.technique = technique
         self._store: dict[int, ReplayMemory] = {}
-        self.updates = 0                 #: updates run
-        self.cells_updated = 0           #: Reptile steps applied (cells x updates)
-        self.transitions_folded = 0      #: transitions used by updates
+        self.updates = 0  #: updates run
+        self.cells_updated = 0  #: Reptile steps applied (cells x updates)
+        self.transitions_folded = 0  #: transitions used by updates
         self.history: deque = deque(maxlen=MAX_HISTORY)
         #: next due time [s] of emulated time summed over episodes (interval_s mode)
         self.next_due_s = self.interval_s
         self.episodes_since = 0
 
     @classmethod
-    def from_config(cls, cfg: Mapping | None, bank, dqn_config: DQNConfig, seed: int,
-                    technique: str) -> OfflineUpdater | None:
+    def from_config(
+        cls, cfg: Mapping | None, bank, dqn_config: DQNConfig, seed: int, technique: str
+    ) -> OfflineUpdater | None:
         """From the agent config's ``offline:`` mapping (None or ``enabled:
         false``: no offline loop, FALCON-N)."""
         if cfg is None:
@@ -128,11 +147,21 @@ class OfflineUpdater:
         cfg = dict(cfg)
         if not cfg.pop("enabled", True):
             return None
-        known = {"interval_s", "interval_episodes", "meta_lr", "inner_steps", "min_transitions",
-                 "capacity_per_cell", "max_cells", "write_path"}
+        known = {
+            "interval_s",
+            "interval_episodes",
+            "meta_lr",
+            "inner_steps",
+            "min_transitions",
+            "capacity_per_cell",
+            "max_cells",
+            "write_path",
+        }
         unknown = set(cfg) - known
         if unknown:
-            raise ConfigError(f"offline: unknown key(s) {sorted(unknown)}; known: {sorted(known | {'enabled'})}")
+            raise ConfigError(
+                f"offline: unknown key(s) {sorted(unknown)}; known: {sorted(known | {'enabled'})}"
+            )
         return cls(bank, dqn_config, seed=seed, technique=technique, **cfg)
 
     # ---------------------------------------------------------- experience
@@ -142,8 +171,9 @@ class OfflineUpdater:
             if len(self._store) >= self.max_cells:
                 self.update(reason="memory")
             spec = self.bank.spec
-            mem = self._store[cell] = ReplayMemory(self.capacity_per_cell, spec.n_inputs, 1,
-                                                   seed=self.seed)
+            mem = self._store[cell] = ReplayMemory(
+                self.capacity_per_cell, spec.n_inputs, 1, seed=self.seed
+            )
         return mem
 
     def add(self, cell: int, state, action, reward, next_state, done) -> None:
@@ -192,12 +222,17 @@ class OfflineUpdater:
             bank = self.bank
             cfg = self.config
             idx = self.updates
-            learner = BatchedDQN(bank.spec, len(cells), cfg, seed=self.seed, technique=self.technique)
+            learner = BatchedDQN(
+                bank.spec, len(cells), cfg, seed=self.seed, technique=self.technique
+            )
             mems = [self._store[c] for c in cells]
             for mem, c in zip(mems, cells):
                 mem.rng = np.random.default_rng([self.seed, idx, c])
             steps = [[mem.sample(cfg.batch_size) for mem in mems] for _ in range(self.inner_steps)]
-            batches = [np.stack([np.concatenate([p[i] for p in parts]) for parts in steps]) for i in range(5)]
+            batches = [
+                np.stack([np.concatenate([p[i] for p in parts]) for parts in steps])
+                for i in range(5)
+            ]
             thetas = np.stack([bank.row(c) for c in cells])
             thetas, _ = reptile_step(learner, thetas, batches, self.meta_lr)
             for m, c in enumerate(cells):
@@ -208,14 +243,22 @@ class OfflineUpdater:
             self.transitions_folded += n_tr
         self._store.clear()
         self.updates += 1
-        rec = {"update": self.updates, "reason": reason, "cells": cells, "transitions": n_tr,
-               "wall_s": time.perf_counter() - t0}
+        rec = {
+            "update": self.updates,
+            "reason": reason,
+            "cells": cells,
+            "transitions": n_tr,
+            "wall_s": time.perf_counter() - t0,
+        }
         self.history.append(rec)
         return rec
 
     def stats(self) -> dict[str, float]:
-        return {"offline_updates": float(self.updates), "offline_cells_updated": float(self.cells_updated),
-                "offline_transitions": float(self.transitions_folded)}
+        return {
+            "offline_updates": float(self.updates),
+            "offline_cells_updated": float(self.cells_updated),
+            "offline_transitions": float(self.transitions_folded),
+        }
 
 
 __all__ = ["OfflineUpdater"]

@@ -128,15 +128,19 @@ DETECTIONS = ("bocpd", "never")
 FALLBACKS = ("last", "prior")
 SAME_CELL = ("keep", "reload")
 
-def _adaptation_settings(deployed_epsilon, finetune_steps, finetune_mix, min_transitions,
-                         batch_size: int) -> tuple[float, int, float, int]:
+
+def _adaptation_settings(
+    deployed_epsilon, finetune_steps, finetune_mix, min_transitions, batch_size: int
+) -> tuple[float, int, float, int]:
     """The checked ``(deployed_epsilon, finetune_steps, finetune_mix, min_transitions)``."""
     deployed_epsilon, finetune_mix = float(deployed_epsilon), float(finetune_mix)
     if not 0.0 <= deployed_epsilon <= 1.0:
         raise ConfigError(f"deployed_epsilon: must be in [0, 1], got {deployed_epsilon}")
     if isinstance(finetune_steps, bool) or int(finetune_steps) < 0:
-        raise ConfigError(f"finetune_steps: must be a non-negative integer (0: deploy the selected "
-                          f"meta-model as is), got {finetune_steps!r}")
+        raise ConfigError(
+            f"finetune_steps: must be a non-negative integer (0: deploy the selected "
+            f"meta-model as is), got {finetune_steps!r}"
+        )
     if not 0.0 <= finetune_mix <= 1.0:
         raise ConfigError(f"finetune_mix: must be in [0, 1], got {finetune_mix}")
     n = batch_size if min_transitions is None else int(min_transitions)
@@ -186,46 +190,95 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
 
     name = "falcon"
 
-    def __init__(self, bank, *, epsilon: float = 0.0, deployed_epsilon: float = 0.0,
-                 finetune_steps: int = 0, finetune_mix: float = 1.0, min_transitions: int | None = None,
-                 deploy_guard: bool = True, guard_every: int = 4, act_on_selection: bool = False,
-                 train_step_cost_s: float | str = 0.00045, selection: str = "bank",
-                 detection: str = "bocpd", fallback: str = "last", same_cell: str = "keep",
-                 prior_conditions=None, window: Mapping | None = None,
-                 detector: Mapping | None = None, loss_in_slow_start: bool = False,
-                 ack_delay_corrected: bool = True, continual: bool = False,
-                 continual_between: bool = True, continual_train_interval: int = 16, offline: Mapping | None = None,
-                 max_events: int = 10_000, replay_capacity: int = 4096, reward: str | None = None,
-                 log_every: int = 5, **kw):
-        for key, val, allowed in (("selection", selection, SELECTIONS), ("detection", detection, DETECTIONS),
-                                  ("fallback", fallback, FALLBACKS), ("same_cell", same_cell, SAME_CELL)):
+    def __init__(
+        self,
+        bank,
+        *,
+        epsilon: float = 0.0,
+        deployed_epsilon: float = 0.0,
+        finetune_steps: int = 0,
+        finetune_mix: float = 1.0,
+        min_transitions: int | None = None,
+        deploy_guard: bool = True,
+        guard_every: int = 4,
+        act_on_selection: bool = False,
+        train_step_cost_s: float | str = 0.00045,
+        selection: str = "bank",
+        detection: str = "bocpd",
+        fallback: str = "last",
+        same_cell: str = "keep",
+        prior_conditions=None,
+        window: Mapping | None = None,
+        detector: Mapping | None = None,
+        loss_in_slow_start: bool = False,
+        ack_delay_corrected: bool = True,
+        continual: bool = False,
+        continual_between: bool = True,
+        continual_train_interval: int = 16,
+        offline: Mapping | None = None,
+        max_events: int = 10_000,
+        replay_capacity: int = 4096,
+        reward: str | None = None,
+        log_every: int = 5,
+        **kw,
+    ):
+        for key, val, allowed in (
+            ("selection", selection, SELECTIONS),
+            ("detection", detection, DETECTIONS),
+            ("fallback", fallback, FALLBACKS),
+            ("same_cell", same_cell, SAME_CELL),
+        ):
             if val not in allowed:
                 raise ConfigError(f"{key}: unknown {val!r}; choose one of {list(allowed)}")
         if "hidden" in kw or "model" in kw:
             raise ConfigError("falcon: the network comes from the bank (no hidden: or model: keys)")
-        self.bank = cached_bank(bank, private=isinstance(offline, Mapping) and bool(offline.get("enabled", True)))
+        self.bank = cached_bank(
+            bank, private=isinstance(offline, Mapping) and bool(offline.get("enabled", True))
+        )
         if reward is not None and reward != self.bank.reward:
-            raise ConfigError(f"reward: the bank's meta-models were built on the {self.bank.reward!r} MDP, "
-                              f"got {reward!r} (null: the bank's)")
+            raise ConfigError(
+                f"reward: the bank's meta-models were built on the {self.bank.reward!r} MDP, "
+                f"got {reward!r} (null: the bank's)"
+            )
         unit = kw.pop("reward_unit", None)
         if unit is not None and unit != self.bank.reward_unit:
-            raise ConfigError(f"reward_unit: the bank's meta-models learned rewards in {self.bank.reward_unit!r} "
-                              f"units, got {unit!r} (null: the bank's)")
-        super().__init__(hidden=self.bank.spec.hidden, epsilon=epsilon, reward=self.bank.reward,
-                         replay_capacity=replay_capacity, reward_unit=self.bank.reward_unit, **kw)
+            raise ConfigError(
+                f"reward_unit: the bank's meta-models learned rewards in {self.bank.reward_unit!r} "
+                f"units, got {unit!r} (null: the bank's)"
+            )
+        super().__init__(
+            hidden=self.bank.spec.hidden,
+            epsilon=epsilon,
+            reward=self.bank.reward,
+            replay_capacity=replay_capacity,
+            reward_unit=self.bank.reward_unit,
+            **kw,
+        )
         self.epsilon_s = self.epsilon
-        self.deployed_epsilon, self.finetune_steps, self.finetune_mix, self.min_transitions = _adaptation_settings(
-            deployed_epsilon, finetune_steps, finetune_mix, min_transitions, self.learner_config.batch_size)
+        self.deployed_epsilon, self.finetune_steps, self.finetune_mix, self.min_transitions = (
+            _adaptation_settings(
+                deployed_epsilon,
+                finetune_steps,
+                finetune_mix,
+                min_transitions,
+                self.learner_config.batch_size,
+            )
+        )
         if isinstance(guard_every, bool) or not isinstance(guard_every, int) or guard_every < 2:
-            raise ConfigError(f"guard_every: expected an integer >= 2 (every n-th post-change transition "
-                              f"held out), got {guard_every!r}")
+            raise ConfigError(
+                f"guard_every: expected an integer >= 2 (every n-th post-change transition "
+                f"held out), got {guard_every!r}"
+            )
         self.deploy_guard, self.guard_every = bool(deploy_guard), guard_every
         self.act_on_selection = bool(act_on_selection)
         if train_step_cost_s == "auto":
-            train_step_cost_s = calibrate(self.hidden, n_paths=self.bank.spec.n_actions,
-                                          technique=self.technique)
+            train_step_cost_s = calibrate(
+                self.hidden, n_paths=self.bank.spec.n_actions, technique=self.technique
+            )
         elif isinstance(train_step_cost_s, str):
-            raise ConfigError(f"train_step_cost_s: expected seconds or 'auto', got {train_step_cost_s!r}")
+            raise ConfigError(
+                f"train_step_cost_s: expected seconds or 'auto', got {train_step_cost_s!r}"
+            )
         self.selection = selection
         self.detection = detection
         self.fallback = fallback
@@ -244,17 +297,28 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self.ack_delay_corrected = bool(ack_delay_corrected)
         self.continual = bool(continual)
         self.continual_between = bool(continual_between)
-        self.offline = OfflineUpdater.from_config(offline, self.bank, self.learner_config, self.seed,
-                                                  self.technique)
+        self.offline = OfflineUpdater.from_config(
+            offline, self.bank, self.learner_config, self.seed, self.technique
+        )
         self.offline_config = None if offline is None else dict(offline)
         self.max_events = int(max_events)
         self.log_every = max(1, int(log_every))
-        self.finetuner = AsyncTrainer(self._ft_train, self._ft_deploy, self._ft_ready,
-                                      step_cost_s=train_step_cost_s, train_interval=1,
-                                      steps_per_update=max(1, self.finetune_steps))
-        self.trainer = AsyncTrainer(self._ct_train, self._ct_deploy, self._ct_ready,
-                                    step_cost_s=train_step_cost_s,
-                                    train_interval=int(continual_train_interval), steps_per_update=1)
+        self.finetuner = AsyncTrainer(
+            self._ft_train,
+            self._ft_deploy,
+            self._ft_ready,
+            step_cost_s=train_step_cost_s,
+            train_interval=1,
+            steps_per_update=max(1, self.finetune_steps),
+        )
+        self.trainer = AsyncTrainer(
+            self._ct_train,
+            self._ct_deploy,
+            self._ct_ready,
+            step_cost_s=train_step_cost_s,
+            train_interval=int(continual_train_interval),
+            steps_per_update=1,
+        )
         self.recording = True
         self._select_rng = np.random.default_rng([self.seed, 7])
         self._init_state()
@@ -262,15 +326,15 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
     def _init_state(self) -> None:
         """The model, adaptation, connection and record state of a new scheduler."""
         # model and adaptation state (persist across episodes)
-        self.cell: int | None = None            # cell of the model in use / being fine-tuned
-        self.deployed_cell: int | None = None   # cell of the deployed model (None: a fallback)
+        self.cell: int | None = None  # cell of the model in use / being fine-tuned
+        self.deployed_cell: int | None = None  # cell of the deployed model (None: a fallback)
         self.phase = IDLE
-        self._gen = 0                           # adaptation generation (stale jobs are ignored)
+        self._gen = 0  # adaptation generation (stale jobs are ignored)
         self._ft_gen = -1
         self._ct_gen = -1
         self._adapt_event: AdaptationEvent | None = None
         self._ft_mark = 0
-        self._held_out = None                   # transitions held out of the K steps (the guard's)
+        self._held_out = None  # transitions held out of the K steps (the guard's)
         # per connection
         self.estimator: ConditionEstimator | None = None
         self.detector: PathChangeDetector | None = None
@@ -280,7 +344,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self._event: AdaptationEvent | None = None
         self._trigger_time = 0.0
         self._window_gen = 0
-        self._elapsed_s = 0.0                   # emulated time of the finished episodes
+        self._elapsed_s = 0.0  # emulated time of the finished episodes
         self._offline_gen = 0
         # records and counters
         self.events: deque[AdaptationEvent] = deque(maxlen=self.max_events)
@@ -290,9 +354,9 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self.adaptations = 0
         self.deployments = 0
         self.kept = 0
-        self.guarded = 0                        # K-step adaptations where the guard deployed the meta-model
-        self._between_new = 0                   # deployed-model transitions not yet trained on between connections
-        self.between_steps = 0                  # DQN steps taken between connections
+        self.guarded = 0  # K-step adaptations where the guard deployed the meta-model
+        self._between_new = 0  # deployed-model transitions not yet trained on between connections
+        self.between_steps = 0  # DQN steps taken between connections
 
     # ---------------------------------------------------------- model
     @property
@@ -306,10 +370,14 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
     def build(self, n_paths: int) -> None:
         spec = self.bank.spec
         if spec.n_actions != n_paths:
-            raise ConfigError(f"{self.name}: the bank was built for {spec.n_actions} paths, "
-                              f"the scenario has {n_paths}")
+            raise ConfigError(
+                f"{self.name}: the bank was built for {spec.n_actions} paths, "
+                f"the scenario has {n_paths}"
+            )
         self.spec = spec
-        self.learner = BatchedDQN(spec, 1, self.learner_config, seed=self.seed, technique=self.technique)
+        self.learner = BatchedDQN(
+            spec, 1, self.learner_config, seed=self.seed, technique=self.technique
+        )
         self.replay = ReplayMemory(self.replay_capacity, spec.n_inputs, 1, seed=self.seed + 1)
         self._window = ReplayMemory(self.replay_capacity, spec.n_inputs, 1, seed=self.seed + 2)
         self.prior_cell = int(self.bank.select(self.prior))
@@ -346,21 +414,24 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self.trainer.attach(view.sim)
         self._train_between()
         if self.estimator is None or self.estimator.n_paths != n:
-            self.estimator = ConditionEstimator(n, self.window_config,
-                                                prior=self.prior if len(self.prior) == n else None)
+            self.estimator = ConditionEstimator(
+                n, self.window_config, prior=self.prior if len(self.prior) == n else None
+            )
         else:
             self.estimator.reset()
-        self.detector = PathChangeDetector(**self.detector_kw) if self.detection == "bocpd" else None
+        self.detector = (
+            PathChangeDetector(**self.detector_kw) if self.detection == "bocpd" else None
+        )
         self._ca_since = [math.inf] * n
         self._window.clear()
         if self.fallback == "prior" or self.deployed_cell is None:
-            self._gen += 1                      # a job of the previous connection is void
+            self._gen += 1  # a job of the previous connection is void
             self._load(self.prior_cell)
             self.deploy()
             self.cell = self.deployed_cell = None
             self.phase = IDLE
-        else:                                   # "last": the last deployed model acts
-            if self.phase != DEPLOYED:          # the learner holds an undeployed meta-model
+        else:  # "last": the last deployed model acts
+            if self.phase != DEPLOYED:  # the learner holds an undeployed meta-model
                 self._gen += 1
                 self.learner.set_weights(self.learner.split_flat(self._deployed_flat))
                 self.learner.reset_optimizer()
@@ -372,8 +443,9 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
                 off.update(reason="episodes")
             if off.interval_s is not None:
                 self._offline_gen += 1
-                view.sim.schedule(max(0.0, off.next_due_s - self._elapsed_s), self._offline_due,
-                                  self._offline_gen)
+                view.sim.schedule(
+                    max(0.0, off.next_due_s - self._elapsed_s), self._offline_due, self._offline_gen
+                )
         self._open_window(None, "start")
 
     def _offline_due(self, gen: int) -> None:
@@ -385,8 +457,10 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
             off.update(reason="interval")
             off.advance(now)
         if self._view.sim.pending == 0:
-            return                        # nothing else will happen: let the episode end (stall detection)
-        self._view.sim.schedule(self._view.sim.now + max(1e-9, off.next_due_s - now), self._offline_due, gen)
+            return  # nothing else will happen: let the episode end (stall detection)
+        self._view.sim.schedule(
+            self._view.sim.now + max(1e-9, off.next_due_s - now), self._offline_due, gen
+        )
 
     # ---------------------------------------------------------- decisions
     def _observe(self, view) -> list:
@@ -427,8 +501,14 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self._pending = [deque() for _ in self._pending]
 
     # ---------------------------------------------------------- episodes
-    def run_episode(self, scenario, app, seed: int, max_duration_s: float | None = None,
-                    setup: Callable | None = None) -> dict[str, float]:
+    def run_episode(
+        self,
+        scenario,
+        app,
+        seed: int,
+        max_duration_s: float | None = None,
+        setup: Callable | None = None,
+    ) -> dict[str, float]:
         """One download with online adaptation; its metrics plus FALCON's
         counters. ``setup(emulation, connection)`` runs before the emulation
         starts (e.g. to schedule condition changes)."""
@@ -436,8 +516,16 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         m.update(self.stats())
         return m
 
-    def fit(self, scenario, app, seed: int = 0, episodes: int = 10, log: Callable | None = None,
-            progress: bool = True, max_duration_s: float | None = None) -> dict[str, float]:
+    def fit(
+        self,
+        scenario,
+        app,
+        seed: int = 0,
+        episodes: int = 10,
+        log: Callable | None = None,
+        progress: bool = True,
+        max_duration_s: float | None = None,
+    ) -> dict[str, float]:
         """``episodes`` online downloads (seeds ``seed, seed+1, ...``), the
         model and bank persisting across them; ``log(metrics, step)`` gets
         one point per episode. Returns summary metrics."""
@@ -449,36 +537,58 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
             if log is not None:
                 log(m, step=ep)
             if progress and ((ep + 1) % self.log_every == 0 or ep + 1 == episodes):
-                print(f"{self.name}: episode {ep + 1}/{episodes}  download {m['download_time_s']:.3f} s  "
-                      f"changes {self.changes}  adaptations {self.adaptations}  packets {self.decisions}  "
-                      f"[{_time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+                print(
+                    f"{self.name}: episode {ep + 1}/{episodes}  download {m['download_time_s']:.3f} s  "
+                    f"changes {self.changes}  adaptations {self.adaptations}  packets {self.decisions}  "
+                    f"[{_time.perf_counter() - t0:.1f} s]",
+                    file=sys.stderr,
+                    flush=True,
+                )
         k = max(1, min(5, len(times)))
-        return {"episodes": float(len(times)),
-                "final_download_time_s": float(np.nanmedian(times[-k:])) if times else math.nan,
-                "wall_time_s": _time.perf_counter() - t0, **self.stats()}
+        return {
+            "episodes": float(len(times)),
+            "final_download_time_s": float(np.nanmedian(times[-k:])) if times else math.nan,
+            "wall_time_s": _time.perf_counter() - t0,
+            **self.stats(),
+        }
 
     def stats(self) -> dict[str, float]:
-        out = {"changes": float(self.changes), "selections": float(self.selections),
-               "adaptations": float(self.adaptations), "deployments": float(self.deployments),
-               "kept": float(self.kept), "guarded": float(self.guarded),
-               "between_steps": float(self.between_steps),
-               "online_packets": float(self.decisions)}
+        out = {
+            "changes": float(self.changes),
+            "selections": float(self.selections),
+            "adaptations": float(self.adaptations),
+            "deployments": float(self.deployments),
+            "kept": float(self.kept),
+            "guarded": float(self.guarded),
+            "between_steps": float(self.between_steps),
+            "online_packets": float(self.decisions),
+        }
         if self.offline is not None:
             out.update(self.offline.stats())
         return out
 
     def hyperparameters(self) -> dict:
-        return {**super().hyperparameters(), "deployed_epsilon": self.deployed_epsilon,
-                "finetune_steps": self.finetune_steps, "finetune_mix": self.finetune_mix,
-                "deploy_guard": self.deploy_guard, "guard_every": self.guard_every,
-                "act_on_selection": self.act_on_selection,
-                "min_transitions": self.min_transitions,
-                "train_step_cost_s": self.finetuner.step_cost_s, "selection": self.selection,
-                "detection": self.detection, "fallback": self.fallback, "same_cell": self.same_cell,
-                "window": dict(self.window_config.__dict__), "detector": self.detector_kw,
-                "continual": self.continual, "continual_between": self.continual_between,
-                "continual_train_interval": self.trainer.train_interval,
-                "offline": self.offline_config}
+        return {
+            **super().hyperparameters(),
+            "deployed_epsilon": self.deployed_epsilon,
+            "finetune_steps": self.finetune_steps,
+            "finetune_mix": self.finetune_mix,
+            "deploy_guard": self.deploy_guard,
+            "guard_every": self.guard_every,
+            "act_on_selection": self.act_on_selection,
+            "min_transitions": self.min_transitions,
+            "train_step_cost_s": self.finetuner.step_cost_s,
+            "selection": self.selection,
+            "detection": self.detection,
+            "fallback": self.fallback,
+            "same_cell": self.same_cell,
+            "window": dict(self.window_config.__dict__),
+            "detector": self.detector_kw,
+            "continual": self.continual,
+            "continual_between": self.continual_between,
+            "continual_train_interval": self.trainer.train_interval,
+            "offline": self.offline_config,
+        }
 
     def __deepcopy__(self, memo):
         # FALCON-N never writes its bank: copies (one per evaluation job) share it

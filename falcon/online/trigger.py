@@ -39,12 +39,16 @@ class ChangeTriggers:
     def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
         self._resolve(path, view.sim.now, True, sent_time)
         now = view.sim.now
-        rtt = view.paths[path].rtt_sample(sent_time, now) if self.ack_delay_corrected else now - sent_time
+        rtt = (
+            view.paths[path].rtt_sample(sent_time, now)
+            if self.ack_delay_corrected
+            else now - sent_time
+        )
         est = self.estimator
         est.add_rtt(path, rtt)
         est.add_fate(path, False)
         if not self.loss_in_slow_start:
-            self._congestion_avoidance(view, path, sent_time, now)   # tracks the slow-start exit
+            self._congestion_avoidance(view, path, sent_time, now)  # tracks the slow-start exit
         det = self.detector
         if det is not None:
             if det.update_rtt(path, rtt, now):
@@ -57,8 +61,9 @@ class ChangeTriggers:
     def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
         self._resolve(path, view.sim.now, False, sent_time)
         now = view.sim.now
-        self.estimator.add_fate(path, self.loss_in_slow_start
-                                or self._congestion_avoidance(view, path, sent_time, now))
+        self.estimator.add_fate(
+            path, self.loss_in_slow_start or self._congestion_avoidance(view, path, sent_time, now)
+        )
         det = self.detector
         if det is not None and det.update_loss(path, True, now):
             self._on_change(det)
@@ -68,7 +73,7 @@ class ChangeTriggers:
 
     def _on_change(self, det: PathChangeDetector) -> None:
         ev = det.events[-1]
-        det.events.clear()            # constant memory over long connections
+        det.events.clear()  # constant memory over long connections
         det.detections.clear()
         self.changes += 1
         self.estimator.restart(ev.path, keep=ev.lag)
@@ -82,7 +87,9 @@ class ChangeTriggers:
         superseding = self._estimating
         if superseding and self._event is not None:
             self._event.action = "superseded"
-        self._event = AdaptationEvent(self.episode, float(self._now()), path, signal, self.decisions)
+        self._event = AdaptationEvent(
+            self.episode, float(self._now()), path, signal, self.decisions
+        )
         self.events.append(self._event)
         self._estimating = True
         self._trigger_time = self._now()
@@ -92,7 +99,9 @@ class ChangeTriggers:
             self._overdue = False
             self._window_gen += 1
             sim = self._view.sim
-            sim.schedule(sim.now + self.window_config.max_window_s, self._window_timeout, self._window_gen)
+            sim.schedule(
+                sim.now + self.window_config.max_window_s, self._window_timeout, self._window_gen
+            )
         est = self.estimator
         if est.ready() or (self._overdue and est.usable(late=True)):
             self._close_window()
@@ -110,7 +119,7 @@ class ChangeTriggers:
             if later > self._now():
                 self._view.sim.schedule(later, self._window_timeout, gen)
                 return
-            self._overdue = True          # close as soon as the partial data are usable
+            self._overdue = True  # close as soon as the partial data are usable
             if self.estimator.usable(late=True):
                 self._close_window()
 

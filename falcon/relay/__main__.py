@@ -41,7 +41,9 @@ def load_scenario(name: str | None, sets: list[str]) -> dict:
     from falcon.config import load_group, to_plain
     from falcon.relay.selftest import DEFAULT_SCENARIO
 
-    scen = to_plain(load_group("scenario", name)) if name else json.loads(json.dumps(DEFAULT_SCENARIO))
+    scen = (
+        to_plain(load_group("scenario", name)) if name else json.loads(json.dumps(DEFAULT_SCENARIO))
+    )
     for item in sets:
         key, sep, raw = item.partition("=")
         if not sep or not key:
@@ -58,18 +60,34 @@ def load_scenario(name: str | None, sets: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m falcon.relay",
-                                 description="Run the link relay between a real client and server, or "
-                                             "measure it (--self-test).")
-    ap.add_argument("--scenario", help="a config of configs/scenario/ (default: the self-test pair)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change a scenario key")
-    ap.add_argument("--listen", default="127.0.0.1:4433", help="address the client sends to (host:port)")
-    ap.add_argument("--server", default="127.0.0.1:4434", help="address of the real server (host:port)")
-    ap.add_argument("--clients", help="the client's address per path, comma-separated (default 127.0.0.2, ...)")
+    ap = argparse.ArgumentParser(
+        prog="python -m falcon.relay",
+        description="Run the link relay between a real client and server, or "
+        "measure it (--self-test).",
+    )
+    ap.add_argument(
+        "--scenario", help="a config of configs/scenario/ (default: the self-test pair)"
+    )
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="change a scenario key"
+    )
+    ap.add_argument(
+        "--listen", default="127.0.0.1:4433", help="address the client sends to (host:port)"
+    )
+    ap.add_argument(
+        "--server", default="127.0.0.1:4434", help="address of the real server (host:port)"
+    )
+    ap.add_argument(
+        "--clients", help="the client's address per path, comma-separated (default 127.0.0.2, ...)"
+    )
     ap.add_argument("--seed", type=int, default=0, help="seeds the delay and loss draws")
-    ap.add_argument("--lead-ms", type=float, default=None,
-                    help="release datagrams this much before their computed time (default 0.2: the relay's own "
-                         "forwarding latency)")
+    ap.add_argument(
+        "--lead-ms",
+        type=float,
+        default=None,
+        help="release datagrams this much before their computed time (default 0.2: the relay's own "
+        "forwarding latency)",
+    )
     ap.add_argument("--self-test", action="store_true", help="measure delay and rate, then exit")
     ap.add_argument("--json", action="store_true", help="print the self-test report as JSON")
     args = ap.parse_args(argv)
@@ -84,15 +102,25 @@ def main(argv=None) -> int:
             print(json.dumps(rep, indent=2) if args.json else format_report(rep))
             return 0 if rep["passed"] else 1
         clients = args.clients.split(",") if args.clients else None
-        relay = Relay(scen, listen=_hostport(args.listen), server=_hostport(args.server), client_ips=clients,
-                      seed=args.seed, lead_s=lead).start()
+        relay = Relay(
+            scen,
+            listen=_hostport(args.listen),
+            server=_hostport(args.server),
+            client_ips=clients,
+            seed=args.seed,
+            lead_s=lead,
+        ).start()
     except (ConfigError, FalconInputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     host, port = relay.address
-    print(f"relay: {host}:{port} -> {relay.server[0]}:{relay.server[1]}, paths "
-          + ", ".join(f"{ip} ({p['name']})" for ip, p in zip(relay.client_ips, relay.scenario["paths"])),
-          flush=True)
+    print(
+        f"relay: {host}:{port} -> {relay.server[0]}:{relay.server[1]}, paths "
+        + ", ".join(
+            f"{ip} ({p['name']})" for ip, p in zip(relay.client_ips, relay.scenario["paths"])
+        ),
+        flush=True,
+    )
     signal.signal(signal.SIGTERM, _stop)
     try:
         while True:

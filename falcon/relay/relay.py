@@ -61,12 +61,12 @@ MAX_SAMPLES = 100_000
 class PathCounters:
     """What one path of the relay did (packets and bytes are UDP payloads)."""
 
-    up_packets: int = 0          # client -> server, forwarded
-    down_packets: int = 0        # server -> client, forwarded
+    up_packets: int = 0  # client -> server, forwarded
+    down_packets: int = 0  # server -> client, forwarded
     down_bytes: int = 0
-    down_dropped: int = 0        # drop-tail buffer full
-    down_lost: int = 0           # random loss
-    late_s: list[float] = field(default_factory=list)   # release lateness samples [s]
+    down_dropped: int = 0  # drop-tail buffer full
+    down_lost: int = 0  # random loss
+    late_s: list[float] = field(default_factory=list)  # release lateness samples [s]
     #: the first :data:`MAX_SAMPLES` datagrams per direction, in order: when
     #: the relay received each and when the model said it arrives, emulated
     #: seconds ``(received, release)`` (None: a server-to-client datagram
@@ -101,17 +101,29 @@ class Relay:
             the relay's own forwarding latency (:data:`LEAD_S`).
     """
 
-    def __init__(self, scenario: Mapping, listen: tuple[str, int] = ("127.0.0.1", 0),
-                 server: tuple[str, int] = ("127.0.0.1", 4433), client_ips: Sequence[str] | None = None,
-                 seed: int = 0, lead_s: float = LEAD_S):
+    def __init__(
+        self,
+        scenario: Mapping,
+        listen: tuple[str, int] = ("127.0.0.1", 0),
+        server: tuple[str, int] = ("127.0.0.1", 4433),
+        client_ips: Sequence[str] | None = None,
+        seed: int = 0,
+        lead_s: float = LEAD_S,
+    ):
         if not 0.0 <= float(lead_s) < 0.01:
             raise ConfigError(f"relay: lead must be in [0, 10) ms, got {1000 * float(lead_s):g} ms")
         self.lead_s = float(lead_s)
         self.scenario = normalise_scenario(scenario)
         n = len(self.scenario["paths"])
-        ips = [f"127.0.0.{2 + i}" for i in range(n)] if client_ips is None else [str(x) for x in client_ips]
+        ips = (
+            [f"127.0.0.{2 + i}" for i in range(n)]
+            if client_ips is None
+            else [str(x) for x in client_ips]
+        )
         if len(ips) != n or len(set(ips)) != n:
-            raise ConfigError(f"relay: expected {n} distinct client addresses (one per path), got {ips}")
+            raise ConfigError(
+                f"relay: expected {n} distinct client addresses (one per path), got {ips}"
+            )
         self.client_ips = ips
         self._path_of_ip = {ip: i for i, ip in enumerate(ips)}
         emu = Emulation(seed)
@@ -145,8 +157,9 @@ class Relay:
             s.bind(self._listen_req)
         except OSError as e:
             s.close()
-            raise ConfigError(f"relay: cannot bind {self._listen_req[0]}:{self._listen_req[1]} ({e.strerror})") \
-                from None
+            raise ConfigError(
+                f"relay: cannot bind {self._listen_req[0]}:{self._listen_req[1]} ({e.strerror})"
+            ) from None
         s.settimeout(0.2)
         self.listen_sock = s
         self._running = True
@@ -162,7 +175,9 @@ class Relay:
         self._running = False
         with self._cv:
             self._cv.notify_all()
-        for t in self._threads + [f.thread for f in list(self._flows.values()) if f.thread is not None]:
+        for t in self._threads + [
+            f.thread for f in list(self._flows.values()) if f.thread is not None
+        ]:
             t.join(timeout=2.0)
         for f in list(self._flows.values()):
             f.upstream.close()
@@ -217,8 +232,12 @@ class Relay:
         up.bind(("127.0.0.1", 0))
         up.settimeout(0.2)
         flow = _Flow(path, client, up)
-        flow.thread = threading.Thread(target=self._server_loop, args=(flow,), daemon=True,
-                                       name=f"relay-path{path}-{client[1]}")
+        flow.thread = threading.Thread(
+            target=self._server_loop,
+            args=(flow,),
+            daemon=True,
+            name=f"relay-path{path}-{client[1]}",
+        )
         self._flows[client] = flow
         flow.thread.start()
         return flow
@@ -266,7 +285,7 @@ class Relay:
                 if not self._running:
                     return
                 at, _, sock, data, dest, path = heapq.heappop(heap)
-            while True:                     # the last fraction of a millisecond in short sleeps
+            while True:  # the last fraction of a millisecond in short sleeps
                 left = at - self.now()
                 if left <= 0.0:
                     break
@@ -288,10 +307,19 @@ class Relay:
         out = []
         for i, c in enumerate(self.counters):
             late = sorted(c.late_s)
-            out.append({"path": i, "client_ip": self.client_ips[i], "up_packets": c.up_packets,
-                        "down_packets": c.down_packets, "down_bytes": c.down_bytes,
-                        "down_dropped": c.down_dropped, "down_lost": c.down_lost,
-                        "late_median_ms": _quantile_ms(late, 0.5), "late_p99_ms": _quantile_ms(late, 0.99)})
+            out.append(
+                {
+                    "path": i,
+                    "client_ip": self.client_ips[i],
+                    "up_packets": c.up_packets,
+                    "down_packets": c.down_packets,
+                    "down_bytes": c.down_bytes,
+                    "down_dropped": c.down_dropped,
+                    "down_lost": c.down_lost,
+                    "late_median_ms": _quantile_ms(late, 0.5),
+                    "late_p99_ms": _quantile_ms(late, 0.99),
+                }
+            )
         return out
 
 

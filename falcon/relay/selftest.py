@@ -45,9 +45,13 @@ from falcon.relay.relay import WIRE_OVERHEAD_BYTES, Relay
 
 #: the default scenario of the self-test: a heterogeneous pair without
 #: jitter or loss, so the expected delay and rate are exact
-DEFAULT_SCENARIO = {"name": "relay_self_test", "paths": [
-    {"name": "fast", "bandwidth_mbps": 10.0, "rtt_ms": 20.0, "rtt_std_ms": 0.0, "loss": 0.0},
-    {"name": "slow", "bandwidth_mbps": 5.0, "rtt_ms": 80.0, "rtt_std_ms": 0.0, "loss": 0.0}]}
+DEFAULT_SCENARIO = {
+    "name": "relay_self_test",
+    "paths": [
+        {"name": "fast", "bandwidth_mbps": 10.0, "rtt_ms": 20.0, "rtt_std_ms": 0.0, "loss": 0.0},
+        {"name": "slow", "bandwidth_mbps": 5.0, "rtt_ms": 80.0, "rtt_std_ms": 0.0, "loss": 0.0},
+    ],
+}
 
 PAYLOAD = 1350
 
@@ -80,7 +84,9 @@ class _Server:
                 self.sock.sendto(data, src)
             elif data[:1] == b"B":
                 _, secs, bps = data.split()
-                t = threading.Thread(target=self._blast, args=(src, float(secs), float(bps)), daemon=True)
+                t = threading.Thread(
+                    target=self._blast, args=(src, float(secs), float(bps)), daemon=True
+                )
                 t.start()
                 self.blasts.append(t)
 
@@ -108,14 +114,16 @@ class _Server:
         self.sock.close()
 
 
-def _client(ip: str, relay_addr, pings: int, interval: float, blast_s: float, blast_bps: float, out: dict):
+def _client(
+    ip: str, relay_addr, pings: int, interval: float, blast_s: float, blast_bps: float, out: dict
+):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((ip, 0))
     s.settimeout(0.05)
     sent: dict[int, float] = {}
     rtts: dict[int, float] = {}
     t_next = time.monotonic()
-    for k in range(pings):                     # 1. delay
+    for k in range(pings):  # 1. delay
         t_next += interval
         sent[k] = time.monotonic()
         s.sendto(b"P%d" % k, relay_addr)
@@ -135,7 +143,7 @@ def _client(ip: str, relay_addr, pings: int, interval: float, blast_s: float, bl
             continue
         if data[:1] == b"P":
             rtts[int(data[1:])] = time.monotonic() - sent[int(data[1:])]
-    s.sendto(b"B %f %f" % (blast_s, blast_bps), relay_addr)   # 2. rate
+    s.sendto(b"B %f %f" % (blast_s, blast_bps), relay_addr)  # 2. rate
     arrivals: list[tuple[float, int]] = []
     t_req = quiet_since = time.monotonic()
     deadline = t_req + blast_s + 5.0
@@ -150,15 +158,23 @@ def _client(ip: str, relay_addr, pings: int, interval: float, blast_s: float, bl
         quiet_since = time.monotonic()
         if data[:1] == b"D":
             arrivals.append((quiet_since, len(data)))
-        elif data[:1] == b"P":                 # a late echo (a trace outage held it)
+        elif data[:1] == b"P":  # a late echo (a trace outage held it)
             rtts[int(data[1:])] = quiet_since - sent[int(data[1:])]
     s.close()
     out.update(rtts=rtts, arrivals=arrivals, stopped=time.monotonic())
 
 
-def self_test(scenario: Mapping | None = None, *, pings: int = 40, ping_interval_s: float = 0.025,
-              blast_s: float = 2.0, overload: float = 1.25, tolerance: float = 0.05, seed: int = 0,
-              lead_s: float | None = None) -> dict:
+def self_test(
+    scenario: Mapping | None = None,
+    *,
+    pings: int = 40,
+    ping_interval_s: float = 0.025,
+    blast_s: float = 2.0,
+    overload: float = 1.25,
+    tolerance: float = 0.05,
+    seed: int = 0,
+    lead_s: float | None = None,
+) -> dict:
     """Run the measurement of the module docstring; returns per path the
     configured and measured RTT and rate, their relative errors, the
     release lateness and ``passed``, plus ``passed`` for all paths."""
@@ -171,8 +187,19 @@ def self_test(scenario: Mapping | None = None, *, pings: int = 40, ping_interval
         threads = []
         for i, (ip, p) in enumerate(zip(relay.client_ips, relay.paths)):
             rate_bps = _mean_rate_bps(p, relay)
-            t = threading.Thread(target=_client, args=(ip, relay.address, pings, ping_interval_s, blast_s,
-                                                       overload * rate_bps, results[i]), daemon=True)
+            t = threading.Thread(
+                target=_client,
+                args=(
+                    ip,
+                    relay.address,
+                    pings,
+                    ping_interval_s,
+                    blast_s,
+                    overload * rate_bps,
+                    results[i],
+                ),
+                daemon=True,
+            )
             t.start()
             threads.append(t)
         for t in threads:
@@ -185,8 +212,12 @@ def self_test(scenario: Mapping | None = None, *, pings: int = 40, ping_interval
         relay.stop()
         server.close()
     for row, st in zip(report, stats):
-        row.update(late_median_ms=st["late_median_ms"], late_p99_ms=st["late_p99_ms"],
-                   dropped=st["down_dropped"], lost=st["down_lost"])
+        row.update(
+            late_median_ms=st["late_median_ms"],
+            late_p99_ms=st["late_p99_ms"],
+            dropped=st["down_dropped"],
+            lost=st["down_lost"],
+        )
     return {"tolerance": tolerance, "paths": report, "passed": all(r["passed"] for r in report)}
 
 
@@ -208,8 +239,11 @@ def _judge(i: int, path, relay: Relay, res: dict, tolerance: float, pings: int) 
     c = relay.counters[i]
     up, down = c.up_s, c.down_s
     # the k-th ping is the path's k-th client datagram, its echo the k-th server one (FIFO)
-    model = {k: (up[k][1] - up[k][0]) + (down[k][1] - down[k][0])
-             for k in range(min(pings, len(up), len(down))) if down[k] is not None}
+    model = {
+        k: (up[k][1] - up[k][0]) + (down[k][1] - down[k][0])
+        for k in range(min(pings, len(up), len(down)))
+        if down[k] is not None
+    }
     answered = [k for k in rtts if k in model]
     expected_rtt = statistics.fmean(model[k] for k in answered) if answered else math.nan
     measured_rtt = statistics.fmean(rtts[k] for k in answered) if answered else math.nan
@@ -231,27 +265,62 @@ def _judge(i: int, path, relay: Relay, res: dict, tolerance: float, pings: int) 
     else:
         rate_err = math.inf if len(released) >= 3 else math.nan
     ok = all(math.isnan(e) or e <= tolerance for e in (rtt_err, rate_err))
-    return {"path": i, "name": conf["name"], "client_ip": relay.client_ips[i],
-            "configured_rtt_ms": 1000 * path.delay.mean_rtt, "rtt_ms": 1000 * expected_rtt,
-            "measured_rtt_ms": 1000 * measured_rtt, "rtt_error": rtt_err, "pings": len(answered),
-            "rate_mbps": expected_bps / 1e6, "measured_rate_mbps": measured_bps / 1e6,
-            "rate_error": rate_err, "packets": len(arrivals), "passed": ok}
+    return {
+        "path": i,
+        "name": conf["name"],
+        "client_ip": relay.client_ips[i],
+        "configured_rtt_ms": 1000 * path.delay.mean_rtt,
+        "rtt_ms": 1000 * expected_rtt,
+        "measured_rtt_ms": 1000 * measured_rtt,
+        "rtt_error": rtt_err,
+        "pings": len(answered),
+        "rate_mbps": expected_bps / 1e6,
+        "measured_rate_mbps": measured_bps / 1e6,
+        "rate_error": rate_err,
+        "packets": len(arrivals),
+        "passed": ok,
+    }
 
 
 def format_report(rep: dict) -> str:
-    head = ["path", "client", "RTT ms (configured)", "model", "measured", "err %", "rate Mbit/s", "measured",
-            "err %", "late ms (median, p99)", "drops", "ok"]
+    head = [
+        "path",
+        "client",
+        "RTT ms (configured)",
+        "model",
+        "measured",
+        "err %",
+        "rate Mbit/s",
+        "measured",
+        "err %",
+        "late ms (median, p99)",
+        "drops",
+        "ok",
+    ]
     rows = [head]
     for r in rep["paths"]:
-        rows.append([r["name"], r["client_ip"], f"{r['configured_rtt_ms']:.1f}", f"{r['rtt_ms']:.2f}",
-                     f"{r['measured_rtt_ms']:.2f}",
-                     f"{100 * r['rtt_error']:.1f}", f"{r['rate_mbps']:.2f}", f"{r['measured_rate_mbps']:.2f}",
-                     f"{100 * r['rate_error']:.1f}", f"{r['late_median_ms']:.3f}, {r['late_p99_ms']:.3f}",
-                     str(r["dropped"]), "yes" if r["passed"] else "NO"])
+        rows.append(
+            [
+                r["name"],
+                r["client_ip"],
+                f"{r['configured_rtt_ms']:.1f}",
+                f"{r['rtt_ms']:.2f}",
+                f"{r['measured_rtt_ms']:.2f}",
+                f"{100 * r['rtt_error']:.1f}",
+                f"{r['rate_mbps']:.2f}",
+                f"{r['measured_rate_mbps']:.2f}",
+                f"{100 * r['rate_error']:.1f}",
+                f"{r['late_median_ms']:.3f}, {r['late_p99_ms']:.3f}",
+                str(r["dropped"]),
+                "yes" if r["passed"] else "NO",
+            ]
+        )
     widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
     lines = ["  ".join(x.rjust(w) for x, w in zip(row, widths)) for row in rows]
     verdict = "passed" if rep["passed"] else "FAILED"
-    return "\n".join(lines) + f"\nrelay self-test {verdict} (tolerance {100 * rep['tolerance']:.0f} %)"
+    return (
+        "\n".join(lines) + f"\nrelay self-test {verdict} (tolerance {100 * rep['tolerance']:.0f} %)"
+    )
 
 
 __all__ = ["self_test", "format_report", "DEFAULT_SCENARIO"]

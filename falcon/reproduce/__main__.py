@@ -45,36 +45,69 @@ def reproduce(cfg) -> dict:
     t0 = time.perf_counter()
     outcomes = {}
     for i, exp in enumerate(selected, 1):
-        outcomes[exp.name] = run_one(exp, scale, root, tracking, bank, state, index=f"[{i}/{len(selected)}]",
-                                     rerun=bool(cfg.get("rerun")))
+        outcomes[exp.name] = run_one(
+            exp,
+            scale,
+            root,
+            tracking,
+            bank,
+            state,
+            index=f"[{i}/{len(selected)}]",
+            rerun=bool(cfg.get("rerun")),
+        )
     exp_id, uri = _mlflow_experiment(tracking)
     figures = []
     for fig in doc["figures"]:
         exp = catalog.BY_NAME.get(fig["experiment"])
         if exp is None:
-            raise ConfigError(f"seed claims: figure {fig['id']!r} names unknown experiment {fig['experiment']!r}")
+            raise ConfigError(
+                f"seed claims: figure {fig['id']!r} names unknown experiment {fig['experiment']!r}"
+            )
         if exp.name not in outcomes:
             continue
         outcome = outcomes[exp.name]
         res = outcome.results(exp)
-        why = f"the experiment failed ({outcome.error})" if outcome.status == "failed" else "no results"
-        figures.append({"fig": fig, "experiment": exp, "outcome": outcome, "experiment_id": exp_id,
-                        "verdicts": claims.verdicts(fig, res, why)})
+        why = (
+            f"the experiment failed ({outcome.error})"
+            if outcome.status == "failed"
+            else "no results"
+        )
+        figures.append(
+            {
+                "fig": fig,
+                "experiment": exp,
+                "outcome": outcome,
+                "experiment_id": exp_id,
+                "verdicts": claims.verdicts(fig, res, why),
+            }
+        )
     out_dir = root / scale
     command = " ".join(["python -m falcon.reproduce", *map(shlex.quote, sys.argv[1:])])
-    model = render.build(doc, figures, scale=scale, state=state, command=command, out_dir=out_dir,
-                         tracking_uri=uri)
+    model = render.build(
+        doc, figures, scale=scale, state=state, command=command, out_dir=out_dir, tracking_uri=uri
+    )
     model["wall_s"] = time.perf_counter() - t0
     model["failed"] = [n for n, o in outcomes.items() if o.status == "failed"]
-    model["experiments"] = {n: {"status": o.status, "output": str(o.output), "run_id": o.run_id,
-                                "wall_s": o.wall_s, "log": str(o.log)} for n, o in outcomes.items()}
+    model["experiments"] = {
+        n: {
+            "status": o.status,
+            "output": str(o.output),
+            "run_id": o.run_id,
+            "wall_s": o.wall_s,
+            "log": str(o.log),
+        }
+        for n, o in outcomes.items()
+    }
     _write(out_dir / "report.md", render.markdown(model))
     _write(out_dir / "report.html", render.html(model))
     _write(out_dir / "report.json", json.dumps(model, indent=2, default=str) + "\n")
     t = model["totals"]
-    print(f"report: {out_dir / 'report.md'} ({out_dir / 'report.html'}); claims: {t['reproduced']} reproduced, "
-          f"{t['not reproduced']} not reproduced, {t['not assessed']} not assessed; {model['wall_s']:.0f} s",
-          file=sys.stderr, flush=True)
+    print(
+        f"report: {out_dir / 'report.md'} ({out_dir / 'report.html'}); claims: {t['reproduced']} reproduced, "
+        f"{t['not reproduced']} not reproduced, {t['not assessed']} not assessed; {model['wall_s']:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     return model
 
 
@@ -103,7 +136,10 @@ def _mlflow_experiment(tracking: dict) -> tuple[str | None, str | None]:
 def _hydra_main(cfg: DictConfig) -> dict:
     model = reproduce(cfg)
     if model["failed"]:
-        print(f"failed: {', '.join(model['failed'])} (their logs are named in the report)", file=sys.stderr)
+        print(
+            f"failed: {', '.join(model['failed'])} (their logs are named in the report)",
+            file=sys.stderr,
+        )
         sys.exit(1)
     return model
 

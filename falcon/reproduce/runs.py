@@ -56,8 +56,13 @@ class Outcome:
 
 def _git(*args: str) -> str:
     try:
-        res = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30,
-                             cwd=Path(__file__).resolve().parents[2])
+        res = subprocess.run(
+            ["git", *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=Path(__file__).resolve().parents[2],
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return res.stdout if res.returncode == 0 else ""
@@ -66,8 +71,10 @@ def _git(*args: str) -> str:
 def code_state() -> dict:
     """The commit and a hash of the uncommitted changes (empty outside a git checkout)."""
     diff = _git("diff", "HEAD") + _git("ls-files", "--others", "--exclude-standard")
-    return {"commit": _git("rev-parse", "HEAD").strip() or "unknown",
-            "changes": hashlib.sha256(diff.encode()).hexdigest()[:16] if diff else ""}
+    return {
+        "commit": _git("rev-parse", "HEAD").strip() or "unknown",
+        "changes": hashlib.sha256(diff.encode()).hexdigest()[:16] if diff else "",
+    }
 
 
 def run_key(exp: Experiment, scale: str, argv: list[str], state: dict) -> str:
@@ -87,8 +94,9 @@ def _finished_run(tracking: dict, key: str) -> str | None:
     exp = client.get_experiment_by_name(str(tracking.get("experiment") or "falcon"))
     if exp is None:
         return None
-    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{KEY_TAG}` = '{key}'",
-                              max_results=20)
+    runs = client.search_runs(
+        [exp.experiment_id], filter_string=f"tags.`{KEY_TAG}` = '{key}'", max_results=20
+    )
     done = [r for r in runs if r.info.status == "FINISHED"]
     return done[0].info.run_id if done else None
 
@@ -97,19 +105,40 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run_one(exp: Experiment, scale: str, root: Path, tracking: dict, bank_preset: str,
-            state: dict, index: str = "", rerun: bool = False) -> Outcome:
+def run_one(
+    exp: Experiment,
+    scale: str,
+    root: Path,
+    tracking: dict,
+    bank_preset: str,
+    state: dict,
+    index: str = "",
+    rerun: bool = False,
+) -> Outcome:
     """Run ``exp`` at ``scale`` into ``root/<scale>/`` (or reuse it unless
     ``rerun``, or unless another process ran it while this one waited);
     never raises for the experiment's own failure: the outcome says ``failed``."""
     key = run_key(exp, scale, exp.command(scale, "OUT", bank_preset), state)
     out = (root / scale / f"{exp.name}-{key}").resolve()
-    with lock_beside(out, waiting=f"{index} {exp.name}: another process is running it; waiting for it") as waited:
-        return _run_or_reuse(exp, scale, key, out, tracking, bank_preset, state, index, rerun and not waited)
+    with lock_beside(
+        out, waiting=f"{index} {exp.name}: another process is running it; waiting for it"
+    ) as waited:
+        return _run_or_reuse(
+            exp, scale, key, out, tracking, bank_preset, state, index, rerun and not waited
+        )
 
 
-def _run_or_reuse(exp: Experiment, scale: str, key: str, out: Path, tracking: dict, bank_preset: str,
-                  state: dict, index: str, rerun: bool) -> Outcome:
+def _run_or_reuse(
+    exp: Experiment,
+    scale: str,
+    key: str,
+    out: Path,
+    tracking: dict,
+    bank_preset: str,
+    state: dict,
+    index: str,
+    rerun: bool,
+) -> Outcome:
     from falcon.tracking import tracked_run
 
     argv = exp.command(scale, str(out), bank_preset)
@@ -117,22 +146,37 @@ def _run_or_reuse(exp: Experiment, scale: str, key: str, out: Path, tracking: di
     if (out / exp.result).is_file() and not rerun:
         run_id = _finished_run(tracking, key)
         if run_id or not tracking.get("enabled", True):
-            _say(f"{index} {exp.name}: reused {out}" + (f" (mlflow run {run_id})" if run_id else ""))
+            _say(
+                f"{index} {exp.name}: reused {out}" + (f" (mlflow run {run_id})" if run_id else "")
+            )
             return Outcome(exp.name, "reused", out, run_id, 0.0, log)
     if out.exists():
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python", *argv])
     _say(f"{index} {exp.name}: {exp.what} ... (log: {log})")
-    tags = {KEY_TAG: key, "falcon.reproduce.experiment": exp.name, "falcon.reproduce.scale": scale,
-            "falcon.command": command}
+    tags = {
+        KEY_TAG: key,
+        "falcon.reproduce.experiment": exp.name,
+        "falcon.reproduce.scale": scale,
+        "falcon.command": command,
+    }
     t0 = time.perf_counter()
     try:
         with tracked_run(tracking, run_name=f"reproduce/{scale}/{exp.name}", tags=tags) as tracker:
-            tracker.log_params({"experiment": exp.name, "scale": scale, "command": command,
-                                "commit": state["commit"], "uncommitted_changes": state["changes"] or "none"})
+            tracker.log_params(
+                {
+                    "experiment": exp.name,
+                    "scale": scale,
+                    "command": command,
+                    "commit": state["commit"],
+                    "uncommitted_changes": state["changes"] or "none",
+                }
+            )
             with open(log, "w") as fh:
-                rc = subprocess.run([sys.executable, *argv], stdout=fh, stderr=subprocess.STDOUT).returncode
+                rc = subprocess.run(
+                    [sys.executable, *argv], stdout=fh, stderr=subprocess.STDOUT
+                ).returncode
             wall = time.perf_counter() - t0
             if rc != 0 or not (out / exp.result).is_file():
                 raise RuntimeError(f"exit status {rc}" if rc else f"no {exp.result} in the output")
