@@ -7,7 +7,10 @@ multi-line report; :func:`guard` does the same for errors raised inside the
 job (``FalconInputError`` from the emulator, OmegaConf errors, missing files,
 and any failure of the tracking store: ``TrackingError``).
 Set ``FALCON_DEBUG=1`` to get the full traceback instead. Errors that are not
-about the input (bugs) keep their traceback.
+about the input (bugs) keep their traceback. SIGTERM ends a job as Ctrl-C
+(SIGINT) does, by an exception in the main thread (:class:`Terminated`, exit
+143), so that temporaries are removed on the way out; a second signal during
+that clean-up is ignored.
 
 :func:`staged_output` writes an output folder next to its final place and
 moves it there only when complete, so a failed run leaves nothing half
@@ -20,6 +23,7 @@ import functools
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -32,6 +36,7 @@ from falcon.tracking_store import TrackingError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
 OUTPUT_MARKER = "summary.json"
 
 _NOISE = (
@@ -113,6 +118,35 @@ def _debug() -> bool:
     return os.environ.get("FALCON_DEBUG", "") not in ("", "0")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread (a KeyboardInterrupt, so that it
+    unwinds as Ctrl-C does: staged outputs removed, the MLflow run KILLED)."""
+
+
+def _on_signal(signum: int, frame) -> None:
+    """SIGINT -> KeyboardInterrupt, SIGTERM -> :class:`Terminated`; the clean-up
+    on the way out is not interrupted by a second one."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def handle_signals() -> None:
+    """Install :func:`_on_signal` for SIGINT and SIGTERM (main thread only),
+    except where the signal is ignored (``nohup``, a shell's background job)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _on_signal)
+
+
+def _exit_interrupted(exc: KeyboardInterrupt):
+    if isinstance(exc, Terminated):
+        print("terminated", file=sys.stderr)
+        raise SystemExit(EXIT_TERMINATED) from None
+    print("interrupted", file=sys.stderr)
+    raise SystemExit(EXIT_INTERRUPTED) from None
+
+
 def guard(fn: Callable) -> Callable:
     """Decorator for the body of a Hydra job: input errors -> one line, exit 2."""
 
@@ -120,9 +154,8 @@ def guard(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            raise SystemExit(EXIT_INTERRUPTED) from None
+        except KeyboardInterrupt as e:
+            _exit_interrupted(e)
         except _input_errors() as e:
             if _debug():
                 raise
@@ -137,11 +170,11 @@ def main(hydra_main: Callable[[], object]) -> None:
     # in which case it lets the exception through to us.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     tracking_worker.prewarm()  # MLflow's import on the other core while the job starts
+    handle_signals()
     try:
         hydra_main()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        raise SystemExit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt as e:
+        _exit_interrupted(e)
     except _input_errors() as e:
         if _debug():
             raise
