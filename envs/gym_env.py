@@ -103,9 +103,14 @@ time passes, or after ``max_steps`` decisions. The final ``info`` carries
 ``metrics`` (:func:`envs.metrics.episode_metrics`) and ``episode_steps``
 (and ``decision_rewards`` with the ``"packet_rate"`` reward).
 
-**Seeding**: ``reset(seed=s)`` seeds ``self.np_random`` (Gymnasium
-convention); the scenario sampler, if any, draws from it, then the emulator
-seed is drawn from it, so a reset seed reproduces the episode bit for bit.
+**Seeding**: a seed means the same as everywhere else in the project:
+``reset(seed=s)`` runs the emulator with seed ``s``, the episode that
+``envs.run_episode(scenario, app, scheduler, s)`` and ``falcon.evaluate``'s
+run with seed ``s`` emulate (``info["emulator_seed"] == s``). It also seeds
+``self.np_random`` (Gymnasium convention), from which the scenario sampler, if
+any, draws; a ``reset()`` without a seed draws the emulator seed from
+``self.np_random`` (in ``[0, 2**32)``), so a seeded sequence of resets
+reproduces its episodes bit for bit.
 
 Registered as ``falcon/MultipathScheduling-v0`` on import;
 :func:`register_rllib` registers it with Ray RLlib.
@@ -148,6 +153,7 @@ from envs.mdp import (  # the MDP's one home; re-exported here
 from envs.metrics import episode_metrics
 from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
+from envs.scheduler import ConnectionView
 
 #: every reward the environment offers
 ENV_REWARDS = (*REWARDS, PACKET_RATE, COMPLETION)
@@ -159,7 +165,7 @@ DEFAULT_SCENARIO: dict = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"li
 DEFAULT_APP: dict = {"kind": "bulk", "size_bytes": 2_000_000}
 
 
-def observe(view) -> np.ndarray:
+def observe(view: ConnectionView) -> np.ndarray:
     """The FALCON state of a connection ``view`` as a float32 array of shape
     ``(4 * n_paths,)`` (see :func:`observe_into`)."""
     return np.asarray(observe_into(view, [0.0] * (4 * len(view.paths))), dtype=np.float32)
@@ -277,7 +283,10 @@ class MultipathSchedulingEnv(gym.Env):
                 f"scenario has {len(s['paths'])} paths; this environment was built "
                 f"for {self.n_paths}"
             )
-        self.emulator_seed = int(self.np_random.integers(0, 2**32))
+        # a given seed is the emulator's seed (as in run_episode and falcon.evaluate)
+        self.emulator_seed = (
+            int(seed) if seed is not None else int(self.np_random.integers(0, 2**32))
+        )
         sched = self._sched
         emu, conn, application, s = setup_episode(s, app, sched, self.emulator_seed)
         self.emulation, self.connection, self.application, self.scenario = emu, conn, application, s

@@ -152,6 +152,32 @@ def test_env_reproduces_the_plain_emulator_bit_for_bit():
         assert info["metrics"][k] == res.metrics[k], k
 
 
+@pytest.mark.parametrize("seed", [0, 3])
+def test_reset_seed_is_the_emulator_seed_of_an_evaluate_run(seed):
+    """reset(seed=s) runs the episode falcon.evaluate's run with seed s runs
+    (falcon.jobs.run_episode_job): a seed means the same everywhere."""
+    from falcon.jobs import Job, run_episode_job
+
+    env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
+    _, info = env.reset(seed=seed)
+    assert info["emulator_seed"] == env.emulator_seed == seed
+    i = 0
+    while True:
+        i ^= 1
+        _, _, term, trunc, info = env.step(i)
+        if term or trunc:
+            break
+    job = Job(0, "s", "a", "alternate", seed, SCENARIO, APP, _Alternate())
+    metrics = run_episode_job(job)["metrics"]
+    for k in ("download_time_s", "events", "packets_sent", "path0_bytes", "path1_bytes"):
+        assert info["metrics"][k] == metrics[k], k
+    env.reset()  # unseeded resets go on drawing emulator seeds from np_random
+    first = env.emulator_seed
+    env.reset(seed=seed)
+    env.reset()
+    assert env.emulator_seed == first
+
+
 @pytest.mark.parametrize("reward", ["goodput", "goodput_rate", "ack_rate", "packet_rate"])
 def test_rewards_positive_and_finite(reward):
     env = MultipathSchedulingEnv(SCENARIO, APP, reward=reward)
