@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from envs.apps import make_app
+from envs.emulation import Emulation
+from envs.errors import ConfigError
 from envs.metrics import episode_metrics
-from envs.scenario import Emulation, normalise_scenario
+from envs.scenario import normalise_scenario
 from envs.scheduler import Scheduler
 from envs.sim import collector_paused
 
@@ -29,7 +31,13 @@ class EpisodeResult:
 
 def setup_episode(scenario, app, scheduler: Scheduler, seed: int = 0, normalised: bool = False):
     """Build (emulation, connection, app) without running; the app is started.
-    ``normalised``: ``scenario`` is already :func:`normalise_scenario`'s output."""
+    ``normalised``: ``scenario`` is already :func:`normalise_scenario`'s output.
+    ``scenario`` and ``app`` may be preset names (:mod:`envs.presets`)."""
+    if isinstance(scheduler, str):
+        raise ConfigError(
+            f"scheduler: expected a Scheduler instance, got the name {scheduler!r} "
+            f"(baselines.make_scheduler({scheduler!r}) makes one)"
+        )
     s = scenario if normalised else normalise_scenario(scenario)
     emu = Emulation(seed)
     conn = emu.connect(s, scheduler, normalised=True)
@@ -50,7 +58,7 @@ def run_episode(scenario, app, scheduler: Scheduler, seed: int = 0) -> EpisodeRe
 
 def closing_metrics(emu, conn, application, end: float) -> dict[str, float]:
     """The episode's metrics (:func:`envs.metrics.episode_metrics`, ``end``: its last
-    emulated time [s]), then the emulation closed (:meth:`envs.scenario.Emulation.close`)."""
+    emulated time [s]), then the emulation closed (:meth:`envs.emulation.Emulation.close`)."""
     metrics = episode_metrics(conn, application, end)
     emu.close()
     return metrics

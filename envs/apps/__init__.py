@@ -28,8 +28,14 @@ BLOCK_DEFAULTS = {"block_bytes": None, "period_s": 0.025, "deadline_s": 0.035, "
 
 
 def normalise_app(cfg) -> dict:
+    """Defaults + validation; returns a new plain dict. A string is the name
+    of an app preset (``configs/app/``, :mod:`envs.presets`)."""
     if cfg is None:
         cfg = {}
+    if isinstance(cfg, str):
+        from envs.presets import resolve
+
+        cfg = resolve(cfg, "app")
     if not isinstance(cfg, Mapping):
         from omegaconf import OmegaConf
 
