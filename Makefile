@@ -8,7 +8,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.falcon-installed
 
-.PHONY: setup core run evaluate test test-all lint mlflow-ui clean transport transport-test reproduce notebooks
+.PHONY: setup core run evaluate test test-all lint mlflow-ui clean transport transport-test reproduce notebooks docs
 
 setup: $(STAMP)
 
@@ -74,6 +74,18 @@ notebooks: setup
 	    { command -v uv >/dev/null 2>&1 && uv pip install --python $(BIN)/python -e '.[notebooks]' || \
 	      $(BIN)/python -m pip install -e '.[notebooks]'; }
 	$(BIN)/jupyter lab notebooks/
+
+## the documentation site: docs/_build/html (installs the docs extra into the
+## venv once; the generated pages first; Sphinx warnings are errors)
+docs: setup
+	@$(BIN)/python -c 'import sphinx, myst_parser, furo' 2>/dev/null || { \
+	    export PATH="$$($(PYTHON) -m site --user-base 2>/dev/null)/bin:$$PATH"; \
+	    pkgs=$$($(BIN)/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["docs"]))'); \
+	    { command -v uv >/dev/null 2>&1 && uv pip install --python $(BIN)/python $$pkgs; } || \
+	      $(BIN)/python -m pip install $$pkgs; }
+	$(BIN)/python scripts/docs_config.py docs/reference/config.md
+	$(BIN)/python scripts/docs_results.py docs/results
+	$(BIN)/python -m sphinx -q -W --keep-going -b html docs docs/_build/html
 
 lint: setup
 	$(BIN)/ruff check .

@@ -217,12 +217,17 @@ def test_shared_defaults_agree_with_the_dataclasses_that_use_them():
     assert base_scenario == {k: SCENARIO_DEFAULTS[k] for k in base_scenario}
 
 
-def test_the_readme_config_table_lists_every_option():
-    """The README's table of config groups names every option of every group."""
+def test_the_config_reference_lists_every_option_and_key():
+    """The generated configuration reference (docs/reference/config.md,
+    scripts/docs_config.py) names every option of every group in its table
+    and every top-level key of every option file."""
     import re
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    import yaml
+
+    from scripts.docs_config import CONFIGS, GROUPS, parse, render
+
+    text = render()
     rows = dict(re.findall(r"^\| `(\w+)/` \| (.+?) \|", text, re.M))
     for group in (
         "scenario",
@@ -234,8 +239,15 @@ def test_the_readme_config_table_lists_every_option():
         "tracking",
         "runtime",
     ):
-        assert group in rows, group
+        assert group in rows and group in GROUPS, group
         assert set(re.findall(r"`(\w+)`", rows[group])) == set(group_options(group)), group
+        for option in group_options(group):
+            path = CONFIGS / group / f"{option}.yaml"
+            data = yaml.safe_load(path.read_text()) or {}
+            keys = {k for k, _, _ in parse(path)[1]}
+            for key in set(data) - {"defaults", "hydra"}:
+                assert any(k == key or k.startswith(key + ".") for k in keys), (path, key)
+                assert f"| `{key}" in text, (path, key)
 
 
 def test_every_path_key_exists_without_being_spelled_out(compose):
@@ -274,7 +286,8 @@ def test_every_path_key_exists_without_being_spelled_out(compose):
 
 
 def test_the_schema_doc_shows_the_emulator_defaults():
-    """envs/SCHEMA.md's scenario block shows SCENARIO_DEFAULTS and, for a
+    """The scenario schema's scenario block (docs/reference/formats/
+    scenario_schema.md) shows SCENARIO_DEFAULTS and, for a
     path, PATH_DEFAULTS: the documented defaults are the ones in force."""
     import re
     from pathlib import Path
@@ -283,7 +296,9 @@ def test_the_schema_doc_shows_the_emulator_defaults():
 
     from envs.scenario import PATH_DEFAULTS, SCENARIO_DEFAULTS
 
-    text = (Path(__file__).resolve().parents[1] / "envs/SCHEMA.md").read_text()
+    text = (
+        Path(__file__).resolve().parents[1] / "docs/reference/formats/scenario_schema.md"
+    ).read_text()
     block = yaml.safe_load(re.search(r"## scenario\n\n```yaml\n(.*?)```", text, re.S).group(1))
     assert block["paths"][0] == PATH_DEFAULTS
     assert {k: v for k, v in block.items() if k not in ("name", "paths")} == {

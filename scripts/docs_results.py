@@ -1,0 +1,200 @@
+"""The results pages of the documentation site, and the README's results block,
+from the jobs' JSON (no figure is typed by hand).
+
+- ``docs/results/main.md``: the main job (``make run``) from
+  ``docs/main/summary.json``, a copy of that job's ``summary.json``;
+- ``docs/results/reproduction.md``: the reproduction report from
+  ``docs/reproduction/report.json`` (``falcon.reproduce.render``);
+- ``docs/results/fidelity.md``: the replay-fidelity table from
+  ``docs/fidelity/fidelity.json`` (``falcon.deploy.fidelity_table``).
+
+Each page names its JSON and the commit and date git last recorded for it.
+The README's block between ``<!-- results:main begin -->`` and
+``<!-- results:main end -->`` is the main job's table of medians::
+
+    python scripts/docs_results.py docs/results       # the pages (make docs)
+    python scripts/docs_results.py --readme README.md # rewrite the README's block
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN_JSON = ROOT / "docs/main/summary.json"
+REPORT_JSON = ROOT / "docs/reproduction/report.json"
+FIDELITY_JSON = ROOT / "docs/fidelity/fidelity.json"
+BEGIN, END = "<!-- results:main begin -->", "<!-- results:main end -->"
+#: display names of the main job's schedulers and scenarios
+NAMES = {"falcon": "FALCON", "minrtt": "minRTT", "blest": "BLEST", "ecf": "ECF", "rr": "RR"}
+SCENARIOS = {
+    "static_4g_5g": "static 4G + 5G",
+    "static_4g_wlan": "static 4G + WLAN",
+    "static_5g_wlan": "static 5G + WLAN",
+    "mobile_5g_5g": "mobile 5G + 5G",
+}
+
+
+def provenance(path: Path) -> str:
+    """Where a JSON comes from: its last commit and date, or its file date."""
+    rel = path.relative_to(ROOT)
+    try:
+        log = subprocess.run(
+            ["git", "log", "-1", "--format=%h %cs", "--", str(rel)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        log = ""
+    if log:
+        commit, date = log.split()
+        return f"Generated from `{rel}`, last committed in {commit} on {date}"
+    mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%d")
+    return f"Generated from `{rel}` (not committed; modified {mtime})"
+
+
+def load(path: Path) -> dict:
+    """A results JSON, with a one-line error naming the file when it is unusable."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: {path}: cannot read results JSON ({e})") from None
+
+
+def _name(s: str) -> str:
+    return NAMES.get(s, s)
+
+
+def main_table(summary: Mapping) -> list[str]:
+    """The README's table: median download time [s] per scenario and
+    scheduler, and the first scheduler's median over the best other's."""
+    metric = summary["comparison_metric"]
+    app = summary["apps"][0]
+    scheds = summary["schedulers"]
+    head = ["scenario", *(_name(s) for s in scheds), f"{_name(scheds[0])} / best other"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for sc in summary["scenarios"]:
+        res = summary["results"][sc][app]
+        cmp = summary["comparison"][sc][app][scheds[0]]
+        cells = [f"{res[s][metric]['median']:.4g}" for s in scheds]
+        ratio = f"{cmp['ratio']:.3f}"
+        out.append(f"| {SCENARIOS.get(sc, sc)} | {' | '.join(cells)} | {ratio} |")
+    return out
+
+
+def readme_block(summary: Mapping) -> str:
+    """The README's results block, markers included."""
+    intro = (
+        f"Median {summary['comparison_metric']} over {summary['runs']} seeds, "
+        f"app `{summary['apps'][0]}` (the main job's `summary.json`, copied to "
+        "`docs/main/summary.json`; `python scripts/docs_results.py --readme README.md` "
+        "rewrites this table):"
+    )
+    return "\n".join([BEGIN, intro, "", *main_table(summary), END])
+
+
+def rewrite_readme(readme: Path, summary: Mapping) -> None:
+    """Replace the README's results block with the one of ``summary``."""
+    text = readme.read_text()
+    if text.count(BEGIN) != 1 or text.count(END) != 1:
+        raise SystemExit(f"error: {readme}: needs exactly one {BEGIN} ... {END} block")
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    write(readme, head + readme_block(summary) + tail)
+
+
+def main_page(summary: Mapping) -> str:
+    """The main job's page: per scenario, every scheduler's statistics and
+    its comparison with the best other one (95 % bootstrap intervals)."""
+    metric = summary["comparison_metric"]
+    out = [
+        "# The main job",
+        "",
+        f"{provenance(MAIN_JSON)}; job `{summary['job']}`, {summary['runs']} seeds "
+        f"({summary['seeds'][0]}..{summary['seeds'][-1]}), episodes' wall time "
+        f"{summary['episodes_wall_s']:.1f} s. Produced by `make run` (`python -m falcon.train`; "
+        "copy its `summary.json` here and run `python scripts/docs_results.py --readme "
+        "README.md` to refresh). The columns: [summary.json](../reference/formats/summary_json.md).",
+        "",
+    ]
+    for sc in summary["scenarios"]:
+        for app in summary["apps"]:
+            out += [
+                f"## {SCENARIOS.get(sc, sc)}, app `{app}`",
+                "",
+                f"| scheduler | {metric} median [p25, p75] | goodput_mbps median "
+                "| median / best other's [95 % CI] | paired [95 % CI] |",
+                "|---|---|---|---|---|",
+            ]
+            for s in summary["schedulers"]:
+                r = summary["results"][sc][app][s]
+                c = summary["comparison"][sc][app][s]
+                m, g = r[metric], r["goodput_mbps"]
+                out.append(
+                    f"| {_name(s)} | {m['median']:.4g} [{m['p25']:.4g}, {m['p75']:.4g}] "
+                    f"| {g['median']:.4g} | {c['ratio']:.3f} [{c['ratio_ci'][0]:.3f}, "
+                    f"{c['ratio_ci'][1]:.3f}] vs {_name(c['best_other'])} "
+                    f"| {c['paired']:.3f} [{c['paired_ci'][0]:.3f}, {c['paired_ci'][1]:.3f}] |"
+                )
+            out.append("")
+    return "\n".join(out)
+
+
+def reproduction_page(report: Mapping) -> str:
+    """The reproduction report rendered by the project's own renderer; its
+    figures are the committed ones beside ``report.json``."""
+    from falcon.reproduce.render import markdown
+
+    text = markdown(report).replace("](figures/", "](../reproduction/figures/")
+    title, _, body = text.partition("\n")
+    return f"{title}\n\n{provenance(REPORT_JSON)}.\n{body}"
+
+
+def fidelity_page(result: Mapping) -> str:
+    """The replay-fidelity table rendered by ``falcon.deploy.fidelity_table``."""
+    from falcon.deploy.fidelity_table import render
+
+    title, _, body = render(result).partition("\n")
+    return f"{title}\n\n{provenance(FIDELITY_JSON)}.\n{body}"
+
+
+def write(path: Path, text: str) -> None:
+    """Write ``text`` atomically (a temporary file beside ``path``, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--readme":
+        rewrite_readme(Path(argv[1]), load(MAIN_JSON))
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print("usage: python scripts/docs_results.py OUT_DIR | --readme README.md", file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    write(out / "main.md", main_page(load(MAIN_JSON)))
+    write(out / "reproduction.md", reproduction_page(load(REPORT_JSON)))
+    write(out / "fidelity.md", fidelity_page(load(FIDELITY_JSON)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
