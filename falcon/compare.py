@@ -33,21 +33,42 @@ N_BOOT = 2000
 BOOT_SEED = 0
 #: fewer paired seeds than this: no comparison
 MIN_SEEDS = 3
+#: fewer paired runs than this: printed intervals carry a warning line
+#: (:func:`few_runs_warning`; n runs have at most C(2n-1, n) distinct
+#: resamples: 10 for 3 runs, 35 for 4, so the percentiles sit on a handful
+#: of values)
+MIN_RUNS_FOR_INTERVALS = 5
 
 
-def _paired_matrix(
-    values: Mapping[str, Sequence[float | None]],
-) -> tuple[list[str], np.ndarray] | None:
-    """``(names, x[scheduler, seed])`` over the seeds finite and positive for
-    everyone; None with fewer than :data:`MIN_SEEDS` of them."""
+def _usable(values: Mapping[str, Sequence[float | None]]) -> tuple[list[str], np.ndarray]:
+    """``(names, x[scheduler, seed])`` over the seeds finite and positive for everyone."""
     names = list(values)
     n = min(len(v) for v in values.values())
     x = np.array(
         [[math.nan if v is None else float(v) for v in values[k][:n]] for k in names], dtype=float
     )
     ok = np.isfinite(x).all(axis=0) & (x > 0).all(axis=0)
-    x = x[:, ok]
+    return names, x[:, ok]
+
+
+def _paired_matrix(
+    values: Mapping[str, Sequence[float | None]],
+) -> tuple[list[str], np.ndarray] | None:
+    """:func:`_usable`; None with fewer than :data:`MIN_SEEDS` seeds."""
+    names, x = _usable(values)
     return None if x.shape[1] < MIN_SEEDS else (names, x)
+
+
+def few_runs_warning(n: int) -> str | None:
+    """The line to print beside 95 % bootstrap intervals over ``n`` paired
+    runs when ``n`` < :data:`MIN_RUNS_FOR_INTERVALS`; None otherwise."""
+    if n >= MIN_RUNS_FOR_INTERVALS:
+        return None
+    return (
+        f"warning: the 95 % intervals rest on {n} runs; bootstrap intervals over fewer than "
+        f"{MIN_RUNS_FOR_INTERVALS} runs are degenerate (too few distinct resamples): "
+        f"use runs>={MIN_RUNS_FOR_INTERVALS}"
+    )
 
 
 def _against(x: np.ndarray, i: int, refs: list[int], idx: np.ndarray) -> dict:
@@ -136,6 +157,8 @@ __all__ = [
     "compare_to_references",
     "comparisons",
     "format_comparison",
+    "few_runs_warning",
+    "MIN_RUNS_FOR_INTERVALS",
     "N_BOOT",
     "BOOT_SEED",
 ]

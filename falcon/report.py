@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from baselines.palette import color, colors
-from falcon.compare import comparisons, format_comparison
+from falcon.compare import comparisons, few_runs_warning, format_comparison
 
 SCHEMA_VERSION = 1
 STATS = ("median", "p25", "p75", "mean")
@@ -164,10 +164,18 @@ def summary_table(summary: dict, metrics: Sequence[str]) -> str:
                     _line(head, widths),
                     "  ".join("-" * w for w in widths),
                     *(_line(r, widths) for r in rows),
+                    *_comparison_notes(summary, cmp, by_agent, present[0]),
                 ]
             )
         )
     return "\n\n".join(blocks)
+
+
+def _comparison_notes(summary: dict, cmp: dict, by_agent: dict, first: str) -> list[str]:
+    """The lines under a block's table: that its intervals rest on too few
+    runs (:mod:`falcon.compare`)."""
+    note = few_runs_warning(min(c["n"] for c in cmp.values())) if cmp else None
+    return [note] if note else []
 
 
 def _slug(text: str) -> str:

@@ -168,3 +168,40 @@ def test_every_scheduler_is_set_against_the_best_other_with_a_bootstrap_interval
     assert set(summary["comparison"]["s1"]["bulk"]) == {"minrtt", "blest"}
     table = summary_table(summary, ["download_time_s"])
     assert "median / best other's [95 % CI]" in table and " vs blest" in table
+
+
+def _runs(n: int, agents=("minrtt", "blest")) -> list[dict]:
+    return [
+        {
+            "scenario": "s1",
+            "app": "bulk",
+            "agent": agent,
+            "seed": seed,
+            "metrics": {"download_time_s": 1.0 + k + 0.1 * seed},
+        }
+        for k, agent in enumerate(agents)
+        for seed in range(n)
+    ]
+
+
+@pytest.mark.parametrize("runs, warned", [(3, True), (4, True), (5, False), (8, False)])
+def test_intervals_over_fewer_than_five_runs_carry_a_one_line_warning(runs, warned):
+    table = summary_table(summarize(_runs(runs), seeds=list(range(runs))), ["download_time_s"])
+    assert "median / best other's [95 % CI]" in table
+    notes = [line for line in table.splitlines() if line.startswith("warning:")]
+    if warned:
+        assert len(notes) == 1 and f"rest on {runs} runs" in notes[0], table
+    else:
+        assert notes == [], table
+
+
+def test_the_fidelity_table_warns_of_intervals_over_few_runs():
+    from pathlib import Path
+
+    from falcon.deploy.fidelity_table import render
+
+    result = json.loads((Path(__file__).parents[1] / "docs/fidelity/fidelity.json").read_text())
+    assert "warning:" not in render(result)  # 10 runs and more
+    result["cells"][0]["real_verified"] = 4
+    [line] = [x for x in render(result).splitlines() if x.startswith("warning:")]
+    assert "rest on 4 runs" in line

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from falcon.compare import few_runs_warning
 from falcon.deploy.fidelity import JOB, SCHEMA_VERSION, _write_atomic
 
 HEADER = [
@@ -120,6 +121,10 @@ def render(result: Mapping) -> str:
         lines += ["What the model leaves out on every set:", ""] + [f"- {n}" for n in notes] + [""]
     lines += ["## All sets", ""]
     lines += _table(["set"] + HEADER, [[c["set"]] + _row(c) for c in cells])
+    with_ci = [int(c["real_verified"]) for c in cells if c.get("emulated_over_real_ci")]
+    warning = few_runs_warning(min(with_ci)) if with_ci else None
+    if warning:  # the intervals are over the runs done in both worlds
+        lines += ["", warning]
     for name in sets:
         mine = [c for c in cells if c["set"] == name]
         first = mine[0]

@@ -364,6 +364,11 @@ def table_text(st: SimpleNamespace, summary: dict, real_sum: dict, emu_sum: dict
             summary["real_vs_emulated"], real_sum, emu_sum, st.sname, st.aname, unavailable
         ).rstrip(),
     ]
+    from falcon.compare import few_runs_warning
+
+    cis = [r.get("real_over_emulated_ci") for r in summary["real_vs_emulated"].values()]
+    if any(cis) and (warning := few_runs_warning(len(st.seeds))):
+        text.append(warning)  # the real/emulated intervals are over the seeds
     if st.diffs:
         text.append("the emulated scenario differs from what tquic runs in: " + "; ".join(st.diffs))
     cost = summary["decision_cost_us_median"]
