@@ -71,6 +71,23 @@ def few_runs_warning(n: int) -> str | None:
     )
 
 
+def no_comparison_reason(values: Mapping[str, Sequence[float | None]], metric: str) -> str | None:
+    """Why :func:`compare_to_best` of ``values`` is empty, in one line (None
+    when it is not, or with fewer than two schedulers: nothing to compare)."""
+    if len(values) < 2:
+        return None
+    n = min(len(v) for v in values.values())
+    usable = _usable(values)[1].shape[1]
+    if usable >= MIN_SEEDS:
+        return None
+    which = f"{n} runs" if usable == n else f"{usable} of {n} runs with a finite {metric} for all"
+    return (
+        f"no comparison column: {which}; comparing each scheduler with the best other "
+        f"needs at least {MIN_SEEDS} (runs>={MIN_SEEDS}, {MIN_RUNS_FOR_INTERVALS} or more "
+        f"for useful intervals)"
+    )
+
+
 def _against(x: np.ndarray, i: int, refs: list[int], idx: np.ndarray) -> dict:
     """Row ``i`` of ``x`` against the best of rows ``refs`` (lowest median),
     with the bootstrap intervals of the module docstring (resamples ``idx``)."""
@@ -158,6 +175,7 @@ __all__ = [
     "comparisons",
     "format_comparison",
     "few_runs_warning",
+    "no_comparison_reason",
     "MIN_RUNS_FOR_INTERVALS",
     "N_BOOT",
     "BOOT_SEED",

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from baselines.palette import color, colors
-from falcon.compare import comparisons, few_runs_warning, format_comparison
+from falcon.compare import comparisons, few_runs_warning, format_comparison, no_comparison_reason
 
 SCHEMA_VERSION = 1
 STATS = ("median", "p25", "p75", "mean")
@@ -172,9 +172,14 @@ def summary_table(summary: dict, metrics: Sequence[str]) -> str:
 
 
 def _comparison_notes(summary: dict, cmp: dict, by_agent: dict, first: str) -> list[str]:
-    """The lines under a block's table: that its intervals rest on too few
-    runs (:mod:`falcon.compare`)."""
-    note = few_runs_warning(min(c["n"] for c in cmp.values())) if cmp else None
+    """The lines under a block's table: why its comparison column is missing,
+    or that its intervals rest on too few runs (:mod:`falcon.compare`)."""
+    if cmp:
+        note = few_runs_warning(min(c["n"] for c in cmp.values()))
+    else:
+        metric = summary.get("comparison_metric", first)
+        values = {ag: st[metric]["values"] for ag, st in by_agent.items() if metric in st}
+        note = no_comparison_reason(values, metric)
     return [note] if note else []
 
 

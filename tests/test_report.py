@@ -205,3 +205,24 @@ def test_the_fidelity_table_warns_of_intervals_over_few_runs():
     result["cells"][0]["real_verified"] = 4
     [line] = [x for x in render(result).splitlines() if x.startswith("warning:")]
     assert "rest on 4 runs" in line
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_a_missing_comparison_column_says_why(runs):
+    table = summary_table(summarize(_runs(runs), seeds=list(range(runs))), ["download_time_s"])
+    assert "best other" not in table.splitlines()[1]  # no column
+    [note] = [line for line in table.splitlines() if line.startswith("no comparison column")]
+    assert f"{runs} runs" in note and "runs>=3" in note
+
+
+def test_a_comparison_lost_to_timeouts_says_so():
+    recs = _runs(4)
+    for r in recs[:2]:
+        r["metrics"]["download_time_s"] = math.inf  # two timed-out runs leave 2 of 4 usable
+    table = summary_table(summarize(recs, seeds=[0, 1, 2, 3]), ["download_time_s"])
+    assert "2 of 4 runs with a finite download_time_s for all" in table
+
+
+def test_one_scheduler_has_no_comparison_and_no_note():
+    table = summary_table(summarize(_runs(2, ("minrtt",)), seeds=[0, 1]), ["download_time_s"])
+    assert len(table.splitlines()) == 4
