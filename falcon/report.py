@@ -222,8 +222,38 @@ def axis_label(metric: str) -> str:
     return metric.replace("_", " ")
 
 
+#: per scheduler (in order), a line style and a marker: curves that coincide stay visible
+LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def curve_style(i: int, n: int, points: int) -> dict:
+    """Plot keywords of the ``i``-th of ``n`` curves of ``points`` points:
+    its own line style and hollow marker (a distinct pair for the first 32),
+    the earlier curves drawn wider and with larger markers, so a later curve
+    drawn on top of an identical one leaves it showing."""
+    return {
+        "linestyle": LINESTYLES[(i + i // len(MARKERS)) % len(LINESTYLES)],
+        "marker": MARKERS[i % len(MARKERS)],
+        "markevery": max(1, points // 12),
+        "markersize": 4.0 + 2.0 * (n - 1 - i) / max(1, n - 1),
+        "markerfacecolor": "none",
+        "linewidth": 1.2 + 1.3 * (n - 1 - i) / max(1, n - 1),
+    }
+
+
+def cdf_curve(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)`` of the empirical CDF for a ``where="post"`` step plot,
+    starting at y = 0 at the smallest value (not at 1/n)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    return np.concatenate([x[:1], x]), np.arange(x.size + 1) / x.size
+
+
 def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
-    """One PNG per scenario x app: the metric's empirical CDF and a box plot per scheduler."""
+    """One PNG per scenario x app: the metric's empirical CDF (y from 0 to 1)
+    and a box plot per scheduler; every scheduler with the metric is in the
+    legend (``n=0`` without a finite value), each with its own line style
+    and marker (:func:`curve_style`)."""
     written = []
     for sc, app, by_agent in groups(summary):
         data = {
@@ -231,14 +261,21 @@ def plot_metric(summary: dict, metric: str, out_dir: Path) -> list[Path]:
             for ag, st in by_agent.items()
             if metric in st
         }
-        data = {ag: v for ag, v in data.items() if v}
-        if not data:
+        if not any(data.values()):
             continue
         fig, (ax_cdf, ax_box) = new_figure(1, 2, figsize=(11, 4.2))
-        for ag, vals in data.items():
-            x = np.sort(vals)
-            y = np.arange(1, len(x) + 1) / len(x)
-            ax_cdf.step(x, y, where="post", label=f"{ag} (n={len(x)})", color=color(ag))
+        for i, (ag, vals) in enumerate(data.items()):
+            x, y = cdf_curve(vals) if vals else ([], [])
+            ax_cdf.step(
+                x,
+                y,
+                where="post",
+                label=f"{ag} (n={len(vals)})",
+                color=color(ag),
+                clip_on=False,  # the markers at y = 1 whole
+                **curve_style(i, len(data), len(x)),
+            )
+        ax_cdf.set_ylim(0.0, 1.0)
         ax_cdf.set_xlabel(axis_label(metric))
         ax_cdf.set_ylabel("CDF")
         ax_cdf.grid(alpha=0.3)
@@ -308,20 +345,30 @@ def plot_objects(records: Sequence[dict], out_dir: Path, points: int = 400) -> l
             continue
         grid = np.linspace(0.0, horizon, points)
         fig, (ax_cdf, ax_act) = plt.subplots(1, 2, figsize=(11, 4.2))
-        for ag, runs in by_agent.items():
-            x = np.sort([c for o in runs for c in o["completion"] if math.isfinite(c)])
-            if x.size:
-                ax_cdf.step(
-                    x,
-                    np.arange(1, x.size + 1) / x.size,
-                    where="post",
-                    label=f"{ag} (n={x.size})",
-                    color=color(ag),
-                )
+        for i, (ag, runs) in enumerate(by_agent.items()):
+            done = [c for o in runs for c in o["completion"] if math.isfinite(c)]
+            x, y = cdf_curve(done) if done else ([], [])
+            ax_cdf.step(
+                x,
+                y,
+                where="post",
+                label=f"{ag} (n={len(done)})",
+                color=color(ag),
+                clip_on=False,
+                **curve_style(i, len(by_agent), len(x)),
+            )
             active = np.mean(
                 [active_objects(o["release"], o["completion"], grid) for o in runs], axis=0
             )
-            ax_act.step(grid, active, where="post", label=ag, color=color(ag))
+            ax_act.step(
+                grid,
+                active,
+                where="post",
+                label=ag,
+                color=color(ag),
+                **curve_style(i, len(by_agent), grid.size),
+            )
+        ax_cdf.set_ylim(0.0, 1.0)
         ax_cdf.set_xlabel("object (stream) completion time [s]")
         ax_cdf.set_ylabel("CDF")
         ax_cdf.legend(fontsize="small")

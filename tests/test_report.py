@@ -226,3 +226,58 @@ def test_a_comparison_lost_to_timeouts_says_so():
 def test_one_scheduler_has_no_comparison_and_no_note():
     table = summary_table(summarize(_runs(2, ("minrtt",)), seeds=[0, 1]), ["download_time_s"])
     assert len(table.splitlines()) == 4
+
+
+def _saved_figures(monkeypatch) -> list:
+    """The figures falcon.report saves from now on (each still written as a PNG)."""
+    import falcon.report as report
+
+    figs, save = [], report.save_figure
+    monkeypatch.setattr(
+        report, "save_figure", lambda fig, path, **kw: (figs.append(fig), save(fig, path, **kw))[1]
+    )
+    return figs
+
+
+def test_the_cdf_shows_every_scheduler_from_0_to_1_and_identical_curves_stay_apart(
+    tmp_path, monkeypatch
+):
+    recs = _runs(3, ("minrtt", "rr", "ecf", "stuck"))
+    for r in recs:
+        if r["agent"] in ("rr", "ecf"):  # identical to minrtt's
+            r["metrics"]["download_time_s"] = 1.0 + 0.1 * r["seed"]
+        if r["agent"] == "stuck":  # every run timed out
+            r["metrics"]["download_time_s"] = math.inf
+    figs = _saved_figures(monkeypatch)
+    [png] = plot_metric(summarize(recs, seeds=[0, 1, 2]), "download_time_s", tmp_path)
+    assert png.is_file() and len(figs) == 1
+    ax = figs[0].axes[0]
+    assert ax.get_ylim() == (0.0, 1.0)
+    lines = ax.get_lines()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["minrtt (n=3)", "rr (n=3)", "ecf (n=3)", "stuck (n=0)"]
+    for line in lines[:3]:
+        assert list(line.get_ydata()) == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0])
+    assert [list(line.get_xdata()) for line in lines[:3]] == [[1.0, 1.0, 1.1, 1.2]] * 3
+    styles = [(line.get_linestyle(), line.get_marker()) for line in lines]
+    assert len(set(styles)) == len(styles) and all(m not in ("", "None") for _, m in styles)
+    widths = [line.get_linewidth() for line in lines]
+    assert widths == sorted(widths, reverse=True) and widths[0] > widths[-1]
+
+
+def test_the_objects_cdf_starts_at_0_with_a_style_per_scheduler(tmp_path, monkeypatch):
+    from falcon.report import plot_objects
+
+    objects = {"release": [0.0, 0.1], "completion": [0.5, 0.7]}
+    recs = [
+        {"scenario": "s", "app": "a", "agent": ag, "seed": 0, "metrics": {}, "objects": objects}
+        for ag in ("minrtt", "rr")
+    ]
+    figs = _saved_figures(monkeypatch)
+    plot_objects(recs, tmp_path)
+    ax_cdf, ax_act = figs[0].axes
+    assert ax_cdf.get_ylim() == (0.0, 1.0)
+    for ax in (ax_cdf, ax_act):
+        styles = {(line.get_linestyle(), line.get_marker()) for line in ax.get_lines()}
+        assert len(styles) == 2
+    assert [list(line.get_ydata()) for line in ax_cdf.get_lines()] == [[0.0, 0.5, 1.0]] * 2
