@@ -271,3 +271,21 @@ def test_run_tracked_keeps_the_mlflow_run(compose, tmp_path, mlflow_uri):
     assert runs[0].data.tags["falcon.benchmark"] == data["benchmark"]["id"]
     page = leaderboard.build([out], tmp_path / "board").read_text()
     assert m["run_id"][:8] in page
+
+
+def test_results_do_not_depend_on_the_runtime(files, compose, tmp_path):
+    two = bres.load(run_tiny(compose, tmp_path / "w2", "[blest]", "runtime.workers=2"))
+    one = bres.load(files[0])
+    assert two["benchmark"] == one["benchmark"]
+    for c, res in two["splits"]["validation"]["conditions"].items():
+        mine = one["splits"]["validation"]["conditions"][c]
+        assert res["references"] == mine["references"]
+        assert res["schedulers"]["blest"] == mine["schedulers"]["blest"]
+
+
+def test_run_command_line_bad_input_is_one_line(run_cli, tmp_path):
+    r = run_cli("bench", "run", "tracking=none", f"output={tmp_path / 'o'}")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("error: agent_list: name the schedulers to benchmark")
+    r = run_cli("bench")
+    assert r.returncode == 2 and "usage: python -m falcon.bench run" in r.stdout
