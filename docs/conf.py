@@ -14,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 
 project = "FALCON"
 author = "FALCON framework contributors"
@@ -23,6 +24,7 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.viewcode",
+    "literal_docstring",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
@@ -30,6 +32,7 @@ root_doc = "index"
 # same JSON itself (docs/results/)
 exclude_patterns = [
     "_build",
+    "_ext",
     "fidelity.md",
     "fidelity",
     "reproduction/report.md",

@@ -176,7 +176,7 @@ class MultipathSchedulingEnv(gym.Env):
     module docstring for observation, action, reward and episode).
 
     Args:
-        scenario: scenario dict (``envs/SCHEMA.md``); default static 4G + 5G.
+        scenario: scenario dict (``docs/reference/formats/scenario_schema.md``); default static 4G + 5G.
         app: app dict; default a 2 MB bulk download.
         max_steps: truncate after this many decisions (None: no limit).
         max_duration_s: emulated-time limit [s]; default the scenario's.

@@ -8,7 +8,7 @@ import numpy as np
 
 
 def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
-    """Flat dict of floats (schema in envs/SCHEMA.md).
+    """Flat dict of floats (schema in docs/reference/formats/scenario_schema.md).
 
     ``timed_out`` = the app did not finish; ``stalled`` = it did not finish
     and the event queue ran dry before the time limit (a deadlock: nothing

@@ -1,4 +1,4 @@
-"""Scenarios from plain dicts: defaults, presets, validation (schema: envs/SCHEMA.md).
+"""Scenarios from plain dicts: defaults, presets, validation (schema: docs/reference/formats/scenario_schema.md).
 
 ``normalise_scenario`` fills defaults and Table I presets and validates every
 key and value, raising :class:`ConfigError` with a one-line message that
@@ -105,7 +105,7 @@ def _number(value, key: str, lo: float = 0.0, hi: float = math.inf, lo_open: boo
 
 
 def normalise_pacing(value) -> dict:
-    """The ``pacing:`` block (``envs/SCHEMA.md``, :mod:`envs.path_sender`); true/false: the defaults on/off."""
+    """The ``pacing:`` block (``docs/reference/formats/scenario_schema.md``, :mod:`envs.path_sender`); true/false: the defaults on/off."""
     if isinstance(value, bool):
         return {**PACING_DEFAULTS, "enabled": value}
     if not isinstance(value, dict):
@@ -208,7 +208,7 @@ def _segment_value(field: str, value, key: str) -> float:
 
 
 def normalise_schedule(schedule, key: str = "schedule") -> dict:
-    """Validate a path's ``schedule`` (envs/SCHEMA.md); returns
+    """Validate a path's ``schedule`` (docs/reference/formats/scenario_schema.md); returns
     ``{"segments": [{"at_s": float, <given fields>: float}, ...], "period_s": float | None}``.
 
     Accepts a list of segments (not looped) or ``{segments: [...], period_s: P}``

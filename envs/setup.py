@@ -7,7 +7,7 @@ server can send, the client runs the protocol's handshake on the initial path
 carry data only once they are validated (MP-QUIC PATH_CHALLENGE /
 PATH_RESPONSE, MPTCP MP_JOIN), about one RTT of that path after the
 connection is up. The scenario's ``setup:`` block chooses the protocol
-(``envs/SCHEMA.md``):
+(``docs/reference/formats/scenario_schema.md``):
 
 ==============  ==================================================  =====================
 ``handshake``   what it models                                      round trips on path 0

@@ -91,7 +91,7 @@ def one_line(exc: BaseException) -> str:
         key = m.group(1)
         return (
             f"unknown config key {key!r}: Could not override {key!r} (no such key; the keys and "
-            f"their meaning are in configs/ and envs/SCHEMA.md, --cfg job prints the composed config)"
+            f"their meaning are in configs/ and docs/reference/formats/scenario_schema.md, --cfg job prints the composed config)"
         )
     lines = []
     for line in msg.splitlines():

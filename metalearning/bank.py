@@ -7,7 +7,7 @@ each flattened, ``W`` ``[in, out]``), so a batched learner loads or stores
 the whole bank with one copy.
 
 On disk it is a falcon-qnet HDF5 model file (:mod:`baselines.dqn.export`,
-``docs/model_formats.md``, section "Meta-model bank file") with one model
+``docs/reference/formats/model_formats.md``, section "Meta-model bank file") with one model
 per cell, named :meth:`ConditionGrid.name` (``cell_000`` ..), so every cell
 is also an ordinary exportable model (``python -m falcon.export
 model=bank.h5 names=[cell_000]``). The bank adds:

@@ -1,5 +1,5 @@
 """The packages import one way only: envs <- baselines <- metalearning <- falcon
-(README.md, section "Layout"): a lower layer never imports a higher one.
+(docs/guide/development.md, section "Layout"): a lower layer never imports a higher one.
 Every import counts, at module level or inside a function, and so does a
 module named by a string to importlib."""
 

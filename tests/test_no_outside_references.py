@@ -5,7 +5,7 @@ the architecture note) and the papers' plain-text copies (numbered files,
 referred to as "seed" + " 000" .. " 004") are not shipped, so a reader of the
 repository cannot follow a reference to them: cite a paper by authors,
 title, venue and year, and point at the project's own text (a module
-docstring, README.md, docs/, envs/SCHEMA.md) for a decision.
+docstring, README.md, docs/, docs/reference/formats/scenario_schema.md) for a decision.
 
 Every file that git tracks is read (binary files, those with a NUL byte near
 the start as git itself judges, are skipped); each hit is reported with its

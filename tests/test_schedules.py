@@ -1,4 +1,4 @@
-"""Per-path condition schedules (scenario key ``schedule``, envs/SCHEMA.md).
+"""Per-path condition schedules (scenario key ``schedule``, docs/reference/formats/scenario_schema.md).
 
 Each test measures a schedule's effect through what the emulator delivers
 (per-packet RTTs, losses and ACKed bytes seen by a scheduler, the receiver's

@@ -7,7 +7,7 @@
 * :mod:`~baselines.dqn.async_trainer`: asynchronous learning in emulated time;
 * :mod:`~baselines.dqn.dqn_on` / :mod:`~baselines.dqn.dqn_off`: the baselines;
 * :mod:`~baselines.dqn.experience`, :mod:`~baselines.dqn.export`: file formats
-  (``docs/model_formats.md``);
+  (``docs/reference/formats/model_formats.md``);
 * :mod:`~baselines.dqn.rllib_backend`: Ray RLlib as a training backend;
 * ``python -m benchmarks.dqn_learner_speed`` / ``python -m falcon.experiments.dqn_evidence``.
 

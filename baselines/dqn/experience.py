@@ -4,7 +4,7 @@ Every transition a recording scheduler closes (state, action, reward, next
 state, done, emulated time) is kept with the episode it came from, and every
 episode with its network conditions (per path: bandwidth, mean RTT, RTT
 standard deviation, loss) and its full scenario. The layout is documented in
-``docs/model_formats.md`` ("Experience log"); files are written atomically
+``docs/reference/formats/model_formats.md`` ("Experience log"); files are written atomically
 (temporary file + rename) and validated when read, so a truncated or foreign
 file gives one :class:`~baselines.dqn.files.ExperienceFileError` line.
 
@@ -199,7 +199,7 @@ def concatenate(logs: list[Experience]) -> Experience:
 
 
 def write_experience(path, exp: Experience) -> Path:
-    """Write ``exp`` to ``path`` (HDF5, layout in ``docs/model_formats.md``), atomically."""
+    """Write ``exp`` to ``path`` (HDF5, layout in ``docs/reference/formats/model_formats.md``), atomically."""
     import h5py
 
     path = Path(path)

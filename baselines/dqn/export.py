@@ -1,7 +1,7 @@
 """Model files: HDF5 (the native layout, one file for one model or a whole
 bank) and ONNX (for transport implementations), with independent readers.
 
-Layout and I/O are documented in ``docs/model_formats.md``. In short:
+Layout and I/O are documented in ``docs/reference/formats/model_formats.md``. In short:
 
 HDF5 (``format = "falcon-qnet"``, ``format_version = 1``)::
 

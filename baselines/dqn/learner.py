@@ -33,7 +33,7 @@ float32 rounding and both covered by the tests:
 
 ``python -m benchmarks.dqn_learner_speed`` measures both; on the 2-core CPU of the
 development machine ``bmm`` is the faster (see the benchmark's report and
-``docs/model_formats.md``).
+``docs/reference/formats/model_formats.md``).
 
 Determinism: parameters are initialised from the seed (:func:`init_params`),
 an update is a pure function of (parameters, optimiser state, batch), and CPU

@@ -27,7 +27,7 @@ same transitions as the torch backend (decisions still unresolved at the
 episode's end get the credit of an ACK at the end; ``envs.gym_env``). The
 environment's per-step rewards (``goodput``, ``goodput_rate``, ``ack_rate``)
 are available too; they credit a decision with what happens until the next
-one and teach the DQN to block on a slow path (``docs/model_formats.md``,
+one and teach the DQN to block on a slow path (``docs/reference/formats/model_formats.md``,
 "Reward"). The other difference is by construction of RLlib: synchronous
 updates (RLlib learns between sampling rounds; there is no emulated trainer
 time).

@@ -9,7 +9,7 @@ one episode per connection: a ``header`` line, then ``decision`` lines (time
 [s], state, Q-values, action, whether the path had room), ``packet`` lines
 (the packet a decision sent) and ``fate`` lines (acked or lost, time [s]).
 The transitions get the reward of the log's MDP, as the emulator's recorder
-gives them (docs/model_formats.md, "Reward"):
+gives them (docs/reference/formats/model_formats.md, "Reward"):
 
 * paper MDP, ``packet_rate``: ``0.1 s / (t_ack - t_decision)``, 0 if the
   packet was declared lost; a decision closes a transition once its packet's

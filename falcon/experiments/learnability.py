@@ -9,7 +9,7 @@ Protocol (every number is a key of ``configs/experiment/learnability.yaml``,
 section ``learnability``):
 
 1. **Conditions.** ``conditions``: a list of two-path conditions ``{name,
-   scenario, app}`` (scenario and app dicts of ``envs/SCHEMA.md``; no app =
+   scenario, app}`` (scenario and app dicts of ``docs/reference/formats/scenario_schema.md``; no app =
    2 MB bulk; ``bulk_size_bytes`` replaces the size of every bulk file,
    ``max_conditions`` keeps the first N). Every condition, every agent
    config and every fixed-split share is checked (scenario and app

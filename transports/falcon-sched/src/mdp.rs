@@ -1,4 +1,4 @@
-//! The two MDPs of `envs/mdp.py` (docs/model_formats.md): the state features
+//! The two MDPs of `envs/mdp.py` (docs/reference/formats/model_formats.md): the state features
 //! a learned scheduler observes, computed from the transport's own path
 //! estimates. A port of `envs.mdp` (`observe_into`, `path_estimates`,
 //! `predicted_finish`, `completion_features_into`); units: seconds, bytes.

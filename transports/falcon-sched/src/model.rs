@@ -1,4 +1,4 @@
-//! The exported Q-network (docs/model_formats.md, "ONNX model"): input
+//! The exported Q-network (docs/reference/formats/model_formats.md, "ONNX model"): input
 //! `state` `[batch, n_inputs]`, output `q_values` `[batch, n_paths]`, the
 //! normalisation inside the graph; evaluated with tract for one state.
 

@@ -1,5 +1,5 @@
 //! The learned path selector: the exported Q-network schedules every packet
-//! (docs/model_formats.md): a path that never sent a packet gets one first,
+//! (docs/reference/formats/model_formats.md): a path that never sent a packet gets one first,
 //! otherwise the path with the highest Q-value, and when that path has no
 //! window room the connection sends nothing and asks again (wait).
 
