@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from baselines.rule_based.fixed_split import FixedSplit
+
 TRACE = "aydin_multipath_wifi_cellular/8_2_wifi.csv"
 CONDITIONS = (
     "bench.conditions={validation: ["
@@ -39,3 +41,13 @@ def run_tiny(compose, out: Path, agents: str, *extra: str) -> Path:
 
     run_job(compose_tiny(compose, f"agent_list={agents}", "tracking=none", f"output={out}", *extra))
     return out / "bench.json"
+
+
+class ThirtySeventy(FixedSplit):
+    """A scheduler from outside the project's packages (``agent_list=[bench_tiny:ThirtySeventy]``):
+    30 % of the packets on path 0, 70 % on path 1."""
+
+    name = "thirty_seventy"
+
+    def __init__(self, share: float = 0.3) -> None:
+        super().__init__(share=share)

@@ -289,3 +289,13 @@ def test_run_command_line_bad_input_is_one_line(run_cli, tmp_path):
     assert r.stderr.startswith("error: agent_list: name the schedulers to benchmark")
     r = run_cli("bench")
     assert r.returncode == 2 and "usage: python -m falcon.bench run" in r.stdout
+
+
+def test_import_path_scheduler_from_outside_the_project(compose, tmp_path):
+    pytest.importorskip("falcon.plugins", reason="no scheduler plug-ins in this tree")
+    data = bres.load(run_tiny(compose, tmp_path / "p", "[bench_tiny:ThirtySeventy]"))
+    assert data["schedulers"] == ["thirty_seventy"]
+    assert data["agents"]["thirty_seventy"]["_target_"].endswith("ThirtySeventy")
+    assert "thirty_seventy" in data["plugins"]  # its provenance
+    for res in data["splits"]["validation"]["conditions"].values():
+        assert len(res["schedulers"]["thirty_seventy"]["runs"]) == 3
