@@ -6,12 +6,17 @@ imports on first use. Heavy schedulers (anything importing torch) should
 register as strings so that ``import baselines`` stays light, e.g.::
 
     SCHEDULERS["dqn_on"] = "baselines.dqn:DQNOn"
+
+Names beyond this table: the schedulers of higher layers (``falcon``,
+``falcon_s``: entry points of the project's own distribution) and plug-ins of
+other installed packages (entry-point group ``falcon.schedulers``), or an
+import path ``module:Class``; :func:`baselines.registry.resolve_scheduler`
+says what a name means (docs/guide/plugins.md).
 """
 
 from __future__ import annotations
 
-import importlib
-
+from baselines.registry import resolve_scheduler
 from baselines.rule_based import (
     BLEST,
     DAPS,
@@ -27,7 +32,6 @@ from baselines.rule_based import (
     RoundRobin,
     SplitThreshold,
 )
-from envs.errors import ConfigError
 
 SCHEDULERS: dict = {
     "rr": RoundRobin,
@@ -57,27 +61,22 @@ SCHEDULERS: dict = {
     "fixed_gap": "baselines.gaps.gap_rules:FixedGap",
     "hybrid": "baselines.hybrid.agent:HybridMPTCP",
     "drl_mptcp": "baselines.hybrid.agent:DRLMPTCP",
+    "dqn_modes": "baselines.modes.learner:DQNModes",
 }
 
 
 def scheduler_class(name: str):
-    """The class registered under ``name`` (importing it if registered as a
-    ``"module:Class"`` string)."""
-    try:
-        entry = SCHEDULERS[name]
-    except (KeyError, TypeError):
-        raise ConfigError(
-            f"unknown scheduler {name!r}; known: {', '.join(sorted(SCHEDULERS))}"
-        ) from None
-    if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        entry = getattr(importlib.import_module(module), attr)
-        SCHEDULERS[name] = entry
-    return entry
+    """The scheduler class ``name`` means: a built-in (imported on first use if
+    registered as a ``"module:Class"`` string), a plug-in's entry-point name or
+    an import path ``module:Class`` (:func:`baselines.registry.resolve_scheduler`;
+    an unknown or ambiguous name is a one-line ConfigError)."""
+    return resolve_scheduler(name).load()
 
 
 def make_scheduler(name: str, **kwargs):
-    """A new scheduler instance: ``make_scheduler("blest", lambda_init=1.1)``."""
+    """A new scheduler instance: ``make_scheduler("blest", lambda_init=1.1)``;
+    ``name`` as :func:`scheduler_class` takes it (built-ins including
+    ``falcon``, plug-ins, ``module:Class``)."""
     return scheduler_class(name)(**kwargs)
 
 
@@ -85,6 +84,7 @@ __all__ = [
     "SCHEDULERS",
     "make_scheduler",
     "scheduler_class",
+    "resolve_scheduler",
     "RoundRobin",
     "MinRTT",
     "BLEST",

@@ -8,7 +8,9 @@ own (runs, seed, lists, runtime). Emulator values are checked by
 validated (:func:`falcon.experiment.validate_plan`).
 
 Lists (``agent_list``, ``scenario_list``, ``app_list``) name configs of their
-group (``configs/agent/<name>.yaml`` ...). The config selected by ``agent=``
+group (``configs/agent/<name>.yaml`` ..., and the folders on ``hydra.searchpath``);
+``agent_list`` also takes scheduler plug-ins and ``module:Class`` import paths
+(:func:`falcon.plugins.resolve_agents`). The config selected by ``agent=``
 (``scenario=``, ``app=``) carries the command line's dotted overrides and is
 used wherever its name appears in the list; the other names are composed from
 their files as they are. If the command line selects ``agent=NAME`` and does
@@ -46,6 +48,8 @@ class Plan:
     ]  # (name, agent config dict with _target_) or (name, prepared scheduler)
     seeds: list[int]
     choices: dict[str, str] = field(default_factory=dict)
+    #: provenance of the agents from outside the project (falcon.plugins.provenance)
+    plugins: dict[str, dict] = field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:
@@ -68,13 +72,30 @@ def to_plain(node) -> Any:
     return node
 
 
+def searchpath_overrides() -> list[str]:
+    """``hydra.searchpath=[...]`` of the running Hydra job, as an override for
+    the composes it makes itself (Hydra applies a searchpath to the primary
+    config only): so every name of an agent list may come from the user's own
+    config folder, not only the one ``agent=`` selects. [] outside a job."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    paths = list(HydraConfig.get().searchpath or [])
+    if not paths:
+        return []
+    quoted = ",".join("'" + str(p).replace("\\", "\\\\").replace("'", "\\'") + "'" for p in paths)
+    return [f"hydra.searchpath=[{quoted}]"]
+
+
 def group_options(group: str) -> list[str]:
-    """Names of the configs in a config group (``configs/<group>/*.yaml``)."""
+    """Names of the configs in a config group (``configs/<group>/*.yaml`` and
+    ``<group>/*.yaml`` of the folders on the job's ``hydra.searchpath``)."""
     from hydra.core.global_hydra import GlobalHydra
 
     gh = GlobalHydra.instance()
     if gh.is_initialized():
-        return sorted(gh.config_loader().get_group_options(group))
+        return sorted(gh.config_loader().get_group_options(group, overrides=searchpath_overrides()))
     return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
 
 
@@ -97,6 +118,7 @@ def load_groups(group: str, names: list[str]) -> list[DictConfig]:
     if not names:
         return []
     overrides = [f"+{group}@_falcon_{k}={name}" for k, name in enumerate(names)]
+    overrides += searchpath_overrides()
     if GlobalHydra.instance().is_initialized():
         cfg = compose(overrides=overrides)
     else:
@@ -156,6 +178,10 @@ def _entries(cfg, group: str, choices: dict, cli_keys: set) -> list[tuple[str, A
             raise ConfigError(f"{group}: none selected (give {group}=NAME or {list_key}=[...])")
         return [(chosen, cfg[group])]
     own = cfg.get(group) is not None
+    if group == "agent":  # names of configs, plug-ins or import paths
+        from falcon.plugins import resolve_agents
+
+        return resolve_agents(names, (chosen, cfg[group]) if own else None)
     others = iter(load_groups(group, [n for n in names if not (n == chosen and own)]))
     return [(n, cfg[group] if n == chosen and own else next(others)) for n in names]
 
@@ -204,12 +230,17 @@ def make_plan(cfg: DictConfig, choices: dict | None = None, cli_keys: set | None
         if not isinstance(a, dict) or "_target_" not in a:
             raise ConfigError(f"agent {name!r}: the config needs a _target_ (the scheduler class)")
         agents.append((name, a))
+    from falcon.plugins import check_agent_names, provenance
+
+    check_agent_names(agents)
     for what, items in (("scenario", scenarios), ("app", apps), ("agent", agents)):
         labels = [n for n, _ in items]
         dup = sorted({n for n in labels if labels.count(n) > 1})
         if dup:
             raise ConfigError(f"{what} name(s) {', '.join(dup)} appear twice in one run")
-    return Plan(scenarios, apps, agents, list(range(seed, seed + runs)), dict(choices))
+    plan = Plan(scenarios, apps, agents, list(range(seed, seed + runs)), dict(choices))
+    plan.plugins = provenance(agents)
+    return plan
 
 
 __all__ = [

@@ -4,8 +4,9 @@
 before anything is started (every agent instantiated, every scenario and app
 built once), prints how each trace file was read (falcon.trace_provenance:
 one line per file; each file's SHA-256 goes into plan.yaml and the MLflow
-params), opens an MLflow run, runs every (scenario, app, agent, seed)
-episode on the configured runtime, and writes the output folder (summary
+params, as does the provenance of schedulers from outside the project:
+falcon.plugins), opens an MLflow run, runs every (scenario, app, agent,
+seed) episode on the configured runtime, and writes the output folder (summary
 JSON, table, plots, configs; a ``prepare`` hook, used by falcon.train, adds
 models) in one atomic step before logging it to MLflow.
 """
@@ -26,6 +27,7 @@ from falcon import report
 from falcon.cli import staged_output_named
 from falcon.config import Plan, check_runtime, make_plan, to_plain
 from falcon.jobs import Job, instantiate_agent, run_episode_job
+from falcon.plugins import provenance_params, provenance_tag
 from falcon.runtime import run_jobs
 from falcon.trace_provenance import plan_traces, summary_lines, trace_params, traces_read
 from falcon.tracking import flatten, tracked_run
@@ -164,10 +166,16 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
         "falcon.runtime": runtime["name"],
         "falcon.command": shlex.join([f"python -m falcon.{job}", *sys.argv[1:]]),
     }
+    if plan.plugins:  # schedulers from outside the project: name=distribution==version
+        tags["falcon.plugins"] = provenance_tag(plan.plugins)
     t_job = time.perf_counter()
     started = datetime.now()
     with tracked_run(tracking, run_name=run_name, tags=tags) as tracker:
-        tracker.log_params(_params(cfg_plain, plan) | trace_params(traces, len(plan.scenarios)))
+        tracker.log_params(
+            _params(cfg_plain, plan)
+            | trace_params(traces, len(plan.scenarios))
+            | provenance_params(plan.plugins)
+        )
         # named when done: the run id may still be on its way (falcon.tracking_worker)
         name = (
             output_dir(cfg, job, None)
@@ -203,6 +211,7 @@ def run_pipeline(cfg, job: str, prepare: Callable | None = None) -> dict:
                 },
                 "seeds": plan.seeds,
                 "traces": plan_traces(traces),
+                "plugins": plan.plugins,  # falcon.plugins.provenance
             }
             (tmp / "plan.yaml").write_text(yaml.safe_dump(used, sort_keys=False))
             report.write_json(summary, tmp / "summary.json")  # last: marks a complete output

@@ -1,0 +1,206 @@
+"""What a scheduler name means: a built-in, a plug-in of an installed package, or an import path.
+
+:func:`resolve_scheduler` is the one place that turns a name into a
+scheduler class reference (:class:`SchedulerRef`); ``make_scheduler``,
+``scheduler_class`` and the entry points' agent lists
+(``falcon.plugins.resolve_agents``) all go through it. A name is
+
+* a **built-in**: a key of :data:`baselines.SCHEDULERS`, or an entry point
+  of the group ``falcon.schedulers`` that this project's own distribution
+  (``falcon-mpsched``) declares: the schedulers of higher layers, such as
+  ``falcon``, which ``baselines`` must not import by name;
+* a **plug-in**: an entry point of the group ``falcon.schedulers`` that any
+  other installed distribution declares, e.g. in its ``pyproject.toml``::
+
+      [project.entry-points."falcon.schedulers"]
+      smooth_rtt = "extsched.smooth:SmoothedRTT"
+
+  the entry point's name is the scheduler's name;
+* an **import path** ``module:Class`` (a module importable from
+  ``sys.path``); its name is the class's own ``name`` attribute (one the
+  class sets itself, not one it inherits) or else the class's ``__name__``.
+
+A name that means two different classes (a plug-in named like a built-in,
+two distributions registering the same name, an import path whose class is
+named like a built-in) is a :class:`~envs.errors.ConfigError`, never a silent
+override. Every error is one line naming the problem.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from importlib import metadata
+
+from envs.errors import ConfigError
+from envs.scheduler import Scheduler
+
+#: the entry-point group scheduler plug-ins register in
+GROUP = "falcon.schedulers"
+#: this project's distribution: its entry points of :data:`GROUP` are built-ins
+PROJECT_DISTRIBUTION = "falcon-mpsched"
+
+
+@dataclass(frozen=True)
+class SchedulerRef:
+    """A resolved scheduler name (nothing imported yet but what resolving needed)."""
+
+    name: str  #: the name results carry
+    target: str  #: ``module:Class``
+    origin: str  #: ``builtin``, ``plugin`` or ``import path``
+    distribution: str | None = None  #: the installed distribution declaring it (plug-ins)
+    version: str | None = None  #: that distribution's version
+    entry_point: str | None = None  #: ``name = module:Class`` as declared (plug-ins)
+
+    def load(self) -> type:
+        """The scheduler class (imported on first use); a one-line ConfigError if it cannot be."""
+        if self.origin == "builtin" and self.entry_point is None:
+            return _builtin_class(self.name)
+        return load_target(self.target, self.describe())
+
+    def describe(self) -> str:
+        """``plug-in 'x' (dist 1.0, mod:Cls)``: the reference as error messages name it."""
+        if self.origin == "plugin":
+            return f"plug-in {self.name!r} ({self.distribution} {self.version}, {self.target})"
+        return f"scheduler {self.name!r} ({self.target})"
+
+    @property
+    def dotted(self) -> str:
+        """The target as Hydra's ``_target_`` spells it (``module.Class``)."""
+        return self.target.replace(":", ".")
+
+
+def _normalise(dist: str | None) -> str:
+    return re.sub(r"[-_.]+", "-", dist or "").lower()
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(f"{type(e).__name__}: {e}".split())
+
+
+def load_target(target: str, what: str) -> type:
+    """Import ``module:Class`` (``Class`` may be dotted) and check that it is a
+    scheduler class (an :class:`envs.scheduler.Scheduler` subclass)."""
+    module, sep, attr = target.partition(":")
+    if not sep or not module or not attr:
+        raise ConfigError(f"{what}: expected an import path module:Class, got {target!r}")
+    try:
+        obj = importlib.import_module(module)
+    except Exception as e:  # an import failure of user code: any exception
+        raise ConfigError(f"{what}: cannot import module {module!r}: {_one_line(e)}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(f"{what}: module {module!r} has no attribute {attr!r}") from None
+    if not (isinstance(obj, type) and issubclass(obj, Scheduler)):
+        raise ConfigError(
+            f"{what}: {target} is not a scheduler class (a subclass of envs.scheduler.Scheduler)"
+        )
+    return obj
+
+
+def _builtin_class(name: str) -> type:
+    from baselines import SCHEDULERS
+
+    entry = SCHEDULERS[name]
+    if isinstance(entry, str):
+        entry = load_target(entry, f"scheduler {name!r}")
+        SCHEDULERS[name] = entry
+    return entry
+
+
+def _target_of(entry) -> str:
+    return entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__qualname__}"
+
+
+def registered() -> tuple[dict[str, SchedulerRef], dict[str, list[SchedulerRef]]]:
+    """(built-ins by name, plug-ins by name: every distribution that registers
+    the name, so a list of two is a clash). Reads the installed distributions'
+    metadata on every call (cheap), so a distribution added to ``sys.path``
+    at run time counts."""
+    from baselines import SCHEDULERS
+
+    builtins = {n: SchedulerRef(n, _target_of(e), "builtin") for n, e in SCHEDULERS.items()}
+    plugins: dict[str, list[SchedulerRef]] = {}
+    seen = set()
+    for ep in metadata.entry_points(group=GROUP):
+        dist = ep.dist.name if ep.dist is not None else None
+        version = ep.dist.version if ep.dist is not None else None
+        if (
+            ep.name,
+            ep.value,
+            _normalise(dist),
+        ) in seen:  # one distribution found twice on sys.path
+            continue
+        seen.add((ep.name, ep.value, _normalise(dist)))
+        origin = "builtin" if _normalise(dist) == PROJECT_DISTRIBUTION else "plugin"
+        ref = SchedulerRef(ep.name, ep.value, origin, dist, version, f"{ep.name} = {ep.value}")
+        if origin == "builtin" and ep.name not in builtins:
+            builtins[ep.name] = ref
+        elif origin == "plugin":
+            plugins.setdefault(ep.name, []).append(ref)
+    return builtins, plugins
+
+
+def _clash(name: str, refs: list[SchedulerRef]) -> ConfigError:
+    what = " and ".join(r.describe() if r.origin == "plugin" else "the built-in" for r in refs)
+    return ConfigError(
+        f"scheduler name {name!r} is ambiguous: {what} both use it "
+        f"(rename the plug-in's entry point, or uninstall one)"
+    )
+
+
+def _from_import_path(path: str, builtins: dict, plugins: dict) -> SchedulerRef:
+    cls = load_target(path, f"import path {path!r}")
+    own = cls.__dict__.get("name")
+    name = own if isinstance(own, str) and own else cls.__name__
+    same = f"{cls.__module__}:{cls.__qualname__}"
+    for ref in [builtins.get(name), *plugins.get(name, [])]:
+        if ref is not None and ref.target not in (path, same):
+            raise ConfigError(
+                f"import path {path!r}: its name {name!r} is already {ref.describe()}; "
+                f"give the class its own name attribute"
+            )
+    if name in builtins:
+        return builtins[name]
+    return SchedulerRef(name, path, "import path")
+
+
+def resolve_scheduler(name: str) -> SchedulerRef:
+    """What ``name`` means (module docstring): a built-in, a plug-in's
+    entry-point name, or an import path ``module:Class``. Raises a one-line
+    :class:`~envs.errors.ConfigError` for an unknown or ambiguous name and for
+    an import path that cannot be imported."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"scheduler name: expected a non-empty string, got {name!r}")
+    builtins, plugins = registered()
+    if ":" in name:
+        return _from_import_path(name, builtins, plugins)
+    found = ([builtins[name]] if name in builtins else []) + plugins.get(name, [])
+    if len(found) > 1:
+        raise _clash(name, found)
+    if not found:
+        known = ", ".join(sorted({*builtins, *plugins}))
+        raise ConfigError(
+            f"unknown scheduler {name!r}; known: {known} (or an import path module:Class)"
+        )
+    return found[0]
+
+
+def scheduler_names() -> dict[str, str]:
+    """Every known name -> ``builtin`` or ``plugin`` (clashing plug-ins included)."""
+    builtins, plugins = registered()
+    return {n: "plugin" for n in plugins} | {n: "builtin" for n in builtins}
+
+
+__all__ = [
+    "GROUP",
+    "PROJECT_DISTRIBUTION",
+    "SchedulerRef",
+    "load_target",
+    "registered",
+    "resolve_scheduler",
+    "scheduler_names",
+]
