@@ -17,6 +17,7 @@ metrics (``<split>/score_best_rule/<scheduler>``, ...).
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 import time
@@ -34,6 +35,8 @@ from falcon.experiments.oracle import BEST_SINGLE, CROSSFIT, ORACLE, captured
 #: the reference columns of the learnability suite a benchmark keeps
 REFERENCES = (BEST_SINGLE, "best_fixed_split", ORACLE, CROSSFIT)
 METRIC = bdef.METRIC
+#: a split's suite scores per scheduler (falcon.bench.results)
+SCORES = ("score_best_rule", "score_best_known", "headroom_captured")
 
 
 def suite_section(sec: Mapping, seed: int, split: str, names: list[str]) -> dict:
@@ -218,7 +221,7 @@ def table(results: Mapping) -> str:
     parts = [f"benchmark {results['benchmark']['id']}\n"]
     for split, s in results["splits"].items():
         rows = [
-            [n, v["score_best_rule"], v["score_best_known"], v["headroom_captured"]]
+            [n, *(math.nan if v[k] is None else v[k] for k in SCORES)]  # None -> "-"
             for n, v in s["suite"].items()
         ]
         head = [f"{split} ({len(s['conditions'])} conditions)", "vs best rule", "vs best known"]
@@ -252,7 +255,7 @@ def run_job(cfg) -> dict:
                 {
                     f"{split}/{key}/{n}": v[key]
                     for n, v in splits[split]["suite"].items()
-                    for key in ("score_best_rule", "score_best_known", "headroom_captured")
+                    for key in SCORES
                     if v[key] is not None
                 }
             )
