@@ -154,6 +154,7 @@ def plot_svg(split: str, conditions: Mapping, rows: list[dict]) -> str:
 
     use_agg()
     import matplotlib
+    import matplotlib.ticker
 
     names = list(conditions)
     scheds = [r for r in rows if r["kind"] == "scheduler"]
@@ -200,6 +201,10 @@ def plot_svg(split: str, conditions: Mapping, rows: list[dict]) -> str:
         if (v := c.get("ratio_best_rule")) and v > 0
     ]
     ax.set_ylim(min(values) / 1.15, max(values) * 1.15)  # the data's range, not decades
+    ratio = matplotlib.ticker.FormatStrFormatter("%.2g")  # 0.9, not 9 x 10^-1
+    ax.yaxis.set_major_formatter(ratio)
+    ax.yaxis.set_minor_formatter(ratio)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
     ax.set_xlim(-0.6, len(names) - 0.4)
