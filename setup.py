@@ -1,4 +1,4 @@
-"""Build hook of the compiled emulator core (everything else is in pyproject.toml).
+"""Build hooks: the compiled emulator core and the folders a wheel ships (the rest: pyproject.toml).
 
 The modules of :data:`COMPILED` (those with a ``.pxd``) are plain Python, and stay the reference
 implementation; Cython compiles them a second time into C extension modules
@@ -8,6 +8,9 @@ extension module in preference to the ``.py`` of the same name, so an
 installed build runs the compiled core; ``FALCON_PURE_PYTHON=1`` selects the
 ``.py`` sources at run time (``envs/_core.py``), and ``tests/test_core.py``
 checks that both give bit-identical episodes.
+
+``python -m build --wheel`` makes a wheel with the compiled core and, as
+package data, the folders of :data:`SHIPPED` (``docs/guide/install.md``).
 
 Compiling is optional: without Cython or a C compiler, or with
 ``FALCON_PURE_PYTHON=1`` at install time, the package installs without the
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 #: the modules compiled into the core: every module of envs/ with a .pxd beside it
 COMPILED = sorted(str(p.with_suffix(".py")) for p in Path("envs").rglob("*.pxd"))
@@ -79,4 +83,30 @@ class ParallelBuildExt(build_ext):
             self.parallel = os.cpu_count() or 1
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": ParallelBuildExt})
+#: folders of the checkout that a wheel ships as package data (package -> folder),
+#: so that an installed package runs from any folder without the checkout: the
+#: Hydra configs (configs/ -> falcon/_configs/, found by falcon.paths.config_dir)
+#: and the traces, page and stream models the jobs read (data/ -> envs/_data/,
+#: found by envs.traces.catalog.data_dir). An editable install reads the
+#: checkout's folders themselves; neither folder moves.
+SHIPPED = {"falcon._configs": "configs", "envs._data": "data"}
+
+
+class BuildPyShipped(build_py):
+    """build_py that also maps each folder of :data:`SHIPPED` into the built packages."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if getattr(self, "editable_mode", False):
+            return
+        for package, folder in SHIPPED.items():
+            if package not in self.packages:
+                self.packages.append(package)
+            self.package_dir[package] = folder
+            self.package_data[package] = ["**/*"]
+
+
+setup(
+    ext_modules=extensions(),
+    cmdclass={"build_ext": ParallelBuildExt, "build_py": BuildPyShipped},
+)

@@ -30,6 +30,7 @@ from envs.errors import ConfigError
 from falcon.config import check_runtime, load_group, to_plain
 from falcon.experiment import info, output_dir
 from falcon.locks import lock_beside
+from falcon.paths import bank_cache_path
 
 if TYPE_CHECKING:
     from metalearning.bank import MetaModelBank
@@ -38,13 +39,23 @@ SUMMARY_FILE = "bank_summary.json"
 
 
 def bank_config(bank) -> dict:
-    """A bank build config: a preset name (``configs/bank/<name>.yaml``) or a mapping."""
+    """A bank build config: a preset name (``configs/bank/<name>.yaml``) or a
+    mapping. Its ``path`` is the file the bank is read from or built into:
+    as given, or when null the user cache's file of the build's fingerprint
+    (:func:`falcon.paths.bank_cache_path`), the same from every working folder."""
     if isinstance(bank, str):
-        return to_plain(load_group("bank", bank))
-    bank = to_plain(bank)
-    if not isinstance(bank, Mapping):
-        raise ConfigError(f"bank: expected a preset name or a mapping, got {bank!r}")
-    return dict(bank)
+        cfg = to_plain(load_group("bank", bank))
+    else:
+        bank = to_plain(bank)
+        if not isinstance(bank, Mapping):
+            raise ConfigError(f"bank: expected a preset name or a mapping, got {bank!r}")
+        cfg = dict(bank)
+    if not cfg.get("path"):
+        from metalearning.build import BankBuildSpec  # torch: only when a bank is needed
+
+        spec = BankBuildSpec.from_config(cfg)
+        cfg["path"] = str(bank_cache_path(spec.name, spec.fingerprint()))
+    return cfg
 
 
 def _runner(runtime: Mapping | None, progress: bool):
@@ -64,9 +75,7 @@ def ensure_bank(
     from metalearning.build import BankBuildSpec, bank_matches  # torch: only when a bank is needed
 
     cfg = bank_config(bank)
-    path = cfg.get("path")
-    if not path:
-        raise ConfigError("bank.path: where the bank file goes is not set")
+    path = cfg["path"]
     spec = BankBuildSpec.from_config(cfg)
     if not rebuild and bank_matches(path, spec):
         return _reused(path, spec), False

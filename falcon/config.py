@@ -20,16 +20,17 @@ not give ``agent_list``, that one agent runs (same for scenario and app).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from envs.errors import ConfigError
 from falcon import schema as _schema  # noqa: F401  (registers the config schemas with Hydra)
+from falcon.paths import config_dir
 
-#: ``configs/`` of the source tree (the package is installed editable).
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+#: the Hydra config folder: an installed wheel's package data, else the
+#: checkout's ``configs/`` (:func:`falcon.paths.config_dir`)
+CONFIG_DIR = config_dir()
 
 #: keys of an agent config that are not constructor arguments
 AGENT_META_KEYS = ("train",)

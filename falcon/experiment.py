@@ -27,6 +27,7 @@ from falcon import report
 from falcon.cli import staged_output_named
 from falcon.config import Plan, check_runtime, make_plan, to_plain
 from falcon.jobs import Job, instantiate_agent, run_episode_job
+from falcon.paths import results_dir
 from falcon.plugins import provenance_params, provenance_tag
 from falcon.runtime import run_jobs
 from falcon.trace_provenance import plan_traces, summary_lines, trace_params, traces_read
@@ -116,7 +117,8 @@ def _params(cfg_plain: dict, plan: Plan) -> dict[str, str]:
 
 
 def output_dir(cfg, job: str, run_id: str | None, started: datetime | None = None) -> Path:
-    """``output=`` if given; else ``results/<job>/<time>-<run id>`` (``started``: the time, default now);
+    """``output=`` if given; else ``results/<job>/<time>-<run id>`` under ``$FALCON_HOME`` or the
+    working directory (:func:`falcon.paths.results_dir`; ``started``: the time, default now);
     per-job subfolders in a multirun."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -128,7 +130,7 @@ def output_dir(cfg, job: str, run_id: str | None, started: datetime | None = Non
     if multirun:
         return Path(HydraConfig.get().runtime.output_dir)
     stamp = (started or datetime.now()).strftime("%Y%m%d-%H%M%S")
-    base = Path("results") / job / (f"{stamp}-{run_id[:8]}" if run_id else stamp)
+    base = results_dir() / job / (f"{stamp}-{run_id[:8]}" if run_id else stamp)
     out, n = base, 1
     while out.exists():
         out, n = base.with_name(f"{base.name}-{n}"), n + 1

@@ -43,6 +43,7 @@ from omegaconf import DictConfig
 from envs.errors import ConfigError
 from falcon import cli
 from falcon.config import CONFIG_DIR
+from falcon.paths import results_dir
 
 FORMATS = ("hdf5", "onnx")
 
@@ -329,7 +330,7 @@ def run_export(cfg) -> dict:
     out = (
         Path(c["output"])
         if c.get("output")
-        else Path("results") / "export" / time.strftime("%Y%m%d-%H%M%S")
+        else results_dir() / "export" / time.strftime("%Y%m%d-%H%M%S")
     )
     onnx_cfg = c.get("onnx") or {"opset": 17, "ir_version": 8}
     check = c.get("check") or {"enabled": False}

@@ -1,8 +1,9 @@
 """MLflow tracking of the entry points' runs.
 
 The store is, in order: ``tracking.uri``, ``$MLFLOW_TRACKING_URI``, or the
-SQLite file ``mlflow.db`` in the directory the command was started from, with
-artifacts in ``mlartifacts/`` next to it, so that
+SQLite file ``mlflow.db`` in ``$FALCON_HOME`` if set, else in the directory the
+command was started from (:func:`falcon.paths.output_root`), with artifacts in
+``mlartifacts/`` next to it, so that
 
     mlflow ui --backend-store-uri sqlite:///mlflow.db
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from falcon import tracking_worker
+from falcon.paths import output_root
 from falcon.tracking_store import TrackingError, open_client, reported, sqlite_file
 
 DB_NAME = "mlflow.db"
@@ -42,7 +44,7 @@ def resolve_uri(uri: str | None, base_dir: str | Path | None = None) -> str:
     env = os.environ.get("MLFLOW_TRACKING_URI")
     if env:
         return env
-    base = Path(base_dir or os.getcwd()).resolve()
+    base = Path(base_dir or output_root()).resolve()
     return f"sqlite:///{base / DB_NAME}"
 
 

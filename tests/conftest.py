@@ -15,6 +15,17 @@ REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_falcon_folders(tmp_path_factory):
+    """The suite's banks go to a temporary cache, never the user's (``FALCON_CACHE_DIR``),
+    and results to each job's working folder whatever ``FALCON_HOME`` says (falcon.paths)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FALCON_CACHE_DIR", str(tmp_path_factory.mktemp("falcon-cache")))
+    mp.delenv("FALCON_HOME", raising=False)
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def _mlflow_template(tmp_path_factory) -> Path:
     """An initialised, empty MLflow SQLite store (creating the tables takes seconds: do it once)."""

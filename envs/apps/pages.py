@@ -53,6 +53,7 @@ from pathlib import Path
 from urllib.parse import urldefrag
 
 from envs.errors import ConfigError
+from envs.traces.catalog import data_dir
 
 PAGE_NAMES = ("google", "github", "stackoverflow")
 KINDS = ("html", "css", "js", "image", "font", "other")
@@ -64,12 +65,6 @@ KIND_WEIGHT = {
     "other": 147.0,
     "image": 110.0,
 }
-
-
-def _data_dir() -> Path:
-    """The repository's data/ folder (env FALCON_DATA_DIR overrides)."""
-    env = os.environ.get("FALCON_DATA_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
 
 
 def default_weight(kind: str, depth: int) -> float:
@@ -229,7 +224,7 @@ def build_page(
 def load_page(name_or_path: str | os.PathLike) -> PageModel:
     """Load and validate a page: a name in `PAGE_NAMES` or a path to a JSON file."""
     if str(name_or_path) in PAGE_NAMES:
-        path = _data_dir() / "web" / f"{name_or_path}.json"
+        path = data_dir() / "web" / f"{name_or_path}.json"
     else:
         path = Path(name_or_path)
     try:

@@ -1,27 +1,36 @@
 """Where the shipped trace files live, and name -> path resolution.
 
 The project ships a curated set of real traces under ``<repo>/data/traces/``
-(see ``data/PROVENANCE.md``). ``FALCON_DATA_DIR`` overrides the ``data/``
-folder (e.g. for an installed package or a larger private trace set).
+(see ``data/PROVENANCE.md``); an installed wheel ships the same folder as
+``envs/_data/``. ``FALCON_DATA_DIR`` overrides the ``data/`` folder (e.g. for
+a larger private trace set).
 """
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 from envs.errors import TraceError
 
 DATA_DIR_ENV = "FALCON_DATA_DIR"
+#: the folder of the ``envs`` package that holds ``data/`` in an installed wheel
+PACKAGED_DATA = "_data"
 #: the train / validation / test split of the files in ``data/traces/`` (:mod:`envs.traces.split`)
 SPLIT_FILE = "split.yaml"
 
 
 def data_dir() -> Path:
-    """The project's ``data/`` folder (``$FALCON_DATA_DIR`` if set)."""
+    """The project's ``data/`` folder: ``$FALCON_DATA_DIR`` if set; else the copy
+    an installed wheel ships as package data (``envs/_data/``, ``setup.py``'s
+    ``SHIPPED``); else ``data/`` of the checkout."""
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env).expanduser()
+    packaged = resources.files("envs") / PACKAGED_DATA
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
     return Path(__file__).resolve().parents[2] / "data"
 
 
