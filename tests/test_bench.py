@@ -299,3 +299,27 @@ def test_import_path_scheduler_from_outside_the_project(compose, tmp_path):
     assert "thirty_seventy" in data["plugins"]  # its provenance
     for res in data["splits"]["validation"]["conditions"].values():
         assert len(res["schedulers"]["thirty_seventy"]["runs"]) == 3
+
+
+def test_mlflow_server_run_gets_a_link(files, tmp_path, monkeypatch):
+    """With an HTTP tracking server the results keep the run's address and the page links it."""
+    from types import SimpleNamespace
+
+    import falcon.tracking_store
+    from falcon.bench import run as brun
+
+    run = SimpleNamespace(info=SimpleNamespace(experiment_id="7"))
+    monkeypatch.setattr(
+        falcon.tracking_store, "open_client", lambda uri: SimpleNamespace(get_run=lambda rid: run)
+    )
+    tracker = SimpleNamespace(run_id="abcdef0123456789", uri="http://mlflow.example.org:5000/")
+    m = brun._mlflow(tracker, {"tracking": {"experiment": "bench"}})
+    assert m["run_url"] == "http://mlflow.example.org:5000/#/experiments/7/runs/abcdef0123456789"
+    assert m["experiment"] == "bench" and m["experiment_id"] == "7"
+    assert brun._mlflow(SimpleNamespace(run_id=None, uri=None), {}) is None
+    data = json.loads(files[0].read_text())
+    data["mlflow"] = m
+    linked = tmp_path / "linked.json"
+    linked.write_text(json.dumps(data))
+    html = leaderboard.build([linked], tmp_path / "board").read_text()
+    assert f"<a href='{m['run_url']}'" in html and html.count("<a href=") == 2  # blest, ecf
