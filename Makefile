@@ -39,15 +39,17 @@ core: setup
 	@mkdir -p build && $(BIN)/python setup.py -q build_ext --inplace -j 2 > build/core.log 2>&1 \
 	    || { tail -20 build/core.log; exit 1; }
 
+## extra arguments: RUN_ARGS of run (Hydra overrides), TEST_ARGS of test (pytest's),
+## e.g. make run RUN_ARGS='runs=5'   make test TEST_ARGS=tests/test_docs.py
 ## the project's main job (configs/experiment/main.yaml): FALCON against minRTT,
 ## BLEST, ECF and RR on the four Fig. 2 scenarios; the first run builds the quick bank
 run: core
-	$(BIN)/python -m falcon.train
+	$(BIN)/python -m falcon.train $(RUN_ARGS)
 
 ## the default test suite (slow tests excluded; `make test-all` runs them too)
 test: core
 	@$(BIN)/python -c 'from falcon.deploy.transport import BUILD_HINT, built; built() or print("tests/test_transport.py and tests/test_deploy.py skipped:", BUILD_HINT)'
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(TEST_ARGS)
 
 test-all: core
 	$(BIN)/python -m pytest -q -m ''

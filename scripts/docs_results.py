@@ -94,7 +94,7 @@ def main_table(summary: Mapping) -> list[str]:
 def readme_block(summary: Mapping) -> str:
     """The README's results block, markers included."""
     intro = (
-        f"Median {summary['comparison_metric']} over {summary['runs']} seeds, "
+        f"Median `{summary['comparison_metric']}` over {summary['runs']} seeds, "
         f"app `{summary['apps'][0]}` (the main job's `summary.json`, copied to "
         "`docs/main/summary.json`; `python scripts/docs_results.py --readme README.md` "
         "rewrites this table):"

@@ -1,0 +1,170 @@
+"""The README and the documentation site's generated pages.
+
+The README stays short (at most 250 lines), its quick start's commands work
+(parsed from the README and run as cheap variants: the main job's target
+with a seconds-long experiment, the test target on one test), its scheduler
+example runs, its results block is the main job's JSON, and its links into
+docs/ resolve. The generators of the site (scripts/docs_config.py,
+scripts/docs_results.py) are checked on small inputs; ``make docs`` (CI)
+builds the whole site with warnings as errors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from scripts import docs_config, docs_results
+
+ROOT = docs_results.ROOT
+README = ROOT / "README.md"
+MAX_README_LINES = 250
+
+
+def section(text: str, title: str) -> str:
+    """The body of the README's ``## title`` section (up to the next ``## ``)."""
+    m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert m, f"README.md has no section '## {title}'"
+    return m.group(1)
+
+
+def code_block(body: str, lang: str) -> str:
+    m = re.search(rf"^```{lang}\n(.*?)^```", body, re.S | re.M)
+    assert m, f"no ```{lang} block"
+    return m.group(1)
+
+
+def quick_start_commands(text: str) -> list[str]:
+    """The commands of the quick start's bash block, comments stripped."""
+    block = code_block(section(text, "Quick start"), "bash")
+    return [c for c in (line.split("#")[0].strip() for line in block.splitlines()) if c]
+
+
+def test_readme_has_at_most_250_lines():
+    n = len(README.read_text().splitlines())
+    assert n <= MAX_README_LINES, f"README.md has {n} lines (at most {MAX_README_LINES})"
+
+
+def test_the_quick_start_is_make_run_and_make_test():
+    assert quick_start_commands(README.read_text()) == ["make run", "make test"]
+    assert quick_start_commands("## Quick start\n\n```bash\nmake run  # x\n```\n") == ["make run"]
+
+
+#: a cheap variant of each quick-start command: the same target, smaller work
+CHEAP = {
+    "make run": lambda tmp: [
+        "RUN_ARGS=experiment=tiny tracking=none progress=false output=" + str(tmp / "run")
+    ],
+    "make test": lambda tmp: [
+        "TEST_ARGS=tests/test_docs.py::test_readme_has_at_most_250_lines -p no:cacheprovider"
+    ],
+}
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_quick_start_commands_work(tmp_path):
+    """Every command of the README's quick start runs (a cheap variant of it:
+    `make run` on the seconds-long experiment, `make test` on one test); a
+    command this test cannot run cheaply fails it, so the README and the
+    test change together."""
+    for command in quick_start_commands(README.read_text()):
+        assert command in CHEAP, f"README quick start: no cheap variant of {command!r}"
+        argv = [*command.split(), *CHEAP[command](tmp_path)]
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (
+            f"{argv}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
+        if command == "make run":
+            summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+            assert summary["job"] == "train" and summary["schedulers"] == ["minrtt", "rr"]
+        else:
+            assert "1 passed" in done.stdout
+
+
+def test_the_readme_scheduler_example_runs():
+    """The README's scheduler example is at most 15 non-blank lines and runs as is."""
+    code = code_block(section(README.read_text(), "Your own scheduler"), "python")
+    assert len([line for line in code.splitlines() if line.strip()]) <= 15
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.fullmatch(r"download time \d+\.\d{3} s\n", done.stdout), done.stdout
+
+
+def test_the_readme_results_block_is_the_main_jobs_json():
+    """The README's table is what scripts/docs_results.py makes of docs/main/summary.json."""
+    block = docs_results.readme_block(docs_results.load(docs_results.MAIN_JSON))
+    assert block in README.read_text(), (
+        "README results block is stale: python scripts/docs_results.py --readme README.md"
+    )
+
+
+def test_rewriting_the_readme_block(tmp_path):
+    summary = docs_results.load(docs_results.MAIN_JSON)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{docs_results.BEGIN}\nold\n{docs_results.END}\n\nafter\n")
+    docs_results.rewrite_readme(readme, summary)
+    text = readme.read_text()
+    assert "old" not in text and text.endswith("\n\nafter\n")
+    assert "| static 4G + 5G | " in text and "FALCON / best other" in text
+    readme.write_text("no block\n")
+    with pytest.raises(SystemExit, match="needs exactly one"):
+        docs_results.rewrite_readme(readme, summary)
+
+
+def test_the_readme_links_into_docs_resolve():
+    links = re.findall(r"\]\(((?:docs|\.)/[^)#\s]+)", README.read_text())
+    assert links, "README.md links into docs/"
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert not missing, f"README.md links to missing files: {missing}"
+
+
+def test_the_main_results_page_comes_from_the_json():
+    summary = docs_results.load(docs_results.MAIN_JSON)
+    page = docs_results.main_page(summary)
+    assert page.startswith("# The main job\n") and "docs/main/summary.json" in page
+    for sc in summary["scenarios"]:
+        med = summary["results"][sc]["bulk"]["falcon"]["download_time_s"]["median"]
+        assert f"| FALCON | {med:.4g} [" in page
+
+
+def test_an_unreadable_results_json_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "summary.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit, match=r"summary.json: cannot read results JSON"):
+        docs_results.load(bad)
+
+
+def test_a_json_git_does_not_know_is_dated_by_its_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_results, "ROOT", tmp_path)
+    f = tmp_path / "x.json"
+    f.write_text("{}")
+    assert re.fullmatch(
+        r"Generated from `x.json` \(not committed; modified \d{4}-\d\d-\d\d\)",
+        docs_results.provenance(f),
+    )
+
+
+def test_the_config_page_parses_values_nesting_and_comments(tmp_path):
+    f = tmp_path / "opt.yaml"
+    f.write_text(
+        "# An option.\n# Second line.\ndefaults:\n  - /base/x@_here_\n  - _self_\n\n"
+        "size: 3            # bytes [B]\n"
+        "# above the key\nwindow:\n  min_s: 0.5   # seconds\n"
+        'paths:\n  - link: 4g  # not a key of its own\nname: "a # b"\n'
+    )
+    header, rows = docs_config.parse(f)
+    assert header == "An option. Second line. Includes: `/base/x@_here_`"
+    assert rows == [
+        ("size", "3", "bytes [B]"),
+        ("window", "", "above the key"),
+        ("window.min_s", "0.5", "seconds"),
+        ("paths", '[{"link": "4g"}]', ""),
+        ("name", '"a # b"', ""),
+    ]
