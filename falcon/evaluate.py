@@ -7,7 +7,7 @@
 
 Prints the comparison table, writes summary.json, table.txt, plots and the
 configs to ``output=`` (default ``results/evaluate/<time>-<run id>``) and logs
-everything to MLflow. See configs/evaluate.yaml and the README.
+everything to MLflow. See configs/evaluate.yaml and docs/tutorials/first_run.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Summary statistics, the comparison table, plots and the summary JSON.
 
 Pure functions on per-episode records ``{"scenario", "app", "agent", "seed",
-"metrics": {name: float}}``. The summary (see README, "summary.json") nests
+"metrics": {name: float}}``. The summary (docs/reference/formats/summary_json.md) nests
 ``results[scenario][app][scheduler][metric] = {n, median, p25, p75, mean,
 values}``; ``values`` are the per-seed values in seed order, with ``null`` for
 a non-finite value (the statistics are taken over the finite ones).

@@ -212,7 +212,7 @@ def _first_stream_times(server_log) -> tuple[float, dict[str, float]]:
 
 
 def test_second_path_validated_at_80ms_rtt_with_jitter(tmp_path, monkeypatch):
-    """The mobile pair's stall (README, "The mobile pair's tail"): at 80 ms
+    """The mobile pair's stall (docs/tutorials/real_transport.md, "The mobile pair's tail"): at 80 ms
     RTT with 18 ms std, seed 3 timed tquic's 25 ms PATH_CHALLENGEs out before
     their responses came back, the probes filled the new path's window and
     the client stopped acknowledging path 0: 3.0-4.4 s in 8 of 8 downloads,

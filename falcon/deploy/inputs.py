@@ -25,7 +25,7 @@ TRANSPORT_SCHEDULERS = {"minrtt": "minrtt", "rr": "roundrobin", "model": "falcon
 EMULATOR_AGENTS = {"minrtt": "minrtt", "rr": "rr", "model": "dqn_off"}
 #: congestion controls tquic 1.6.0 has (``--cc``)
 TQUIC_CC = ("cubic", "bbr", "bbr3", "copa")
-#: the relay holds rate and delay up to about this much in all [Mbit/s] (README, relay self-test)
+#: the relay holds rate and delay up to about this much in all [Mbit/s] (docs/tutorials/real_transport.md, relay self-test)
 RELAY_RATE_MBPS = 100.0
 #: what the transport's binaries run whatever the scenario says (tquic 1.6.0's
 #: defaults, ``falcon-quic-server``): scenario key -> (tquic's value, what it is)
