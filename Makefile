@@ -92,6 +92,12 @@ docs: setup
 lint: setup
 	$(BIN)/ruff check .
 
+## the type check: mypy over envs/ and baselines/ ([tool.mypy] in pyproject.toml;
+## strict on the scheduler contract, docs/guide/scheduler_contract.md)
+.PHONY: typecheck
+typecheck: setup
+	$(BIN)/python -m mypy
+
 mlflow-ui: setup
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db
 

@@ -66,6 +66,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -73,7 +74,10 @@ from baselines.dqn.learner import torch_threads
 from baselines.gaps.features import N_FEATURES, SubflowObserver, model_gaps, rtt_order
 from baselines.rule_based.common import fastest, gap_limit, minrtt_choice
 from envs.errors import ConfigError
-from envs.scheduler import Decision, Scheduler, Trainable
+from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
+
+if TYPE_CHECKING:  # torch: imported when training starts
+    from baselines.gaps.ddpg import OUNoise, Replay
 
 MODEL_FILE = "model.h5"
 #: decision epochs: every data ACK (the paper's) | at most one per sRTT of the fastest subflow
@@ -179,8 +183,8 @@ class GAPS(Scheduler, Trainable):
         self.ddpg = DDPG(self.net_config, self.ddpg_config, self.seed)
         self.observer = SubflowObserver(self.net_config.max_subflows)
         self.learning = False
-        self.replay = None
-        self.noise = None
+        self.replay: Replay | None = None
+        self.noise: OUNoise | None = None
         self.rng = np.random.default_rng(np.random.SeedSequence((self.seed, 18)))
         self.gaps: list[float] = []  # the GAPs in force, per path index [packets]
         self.offsets: list[
@@ -198,7 +202,7 @@ class GAPS(Scheduler, Trainable):
             self.load(model)
 
     # ------------------------------------------------------------ scheduler
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         n = len(view.paths)
         if n > self.net_config.max_subflows:
             raise ConfigError(
@@ -216,14 +220,14 @@ class GAPS(Scheduler, Trainable):
         if self.noise is not None:
             self.noise.reset()
 
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_acked(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         self._acked = True
         now = view.now
         self._oqs_area += self._oqs_last * (now - self._oqs_t)
         self._oqs_last = view.peer_oqs
         self._oqs_t = now
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         if self._acked and (
             self.epoch == "ack" or view.now - self._t_epoch >= _fastest_srtt(view.paths)
         ):
@@ -243,7 +247,7 @@ class GAPS(Scheduler, Trainable):
                 gap = lim - lim % payload
         return Decision(c, gap=gap)
 
-    def _epoch(self, view) -> None:
+    def _epoch(self, view: ConnectionView) -> None:
         """Observe, learn from the previous action's outcome, act (module docstring)."""
         model = model_gaps(view.paths)
         x, mask, order = self.observer.observe(view, self.gaps, model, float(self.max_gap_packets))
@@ -279,7 +283,7 @@ class GAPS(Scheduler, Trainable):
             g = o + model[i] if base else o
             self.gaps[i] = 0.0 if g < 0.0 else (top if g > top else g)
 
-    def _reward(self, view) -> float:
+    def _reward(self, view: ConnectionView) -> float:
         """Of the previous action: ``-OQS x reward_scale``, OQS [payload packets]
         as the latest ACK reported it (``reward: oqs``, the paper's) or its
         time average over the epoch (``oqs_mean``)."""
@@ -297,7 +301,7 @@ class GAPS(Scheduler, Trainable):
         with torch_threads(self.threads):
             self.last_losses = self.ddpg.update(self.replay.sample(self.rng, cfg.batch_size))
 
-    def end_episode(self, view) -> None:
+    def end_episode(self, view: ConnectionView) -> None:
         """Close the last transition (done: the download completed)."""
         if self.learning and self._prev is not None:
             x, mask, _ = self.observer.observe(

@@ -60,13 +60,17 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from baselines.dqn.learner import torch_threads
 from baselines.hybrid.features import N_FEATURES, SlotMeter, schedule_shares, slot_reward
 from envs.errors import ConfigError
-from envs.scheduler import Scheduler, Trainable
+from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
+
+if TYPE_CHECKING:  # torch: imported when training starts
+    from baselines.gaps.ddpg import Replay
 
 MODEL_FILE = "model.h5"
 #: what an action does: ``scale`` (the paper's: cwnd x 2^a once per slot) | ``gain`` (ours: a gain on the inner window)
@@ -182,7 +186,7 @@ class HybridMPTCP(Scheduler, Trainable):
         self._prev = None  # (x, action) of the slot that is running
         # training state (fit)
         self.learning = False
-        self.replay = None
+        self.replay: Replay | None = None
         self.sample_limit = None
         self.samples = 0
         self.last_losses: dict[str, float] = {}
@@ -196,7 +200,7 @@ class HybridMPTCP(Scheduler, Trainable):
             self.load(model)
 
     # ------------------------------------------------------------ scheduler
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         paths = view.paths
         if not self.inner_loop:
             from envs.cc import HeldWindow, install_cc
@@ -224,7 +228,7 @@ class HybridMPTCP(Scheduler, Trainable):
         self._gen += 1
         self._arm(view)
 
-    def _arm(self, view) -> None:
+    def _arm(self, view: ConnectionView) -> None:
         """Start a slot now; its end is a timer event."""
         now = view.now
         self.meter.start(view.paths, now)
@@ -233,7 +237,7 @@ class HybridMPTCP(Scheduler, Trainable):
         self._armed = True
         view.sim.schedule(now + self.slot_s, self._slot, (view, self._gen))
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         if not self._armed:
             if len(self.shares) != len(view.paths):  # a connection that never called reset()
                 self.reset(view)

@@ -51,7 +51,7 @@ from baselines.modes.features import n_inputs
 from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes
 from envs import run_episode
 from envs.errors import ConfigError
-from envs.scheduler import Scheduler, Trainable
+from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 
 #: what the Q-network is fitted to: ``mc``, each constant mode's return-to-go
 #: (:func:`baselines.modes.experience.mc_transitions`, generalised policy
@@ -201,11 +201,11 @@ class DQNModes(Scheduler, Trainable):
             )
         return ModePolicy(self.q, self.switch_margin, self.constant_mode)
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self._inner = ModeScheduler(self.modes, self.policy())
         self._inner.reset(view)
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         return self._inner.decide(view)
 
     # ------------------------------------------------------------ training
