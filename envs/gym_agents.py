@@ -15,7 +15,7 @@ from envs.mdp import (
     COMPLETION_UNIT,
     ack_credit,
 )
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, EventClock, Scheduler
 
 
 class PacketAgent(Scheduler):
@@ -33,7 +33,7 @@ class PacketAgent(Scheduler):
         # only for the ack_rate and packet_rate rewards
         self.wants_packet_feedback = ack_feedback or per_decision
         self.per_decision = per_decision
-        self.sim = None
+        self.sim: EventClock | None = None
         self.ack_credit = 0.0
         self.ack_count = 0
         # packet_rate: the current step's index, per step its credit (NaN while
@@ -44,7 +44,7 @@ class PacketAgent(Scheduler):
         self.pending: list[deque] = []
         self.step_credit = 0.0
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self.sim = view.sim
         self.action = None
         self.requested = False
@@ -56,7 +56,7 @@ class PacketAgent(Scheduler):
         self.pending = [deque() for _ in view.paths]
         self.step_credit = 0.0
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         a = self.action
         if a is not None:
             self.action = None
@@ -69,14 +69,14 @@ class PacketAgent(Scheduler):
         self.sim.stop()
         return None
 
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_acked(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         if self.per_decision:
             self._resolve(path, True)
             return
         self.ack_credit += ack_credit(self.sim.now, sent_time)
         self.ack_count += 1
 
-    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_lost(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         if self.per_decision:
             self._resolve(path, False)
 
@@ -127,14 +127,14 @@ class CompletionAgent(Scheduler):
         self.reward_unit = reward_unit
         self.action: int | None = None
         self.requested = False
-        self.sim = None
+        self.sim: EventClock | None = None
         self.state: list[float] = []
         self.credits: list[float] = []  # per step (decision), NaN while unknown
         self.step_credit = 0.0
         self._credit: CompletionCredit | None = None
         self._steps: deque = deque()  # step index of each open record
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self.sim = view.sim
         self.action = None
         self.requested = False
@@ -143,7 +143,7 @@ class CompletionAgent(Scheduler):
         self._credit = CompletionCredit(len(view.paths), self.hindsight_rtts, unit=self.reward_unit)
         self._steps = deque()
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         a = self.action
         now = self.sim.now
         if a is None:
@@ -164,7 +164,7 @@ class CompletionAgent(Scheduler):
             self.credits[i] = t[2]
             self.step_credit += t[2]
 
-    def close_episode(self, view, now: float, done: bool) -> float:
+    def close_episode(self, view: ConnectionView, now: float, done: bool) -> float:
         """Close every open decision; returns the credits that became known."""
         before = self.step_credit
         self._take(self._credit.finish(view, now, done))

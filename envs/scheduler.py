@@ -17,7 +17,10 @@ that path and leaves as soon as the window opens (no other decision is asked
 for meanwhile). Rule-based schedulers normally only pick paths with room.
 
 The ``view`` is the live :class:`envs.transport.Connection`; schedulers must
-treat it as read-only. Its documented read-only surface is:
+treat it as read-only. Its surface is typed by the protocols of
+:mod:`envs.views` (:class:`~envs.views.ConnectionView`, its paths
+:class:`~envs.views.PathView`; ``make typecheck`` checks every scheduler of
+envs/ and baselines/ against them; docs/guide/scheduler_contract.md):
 
 ``view.now``                 current emulated time [s]
 ``view.paths``               list of path senders, each with
@@ -81,8 +84,12 @@ it, the decision counts as a wait. Its view adds
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from envs.views import ConnectionView, EventClock, PathView, StreamView
 
 WAIT = None
 
@@ -106,8 +113,9 @@ class Decision:
     reinject: bool = False
 
 
-class Scheduler:
-    """Base class of every scheduler. Subclasses override :meth:`decide`.
+class Scheduler(ABC):
+    """Base class of every scheduler. Subclasses implement :meth:`decide` (abstract: a
+    subclass without it cannot be instantiated).
 
     Learning schedulers that need per-packet feedback set
     ``wants_packet_feedback = True`` and override :meth:`on_packet_acked` /
@@ -130,41 +138,57 @@ class Scheduler:
     #: the connection then also asks it when nothing new can be sent, and counts copies
     reinjects: bool = False
 
-    def reset(self, view) -> None:
+    # the hooks below are optional: empty unless a subclass overrides them (hence noqa B027)
+    def reset(self, view: ConnectionView) -> None:  # noqa: B027
         """Called once when a connection starts using this scheduler."""
 
-    def decide(self, view):  # -> int | None | Decision
-        raise NotImplementedError
+    @abstractmethod
+    def decide(self, view: ConnectionView) -> int | Decision | None:
+        """The next packet's path (an index into ``view.paths``), a :class:`Decision`,
+        or None (:data:`WAIT`): module docstring."""
 
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_acked(  # noqa: B027
+        self, view: ConnectionView, path: int, size: int, sent_time: float
+    ) -> None:
         """A packet of ``size`` bytes sent at ``sent_time`` [s] on ``path`` was acked."""
 
-    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_lost(  # noqa: B027
+        self, view: ConnectionView, path: int, size: int, sent_time: float
+    ) -> None:
         """A packet of ``size`` bytes sent at ``sent_time`` [s] on ``path`` was declared lost."""
 
 
-class Trainable:
-    """A scheduler with a training step before it is evaluated.
+#: ``log(metrics, step=None)`` of :meth:`Trainable.fit`: one point of the learning curve
+LogFn = Callable[..., object]
 
-    ``python -m falcon.train`` calls ``fit(scenario=..., app=..., seed=...,
-    log=..., progress=..., **train)`` on every agent whose config has a ``train:``
-    section (``train`` = that section's keys), then ``save(directory)``
+
+@runtime_checkable
+class Trainable(Protocol):
+    """A scheduler with a training step before it is evaluated (a protocol:
+    any object with a ``fit`` method is one; learners also name it as a base).
+
+    ``python -m falcon.train`` (and the experiments of falcon.experiments)
+    call ``fit(scenario=..., app=..., seed=..., log=..., progress=..., **train)``
+    on every agent whose config has a ``train:`` section (``train`` = that
+    section's keys, which each learner declares as keyword parameters with
+    defaults, so an unknown key is a TypeError), then ``save(directory)``
     when the scheduler has one. ``log(metrics, step=None)`` takes the
     learning curve (MLflow); ``progress`` whether to print progress;
     ``fit`` returns summary metrics (or None).
-    Subclasses: DQN-On, DQN-Off, Peekaboo, FALCON.
+    Learners: DQN-On, DQN-Off, Peekaboo, GAPS, the hybrid agent, dqn_modes, FALCON.
     """
 
     def fit(
         self,
-        scenario,
-        app,
+        scenario: Mapping[str, Any],
+        app: Mapping[str, Any],
+        *,
         seed: int = 0,
-        log: Callable | None = None,
+        log: LogFn | None = None,
         progress: bool = True,
-        **train,
     ) -> Mapping[str, float] | None:
-        raise NotImplementedError
+        """Train on episodes of ``app`` over ``scenario`` from ``seed`` on; summary metrics."""
+        ...
 
 
 class FirstWithRoom(Scheduler):
@@ -174,8 +198,22 @@ class FirstWithRoom(Scheduler):
 
     name = "first_with_room"
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | None:
         for p in view.paths:
             if p.has_room:
                 return p.index
         return None
+
+
+__all__ = [
+    "WAIT",
+    "Decision",
+    "Scheduler",
+    "Trainable",
+    "LogFn",
+    "FirstWithRoom",
+    "ConnectionView",
+    "PathView",
+    "StreamView",
+    "EventClock",
+]

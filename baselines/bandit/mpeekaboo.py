@@ -170,7 +170,7 @@ from baselines.bandit.change import make_detector
 from baselines.bandit.linucb import LinUCB
 from baselines.bandit.peekaboo import squash_scales
 from baselines.rule_based.common import fastest, minrtt_choice
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 FEATURES = (
     "c_a/l_a",
@@ -283,7 +283,7 @@ class MPeekaboo(Scheduler):
         self._block_rate = 0.0
         self._wait = None
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         n = len(view.paths)
         if self.bandit is None or self.fresh_per_connection or self.bandit.n_arms != n + 1:
             self.bandit = PendingLinUCB(n + 1, DIM, alpha=self.alpha, ridge=self.ridge)
@@ -298,7 +298,7 @@ class MPeekaboo(Scheduler):
         self._wait = None  # (t_dec, x, r_hat, opportunity rate) of a wait in progress
 
     # ------------------------------------------------------------ charges
-    def _tick(self, view, now: float) -> None:
+    def _tick(self, view: ConnectionView, now: float) -> None:
         """Advance the charge clocks to ``now`` and find who is charged next.
         While the connection is blocked (no flow-control credit, or nothing
         left to send but data in flight) the path with the oldest outstanding
@@ -328,7 +328,7 @@ class MPeekaboo(Scheduler):
         self._block_rate = tot / view.payload / len(self._pending[pstar])
 
     # ------------------------------------------------------------ decisions
-    def contexts(self, view, s: int = -1, fi: int = -1) -> np.ndarray:
+    def contexts(self, view: ConnectionView, s: int = -1, fi: int = -1) -> np.ndarray:
         """(n_paths + 1, 8) contexts: one row per send arm, then the wait
         arm's (path f against ``s``, the path with room it forgoes; module
         docstring)."""
@@ -372,7 +372,7 @@ class MPeekaboo(Scheduler):
             )
         return np.array(row).reshape(n + 1, DIM)
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         now = view.now
         self._tick(view, now)
         if self._wait is not None:
@@ -443,13 +443,13 @@ class MPeekaboo(Scheduler):
         self._block_path = -1
         self.changes.append((now, path))
 
-    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_lost(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         now = view.now
         self._tick(view, now)
         if self._loss_feed is not None and self._loss_feed(path, True, now):
             self._changed(now, path)
 
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_acked(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         now = view.now
         self._tick(view, now)
         changed = self.detector.update(path, view.paths[path].rtt_sample(sent_time, now), now)

@@ -80,7 +80,7 @@ import numpy as np
 
 from baselines.bandit.linucb import LinUCB, StateFileError, load_state, save_state
 from baselines.rule_based.common import fastest, minrtt_choice
-from envs.scheduler import Scheduler, Trainable
+from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 
 _log = logging.getLogger(__name__)
 
@@ -209,14 +209,14 @@ class Peekaboo(Scheduler, Trainable):
             self._dirty = False
 
     # ------------------------------------------------------------ connection
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         if self._connections:
             self._autosave()
         self._connections += 1
         self.waiting = False
         self._pending = [deque() for _ in view.paths]
 
-    def context(self, view, f, s) -> np.ndarray:
+    def context(self, view: ConnectionView, f, s) -> np.ndarray:
         """The 6 unit-range features of module docstring, for paths f and s."""
         k = self.scales
         lf = f.latest_rtt if f.latest_rtt > 0.0 else f.srtt
@@ -242,7 +242,7 @@ class Peekaboo(Scheduler, Trainable):
             return WAIT if self.rng.random() < self.p_wait else SEND
         return SEND if self.rng.random() < self.p_send else WAIT
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         fi = fastest(paths)
         f = paths[fi]
@@ -271,7 +271,7 @@ class Peekaboo(Scheduler, Trainable):
         return c
 
     # ------------------------------------------------------------ rewards
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_acked(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         q = self._pending[path]
         if not q:
             return

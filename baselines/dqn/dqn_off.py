@@ -58,7 +58,7 @@ from baselines.dqn.selection import download_cost, successive_halving
 from envs.errors import ConfigError
 from envs.mdp import COMPLETION
 from envs.scenario import normalise_scenario
-from envs.scheduler import Trainable
+from envs.scheduler import ConnectionView, Decision, Trainable
 
 BEHAVIOURS = ("online", "random", "rules")
 #: how the deployed network is chosen among the trained candidates (:meth:`DQNOff.fit`)
@@ -77,10 +77,10 @@ class _OnePath:
     def __init__(self, index: int):
         self.index = index
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         pass
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         p = view.paths[self.index]
         return self.index if p.has_room else None
 
@@ -141,7 +141,7 @@ class DQNOff(DQNScheduler, Trainable):
         self.candidates: list[tuple[int, int, np.ndarray]] = []
         self.selection_record: list[dict] = []
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         if not self.trained:
             raise ConfigError(
                 f"{self.name}: not trained; train it with python -m falcon.train "

@@ -41,7 +41,7 @@ from baselines.dqn.conditions import deviate_scenario
 from baselines.dqn.policy import DQNScheduler
 from envs.errors import ConfigError
 from envs.scenario import normalise_scenario
-from envs.scheduler import Trainable
+from envs.scheduler import ConnectionView, Trainable
 
 BACKENDS = ("torch", "rllib")
 
@@ -152,7 +152,7 @@ class DQNOn(DQNScheduler, Trainable):
             self.recorder.add(state, action, reward, next_state, done, time)
         self.trainer.notify()
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         if self.buffer is not None and not self.buffered:
             raise ConfigError(
                 f"{self.name}: the buffered experience (buffer:) is gathered by fit(); "

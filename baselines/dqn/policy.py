@@ -69,7 +69,7 @@ from envs.mdp import (
     step_reward,
 )
 from envs.runner import closing_metrics, setup_episode
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 from envs.sim import collector_paused
 
 MODEL_FILE = "model.h5"
@@ -195,7 +195,7 @@ class DQNScheduler(Scheduler):
         #: record at most this many more decisions, then stop the simulator as
         #: soon as their transitions are complete (None: no limit)
         self.record_budget: int | None = None
-        self._view = None
+        self._view: ConnectionView | None = None
         self._vals: list[float] = []
         self._prev_state = None
         self._prev_action = 0
@@ -206,8 +206,8 @@ class DQNScheduler(Scheduler):
         if model is not None:
             self.load(model)
 
-    @property
-    def wants_packet_feedback(self) -> bool:
+    @property  # the connection reads it once per episode, nobody assigns it: hence the ignore
+    def wants_packet_feedback(self) -> bool:  # type: ignore[override]
         """Per-packet ACK/loss callbacks: only when rewards are computed from them."""
         return self.recording and self.reward_kind in ("ack_rate", PACKET_RATE)
 
@@ -239,7 +239,7 @@ class DQNScheduler(Scheduler):
         return self.qnet(np.asarray(states, dtype=np.float32))
 
     # ---------------------------------------------------------- scheduling
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         n = len(view.paths)
         if self.spec is None:
             self.build(n)
@@ -265,7 +265,7 @@ class DQNScheduler(Scheduler):
         self._pending = [deque() for _ in range(n)]
         self._last_rec = None
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         if self._completion:
             return self._decide_completion(view)
         vals = observe_into(view, self._vals)
@@ -304,7 +304,7 @@ class DQNScheduler(Scheduler):
         self.decisions += 1
         return a
 
-    def _decide_completion(self, view):
+    def _decide_completion(self, view: ConnectionView):
         """Completion MDP: act on its state; a full path means wait."""
         now = view.sim.now
         credit = self._credit
@@ -327,10 +327,13 @@ class DQNScheduler(Scheduler):
         self.decisions += 1
         return d
 
-    def _completion_features(self, view, now: float, finish: float, vals: list) -> list:
+    def _completion_features(
+        self, view: ConnectionView, now: float, finish: float, vals: list
+    ) -> list:
         """The completion-MDP state writer (subclasses may refine it, same size)."""
         return completion_features_into(view, now, finish, vals)
 
+    _draws: EpsilonDraws
     #: the exploration draws' Generator (settable: a task reseeds it)
     rng = property(
         lambda self: self._draws.rng, lambda self, rng: setattr(self, "_draws", EpsilonDraws(rng))
@@ -356,7 +359,7 @@ class DQNScheduler(Scheduler):
         full = [p for p in view.paths if not p.has_room]
         return min(full, key=lambda p: p.srtt).index if full else 0
 
-    def _decide_per_packet(self, view, state):
+    def _decide_per_packet(self, view: ConnectionView, state):
         last = self._last_rec
         if last is not None:
             last[3] = state
@@ -387,7 +390,7 @@ class DQNScheduler(Scheduler):
         self._last_rec = rec
         return a
 
-    def _stop_if_complete(self, view) -> None:
+    def _stop_if_complete(self, view: ConnectionView) -> None:
         if self._last_rec is None and not any(self._pending):
             view.sim.stop()
 
@@ -407,7 +410,7 @@ class DQNScheduler(Scheduler):
         if self.record_budget is not None and self.record_budget <= 0 and self._view is not None:
             self._stop_if_complete(self._view)
 
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_acked(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         if self._per_packet:
             if self.recording:
                 self._resolve(path, view.sim.now, True, sent_time)
@@ -415,7 +418,7 @@ class DQNScheduler(Scheduler):
         self._ack_credit += ack_credit(view.sim.now, sent_time)
         self._ack_count += 1
 
-    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_lost(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         if self._per_packet and self.recording:
             self._resolve(path, view.sim.now, False, sent_time)
 

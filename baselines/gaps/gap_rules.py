@@ -41,7 +41,7 @@ from baselines.rule_based.blest import BLEST
 from baselines.rule_based.common import fastest, gap_limit, minrtt_choice
 from baselines.rule_based.ecf import ECF
 from envs.errors import ConfigError
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 #: default upper bound of a GAP [packets]: at 50 Mbit/s a 40 ms one-way
 #: delay difference (RTT 20 vs 100 ms) is ~190 packets of 1290 bytes
@@ -63,7 +63,7 @@ def check_max_gap(name: str, max_gap_packets) -> int:
     return int(max_gap_packets)
 
 
-def gap_bytes(view, packets: float, max_gap_packets: int) -> int:
+def gap_bytes(view: ConnectionView, packets: float, max_gap_packets: int) -> int:
     """``packets`` rounded to whole packets, clamped to [0, max_gap_packets]
     and to :func:`gap_limit` (rounded down to whole packets), in bytes."""
     if not packets > 0.0:  # also NaN
@@ -98,7 +98,7 @@ class GapScheduler(Scheduler):
     def __init__(self, max_gap_packets: int = DEFAULT_MAX_GAP_PACKETS) -> None:
         self.max_gap_packets = check_max_gap(self.name, max_gap_packets)
 
-    def target(self, view):
+    def target(self, view: ConnectionView):
         """``(c, f)``: the minRTT choice ``c`` and the fastest path ``f`` when
         ``c`` is a slower probed path; ``(c, None)`` when ``c`` is None (wait),
         the fastest path or unprobed (plain decision, no gap)."""
@@ -109,7 +109,7 @@ class GapScheduler(Scheduler):
         f = fastest(paths)
         return (c, None) if c == f else (c, f)
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         c, f = self.target(view)
         if f is None:
             return c
@@ -120,7 +120,7 @@ class GapScheduler(Scheduler):
             return c
         return Decision(c, gap=gap_bytes(view, g, self.max_gap_packets))
 
-    def gap_packets(self, view, f: int, i: int) -> float | None:
+    def gap_packets(self, view: ConnectionView, f: int, i: int) -> float | None:
         """GAP of slower path ``i`` [packets, unrounded], or None: wait."""
         raise NotImplementedError
 
@@ -166,7 +166,7 @@ class FixedGap(GapScheduler):
                 )
         self.gaps = [int(g) for g in gaps]
 
-    def gap_packets(self, view, f: int, i: int) -> float:
+    def gap_packets(self, view: ConnectionView, f: int, i: int) -> float:
         k = srtt_rank(view.paths, i) - 1
         return float(self.gaps[k if k < len(self.gaps) else -1])
 
@@ -222,7 +222,7 @@ class BlestGap(BLEST):
         ratio = s.srtt / f.srtt
         return f.payload * (f.cwnd / f.mss + (ratio - 1.0) / 2.0) * ratio * self.lam
 
-    def gap_packets(self, view, f: int, i: int) -> float | None:
+    def gap_packets(self, view: ConnectionView, f: int, i: int) -> float | None:
         paths = view.paths
         s = paths[i]
         self._update_lambda(view, s)
@@ -255,7 +255,7 @@ class EcfGap(ECF):
 
     target = GapScheduler.target
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         c, f = self.target(view)
         if f is None:
             return c
@@ -265,7 +265,7 @@ class EcfGap(ECF):
             return c
         return Decision(c, gap=gap_bytes(view, self.gap_packets(view, f, c), self.max_gap_packets))
 
-    def gap_packets(self, view, f: int, i: int) -> float:
+    def gap_packets(self, view: ConnectionView, f: int, i: int) -> float:
         paths = view.paths
         pi = paths[i]
         r_i = pi.srtt

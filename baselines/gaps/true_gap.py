@@ -28,7 +28,7 @@ import numpy as np
 from baselines.gaps.gap_rules import DEFAULT_MAX_GAP_PACKETS, FixedGap, check_max_gap
 from baselines.rule_based.common import fastest
 from envs.errors import ConfigError
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 # ---------------------------------------------------------------- recorder
@@ -54,10 +54,10 @@ class GapRecorder(Scheduler):
         self.gaps = []
         self.by_path = {}
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self.inner.reset(view)
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         d = self.inner.decide(view)
         if d is None:
             return d
@@ -72,10 +72,10 @@ class GapRecorder(Scheduler):
             self.by_path[i] = self.by_path.get(i, 0) + 1
         return d
 
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_acked(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         self.inner.on_packet_acked(view, path, size, sent_time)
 
-    def on_packet_lost(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_lost(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         self.inner.on_packet_lost(view, path, size, sent_time)
 
     @property

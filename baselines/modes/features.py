@@ -34,6 +34,8 @@ import math
 
 import numpy as np
 
+from envs.scheduler import ConnectionView
+
 PATH_FEATURES = ("log_rate", "srtt", "rtt_cv", "log_delivery", "ack_age", "epoch_loss", "usable")
 GLOBAL_FEATURES = ("log_unacked", "elapsed", "mode_share", "mode_reinject")
 #: packets/s unit of the rate entries
@@ -70,7 +72,7 @@ class EpochObserver:
         self.last_ack: list[float] = []
         self.snapshot: list[int] = []
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         now = view.now
         self.t0 = self.t_start = now
         self.acked = [p.payload_bytes_acked for p in view.paths]
@@ -79,7 +81,7 @@ class EpochObserver:
         self.last_ack = [now] * len(view.paths)
         self.snapshot = list(self.acked)
 
-    def track(self, view) -> None:
+    def track(self, view: ConnectionView) -> None:
         """Note which paths had payload newly acknowledged (called at every decision)."""
         now = view.now
         for i, p in enumerate(view.paths):
@@ -88,7 +90,7 @@ class EpochObserver:
                 self.snapshot[i] = a
                 self.last_ack[i] = now
 
-    def observe(self, view, mode_share: float, mode_reinject: float) -> np.ndarray:
+    def observe(self, view: ConnectionView, mode_share: float, mode_reinject: float) -> np.ndarray:
         """The state (module docstring) at ``view.now``; a new epoch starts."""
         self.track(view)
         now = view.now

@@ -30,7 +30,7 @@ from baselines.modes.features import EpochObserver
 from baselines.rule_based.fixed_split import check_share
 from baselines.rule_based.policy_family import tail_decision
 from envs.errors import ConfigError
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 #: shortest and longest decision epoch [s]
 MIN_EPOCH_S = 0.05
@@ -86,7 +86,7 @@ def mode_entries(mode, rule: Scheduler | None = None) -> tuple[float, float]:
     return float(mode[0]), 1.0 if mode[1] else 0.0
 
 
-def unacked_bytes(view) -> float:
+def unacked_bytes(view: ConnectionView) -> float:
     """Data not yet acknowledged: unsent (retransmissions included) plus in flight [bytes]."""
     return float(view.pending_bytes + sum(p.bytes_in_flight for p in view.paths))
 
@@ -109,7 +109,7 @@ class ModeScheduler(Scheduler):
         self._epoch_end = -1.0
         self._counts = [0, 0]
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         if len(view.paths) != 2:
             raise ConfigError(
                 f"{self.name}: needs exactly 2 paths, the scenario has {len(view.paths)}"
@@ -119,11 +119,11 @@ class ModeScheduler(Scheduler):
         for rule in self.rules.values():
             rule.reset(view)
 
-    def _epoch_length(self, view) -> float:
+    def _epoch_length(self, view: ConnectionView) -> float:
         usable = [p.srtt for p in view.paths if p.is_open and p.has_rtt_sample]
         return min(max(max(usable, default=MIN_EPOCH_S), MIN_EPOCH_S), MAX_EPOCH_S)
 
-    def _next_mode(self, view) -> None:
+    def _next_mode(self, view: ConnectionView) -> None:
         if self._epoch_end < 0:
             self.observer.reset(view)
         state = self.observer.observe(view, *self.entries[self._mode])
@@ -134,7 +134,7 @@ class ModeScheduler(Scheduler):
         self._epoch_end = view.now + self._epoch_length(view)
         self._counts = [0, 0]
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         if self._epoch_end < 0 or view.now >= self._epoch_end:
             self._next_mode(view)
         else:

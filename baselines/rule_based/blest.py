@@ -43,7 +43,7 @@ import math
 
 from baselines.rule_based.common import slow_candidate
 from envs.errors import ConfigError
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 class BLEST(Scheduler):
@@ -81,13 +81,13 @@ class BLEST(Scheduler):
         self._last_update: float | None = None
         self._last_retx = 0
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self.lam = self.lambda_init
         self._last_update = view.now
         self._last_retx = _retransmissions(view.paths)
 
     # ------------------------------------------------------------------
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         c, f = slow_candidate(paths)
         if f is None:
@@ -98,7 +98,7 @@ class BLEST(Scheduler):
             return None
         return c
 
-    def _update_lambda(self, view, s) -> None:
+    def _update_lambda(self, view: ConnectionView, s) -> None:
         now = view.now
         retx = _retransmissions(view.paths)
         if self._last_update is None:
@@ -152,7 +152,7 @@ class BLEST(Scheduler):
             packets = (base + (k - 1.0) / 2.0) * k
         return packets * f.payload * self.lam
 
-    def budget(self, view, s) -> float:
+    def budget(self, view: ConnectionView, s) -> float:
         """max(0, send_wnd - (MSS + unacked bytes on s)) [payload bytes]."""
         wnd = view.send_window
         if self.send_window == "total":

@@ -23,6 +23,8 @@ These functions run once per packet: plain loops, no allocation.
 
 from __future__ import annotations
 
+from envs.scheduler import ConnectionView
+
 INF = float("inf")
 
 
@@ -96,7 +98,7 @@ def model_gap_bytes(paths, i: int) -> float:
     return g
 
 
-def gap_limit(view) -> int:
+def gap_limit(view: ConnectionView) -> int:
     """Largest gap [bytes] that still leaves a full packet of unsent data at
     the target offset, whatever stream the application's stream scheduler
     picks: the smallest ``remaining`` of the pending streams minus one

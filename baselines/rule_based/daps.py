@@ -38,7 +38,7 @@ import math
 
 from baselines.rule_based.common import INF, gap_limit, minrtt_choice
 from envs.errors import ConfigError
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 _EXHAUSTED = object()
 
@@ -106,11 +106,11 @@ class DAPS(Scheduler):
         self.period = 0  # length of the current schedule [ticks]
         self.schedule: list[tuple[int, int, int]] = []  # (path, first_position, count)
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self._init_state(len(view.paths))
 
     # ------------------------------------------------------------------
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         if len(paths) != self._n:
             self._init_state(len(paths))
@@ -140,7 +140,7 @@ class DAPS(Scheduler):
                     scwnd[i] = float(p.cwnd)
                 last[i] = now
 
-    def rebuild(self, view) -> None:
+    def rebuild(self, view: ConnectionView) -> None:
         """Build a new schedule from the current srtts and smoothed cwnds."""
         paths = view.paths
         order = [i for i, p in enumerate(paths) if p.has_rtt_sample]
@@ -164,7 +164,7 @@ class DAPS(Scheduler):
             self._bo[i] = 0
             self._next[i] = blocks[i][0][0] if blocks[i] else INF
 
-    def _from_schedule(self, view, paths):
+    def _from_schedule(self, view: ConnectionView, paths):
         nxt = self._next
         head = INF
         for x in nxt:

@@ -37,13 +37,13 @@ How it maps onto the scheduler hook (:mod:`envs.scheduler`):
 from __future__ import annotations
 
 from baselines.rule_based.common import INF, fastest
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 class DEMS(Scheduler):
     name = "dems"
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         f = fastest(paths)
         if f < 0:

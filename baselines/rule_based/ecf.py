@@ -26,7 +26,7 @@ the check.
 from __future__ import annotations
 
 from baselines.rule_based.common import slow_candidate
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 class ECF(Scheduler):
@@ -38,10 +38,10 @@ class ECF(Scheduler):
         self.beta = float(beta)
         self.waiting = 0
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self.waiting = 0
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         c, fi = slow_candidate(paths)
         if fi is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from envs.errors import ConfigError
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 def check_share(share) -> float:
@@ -49,13 +49,13 @@ class FixedSplit(Scheduler):
     def __init__(self, share: float = 0.5) -> None:
         self.share = check_share(share)
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         if len(view.paths) != 2:
             raise ConfigError(
                 f"fixed_split: needs exactly 2 paths, the scenario has {len(view.paths)}"
             )
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         p0, p1 = view.paths
         sent0 = p0.packets_sent
         if sent0 < self.share * (sent0 + p1.packets_sent + 1):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from baselines.rule_based.common import minrtt_choice
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 class MinRTT(Scheduler):
@@ -21,5 +21,5 @@ class MinRTT(Scheduler):
     #: decide() is envs.rules.minrtt_pick: the compiled core takes it without a Python call
     native_rule = "minrtt"
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         return minrtt_choice(view.paths)

@@ -13,7 +13,7 @@ import math
 
 from baselines.rule_based.fixed_split import check_share
 from envs.errors import ConfigError
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 def check_threshold(threshold) -> float:
@@ -69,13 +69,13 @@ class SplitThreshold(Scheduler):
             raise ConfigError(f"reinject: expected true or false, got {reinject!r}")
         self.reinjects = reinject
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         if len(view.paths) != 2:
             raise ConfigError(
                 f"split_threshold: needs exactly 2 paths, the scenario has {len(view.paths)}"
             )
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         p0, p1 = view.paths
         if self.reinjects and view.no_new_data:
             return tail_decision(view, p0, p1)
@@ -91,7 +91,7 @@ class SplitThreshold(Scheduler):
         return t.index if t.has_room else None
 
 
-def tail_decision(view, p0, p1):
+def tail_decision(view: ConnectionView, p0, p1):
     """Tail re-injection of two paths (nothing new to send): the path with room
     and the earlier :func:`predicted_delivery` re-injects the oldest frame in
     flight alone on the other path; None (wait) when neither can."""

@@ -28,7 +28,7 @@ over the application's bytes).
 from __future__ import annotations
 
 from baselines.rule_based.common import minrtt_choice
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 class MinRTTOpportunistic(Scheduler):
@@ -52,7 +52,7 @@ class MinRTTOpportunistic(Scheduler):
     def __init__(self, penalise: bool = True) -> None:
         self.penalise = bool(penalise)
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         c = minrtt_choice(paths)
         if c is None or not view.no_new_data:
@@ -75,7 +75,7 @@ class MinRTTTailReinjection(Scheduler):
     name = "minrtt_xlink"
     reinjects = True
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         c = minrtt_choice(view.paths)
         if c is None or not view.no_new_data:
             return c
@@ -91,7 +91,7 @@ class Redundant(Scheduler):
     name = "redundant"
     reinjects = True
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         c = minrtt_choice(view.paths)
         if c is None:
             return None

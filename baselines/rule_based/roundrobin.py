@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 class RoundRobin(Scheduler):
@@ -16,10 +16,10 @@ class RoundRobin(Scheduler):
     def __init__(self) -> None:
         self._next = 0
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self._next = 0
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         n = len(paths)
         i = self._next

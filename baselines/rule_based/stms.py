@@ -63,7 +63,7 @@ from baselines.rule_based.common import (
     round_to_packets,
 )
 from envs.errors import ConfigError
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 class STMS(Scheduler):
@@ -99,7 +99,7 @@ class STMS(Scheduler):
         # per path: (send time, bytes_sent snapshot of every path) of gapped packets
         self._records = [deque(maxlen=self.max_records) for _ in range(n)]
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self._init_state(len(view.paths))
         now = view.now
         for i in range(self._n):
@@ -118,7 +118,7 @@ class STMS(Scheduler):
             return 0.0
         return g if g < self.max_gap_bytes else self.max_gap_bytes
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         if len(paths) != self._n:
             self._init_state(len(paths))
@@ -135,7 +135,7 @@ class STMS(Scheduler):
         self._records[c].append((view.now, tuple([p.bytes_sent for p in paths])))
         return Decision(c, gap=gap)
 
-    def on_packet_acked(self, view, path: int, size: int, sent_time: float) -> None:
+    def on_packet_acked(self, view: ConnectionView, path: int, size: int, sent_time: float) -> None:
         if path >= self._n:
             return
         q = self._records[path]

@@ -32,7 +32,7 @@ Any number of paths.
 from __future__ import annotations
 
 from baselines.rule_based.common import INF
-from envs.scheduler import Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 def bandwidth_estimate(p) -> float:
@@ -57,7 +57,7 @@ def delivery_time(p) -> float:
 class STTF(Scheduler):
     name = "sttf"
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         best = -1
         best_t = INF
         probe = -1

@@ -76,7 +76,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 INF = math.inf
 
@@ -175,7 +175,7 @@ class StreamAwareScheduler(Scheduler):
         self.queued: dict[int, deque] = {}
         self.tin_done: dict[int, float] = {}
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         self._reset_state()
         n = len(view.paths)
         if self.given_rates is not None and len(self.given_rates) != n:
@@ -189,7 +189,7 @@ class StreamAwareScheduler(Scheduler):
         return st.priority if self.use_priority else 0
 
     # ------------------------------------------------------------ model
-    def model(self, view) -> PathModel:
+    def model(self, view: ConnectionView) -> PathModel:
         now = view.now
         paths = view.paths
         entries = []
@@ -224,22 +224,22 @@ class StreamAwareScheduler(Scheduler):
         return w + self.horizon_slack
 
     # ------------------------------------------------------------ hooks
-    def on_new_streams(self, view, model: PathModel, new: list) -> None:
+    def on_new_streams(self, view: ConnectionView, model: PathModel, new: list) -> None:
         """Streams seen for the first time (sorted by release time, id)."""
 
-    def prepare(self, view, model: PathModel, streams: list) -> None:
+    def prepare(self, view: ConnectionView, model: PathModel, streams: list) -> None:
         """Called once per decision, before :meth:`select` (e.g. to build the order)."""
 
-    def select(self, view, model: PathModel, j: int, streams: list):
+    def select(self, view: ConnectionView, model: PathModel, j: int, streams: list):
         """Stream id that the path of rank ``j`` serves now, or None (the path idles)."""
         raise NotImplementedError
 
-    def probe_stream(self, view, streams: list):
+    def probe_stream(self, view: ConnectionView, streams: list):
         """Stream whose data probes an unmeasured path (default: the least urgent)."""
         return streams[-1].stream_id if streams else None
 
     # ------------------------------------------------------------ decide
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         paths = view.paths
         now = view.now
         streams = view.streams_pending()
@@ -273,7 +273,9 @@ class StreamAwareScheduler(Scheduler):
                 return Decision(model.idx[j], stream_id=sid)
         return self._probe_or_wait(view, model, streams)
 
-    def _probe_or_wait(self, view, model: PathModel, streams, retransmit: bool = False):
+    def _probe_or_wait(
+        self, view: ConnectionView, model: PathModel, streams, retransmit: bool = False
+    ):
         """Probe a path with no RTT sample (measured model), one packet in flight at a time."""
         if self.given_rates is not None:
             return None
@@ -287,7 +289,7 @@ class StreamAwareScheduler(Scheduler):
                 return Decision(i, stream_id=sid)
         return None
 
-    def commit(self, view, model: PathModel, j: int, sid) -> None:
+    def commit(self, view: ConnectionView, model: PathModel, j: int, sid) -> None:
         """Record a packet handed to the path of rank ``j`` (stream ``sid``;
         None: a retransmission of unknown stream, counted as a full packet)."""
         i = model.idx[j]

@@ -10,7 +10,7 @@ path has room).
 from __future__ import annotations
 
 from baselines.rule_based.common import minrtt_choice
-from envs.scheduler import Decision, Scheduler
+from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
 class FCFSMinRTT(Scheduler):
@@ -22,7 +22,7 @@ class FCFSMinRTT(Scheduler):
     def order_key(self, st):
         return (st.priority if self.use_priority else 0, st.release_time, st.stream_id)
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         path = minrtt_choice(view.paths)
         if path is None:
             return None

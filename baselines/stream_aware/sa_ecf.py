@@ -26,7 +26,7 @@ import math
 
 from baselines.rule_based.ecf import ECF
 from baselines.stream_aware.base import StreamAwareScheduler
-from envs.scheduler import Decision
+from envs.scheduler import ConnectionView, Decision
 
 
 class DeficitRoundRobin:
@@ -119,22 +119,22 @@ class SAECF(StreamAwareScheduler):
         self.classes: dict[int, DeficitRoundRobin] = {}
         self._aggregate = 0
 
-    def reset(self, view) -> None:
+    def reset(self, view: ConnectionView) -> None:
         super().reset(view)
         if self._lim is not None:
             self._lim.reset(view)
 
-    def on_new_streams(self, view, model, new) -> None:
+    def on_new_streams(self, view: ConnectionView, model, new) -> None:
         for st in new:
             p = self.prio(st)
             if p not in self.classes:
                 self.classes[p] = DeficitRoundRobin(self.quantum)
             self.classes[p].add(st.stream_id)
 
-    def prepare(self, view, model, streams) -> None:
+    def prepare(self, view: ConnectionView, model, streams) -> None:
         self._aggregate = sum(st.remaining for st in streams)
 
-    def next_stream(self, view, streams):
+    def next_stream(self, view: ConnectionView, streams):
         pend = {st.stream_id: st for st in streams}
         for p in sorted(self.classes):
             drr = self.classes[p]
@@ -148,15 +148,15 @@ class SAECF(StreamAwareScheduler):
                 return drr.pick(sizes, weights)
         return None
 
-    def select(self, view, model, j, streams):
+    def select(self, view: ConnectionView, model, j, streams):
         if self._aggregate > model.th[j]:
             return self.next_stream(view, streams)
         return None
 
-    def probe_stream(self, view, streams):
+    def probe_stream(self, view: ConnectionView, streams):
         return self.next_stream(view, streams)
 
-    def decide(self, view):
+    def decide(self, view: ConnectionView) -> int | Decision | None:
         if self._lim is None:
             return super().decide(view)
         streams = view.streams_pending()

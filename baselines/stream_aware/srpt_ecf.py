@@ -26,6 +26,7 @@ Path model, pacing and the in-flight records: :mod:`baselines.stream_aware.base`
 from __future__ import annotations
 
 from baselines.stream_aware.base import PathModel, StreamAwareScheduler
+from envs.scheduler import ConnectionView
 
 
 class SRPTECF(StreamAwareScheduler):
@@ -46,7 +47,7 @@ class SRPTECF(StreamAwareScheduler):
         k = now + model.completion(unsent)
         return t if t is not None and t > k else k
 
-    def on_new_streams(self, view, model, new) -> None:
+    def on_new_streams(self, view: ConnectionView, model, new) -> None:
         pend = {st.stream_id: st for st in view.streams_pending()}
         order = [sid for sid in self.order if sid in pend]
         now = view.now
@@ -58,7 +59,7 @@ class SRPTECF(StreamAwareScheduler):
             cur.insert(pos, kk)
         self.order = order
 
-    def prepare(self, view, model, streams) -> None:
+    def prepare(self, view: ConnectionView, model, streams) -> None:
         pend = {st.stream_id: st.remaining for st in streams}
         if len(self.order) != len(pend) or any(sid not in pend for sid in self.order):
             self.order = [sid for sid in self.order if sid in pend]
@@ -69,14 +70,14 @@ class SRPTECF(StreamAwareScheduler):
             cum.append((sid, acc))
         self._cum = cum
 
-    def select(self, view, model, j, streams):
+    def select(self, view: ConnectionView, model, j, streams):
         th = model.th[j]
         for sid, cs in self._cum:
             if cs > th:
                 return sid
         return None
 
-    def probe_stream(self, view, streams):
+    def probe_stream(self, view: ConnectionView, streams):
         return self.order[-1] if self.order else None
 
 

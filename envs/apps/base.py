@@ -47,6 +47,10 @@ class App:
     def done(self) -> bool:
         return self.done_time >= 0
 
+    def object_times(self) -> list[float]:
+        """Per object: completion time minus request time [s] (each app defines it)."""
+        raise NotImplementedError
+
     def object_release_times(self) -> list[float]:
         """Per object: when the client requested it, relative to the app's
         start [s] (NaN if never requested)."""
