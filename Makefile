@@ -78,7 +78,8 @@ notebooks: setup
 	$(BIN)/jupyter lab notebooks/
 
 ## the documentation site: docs/_build/html (installs the docs extra into the
-## venv once; the generated pages first; Sphinx warnings are errors)
+## venv once; the generated pages first; Sphinx warnings are errors; -E: every
+## page is read again, so a warning is never skipped as up to date)
 docs: setup
 	@$(BIN)/python -c 'import sphinx, myst_parser, furo' 2>/dev/null || { \
 	    export PATH="$$($(PYTHON) -m site --user-base 2>/dev/null)/bin:$$PATH"; \
@@ -87,7 +88,7 @@ docs: setup
 	      $(BIN)/python -m pip install $$pkgs; }
 	$(BIN)/python scripts/docs_config.py docs/reference/config.md
 	$(BIN)/python scripts/docs_results.py docs/results
-	$(BIN)/python -m sphinx -q -W --keep-going -b html docs docs/_build/html
+	$(BIN)/python -m sphinx -q -E -W --keep-going -b html docs docs/_build/html
 
 lint: setup
 	$(BIN)/ruff check .
