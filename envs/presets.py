@@ -1,7 +1,8 @@
 """Preset names in the Python API: ``run_episode("static_4g_5g", "bulk", ...)``.
 
 A scenario or app given as a string is the name of a preset, a file of
-``configs/scenario/`` or ``configs/app/``, composed with Hydra as the command
+``configs/scenario/`` or ``configs/app/`` (of the checkout, or the copy an
+installed wheel ships: :func:`config_dir`), composed with Hydra as the command
 line composes ``scenario=NAME`` / ``app=NAME`` (with the file's defaults
 list: ``configs/base/scenario.yaml`` and the path schema for a scenario, the
 parent app for ``web_github``, ...), so a name gives exactly the dict that
@@ -20,15 +21,41 @@ from typing import Any
 from envs.errors import ConfigError
 from envs.plain import copy_plain
 
-#: ``configs/`` of the source tree (the package is installed editable)
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 #: the config groups whose presets the Python API takes by name
 GROUPS = ("scenario", "app")
 
 
+def _packaged() -> Path | None:
+    """``falcon/_configs/`` of an installed wheel (``setup.py``'s package
+    data), or None. The package is located, not imported: the configs are data."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("falcon")
+    found = Path(spec.origin).parent / "_configs" if spec and spec.origin else None
+    return found if found is not None and found.is_dir() else None
+
+
+def _checkout() -> Path | None:
+    """``configs/`` of the source tree (an editable install), or None."""
+    found = Path(__file__).resolve().parent.parent / "configs"
+    return found if found.is_dir() else None
+
+
+def config_dir() -> Path:
+    """The Hydra config tree, found as ``falcon.paths.config_dir`` finds it:
+    the wheel's package data, else the checkout's ``configs/``."""
+    found = _packaged() or _checkout()
+    if found is None:
+        raise ConfigError(
+            "presets: no config tree found (neither falcon/_configs of an installed wheel nor "
+            "configs/ of a checkout); give the scenario and app as mappings or reinstall"
+        )
+    return found
+
+
 def preset_names(group: str) -> list[str]:
-    """The presets of ``group`` (``configs/<group>/*.yaml``), sorted."""
-    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+    """The presets of ``group`` (``<config tree>/<group>/*.yaml``), sorted."""
+    return sorted(p.stem for p in (config_dir() / group).glob("*.yaml"))
 
 
 def resolve(value: Any, group: str, where: str | None = None) -> Any:
@@ -58,7 +85,7 @@ def _compose(group: str, name: str) -> dict:
     if GlobalHydra.instance().is_initialized():  # inside a Hydra job: its config tree
         cfg = compose(overrides=overrides)
     else:
-        with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        with initialize_config_dir(str(config_dir()), version_base="1.3"):
             cfg = compose(overrides=overrides)
     return OmegaConf.to_container(cfg["_preset"], resolve=True)
 
@@ -85,4 +112,4 @@ def _register_schema() -> None:
     store.store(group="schema", name="scenario", node=scenario)
 
 
-__all__ = ["resolve", "preset_names", "CONFIG_DIR", "GROUPS"]
+__all__ = ["resolve", "preset_names", "config_dir", "GROUPS"]

@@ -82,3 +82,19 @@ def test_bad_arguments_are_named(scenario, app, scheduler, message):
         envs.run_episode(scenario, app, scheduler or make_scheduler("minrtt"), 0)
     assert str(e.value).startswith(message), str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_the_config_tree_of_a_wheel_or_else_of_the_checkout(monkeypatch, tmp_path):
+    import envs.presets as presets
+
+    checkout = presets._checkout()
+    assert checkout is not None and presets.config_dir() == checkout  # this editable install
+    wheel = tmp_path / "_configs"
+    (wheel / "scenario").mkdir(parents=True)
+    (wheel / "scenario" / "only_here.yaml").write_text("name: only_here\n")
+    monkeypatch.setattr(presets, "_packaged", lambda: wheel)
+    assert preset_names("scenario") == ["only_here"]  # the wheel's copy comes first
+    monkeypatch.setattr(presets, "_packaged", lambda: None)
+    monkeypatch.setattr(presets, "_checkout", lambda: None)
+    with pytest.raises(ConfigError, match="no config tree found"):
+        resolve("static_4g_5g", "scenario")
