@@ -103,8 +103,8 @@ def _scaling(name: str, episodes: int) -> dict:
     """Packets per CPU-second of a scaling workload (module docstring)."""
     from baselines import make_scheduler
     from envs.apps import make_app
+    from envs.emulation import Emulation
     from envs.runner import run_episode
-    from envs.scenario import Emulation
     from envs.sim import collector_paused
 
     kind, n = name.rsplit("_", 1)

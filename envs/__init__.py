@@ -1,7 +1,7 @@
 """Trace-driven, packet-level multipath transport emulator.
 
 Main entry: :func:`run_episode` (scenario dict + app dict + scheduler + seed).
-Lower level: :class:`envs.scenario.Emulation` builds several connections over
+Lower level: :class:`envs.emulation.Emulation` builds several connections over
 shared links; :mod:`envs.transport` is the MPQUIC-like connection;
 :mod:`envs.scheduler` is the scheduler hook.
 
@@ -11,9 +11,10 @@ The emulator core runs compiled when it was built (``envs._core``:
 
 # first: importing envs._core decides which core the modules below load from
 from envs._core import core_kind
+from envs.emulation import Emulation
 from envs.errors import ConfigError, FalconInputError, TraceError
 from envs.runner import EpisodeResult, run_episode, setup_episode
-from envs.scenario import LINKS, Emulation, normalise_scenario
+from envs.scenario import LINKS, normalise_scenario
 from envs.scheduler import WAIT, Decision, Scheduler
 
 __all__ = [

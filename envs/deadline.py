@@ -18,7 +18,7 @@ carries ``packet_bytes - header_bytes`` bytes of the block; the paper counts
 
 Paths are the emulator's :class:`envs.link.Path` (trace-driven drop-tail
 bottleneck, delay, loss), built from a normalised scenario by
-:class:`envs.scenario.Emulation`, so a block run and a reliable-transport run
+:class:`envs.emulation.Emulation`, so a block run and a reliable-transport run
 of the same scenario and seed see the same capacity.
 """
 
@@ -31,8 +31,9 @@ import numpy as np
 
 from envs.apps import BLOCK_DEFAULTS as APP_BLOCK_DEFAULTS
 from envs.apps.blocks import block_count
+from envs.emulation import Emulation
 from envs.errors import ConfigError
-from envs.scenario import Emulation, normalise_scenario
+from envs.scenario import normalise_scenario
 from envs.sim import collector_paused
 
 #: the block contract (``block:`` config; the HOP paper's): bytes, seconds, probability; the

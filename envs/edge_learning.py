@@ -45,9 +45,10 @@ import numpy as np
 
 from envs.apps.bulk import BulkApp
 from envs.apps.messages import MessageApp
+from envs.emulation import Emulation
 from envs.errors import ConfigError
 from envs.plain import copy_plain, merge_defaults, plain_mapping
-from envs.scenario import Emulation, normalise_scenario
+from envs.scenario import normalise_scenario
 from envs.scheduler import FirstWithRoom
 from envs.sim import collector_paused
 

@@ -1,7 +1,7 @@
 """A path's condition schedule made concrete (envs/SCHEMA.md, "schedule (per
 path)"): the resolved segments, the capacity curve of a scheduled
 bandwidth, and the rule for schedules on a shared link. The schedule's
-normalisation stays in :mod:`envs.scenario`; :class:`envs.scenario.Emulation`
+normalisation stays in :mod:`envs.scenario`; :class:`envs.emulation.Emulation`
 builds paths with these."""
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.scenario import load_path_trace, normalise_scenario
+from envs.emulation import load_path_trace
+from envs.scenario import normalise_scenario
 from envs.traces.base import PathTrace
 from envs.traces.summary import display_name, summary_line
 

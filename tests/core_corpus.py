@@ -273,7 +273,7 @@ def shared_bottleneck_digest(seed: int) -> str:
     """Two connections (minRTT, RR) over one shared link plus a private path each."""
     from baselines import make_scheduler
     from envs.apps import make_app
-    from envs.scenario import Emulation
+    from envs.emulation import Emulation
 
     emu = Emulation(seed)
     conns = []

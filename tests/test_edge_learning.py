@@ -22,8 +22,8 @@ from envs.edge_learning import (
     throughput_fluctuation,
     unfairness_std,
 )
+from envs.emulation import Emulation
 from envs.errors import ConfigError
-from envs.scenario import Emulation
 from envs.scheduler import FirstWithRoom
 
 PAYLOAD, WIRE = 1290, 1350

@@ -719,7 +719,7 @@ def test_a_trace_paths_default_buffer_is_one_bdp_at_its_p95_rate():
     its 100-ms window rates, not its whole-period mean: the Mahimahi T-Mobile LTE trace (mean
     16.7, p95 39.5 Mbit/s) gets ~220 packets at 60 ms instead of 93, and a 20 MB download then
     uses most of the capacity the trace offers (it used 55 % with the mean-rate buffer)."""
-    from envs.scenario import buffer_rate
+    from envs.emulation import buffer_rate
 
     def bdp_packets(rate):
         return math.ceil(rate * 0.060 / 1350)
@@ -737,3 +737,14 @@ def test_a_trace_paths_default_buffer_is_one_bdp_at_its_p95_rate():
         sc, {"kind": "bulk", "size_bytes": 20_000_000}, make_scheduler("minrtt"), 0
     ).metrics
     assert m["path0_utilisation"] > 0.8
+
+
+def test_emulation_names_stay_importable_from_envs_scenario():
+    """Emulation and its helpers moved to envs.emulation; the old import path still works."""
+    import envs.emulation
+    import envs.scenario
+
+    for name in envs.scenario._MOVED:
+        assert getattr(envs.scenario, name) is getattr(envs.emulation, name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        envs.scenario.nope  # noqa: B018

@@ -24,8 +24,9 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from envs.apps import make_app, normalise_app
+from envs.emulation import Emulation
 from envs.errors import FalconInputError
-from envs.scenario import Emulation, normalise_scenario
+from envs.scenario import normalise_scenario
 
 SCALARS = st.one_of(
     st.none(),

@@ -12,8 +12,9 @@ import pytest
 from envs import run_episode
 from envs.cc import make_cc
 from envs.cc.hystart import CSS_GROWTH_DIVISOR, CSS_ROUNDS, EXIT, N_RTT_SAMPLE, HyStartPP
+from envs.emulation import Emulation
 from envs.errors import ConfigError
-from envs.scenario import Emulation, normalise_scenario
+from envs.scenario import normalise_scenario
 from envs.setup import FLIGHT_BYTES, crossed, setup_timeline
 
 #: tquic's HyStart++ test vector (hystart_plus_plus.rs): each round's minimum RTT [ms]

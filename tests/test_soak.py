@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 from envs.apps import make_app
-from envs.scenario import Emulation, random_condition_schedule
+from envs.emulation import Emulation
+from envs.scenario import random_condition_schedule
 
 OQS_CAP = 4096  # OQS samples kept (the default, 2**18, is reached only by the slow run)
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

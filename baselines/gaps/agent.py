@@ -93,6 +93,43 @@ ACTIONS = ("delta", "absolute", "scale")
 CONFIG_FILE = "agent.json"
 
 
+def _check_options(
+    *,
+    max_gap_packets,
+    max_step_packets,
+    reward_scale,
+    train_every,
+    threads,
+    epoch,
+    reward,
+    gap_base,
+    action,
+) -> None:
+    """Raise :class:`ConfigError` naming the first option of :class:`GAPS` out of range."""
+    if not isinstance(max_gap_packets, int) or max_gap_packets < 0:
+        raise ConfigError(f"gaps.max_gap_packets: must be an integer >= 0, got {max_gap_packets!r}")
+    if not isinstance(max_step_packets, int) or max_step_packets < 1:
+        raise ConfigError(
+            f"gaps.max_step_packets: must be a positive integer, got {max_step_packets!r}"
+        )
+    if not reward_scale > 0:
+        raise ConfigError(f"gaps.reward_scale: must be positive, got {reward_scale!r}")
+    if not isinstance(train_every, int) or train_every < 1:
+        raise ConfigError(f"gaps.train_every: must be a positive integer, got {train_every!r}")
+    for key, value, known in (
+        ("epoch", epoch, EPOCHS),
+        ("reward", reward, REWARDS),
+        ("gap_base", gap_base, GAP_BASES),
+        ("action", action, ACTIONS),
+    ):
+        if value not in known:
+            raise ConfigError(f"gaps.{key}: unknown value {value!r}; known: {', '.join(known)}")
+    if action == "scale" and gap_base != "model":
+        raise ConfigError("gaps.action: 'scale' multiplies the model GAP; it needs gap_base: model")
+    if not isinstance(threads, int) or threads < 1:
+        raise ConfigError(f"gaps.threads: must be a positive integer, got {threads!r}")
+
+
 class GAPS(Scheduler, Trainable):
     name = "gaps"
     wants_packet_feedback = True
@@ -127,36 +164,21 @@ class GAPS(Scheduler, Trainable):
         from baselines.gaps.ddpg import DDPG, DDPGConfig
         from baselines.gaps.network import net_config
 
-        if not isinstance(max_gap_packets, int) or max_gap_packets < 0:
-            raise ConfigError(
-                f"gaps.max_gap_packets: must be an integer >= 0, got {max_gap_packets!r}"
-            )
-        if not isinstance(max_step_packets, int) or max_step_packets < 1:
-            raise ConfigError(
-                f"gaps.max_step_packets: must be a positive integer, got {max_step_packets!r}"
-            )
-        if not reward_scale > 0:
-            raise ConfigError(f"gaps.reward_scale: must be positive, got {reward_scale!r}")
-        if not isinstance(train_every, int) or train_every < 1:
-            raise ConfigError(f"gaps.train_every: must be a positive integer, got {train_every!r}")
-        for key, value, known in (
-            ("epoch", epoch, EPOCHS),
-            ("reward", reward, REWARDS),
-            ("gap_base", gap_base, GAP_BASES),
-            ("action", action, ACTIONS),
-        ):
-            if value not in known:
-                raise ConfigError(f"gaps.{key}: unknown value {value!r}; known: {', '.join(known)}")
+        _check_options(
+            max_gap_packets=max_gap_packets,
+            max_step_packets=max_step_packets,
+            reward_scale=reward_scale,
+            train_every=train_every,
+            threads=threads,
+            epoch=epoch,
+            reward=reward,
+            gap_base=gap_base,
+            action=action,
+        )
         self.epoch = epoch
         self.reward = reward
         self.gap_base = gap_base
         self.action = action
-        if action == "scale" and gap_base != "model":
-            raise ConfigError(
-                "gaps.action: 'scale' multiplies the model GAP; it needs gap_base: model"
-            )
-        if not isinstance(threads, int) or threads < 1:
-            raise ConfigError(f"gaps.threads: must be a positive integer, got {threads!r}")
         self.threads = threads
         self.size = size
         self.network = dict(network or {})

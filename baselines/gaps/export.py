@@ -151,8 +151,7 @@ def numpy_actor(path, state, mask) -> np.ndarray:
 
 # ------------------------------------------------------------------ ONNX
 def _onnx_actor_model(path, opset: int, ir_version: int):
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     cfg, weights = read_weights(path)
     w = weights["actor"]
@@ -172,7 +171,7 @@ def _onnx_actor_model(path, opset: int, ir_version: int):
         wt = const(f"{name}.weight_t", w[f"{name}.weight"].T.copy())
         return node("Add", [node("MatMul", [x, wt]), const(f"{name}.bias", w[f"{name}.bias"])])
 
-    s, d, heads = cfg.max_subflows, cfg.d_model, cfg.heads
+    d, heads = cfg.d_model, cfg.heads
     dh = d // heads
     h = node(
         "Add", [lin("state", "encoder.embed"), const("encoder.position", w["encoder.position"])]
@@ -230,6 +229,16 @@ def _onnx_actor_model(path, opset: int, ir_version: int):
         [node("Mul", [out, "mask"]), const("controllable", w["controllable"])],
         out="gap_change",
     )
+    return _actor_model(nodes, inits, cfg, opset, ir_version)
+
+
+def _actor_model(nodes: list, inits: list, cfg: GapsNetConfig, opset: int, ir_version: int):
+    """The checked ONNX model of the actor graph ``nodes`` (inputs ``state`` and ``mask``,
+    output ``gap_change``) with its initialisers and the falcon-gaps-onnx metadata."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    s = cfg.max_subflows
     graph = helper.make_graph(
         nodes,
         "falcon_gaps_actor",

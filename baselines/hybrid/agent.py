@@ -78,6 +78,68 @@ ACTIONS = ("scale", "gain")
 CONFIG_FILE = "agent.json"
 
 
+def _check_options(
+    *,
+    inner_loop,
+    action,
+    gain_bits,
+    slot_s,
+    rate_floor_mbps,
+    reward_scale,
+    actor_lr,
+    critic_lr,
+    tau,
+    gamma,
+    noise_sigma,
+    max_window_packets,
+    batch_size,
+    replay_capacity,
+    warmup,
+    threads,
+) -> None:
+    """Raise :class:`ConfigError` naming the first option of :class:`HybridMPTCP` out of range
+    (the constructor's arguments; units in their names)."""
+    if not isinstance(inner_loop, bool):
+        raise ConfigError(f"hybrid.inner_loop: must be true or false, got {inner_loop!r}")
+    if action not in ACTIONS:
+        raise ConfigError(
+            f"hybrid.action: unknown action {action!r}; choose one of {list(ACTIONS)}"
+        )
+    if action == "gain" and not inner_loop:
+        raise ConfigError(
+            "hybrid.action: 'gain' scales the inner loop's window; it needs inner_loop: true"
+        )
+    if (
+        isinstance(gain_bits, bool)
+        or not isinstance(gain_bits, int | float)
+        or not 0 < gain_bits <= 8
+    ):
+        raise ConfigError(f"hybrid.gain_bits: must be a number in (0, 8], got {gain_bits!r}")
+    for key, v in (
+        ("slot_s", slot_s),
+        ("rate_floor_mbps", rate_floor_mbps),
+        ("reward_scale", reward_scale),
+        ("actor_lr", actor_lr),
+        ("critic_lr", critic_lr),
+        ("tau", tau),
+    ):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+            raise ConfigError(f"hybrid.{key}: must be a positive number, got {v!r}")
+    if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0.0 <= gamma < 1.0:
+        raise ConfigError(f"hybrid.gamma: must be in [0, 1), got {gamma!r}")
+    if isinstance(noise_sigma, bool) or not isinstance(noise_sigma, int | float) or noise_sigma < 0:
+        raise ConfigError(f"hybrid.noise_sigma: must be a number >= 0, got {noise_sigma!r}")
+    for key, v, lo in (
+        ("max_window_packets", max_window_packets, 1),
+        ("batch_size", batch_size, 1),
+        ("replay_capacity", replay_capacity, 1),
+        ("warmup", warmup, 0),
+        ("threads", threads, 1),
+    ):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ConfigError(f"hybrid.{key}: must be an integer >= {lo}, got {v!r}")
+
+
 class HybridMPTCP(Scheduler, Trainable):
     name = "hybrid"
 
@@ -107,49 +169,24 @@ class HybridMPTCP(Scheduler, Trainable):
         from baselines.gaps.ddpg import DDPG, DDPGConfig
         from baselines.hybrid.network import HybridNetConfig, build
 
-        if not isinstance(inner_loop, bool):
-            raise ConfigError(f"hybrid.inner_loop: must be true or false, got {inner_loop!r}")
-        if action not in ACTIONS:
-            raise ConfigError(
-                f"hybrid.action: unknown action {action!r}; choose one of {list(ACTIONS)}"
-            )
-        if action == "gain" and not inner_loop:
-            raise ConfigError(
-                "hybrid.action: 'gain' scales the inner loop's window; it needs inner_loop: true"
-            )
-        if (
-            isinstance(gain_bits, bool)
-            or not isinstance(gain_bits, int | float)
-            or not 0 < gain_bits <= 8
-        ):
-            raise ConfigError(f"hybrid.gain_bits: must be a number in (0, 8], got {gain_bits!r}")
-        for key, v in (
-            ("slot_s", slot_s),
-            ("rate_floor_mbps", rate_floor_mbps),
-            ("reward_scale", reward_scale),
-            ("actor_lr", actor_lr),
-            ("critic_lr", critic_lr),
-            ("tau", tau),
-        ):
-            if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
-                raise ConfigError(f"hybrid.{key}: must be a positive number, got {v!r}")
-        if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0.0 <= gamma < 1.0:
-            raise ConfigError(f"hybrid.gamma: must be in [0, 1), got {gamma!r}")
-        if (
-            isinstance(noise_sigma, bool)
-            or not isinstance(noise_sigma, int | float)
-            or noise_sigma < 0
-        ):
-            raise ConfigError(f"hybrid.noise_sigma: must be a number >= 0, got {noise_sigma!r}")
-        for key, v, lo in (
-            ("max_window_packets", max_window_packets, 1),
-            ("batch_size", batch_size, 1),
-            ("replay_capacity", replay_capacity, 1),
-            ("warmup", warmup, 0),
-            ("threads", threads, 1),
-        ):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ConfigError(f"hybrid.{key}: must be an integer >= {lo}, got {v!r}")
+        _check_options(
+            inner_loop=inner_loop,
+            action=action,
+            gain_bits=gain_bits,
+            slot_s=slot_s,
+            rate_floor_mbps=rate_floor_mbps,
+            reward_scale=reward_scale,
+            actor_lr=actor_lr,
+            critic_lr=critic_lr,
+            tau=tau,
+            gamma=gamma,
+            noise_sigma=noise_sigma,
+            max_window_packets=max_window_packets,
+            batch_size=batch_size,
+            replay_capacity=replay_capacity,
+            warmup=warmup,
+            threads=threads,
+        )
         self.inner_loop = inner_loop
         self.action = action
         self.gain_bits = float(gain_bits)

@@ -99,7 +99,7 @@ def run_episode(
     (``cross_cc``) sharing path ``shared``'s bottleneck (its ``shared_link``)."""
     from baselines import make_scheduler
     from envs.apps.bulk import BulkApp
-    from envs.scenario import Emulation
+    from envs.emulation import Emulation
     from envs.sim import collector_paused
 
     agent.rewards, agent.throughputs = [], []
@@ -118,6 +118,37 @@ def run_episode(
         emu.sim.run(until=episode_s)
         agent._gen += 1  # orphan the episode's timer
         del emu, conn
+
+
+def _checked_ranges(
+    slot_s: float, samples, episode_s, cross_flows, bandwidth_mbps, rtt_ms, buffer_packets, loss
+) -> dict[str, tuple]:
+    """Check :func:`fit`'s budget and drawing options (``slot_s``: the agent's slot [s]);
+    returns the ``(lo, hi)`` range of each drawn path field, units in its name."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ConfigError(f"hybrid.train.samples: must be a positive integer, got {samples!r}")
+    if (
+        isinstance(episode_s, bool)
+        or not isinstance(episode_s, int | float)
+        or not episode_s >= 2 * slot_s
+    ):
+        raise ConfigError(
+            f"hybrid.train.episode_s: must be at least two slots ({2 * slot_s} s), "
+            f"got {episode_s!r}"
+        )
+    if isinstance(cross_flows, bool) or not isinstance(cross_flows, int) or cross_flows < 0:
+        raise ConfigError(f"hybrid.train.cross_flows: must be an integer >= 0, got {cross_flows!r}")
+    ranges = {
+        "bandwidth_mbps": _range("bandwidth_mbps", bandwidth_mbps, 0.0),
+        "rtt_ms": _range("rtt_ms", rtt_ms, 0.0),
+        "buffer_packets": _range(
+            "buffer_packets", buffer_packets, 1, integer=True, allow_zero=True
+        ),
+        "loss": _range("loss", loss, 0.0, allow_zero=True),
+    }
+    if ranges["loss"][1] >= 1.0:
+        raise ConfigError(f"hybrid.train.loss: the loss rate must stay below 1, got {loss!r}")
+    return ranges
 
 
 def fit(
@@ -148,29 +179,9 @@ def fit(
         raise ConfigError(
             f"hybrid.train: unknown key(s) {sorted(unknown)}; known: {', '.join(TRAIN_KEYS)}"
         )
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise ConfigError(f"hybrid.train.samples: must be a positive integer, got {samples!r}")
-    if (
-        isinstance(episode_s, bool)
-        or not isinstance(episode_s, int | float)
-        or not episode_s >= 2 * agent.slot_s
-    ):
-        raise ConfigError(
-            f"hybrid.train.episode_s: must be at least two slots ({2 * agent.slot_s} s), "
-            f"got {episode_s!r}"
-        )
-    if isinstance(cross_flows, bool) or not isinstance(cross_flows, int) or cross_flows < 0:
-        raise ConfigError(f"hybrid.train.cross_flows: must be an integer >= 0, got {cross_flows!r}")
-    ranges = {
-        "bandwidth_mbps": _range("bandwidth_mbps", bandwidth_mbps, 0.0),
-        "rtt_ms": _range("rtt_ms", rtt_ms, 0.0),
-        "buffer_packets": _range(
-            "buffer_packets", buffer_packets, 1, integer=True, allow_zero=True
-        ),
-        "loss": _range("loss", loss, 0.0, allow_zero=True),
-    }
-    if ranges["loss"][1] >= 1.0:
-        raise ConfigError(f"hybrid.train.loss: the loss rate must stay below 1, got {loss!r}")
+    ranges = _checked_ranges(
+        agent.slot_s, samples, episode_s, cross_flows, bandwidth_mbps, rtt_ms, buffer_packets, loss
+    )
     base = normalise_scenario(scenario)
     n_paths = len(base["paths"])
     normalise_scenario(

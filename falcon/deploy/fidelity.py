@@ -152,9 +152,10 @@ def _merged(base: Mapping, over: Mapping) -> dict:
 
 
 def built_path(scenario: Mapping, seed: int):
-    """Path 0 as both worlds build it for ``seed`` (:meth:`envs.scenario.Emulation.build_path`,
+    """Path 0 as both worlds build it for ``seed`` (:meth:`envs.emulation.Emulation.build_path`,
     the first child seed in the relay and in the emulated episode alike)."""
-    from envs.scenario import Emulation, normalise_scenario
+    from envs.emulation import Emulation
+    from envs.scenario import normalise_scenario
 
     s = normalise_scenario(scenario)
     return Emulation(seed).build_path(s["paths"][0], s)

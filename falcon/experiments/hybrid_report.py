@@ -200,6 +200,8 @@ def table(res: Mapping) -> str:
 
 
 def plot(res: Mapping, path: Path) -> Path:
+    """Three figures: ``path`` (iteration time and unfairness), ``<stem>_throughput.png``
+    and ``<stem>_training.png`` beside it; returns ``path``."""
     from baselines.mpl import use_agg
 
     use_agg()
@@ -207,7 +209,15 @@ def plot(res: Mapping, path: Path) -> Path:
 
     s = res["summary"]["settings"]
     names = res["settings"]["schedulers"]
-    # iteration time and unfairness against bandwidth (exp23), iteration time against stragglers (exp6)
+    _plot_iterations(plt, s, names, path)
+    _plot_throughput(plt, s, names, path.with_name(path.stem + "_throughput.png"))
+    _plot_training(plt, res["summary"]["training"], path.with_name(path.stem + "_training.png"))
+    return path
+
+
+def _plot_iterations(plt, s: Mapping, names: list[str], path: Path) -> None:
+    """Iteration time [s] and unfairness against bandwidth (exp23), iteration time against
+    stragglers (exp6), at ``path``."""
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.0))
     for mode, ls in (("bsp", "-"), ("ssp", "--")):
         cells = {
@@ -255,7 +265,10 @@ def plot(res: Mapping, path: Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     report.save_figure(fig, path)
-    # throughput over time: Exp. 1's total, the straggler's (ssp, first bandwidth)
+
+
+def _plot_throughput(plt, s: Mapping, names: list[str], path: Path) -> None:
+    """Throughput [Mbit/s] over time: Exp. 1's total, the straggler's (ssp, first bandwidth)."""
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.0))
     for per in s.get("exp1", {}).values():
         for n in names:
@@ -290,10 +303,13 @@ def plot(res: Mapping, path: Path) -> Path:
         ax.set_ylabel("throughput [Mbit/s]")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    report.save_figure(fig, path.with_name(path.stem + "_throughput.png"))
-    # learning curves
+    report.save_figure(fig, path)
+
+
+def _plot_training(plt, training: Mapping, path: Path) -> None:
+    """The learning curves: mean reward per slot of each training episode."""
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for n, t in res["summary"]["training"].items():
+    for n, t in training.items():
         for i, curve in enumerate(t["curves"]):
             ax.plot(
                 range(1, len(curve) + 1),
@@ -306,8 +322,7 @@ def plot(res: Mapping, path: Path) -> Path:
     ax.set_ylabel("learning score: mean reward per slot")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    report.save_figure(fig, path.with_name(path.stem + "_training.png"))
-    return path
+    report.save_figure(fig, path)
 
 
 __all__ = ["PAPER", "claims", "table", "plot"]

@@ -273,6 +273,38 @@ def _summary(times: Sequence[float]) -> dict:
     }
 
 
+def _download_day(sched, day: list, app: Mapping, name: str, sname: str, d: int) -> list[dict]:
+    """One record per download of ``day`` (``(scenario, trace starts, seed)`` each), run by
+    ``sched`` in order; ``d``: the day's index from 0."""
+    records = []
+    for i, (scen, starts, dl_seed) in enumerate(day):
+        m = common.download(sched, scen, app, dl_seed)
+        records.append(
+            {
+                "setting": name,
+                "scheduler": sname,
+                "day": d + 1,
+                "download": i,
+                "seed": dl_seed,
+                "trace_starts": starts,
+                "download_time_s": m["download_time_s"],
+                "packets": m.get("packets_sent", math.nan),
+                "timed_out": m.get("timed_out", 0.0),
+            }
+        )
+    return records
+
+
+def _gains(summary: Mapping) -> dict[str, float]:
+    """Per pair of :data:`GAINS` run, ``1 - mean_a / mean_b`` of the mean download times."""
+    gains = {}
+    for a, b in GAINS:
+        if a in summary and b in summary:
+            ma, mb = summary[a]["all"]["mean_time_s"], summary[b]["all"]["mean_time_s"]
+            gains[f"{a}_vs_{b}"] = 1.0 - ma / mb if mb > 0 else math.nan
+    return gains
+
+
 def run_setting(
     name: str,
     setting: dict,
@@ -324,23 +356,9 @@ def run_setting(
             elif sched is None or not sec["persist_across_days"]:
                 sched = common.build_agent(sname, configs[sname], seed, own_bank)
                 common.prepare(sched, day[0][0], app, seed + 500)
-            times = []
-            for i, (scen, starts, dl_seed) in enumerate(day):
-                m = common.download(sched, scen, app, dl_seed)
-                times.append(m["download_time_s"])
-                records.append(
-                    {
-                        "setting": name,
-                        "scheduler": sname,
-                        "day": d + 1,
-                        "download": i,
-                        "seed": dl_seed,
-                        "trace_starts": starts,
-                        "download_time_s": m["download_time_s"],
-                        "packets": m.get("packets_sent", math.nan),
-                        "timed_out": m.get("timed_out", 0.0),
-                    }
-                )
+            day_records = _download_day(sched, day, app, name, sname, d)
+            records.extend(day_records)
+            times = [r["download_time_s"] for r in day_records]
             off = getattr(sched, "offline", None)
             if off is not None:
                 rec = off.update(f"end of day {d + 1}")
@@ -370,11 +388,7 @@ def run_setting(
                 + " ".join(f"{r['mean_time_s']:.3f}" for r in per_day_rows)
                 + f" s [{time.perf_counter() - t1:.1f} s]"
             )
-    gains = {}
-    for a, b in GAINS:
-        if a in summary and b in summary:
-            ma, mb = summary[a]["all"]["mean_time_s"], summary[b]["all"]["mean_time_s"]
-            gains[f"{a}_vs_{b}"] = 1.0 - ma / mb if mb > 0 else math.nan
+    gains = _gains(summary)
     if log is not None and gains:
         log({f"gain/{name}/{k}": v for k, v in gains.items()})
     return {

@@ -187,6 +187,30 @@ def settings(cfg):
     return cfg, sec, scen, to_plain(cfg.app)
 
 
+def _by_download(recs: list[dict]) -> dict:
+    """``{(seed index, condition, download): download time [s]}`` of ``recs``."""
+    return {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in recs}
+
+
+def _interval_row(records: list[dict], name: str, iv: float, vs_best_other) -> dict:
+    """Scheduler ``name``'s scores at condition interval ``iv`` [s], against the reference."""
+    theirs = [r for r in records if r["scheduler"] == common.REFERENCE and r["interval_s"] == iv]
+    mine = [r for r in records if r["scheduler"] == name and r["interval_s"] == iv]
+    t = [r["download_time_s"] for r in mine]
+    fin = [x for x in t if math.isfinite(x)]
+    paired, n_pairs = common.paired_score(_by_download(theirs), _by_download(mine))
+    return {
+        "interval_s": iv,
+        "n": len(mine),
+        "median_time_s": float(np.median(fin)) if fin else math.nan,
+        "score": common.relative_score([r["download_time_s"] for r in theirs], t),
+        "paired_score": paired,
+        "pairs": n_pairs,
+        "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0),
+        "vs_best_other": vs_best_other,
+    }
+
+
 def run_stress(
     sec: dict, scenario: dict, app: Mapping, bank=None, progress: bool = True, log=None
 ) -> dict:
@@ -237,43 +261,21 @@ def run_stress(
                         f"{np.nanmedian(t) if np.isfinite(t).any() else math.nan:.3f} s "
                         f"[{time.perf_counter() - t1:.1f} s]"
                     )
-    scores: dict[str, list[dict]] = {}
-
-    def by_download(recs: list[dict]) -> dict:
-        return {
-            (r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in recs
-        }
-
     versus = {
-        iv: _versus_best(records, [common.REFERENCE, *names], iv, by_download)
+        iv: _versus_best(records, [common.REFERENCE, *names], iv, _by_download)
         for iv in sec["intervals_s"]
     }
+    scores: dict[str, list[dict]] = {}
     for name in [common.REFERENCE, *names]:
         rows = []
         for ii, iv in enumerate(sec["intervals_s"]):
-            theirs = [
-                r for r in records if r["scheduler"] == common.REFERENCE and r["interval_s"] == iv
-            ]
-            mine = [r for r in records if r["scheduler"] == name and r["interval_s"] == iv]
-            t = [r["download_time_s"] for r in mine]
-            fin = [x for x in t if math.isfinite(x)]
-            paired, n_pairs = common.paired_score(by_download(theirs), by_download(mine))
-            row = {
-                "interval_s": iv,
-                "n": len(mine),
-                "median_time_s": float(np.median(fin)) if fin else math.nan,
-                "score": common.relative_score([r["download_time_s"] for r in theirs], t),
-                "paired_score": paired,
-                "pairs": n_pairs,
-                "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0),
-                "vs_best_other": versus[iv].get(name),
-            }
+            row = _interval_row(records, name, iv, versus[iv].get(name))
             rows.append(row)
             if log is not None:
                 log(
                     {
                         f"score/{name}": row["score"],
-                        f"paired_score/{name}": paired,
+                        f"paired_score/{name}": row["paired_score"],
                         f"median_time_s/{name}": row["median_time_s"],
                         f"score/{name}/interval_{iv:g}": row["score"],
                     },

@@ -149,6 +149,44 @@ def _adaptation_settings(
     return deployed_epsilon, int(finetune_steps), finetune_mix, n
 
 
+def _check_choices(selection, detection, fallback, same_cell, kw: Mapping) -> None:
+    """Raise :class:`ConfigError` for an unknown choice or a network key of
+    :class:`FalconScheduler` (its network comes from the bank)."""
+    for key, val, allowed in (
+        ("selection", selection, SELECTIONS),
+        ("detection", detection, DETECTIONS),
+        ("fallback", fallback, FALLBACKS),
+        ("same_cell", same_cell, SAME_CELL),
+    ):
+        if val not in allowed:
+            raise ConfigError(f"{key}: unknown {val!r}; choose one of {list(allowed)}")
+    if "hidden" in kw or "model" in kw:
+        raise ConfigError("falcon: the network comes from the bank (no hidden: or model: keys)")
+
+
+def _check_bank_mdp(bank, reward: str | None, unit: str | None) -> None:
+    """Raise :class:`ConfigError` when a given ``reward`` or reward ``unit`` is not the bank's."""
+    if reward is not None and reward != bank.reward:
+        raise ConfigError(
+            f"reward: the bank's meta-models were built on the {bank.reward!r} MDP, "
+            f"got {reward!r} (null: the bank's)"
+        )
+    if unit is not None and unit != bank.reward_unit:
+        raise ConfigError(
+            f"reward_unit: the bank's meta-models learned rewards in {bank.reward_unit!r} "
+            f"units, got {unit!r} (null: the bank's)"
+        )
+
+
+def _check_guard_every(guard_every) -> None:
+    """Raise :class:`ConfigError` unless ``guard_every`` is an integer >= 2."""
+    if isinstance(guard_every, bool) or not isinstance(guard_every, int) or guard_every < 2:
+        raise ConfigError(
+            f"guard_every: expected an integer >= 2 (every n-th post-change transition "
+            f"held out), got {guard_every!r}"
+        )
+
+
 class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable):
     """FALCON (module docstring).
 
@@ -222,30 +260,11 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         log_every: int = 5,
         **kw,
     ):
-        for key, val, allowed in (
-            ("selection", selection, SELECTIONS),
-            ("detection", detection, DETECTIONS),
-            ("fallback", fallback, FALLBACKS),
-            ("same_cell", same_cell, SAME_CELL),
-        ):
-            if val not in allowed:
-                raise ConfigError(f"{key}: unknown {val!r}; choose one of {list(allowed)}")
-        if "hidden" in kw or "model" in kw:
-            raise ConfigError("falcon: the network comes from the bank (no hidden: or model: keys)")
+        _check_choices(selection, detection, fallback, same_cell, kw)
         self.bank = cached_bank(
             bank, private=isinstance(offline, Mapping) and bool(offline.get("enabled", True))
         )
-        if reward is not None and reward != self.bank.reward:
-            raise ConfigError(
-                f"reward: the bank's meta-models were built on the {self.bank.reward!r} MDP, "
-                f"got {reward!r} (null: the bank's)"
-            )
-        unit = kw.pop("reward_unit", None)
-        if unit is not None and unit != self.bank.reward_unit:
-            raise ConfigError(
-                f"reward_unit: the bank's meta-models learned rewards in {self.bank.reward_unit!r} "
-                f"units, got {unit!r} (null: the bank's)"
-            )
+        _check_bank_mdp(self.bank, reward, kw.pop("reward_unit", None))
         super().__init__(
             hidden=self.bank.spec.hidden,
             epsilon=epsilon,
@@ -264,21 +283,10 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
                 self.learner_config.batch_size,
             )
         )
-        if isinstance(guard_every, bool) or not isinstance(guard_every, int) or guard_every < 2:
-            raise ConfigError(
-                f"guard_every: expected an integer >= 2 (every n-th post-change transition "
-                f"held out), got {guard_every!r}"
-            )
+        _check_guard_every(guard_every)
         self.deploy_guard, self.guard_every = bool(deploy_guard), guard_every
         self.act_on_selection = bool(act_on_selection)
-        if train_step_cost_s == "auto":
-            train_step_cost_s = calibrate(
-                self.hidden, n_paths=self.bank.spec.n_actions, technique=self.technique
-            )
-        elif isinstance(train_step_cost_s, str):
-            raise ConfigError(
-                f"train_step_cost_s: expected seconds or 'auto', got {train_step_cost_s!r}"
-            )
+        train_step_cost_s = self._train_step_cost(train_step_cost_s)
         self.selection = selection
         self.detection = detection
         self.fallback = fallback
@@ -303,6 +311,27 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         self.offline_config = None if offline is None else dict(offline)
         self.max_events = int(max_events)
         self.log_every = max(1, int(log_every))
+        self._init_trainers(train_step_cost_s, continual_train_interval)
+        self.recording = True
+        self._select_rng = np.random.default_rng([self.seed, 7])
+        self._init_state()
+
+    def _train_step_cost(self, train_step_cost_s: float | str) -> float:
+        """The emulated cost [s] of one training step: the given seconds, or for ``"auto"``
+        this machine's, measured (:func:`calibrate`)."""
+        if train_step_cost_s == "auto":
+            return calibrate(
+                self.hidden, n_paths=self.bank.spec.n_actions, technique=self.technique
+            )
+        if isinstance(train_step_cost_s, str):
+            raise ConfigError(
+                f"train_step_cost_s: expected seconds or 'auto', got {train_step_cost_s!r}"
+            )
+        return train_step_cost_s
+
+    def _init_trainers(self, train_step_cost_s: float, continual_train_interval: int) -> None:
+        """The few-shot fine-tuner and the continual trainer, each charging
+        ``train_step_cost_s`` [s] of emulated time per training step."""
         self.finetuner = AsyncTrainer(
             self._ft_train,
             self._ft_deploy,
@@ -319,9 +348,6 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
             train_interval=int(continual_train_interval),
             steps_per_update=1,
         )
-        self.recording = True
-        self._select_rng = np.random.default_rng([self.seed, 7])
-        self._init_state()
 
     def _init_state(self) -> None:
         """The model, adaptation, connection and record state of a new scheduler."""

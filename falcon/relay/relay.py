@@ -10,7 +10,7 @@ server sees one 4-tuple per path), and sends the server's answers back to
 the client address they belong to.
 
 Each path applies **the emulator's own link model** (:class:`envs.link.Path`,
-built by :meth:`envs.scenario.Emulation.build_path` from the same normalised
+built by :meth:`envs.emulation.Emulation.build_path` from the same normalised
 scenario): the server-to-client direction carries the download's data, so it
 goes through the drop-tail bottleneck (constant rate or capacity trace),
 random loss and half of a Gamma-distributed RTT sample, exactly as a data
@@ -39,8 +39,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from envs.emulation import Emulation
 from envs.errors import ConfigError
-from envs.scenario import Emulation, normalise_scenario
+from envs.scenario import normalise_scenario
 
 #: bytes a UDP datagram adds on the wire besides its payload (IPv4 20 + UDP 8)
 WIRE_OVERHEAD_BYTES = 28

@@ -2,7 +2,9 @@
 
 One function per figure of ``data/seed_claims.yaml`` (:data:`CHECKS`), taking
 the experiment's results JSON and the figure's entry and returning one
-:class:`Verdict` per claim. The rule of each verdict is stated in its
+:class:`Verdict` per claim: FALCON's here, SRPT-ECF's in
+:mod:`falcon.reproduce.claims_srpt`, those of GAPS, the hybrid MPTCP and HOP
+in :mod:`falcon.reproduce.claims_other`. The rule of each verdict is stated in its
 ``rule``; where a claim does not reproduce, ``cause`` is what we measured
 about why (from the closing notes of the issue that built the experiment;
 the README section named there has the figures). A claim whose experiment
@@ -14,57 +16,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
-
-@dataclass
-class Verdict:
-    """One claim's outcome; ``ours`` maps labels (units in them) to our numbers."""
-
-    claim_id: str
-    reproduced: bool | None
-    ours: dict = field(default_factory=dict)
-    rule: str = ""
-    reason: str = ""
-
-    @property
-    def label(self) -> str:
-        return {True: "reproduced", False: "not reproduced", None: "not assessed"}[self.reproduced]
-
-
-def _num(x) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return math.nan
-    return v
-
-
-def _ok(*xs) -> bool:
-    return all(math.isfinite(_num(x)) for x in xs)
-
-
-def _geo(values) -> float:
-    v = [_num(x) for x in values if _ok(x) and _num(x) > 0]
-    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else math.nan
-
-
-def paper(fig: Mapping, claim_id: str) -> dict:
-    """The paper's numbers of one claim of ``fig`` (data/seed_claims.yaml): no check types them in."""
-    return next(dict(c["values"]) for c in fig["claims"] if c["id"] == claim_id)
-
-
-def _missing(claim_id: str, what: str) -> Verdict:
-    return Verdict(claim_id, None, {}, "", f"not assessed at this scale: {what}")
-
-
-def _medians(summary: Mapping, metric: str = "download_time_s") -> dict:
-    """``{(scenario, app): {scheduler: median}}`` of an evaluate summary.json."""
-    out: dict = {}
-    for sc, apps in summary.get("results", {}).items():
-        for app, per in apps.items():
-            out[(sc, app)] = {ag: _num(m.get(metric, {}).get("median")) for ag, m in per.items()}
-    return out
+from falcon.reproduce.claims_other import gaps_verdicts, hop_verdicts, hybrid_verdicts
+from falcon.reproduce.claims_srpt import check_stream_aware, check_toys
+from falcon.reproduce.verdict import Verdict, _geo, _medians, _missing, _num, _ok, paper
 
 
 # ---------------------------------------------------------------- FALCON
@@ -482,88 +437,6 @@ def check_overhead(res: Mapping, fig: Mapping) -> list[Verdict]:
     ]
 
 
-# ---------------------------------------------------------------- SRPT-ECF
-def check_toys(res: Mapping, fig: Mapping) -> list[Verdict]:
-    vals = {c["id"]: paper(fig, c["id"]) for c in fig["claims"]}
-    sw = res["fig3"]["switch_ms"]
-    f5 = res["fig5"]["completion_ms"]
-    f6 = res["fig6"]["completion_ms_1dp"]
-    g8 = res["fig8"]["stream0_gain_pct"]
-    return [
-        Verdict(
-            "fig3_ecf",
-            round(sw, 2) == vals["fig3_ecf"]["switch_ms"],
-            {"path 1 stops [ms]": sw, "completion [ms]": res["fig3"]["completion_ms"]},
-            "the switch date equal to the paper's to 2 decimals",
-            f"{sw:.4f} ms (exact: 90/7)",
-        ),
-        Verdict(
-            "fig5_srpt_ecf",
-            all(abs(a - b) < 1e-9 for a, b in zip(f5, vals["fig5_srpt_ecf"]["completion_ms"])),
-            {"completion times [ms]": f5},
-            "the completion sequence equal",
-            "exact",
-        ),
-        Verdict(
-            "fig6_sa_ecf",
-            f6 == vals["fig6_sa_ecf"]["completion_ms"],
-            {"completion times [ms]": res["fig6"]["completion_ms"], "to one decimal": f6},
-            "the completion sequence equal to one decimal",
-            "11.25 ms prints as 11.2 with round-half-to-even, as the paper's Python simulator does",
-        ),
-        Verdict(
-            "fig8_offline",
-            g8 > 0,
-            {"stream 0 gain [%]": g8, "streams [B, ms]": res["fig8"]["streams"]},
-            "the offline algorithm finishes stream 0 earlier than online SRPT-ECF",
-            f"{g8:.1f} % on our streams; the paper's {vals['fig8_offline']['stream0_gain_pct']:g} % is on stream "
-            "sizes its text does not give",
-        ),
-    ]
-
-
-def check_stream_aware(res: Mapping, fig: Mapping) -> list[Verdict]:
-    mean = _medians(res, "object_time_mean_s")
-    p95 = _medians(res, "object_time_p95_s")
-    if not mean:
-        return [_missing("srpt_ecf_best", "no page replay")]
-    key = next(iter(mean))
-    m, p = mean[key], p95[key]
-    rivals = [n for n in ("sa_ecf", "fcfs_minrtt") if n in p]
-    if "srpt_ecf" not in p or not rivals:
-        return [_missing("srpt_ecf_best", "needs srpt_ecf, sa_ecf and fcfs_minrtt")]
-    ok = all(p["srpt_ecf"] < p[n] for n in rivals) and m["srpt_ecf"] <= min(m.values())
-    return [
-        Verdict(
-            "srpt_ecf_best",
-            ok,
-            {f"{n}: p95 object time [s]": p[n] for n in p}
-            | {f"{n}: mean object time [s]": m[n] for n in m},
-            "SRPT-ECF's p95 object time below SA-ECF's and FCFS-minRTT's, and its mean the lowest",
-            f"p95 {p['srpt_ecf']:.3f} s against " + ", ".join(f"{n} {p[n]:.3f} s" for n in rivals),
-        )
-    ]
-
-
-# ---------------------------------------------------------------- GAPS, hybrid, HOP
-def check_gaps(res: Mapping, fig: Mapping) -> list[Verdict]:
-    from falcon.reproduce.claims_other import gaps_verdicts
-
-    return gaps_verdicts(res, fig)
-
-
-def check_hybrid(res: Mapping, fig: Mapping) -> list[Verdict]:
-    from falcon.reproduce.claims_other import hybrid_verdicts
-
-    return hybrid_verdicts(res, fig)
-
-
-def check_hop(res: Mapping, fig: Mapping) -> list[Verdict]:
-    from falcon.reproduce.claims_other import hop_verdicts
-
-    return hop_verdicts(res, fig)
-
-
 #: figure id (data/seed_claims.yaml) -> its check
 CHECKS: dict[str, Callable[[Mapping, Mapping], list[Verdict]]] = {
     "falcon_fig2": check_fig2,
@@ -576,9 +449,9 @@ CHECKS: dict[str, Callable[[Mapping, Mapping], list[Verdict]]] = {
     "falcon_fig10": check_overhead,
     "srpt_toys": check_toys,
     "srpt_fig9_10": check_stream_aware,
-    "gaps": check_gaps,
-    "hybrid": check_hybrid,
-    "hop": check_hop,
+    "gaps": gaps_verdicts,
+    "hybrid": hybrid_verdicts,
+    "hop": hop_verdicts,
 }
 
 

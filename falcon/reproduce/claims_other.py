@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from falcon.reproduce.claims import Verdict, _geo, _missing, _num, _ok, paper
+from falcon.reproduce.verdict import Verdict, _geo, _missing, _num, _ok, paper
 
 
 def _vs(a, b) -> float:
@@ -36,66 +36,82 @@ def gaps_verdicts(res: Mapping, fig: Mapping) -> list[Verdict]:
     gput = paper(fig, "goodput")
     fct = paper(fig, "fct")
     base = {n: m for n, m in d.items() if n not in ("gaps", "gaps_paper")}
-    out = [
-        Verdict(
-            "p99_oqs",
-            g["oqs_p99_kb"] < below,
-            {
-                "GAPS p99 OQS [KB]": g["oqs_p99_kb"],
-                "best baseline's p99 OQS [KB]": min(m["oqs_p99_kb"] for m in base.values()),
-            },
-            f"GAPS's p99 OQS below {below:g} KB in the default setting",
-            f"{g['oqs_p99_kb']:.0f} KB"
-            + (
-                ""
-                if g["oqs_p99_kb"] < below
-                else f"; every scheduler is far above {below:g} KB here (the best baseline is in ours): slow start's exit loses hundreds of "
-                "packets into the 100-packet buffers and the one connection-level reorder queue holds "
-                'everything behind each hole (README "GAPS")'
-            ),
-        )
+    return [
+        _gaps_p99_oqs(g, base, below),
+        _gaps_oqs_vs_stms(g, stms, cut),
+        _gaps_deviation(d, dev_hi),
+        _gaps_goodput(g, stms, gput),
+        _gaps_fct(summary, fct),
     ]
+
+
+def _gaps_p99_oqs(g: Mapping, base: Mapping, below: float) -> Verdict:
+    """GAPS's p99 OQS [KB] in the default setting against the paper's bound ``below``."""
+    return Verdict(
+        "p99_oqs",
+        g["oqs_p99_kb"] < below,
+        {
+            "GAPS p99 OQS [KB]": g["oqs_p99_kb"],
+            "best baseline's p99 OQS [KB]": min(m["oqs_p99_kb"] for m in base.values()),
+        },
+        f"GAPS's p99 OQS below {below:g} KB in the default setting",
+        f"{g['oqs_p99_kb']:.0f} KB"
+        + (
+            ""
+            if g["oqs_p99_kb"] < below
+            else f"; every scheduler is far above {below:g} KB here (the best baseline is in ours): slow start's exit loses hundreds of "
+            "packets into the 100-packet buffers and the one connection-level reorder queue holds "
+            'everything behind each hole (README "GAPS")'
+        ),
+    )
+
+
+def _gaps_oqs_vs_stms(g: Mapping, stms: Mapping, cut: float) -> Verdict:
+    """GAPS's mean OQS against STMS's [%]: at least half the paper's cut ``cut`` [%]."""
     r = _vs(g["oqs_mean_kb"], stms.get("oqs_mean_kb"))
     ok = _ok(r) and r <= cut / 2
-    out.append(
-        Verdict(
-            "oqs_vs_stms",
-            ok,
-            {"GAPS mean OQS vs STMS's [%]": r},
-            f"at least half the paper's reduction ({cut / 2:g} %)",
-            f"{r:+.1f} %"
-            + (
-                ""
-                if ok
-                else "; STMS here starts from the same fluid model as GAPS's features and is corrected "
-                'by acknowledged data; the loss holes dominate what is left (README "GAPS")'
-            ),
-        )
+    return Verdict(
+        "oqs_vs_stms",
+        ok,
+        {"GAPS mean OQS vs STMS's [%]": r},
+        f"at least half the paper's reduction ({cut / 2:g} %)",
+        f"{r:+.1f} %"
+        + (
+            ""
+            if ok
+            else "; STMS here starts from the same fluid model as GAPS's features and is corrected "
+            'by acknowledged data; the loss holes dominate what is left (README "GAPS")'
+        ),
     )
+
+
+def _gaps_deviation(d: Mapping, dev_hi: float) -> Verdict:
+    """GAPS's GAP deviation [%]: the lowest and at most twice the paper's upper end ``dev_hi``."""
     devs = {
         n: _num(m.get("gap_deviation")) for n, m in d.items() if m.get("gap_deviation_unit") == "%"
     }
-    if "gaps" in devs and _ok(devs["gaps"]):
-        ok = devs["gaps"] <= 2 * dev_hi and all(
-            devs["gaps"] <= v for n, v in devs.items() if n != "gaps" and _ok(v)
-        )
-        out.append(
-            Verdict(
-                "gap_deviation",
-                ok,
-                {f"{n} GAP deviation [%]": v for n, v in devs.items()},
-                f"GAPS's deviation at most {2 * dev_hi:g} % (twice the paper's upper end) and the lowest",
-                f"GAPS {devs['gaps']:.1f} %"
-                + (
-                    ""
-                    if ok
-                    else "; the TRUE GAP of the default setting is a few packets on a flat OQS curve, so a "
-                    'percentage deviation from it is large for small absolute errors (README "GAPS")'
-                ),
-            )
-        )
-    else:
-        out.append(_missing("gap_deviation", "no GAP deviation in %"))
+    if not ("gaps" in devs and _ok(devs["gaps"])):
+        return _missing("gap_deviation", "no GAP deviation in %")
+    ok = devs["gaps"] <= 2 * dev_hi and all(
+        devs["gaps"] <= v for n, v in devs.items() if n != "gaps" and _ok(v)
+    )
+    return Verdict(
+        "gap_deviation",
+        ok,
+        {f"{n} GAP deviation [%]": v for n, v in devs.items()},
+        f"GAPS's deviation at most {2 * dev_hi:g} % (twice the paper's upper end) and the lowest",
+        f"GAPS {devs['gaps']:.1f} %"
+        + (
+            ""
+            if ok
+            else "; the TRUE GAP of the default setting is a few packets on a flat OQS curve, so a "
+            'percentage deviation from it is large for small absolute errors (README "GAPS")'
+        ),
+    )
+
+
+def _gaps_goodput(g: Mapping, stms: Mapping, gput: Mapping) -> Verdict:
+    """GAPS's goodput and application delay against STMS's [%]: half the paper's gains."""
     gp, ad = (
         _vs(g["goodput_mbps"], stms.get("goodput_mbps")),
         _vs(g["app_delay_ms"], stms.get("app_delay_ms")),
@@ -105,45 +121,43 @@ def gaps_verdicts(res: Mapping, fig: Mapping) -> list[Verdict]:
         and gp >= gput["gaps_goodput_vs_stms_pct"] / 2
         and ad <= gput["gaps_app_delay_vs_stms_pct"] / 2
     )
-    out.append(
-        Verdict(
-            "goodput",
-            ok,
-            {"goodput vs STMS [%]": gp, "application delay vs STMS [%]": ad},
-            "at least half the paper's goodput gain and delay cut",
-            f"goodput {gp:+.1f} %, delay {ad:+.1f} %"
-            + (
-                ""
-                if ok
-                else "; at 50 Mbit/s per path both schedulers fill the paths, so goodput "
-                f'cannot differ by {gput["gaps_goodput_vs_stms_pct"]:g} % (README "GAPS")'
-            ),
-        )
+    return Verdict(
+        "goodput",
+        ok,
+        {"goodput vs STMS [%]": gp, "application delay vs STMS [%]": ad},
+        "at least half the paper's goodput gain and delay cut",
+        f"goodput {gp:+.1f} %, delay {ad:+.1f} %"
+        + (
+            ""
+            if ok
+            else "; at 50 Mbit/s per path both schedulers fill the paths, so goodput "
+            f'cannot differ by {gput["gaps_goodput_vs_stms_pct"]:g} % (README "GAPS")'
+        ),
     )
+
+
+def _gaps_fct(summary: Mapping, fct: Mapping) -> Verdict:
+    """GAPS's short and long flow completion times against STMS's [%]: half the paper's cuts."""
     fs = summary.get("fct_short", {})
     fl = summary.get("fct_long", {})
-    if "gaps" in fs and "gaps" in fl:
-        a, b = (
-            _vs(fs["gaps"]["fct_s"], fs.get("stms", {}).get("fct_s")),
-            _vs(fl["gaps"]["fct_s"], fl.get("stms", {}).get("fct_s")),
-        )
-        ok = (
-            _ok(a, b)
-            and a <= fct["gaps_fct_short_vs_stms_pct"] / 2
-            and b <= fct["gaps_fct_long_vs_stms_pct"] / 2
-        )
-        out.append(
-            Verdict(
-                "fct",
-                ok,
-                {"short flow FCT vs STMS [%]": a, "long flow FCT vs STMS [%]": b},
-                "at least half the paper's FCT cuts",
-                f"short {a:+.1f} %, long {b:+.1f} %",
-            )
-        )
-    else:
-        out.append(_missing("fct", "no FCT settings with GAPS"))
-    return out
+    if not ("gaps" in fs and "gaps" in fl):
+        return _missing("fct", "no FCT settings with GAPS")
+    a, b = (
+        _vs(fs["gaps"]["fct_s"], fs.get("stms", {}).get("fct_s")),
+        _vs(fl["gaps"]["fct_s"], fl.get("stms", {}).get("fct_s")),
+    )
+    ok = (
+        _ok(a, b)
+        and a <= fct["gaps_fct_short_vs_stms_pct"] / 2
+        and b <= fct["gaps_fct_long_vs_stms_pct"] / 2
+    )
+    return Verdict(
+        "fct",
+        ok,
+        {"short flow FCT vs STMS [%]": a, "long flow FCT vs STMS [%]": b},
+        "at least half the paper's FCT cuts",
+        f"short {a:+.1f} %, long {b:+.1f} %",
+    )
 
 
 def hybrid_verdicts(res: Mapping, fig: Mapping) -> list[Verdict]:
