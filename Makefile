@@ -90,8 +90,10 @@ docs: setup
 	$(BIN)/python scripts/docs_results.py docs/results
 	$(BIN)/python -m sphinx -q -E -W --keep-going -b html docs docs/_build/html
 
+## the lint and format checks of CI and of the pre-commit hooks (.pre-commit-config.yaml)
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 ## the type check: mypy over envs/ and baselines/ ([tool.mypy] in pyproject.toml;
 ## strict on the scheduler contract, docs/guide/scheduler_contract.md)
