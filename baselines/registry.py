@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -115,32 +116,50 @@ def _target_of(entry) -> str:
     return entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__qualname__}"
 
 
+#: the entry points of GROUP as last read, and the sys.path they were read from
+_SCANNED: dict = {"path": None, "entry_points": ()}
+
+
+def rescan() -> None:
+    """Read the installed distributions' entry points again at the next
+    resolution (they are read once per value of ``sys.path``: reading them
+    costs tens of ms, and make_scheduler runs in loops)."""
+    _SCANNED["path"] = None
+
+
+def _entry_points() -> tuple[tuple[str, str, str | None, str | None], ...]:
+    """(name, value, distribution, version) of every entry point of GROUP."""
+    if _SCANNED["path"] != sys.path:
+        found = []
+        for ep in metadata.entry_points(group=GROUP):
+            dist = (ep.dist.name, ep.dist.version) if ep.dist is not None else (None, None)
+            found.append((ep.name, ep.value, *dist))
+        _SCANNED["entry_points"] = tuple(found)
+        _SCANNED["path"] = list(sys.path)
+    return _SCANNED["entry_points"]
+
+
 def registered() -> tuple[dict[str, SchedulerRef], dict[str, list[SchedulerRef]]]:
     """(built-ins by name, plug-ins by name: every distribution that registers
-    the name, so a list of two is a clash). Reads the installed distributions'
-    metadata on every call (cheap), so a distribution added to ``sys.path``
-    at run time counts."""
+    the name, so a list of two is a clash). The installed distributions'
+    entry points are read again whenever ``sys.path`` has changed (a
+    distribution put on it at run time counts; :func:`rescan` forces it)."""
     from baselines import SCHEDULERS
 
     builtins = {n: SchedulerRef(n, _target_of(e), "builtin") for n, e in SCHEDULERS.items()}
     plugins: dict[str, list[SchedulerRef]] = {}
     seen = set()
-    for ep in metadata.entry_points(group=GROUP):
-        dist = ep.dist.name if ep.dist is not None else None
-        version = ep.dist.version if ep.dist is not None else None
-        if (
-            ep.name,
-            ep.value,
-            _normalise(dist),
-        ) in seen:  # one distribution found twice on sys.path
+    for name, value, dist, version in _entry_points():
+        key = (name, value, _normalise(dist))
+        if key in seen:  # one distribution found twice on sys.path
             continue
-        seen.add((ep.name, ep.value, _normalise(dist)))
+        seen.add(key)
         origin = "builtin" if _normalise(dist) == PROJECT_DISTRIBUTION else "plugin"
-        ref = SchedulerRef(ep.name, ep.value, origin, dist, version, f"{ep.name} = {ep.value}")
-        if origin == "builtin" and ep.name not in builtins:
-            builtins[ep.name] = ref
+        ref = SchedulerRef(name, value, origin, dist, version, f"{name} = {value}")
+        if origin == "builtin" and name not in builtins:
+            builtins[name] = ref
         elif origin == "plugin":
-            plugins.setdefault(ep.name, []).append(ref)
+            plugins.setdefault(name, []).append(ref)
     return builtins, plugins
 
 
@@ -201,6 +220,7 @@ __all__ = [
     "SchedulerRef",
     "load_target",
     "registered",
+    "rescan",
     "resolve_scheduler",
     "scheduler_names",
 ]
