@@ -154,6 +154,9 @@ def test_convergence_job(job_cfg, mlflow_uri, tmp_path):
     ]
     assert b[0]["packets_before"] == 0 and b[1]["packets_before"] == b[0]["packets"]
     assert data["reference"]["median_time_s"] > 0
+    # the reference: the best known policy on B, which A's best policy trails by >= 20 %
+    assert data["reference"]["kind"] == "best_known" and data["reference"]["a_policy_gap"] >= 0.2
+    assert set(data["start_scores"]) == set(data["curves"])
     assert set(data["packets_to_target"]) == set(data["curves"])
     assert "stays >= 0.9" in (out / "convergence.txt").read_text()
     client, runs = mlflow_runs(mlflow_uri)
