@@ -317,3 +317,51 @@ def test_evaluate_error_for_an_unknown_plugin_is_one_line(run_cli, tmp_path):
     assert res.returncode == 2
     last = res.stderr.strip().splitlines()[-1]
     assert last.startswith("error: unknown agent 'not_installed' (known: ")
+
+
+# ---------------------------------------------------------------- the example's schedulers
+def test_smooth_rtt_switches_only_beyond_its_margin(example):
+    from extsched.smooth import SmoothedRTT
+    from test_schedulers_unit import path, view
+
+    from baselines.rule_based import MinRTT
+
+    s = SmoothedRTT(hysteresis=0.2)
+    v = view([path(0.050), path(0.060)])
+    s.reset(v)
+    assert s.decide(v) == 0
+    v.paths[1].srtt = 0.045  # 10 % faster: within the margin
+    assert s.decide(v) == 0 and MinRTT().decide(v) == 1
+    v.paths[1].srtt = 0.040  # 25 % faster: beyond it
+    assert s.decide(v) == 1
+    v.paths[0].srtt = 0.035  # path 0 faster again, by 14 %: stays on path 1
+    assert s.decide(v) == 1 and MinRTT().decide(v) == 0
+    v.paths[1].bytes_in_flight = v.paths[1].cwnd  # the preferred path is full: overflow
+    assert s.decide(v) == 0 and s.preferred == 1
+    v.paths[0].bytes_in_flight = v.paths[0].cwnd
+    assert s.decide(v) is None
+    assert s.decide(view([path(0.05), path(probed=False)])) == 1  # an unprobed path first
+    for bad in (-0.1, "0.2", True):
+        with pytest.raises(ValueError, match="^hysteresis: expected a fraction >= 0"):
+            SmoothedRTT(hysteresis=bad)
+
+
+def test_rate_split_shares_follow_the_rate_estimates(example):
+    from extsched.split import RateSplit
+    from test_schedulers_unit import MSS, path, view
+
+    r = RateSplit()
+    v = view([path(0.05, cwnd=30 * MSS), path(0.05, cwnd=10 * MSS)])  # 600 and 200 kB/s
+    r.reset(v)
+    picks = [r.decide(v) for _ in range(40)]
+    assert picks.count(0) == 30 and picks.count(1) == 10
+    assert "0000" not in "".join(map(str, picks))  # spread out, not in bursts
+    flat = RateSplit(exponent=0.0)
+    flat.reset(v)
+    assert [flat.decide(v) for _ in range(4)] == [0, 1, 0, 1]
+    v.paths[0].bytes_in_flight = v.paths[0].cwnd  # only paths with room take packets
+    assert {r.decide(v) for _ in range(5)} == {1}
+    v.paths[1].bytes_in_flight = v.paths[1].cwnd
+    assert r.decide(v) is None
+    with pytest.raises(ValueError, match="^exponent: expected a number >= 0"):
+        RateSplit(exponent=-1)
