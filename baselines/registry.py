@@ -7,8 +7,9 @@ scheduler class reference (:class:`SchedulerRef`); ``make_scheduler``,
 
 * a **built-in**: a key of :data:`baselines.SCHEDULERS`, or an entry point
   of the group ``falcon.schedulers`` that this project's own distribution
-  (``falcon-mpsched``) declares: the schedulers of higher layers, such as
-  ``falcon``, which ``baselines`` must not import by name;
+  (``falcon-mpsched``) declares, or any entry point to a class of the
+  project's packages: the schedulers of higher layers, such as ``falcon``,
+  which ``baselines`` must not import by name;
 * a **plug-in**: an entry point of the group ``falcon.schedulers`` that any
   other installed distribution declares, e.g. in its ``pyproject.toml``::
 
@@ -41,6 +42,9 @@ from envs.scheduler import Scheduler
 GROUP = "falcon.schedulers"
 #: this project's distribution: its entry points of :data:`GROUP` are built-ins
 PROJECT_DISTRIBUTION = "falcon-mpsched"
+#: the project's packages: an entry point to a class in them is a built-in too
+#: (whatever the distribution is called)
+PROJECT_PACKAGES = ("envs", "baselines", "metalearning", "falcon")
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,8 @@ def registered() -> tuple[dict[str, SchedulerRef], dict[str, list[SchedulerRef]]
         if key in seen:  # one distribution found twice on sys.path
             continue
         seen.add(key)
-        origin = "builtin" if _normalise(dist) == PROJECT_DISTRIBUTION else "plugin"
+        own = _normalise(dist) == PROJECT_DISTRIBUTION or value.split(".")[0] in PROJECT_PACKAGES
+        origin = "builtin" if own else "plugin"
         ref = SchedulerRef(name, value, origin, dist, version, f"{name} = {value}")
         if origin == "builtin" and name not in builtins:
             builtins[name] = ref
@@ -217,6 +222,7 @@ def scheduler_names() -> dict[str, str]:
 __all__ = [
     "GROUP",
     "PROJECT_DISTRIBUTION",
+    "PROJECT_PACKAGES",
     "SchedulerRef",
     "load_target",
     "registered",

@@ -37,12 +37,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from baselines.registry import SchedulerRef, registered, resolve_scheduler, scheduler_names
+from baselines.registry import (
+    PROJECT_PACKAGES,
+    SchedulerRef,
+    registered,
+    resolve_scheduler,
+    scheduler_names,
+)
 from envs.errors import ConfigError
 from envs.scheduler import Trainable
-
-#: the project's own packages: a _target_ inside them needs no provenance record
-PROJECT_PACKAGES = ("envs", "baselines", "metalearning", "falcon")
 
 
 def _project_config(name: str) -> bool:

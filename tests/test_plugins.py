@@ -113,6 +113,11 @@ def test_make_scheduler_knows_every_builtin_agent_class(tmp_path, monkeypatch):
             targets.add(target)
     assert targets == targets & {f"{c.__module__}.{c.__qualname__}" for c in classes}
     assert all(scheduler_class(n).name == n for n in project)
+    # under another distribution name (a renamed wheel) the project's classes stay built-ins
+    renamed = write_dist(tmp_path / "renamed", "falcon-nightly", "0.2", project)
+    monkeypatch.syspath_prepend(str(renamed))
+    assert resolve_scheduler("falcon").origin == "builtin"
+    assert [n for n, _ in resolve_agents(["falcon_s", "minrtt"])] == ["falcon_s", "minrtt"]
 
 
 def test_import_path_is_labelled_with_the_class_name(plugin_module):
