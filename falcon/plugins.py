@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def check_agent_names(agents: Iterable[tuple[str, Any]]) -> None:
                 f"agent name {name!r} is ambiguous: configs/agent/{name}.yaml and "
                 f"{refs[0].describe()} both use it (rename the plug-in's entry point)"
             )
-        target = conf.get("_target_") if isinstance(conf, dict) else None
+        target = conf.get("_target_") if isinstance(conf, Mapping) else None
         if target is not None and not _same_target(target, refs[0]):
             raise ConfigError(
                 f"agent name {name!r} is ambiguous: its config's _target_ is {target} but "
@@ -172,7 +172,7 @@ def provenance(agents: Iterable[tuple[str, Any]]) -> dict[str, dict]:
     by_target = {r.dotted: r for refs in plugins.values() for r in refs}
     out = {}
     for name, conf in agents:
-        target = conf.get("_target_") if isinstance(conf, dict) else None
+        target = conf.get("_target_") if isinstance(conf, Mapping) else None
         if target is None or str(target).split(".")[0] in PROJECT_PACKAGES:
             continue
         try:

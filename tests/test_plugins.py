@@ -196,9 +196,12 @@ def test_two_distributions_registering_one_name_is_an_error(tmp_path, monkeypatc
 
 
 def test_config_and_plugin_of_one_name_must_be_the_same_class(example):
-    other = [("smooth_rtt", {"_target_": "extsched.split.RateSplit"})]
-    with pytest.raises(ConfigError, match=r"^agent name 'smooth_rtt' is ambiguous: its config's"):
-        check_agent_names(other)
+    from omegaconf import OmegaConf
+
+    other = {"_target_": "extsched.split.RateSplit"}
+    for conf in (other, OmegaConf.create(other)):  # plain, or as composed (resolve_agents)
+        with pytest.raises(ConfigError, match=r"^agent name 'smooth_rtt' is ambiguous: its config"):
+            check_agent_names([("smooth_rtt", conf)])
     check_agent_names([("smooth_rtt", {"_target_": "extsched.smooth.SmoothedRTT", "x": 1})])
 
 
