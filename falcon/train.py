@@ -88,17 +88,20 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int, progress: bool =
                 f"agent {name!r}: has a train: section but {type(scheduler).__name__} has no "
                 f"training step (not an envs.scheduler.Trainable)"
             )
-        info(
-            f"training agent {name!r} on scenario {scenario_name!r}, app {app_name!r}, seed {train_seed}"
-        )
+        on = f"scenario {scenario_name!r}, app {app_name!r}"
+        if "conditions" in train_kw:  # a generalist: trained on a whole condition list
+            from falcon.experiments.condition_lists import training_tasks
+
+            listed = train_kw.pop("conditions")
+            train_kw["tasks"] = training_tasks(listed, f"agent {name!r}: train.conditions")
+            on = f"the {len(train_kw['tasks'])} conditions of the {listed} list"
+        info(f"training agent {name!r} on {on}, seed {train_seed}")
         train_kw["log"] = lambda metrics, step=None, _n=name: tracker.log_metrics(
             {f"train/{_n}/{k}": v for k, v in metrics.items()}, step
         )
         train_kw.setdefault("progress", progress)
         seed_globals(train_seed)
-        with training_reads(
-            f"training agent {name!r} on scenario {scenario_name!r}"
-        ):  # no test trace file
+        with training_reads(f"training agent {name!r} on {on}"):  # no test trace file
             final = scheduler.fit(scenario=scenario, app=app, seed=train_seed, **train_kw)
         if isinstance(final, Mapping):
             tracker.log_metrics({f"train/{name}/{k}": float(v) for k, v in final.items()})

@@ -207,3 +207,67 @@ def test_the_agent_config_builds_a_trainable_scheduler_with_rule_modes():
     assert len(agent.modes) == len(cfg["shares"]) * len(cfg["reinject"]) + len(cfg["rules"])
     with pytest.raises(ConfigError, match="no trained model"):
         agent.policy()
+
+
+def test_tasks_pool_with_equal_weight_and_the_constant_is_best_over_tasks():
+    from baselines.modes.experience import best_constant_mode_of_tasks, pool
+
+    fast = [_episode([0.0], t, [m], [1.0]) for m, t in ((0, 0.1), (1, 0.2))]  # mode 0 2x faster
+    slow = [_episode([0.0], t, [m], [1.0]) for m, t in ((0, 30.0), (1, 20.0))]  # mode 1 1.5x
+    # by pooled medians the slow task would decide; by mean log time over tasks mode 0 wins
+    assert best_constant_mode_of_tasks([fast, slow], 2) == 0
+    a = mc_transitions(fast, unit_s=0.01)
+    b = mc_transitions(slow + slow, unit_s=1.0)
+    p = pool([a, b])
+    assert len(p.actions) == len(a.actions) + len(b.actions)
+    assert p.weights[: len(a.actions)].sum() == pytest.approx(0.5)
+    assert p.weights[len(a.actions) :].sum() == pytest.approx(0.5)
+    assert pool([a]) is a
+
+
+def test_a_generalist_learns_from_several_conditions():
+    """One policy for two conditions where path 1 only slows the download and
+    one where both paths help: within 15 % of the better of the single path
+    and the even split on each (a rule-free check of multi-task training)."""
+    useless = {
+        "paths": [
+            {"bandwidth_mbps": 30, "rtt_ms": 20},
+            {"bandwidth_mbps": 1, "rtt_ms": 150, "loss": 0.05},
+        ]
+    }
+    even = {"paths": [{"bandwidth_mbps": 15, "rtt_ms": 20}, {"bandwidth_mbps": 15, "rtt_ms": 20}]}
+    app = {"kind": "bulk", "size_bytes": 3_000_000}
+    agent = DQNModes(
+        shares=[0.5, 1.0],
+        reinject=[False],
+        rules=[],
+        hidden=[32],
+        switch_margins=[0.0],
+        constant_candidate=False,
+    )
+    out = agent.fit(
+        None,
+        None,
+        seed=7,
+        seeds_per_mode=4,
+        switching_episodes=8,
+        gradient_steps=600,
+        models=2,
+        validation_episodes=2,
+        tasks=[(useless, app), (even, app)],
+        progress=False,
+    )
+    assert out["tasks"] == 2.0 and out["behaviour_episodes"] == 2 * (2 * 4 + 8)
+
+    def median(scen, s):
+        return float(
+            np.median(
+                [run_episode(scen, app, s, seed=k).metrics["download_time_s"] for k in range(4)]
+            )
+        )
+
+    for scen in (useless, even):
+        best = min(median(scen, make_scheduler("fixed_split", share=x)) for x in (0.5, 1.0))
+        assert median(scen, agent) <= 1.15 * best
+    with pytest.raises(ConfigError, match="tasks: expected at least one"):
+        agent.fit(None, None, tasks=[], progress=False)

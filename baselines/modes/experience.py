@@ -153,6 +153,51 @@ def best_constant_mode(episodes: Sequence[Episode], n_modes: int) -> int:
     return min(times, key=lambda m: (float(np.median(times[m])), m))
 
 
+def best_constant_mode_of_tasks(logs: Sequence[Sequence[Episode]], n_modes: int) -> int:
+    """The mode held throughout that is fastest over several tasks: the lowest
+    mean over the tasks of the log of its median constant-mode download time
+    (one task: :func:`best_constant_mode`)."""
+    if len(logs) == 1:
+        return best_constant_mode(logs[0], n_modes)
+    cost = np.zeros(n_modes)
+    for episodes in logs:
+        times: dict[int, list[float]] = {}
+        for e in episodes:
+            if len(set(e.modes.tolist())) == 1:
+                times.setdefault(int(e.modes[0]), []).append(e.download_time_s)
+        if len(times) < n_modes:
+            raise ConfigError(
+                "modes: a task has no constant-mode episode of some mode (seeds_per_mode >= 1)"
+            )
+        cost += [math.log(max(float(np.median(times[m])), 1e-9)) for m in range(n_modes)]
+    return int(np.argmin(cost))
+
+
+def pool(parts: Sequence[Transitions]) -> Transitions:
+    """The transitions of several tasks as one set; each task's sampling
+    weights are scaled to sum to ``1 / len(parts)`` (uniform weights where a
+    task has none), so every task has the same share of the mini-batches."""
+    if len(parts) == 1:
+        return parts[0]
+    weights = [
+        (
+            np.full(len(p.actions), 1.0 / len(p.actions))
+            if p.weights is None
+            else p.weights / p.weights.sum()
+        )
+        / len(parts)
+        for p in parts
+    ]
+    return Transitions(
+        np.concatenate([p.states for p in parts]),
+        np.concatenate([p.actions for p in parts]),
+        np.concatenate([p.rewards for p in parts]),
+        np.concatenate([p.next_states for p in parts]),
+        np.concatenate([p.dones for p in parts]),
+        np.concatenate(weights),
+    )
+
+
 def reward_constants(episodes: Sequence[Episode]) -> tuple[float, float]:
     """``(u [s], rate_ref [bytes/s])`` of a condition (module docstring)."""
     median = float(np.median([e.download_time_s for e in episodes]))

@@ -41,9 +41,10 @@ from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.selection import download_cost, successive_halving
 from baselines.modes import files
 from baselines.modes.experience import (
-    best_constant_mode,
+    best_constant_mode_of_tasks,
     collect,
     mc_transitions,
+    pool,
     reward_constants,
     transitions,
 )
@@ -58,6 +59,8 @@ from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 #: improvement over the modes); ``td``, DQN's bootstrapped target on the shaped
 #: per-epoch reward over every logged epoch (:func:`baselines.modes.experience.transitions`)
 TARGETS = ("mc", "td")
+#: task ``i`` of a multi-task fit logs with the seeds ``seed + TASK_SEED_STRIDE * i + k``
+TASK_SEED_STRIDE = 100_000
 
 
 def hold_or_switch(q: np.ndarray, current: int | None, margin: float) -> int:
@@ -220,29 +223,48 @@ class DQNModes(Scheduler, Trainable):
         gradient_steps: int = 4000,
         models: int = 4,
         validation_episodes: int = 128,
+        tasks: Sequence[tuple] | None = None,
         log: Callable | None = None,
         progress: bool = True,
     ) -> dict:
         """Log, train ``models`` networks (their mean is the deployed Q), select
-        the switch margin (module docstring); returns summary metrics."""
+        the switch margin (module docstring); returns summary metrics.
+
+        ``tasks``: ``[(scenario, app), ...]`` to train one policy for all of
+        them instead of ``(scenario, app)`` (a generalist, deployed on
+        conditions it has not seen). Each task is logged with the seeds
+        ``seed + TASK_SEED_STRIDE * i + k``; its returns are in its own unit
+        (a 20th of its median download time) and its epochs share one unit
+        of sampling weight, so that a slow task neither dominates the fit nor
+        the scale of the Q-values; validation episodes cycle over the tasks
+        (episode ``k`` on task ``k mod n``, cost: mean log download time, so
+        every task counts by its relative speed). The constant candidate is
+        the mode with the lowest mean over tasks of its log median time."""
         say = print if progress else None
-        episodes = collect(
-            scenario,
-            app,
-            self.modes,
-            seed,
-            seeds_per_mode,
-            switching_episodes,
-            switch_prob,
-            say,
-            once=self.target == "mc",
-        )
-        unit_s, rate_ref = reward_constants(episodes)
-        data = (
-            mc_transitions(episodes, unit_s)
-            if self.target == "mc"
-            else transitions(episodes, self.config.gamma, unit_s, rate_ref)
-        )
+        tasks = [(scenario, app)] if tasks is None else [tuple(t) for t in tasks]
+        if not tasks:
+            raise ConfigError(f"{self.name}: tasks: expected at least one (scenario, app)")
+        logs, parts = [], []
+        for i, (scen, a) in enumerate(tasks):
+            episodes = collect(
+                scen,
+                a,
+                self.modes,
+                seed + TASK_SEED_STRIDE * i,
+                seeds_per_mode,
+                switching_episodes,
+                switch_prob,
+                say,
+                once=self.target == "mc",
+            )
+            unit_s, rate_ref = reward_constants(episodes)
+            parts.append(
+                mc_transitions(episodes, unit_s)
+                if self.target == "mc"
+                else transitions(episodes, self.config.gamma, unit_s, rate_ref)
+            )
+            logs.append(episodes)
+        data = pool(parts)
         mean = data.states.mean(0)
         spread = np.maximum(data.states.std(0), 1e-3)
         self.spec = QNetSpec(
@@ -255,17 +277,18 @@ class DQNModes(Scheduler, Trainable):
         weights, losses = self._train(data, int(models), int(gradient_steps))
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
         constant = (
-            best_constant_mode(episodes, len(self.modes)) if self.constant_candidate else None
+            best_constant_mode_of_tasks(logs, len(self.modes)) if self.constant_candidate else None
         )
-        best, record = self._select(scenario, app, seed, int(validation_episodes), say, constant)
+        best, record = self._select(tasks, seed, int(validation_episodes), say, constant)
         if best < len(self.margins):
             self.switch_margin, self.constant_mode = self.margins[best], None
         else:
             self.constant_mode = constant
         out = {
-            "behaviour_episodes": float(len(episodes)),
+            "tasks": float(len(tasks)),
+            "behaviour_episodes": float(sum(len(e) for e in logs)),
             "transitions": float(len(data.actions)),
-            "reward_unit_s": unit_s,
+            "reward_unit_s": reward_constants(logs[0])[0] if len(logs) == 1 else math.nan,
             "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
             "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
             "constant_mode": -1.0 if self.constant_mode is None else float(self.constant_mode),
@@ -299,10 +322,11 @@ class DQNModes(Scheduler, Trainable):
             losses.append(loss.detach().numpy())
         return [learner.get_weights(m) for m in range(n_models)], losses
 
-    def _select(self, scenario, app, seed: int, budget: int, say, constant: int | None):
+    def _select(self, tasks, seed: int, budget: int, say, constant: int | None):
         """The candidate with the lowest mean log download time on validation
-        episodes: a switch margin (index into ``margins``), or, index
-        ``len(margins)``, holding the mode ``constant``."""
+        episodes (episode ``k`` on task ``k mod len(tasks)``): a switch margin
+        (index into ``margins``), or, index ``len(margins)``, holding the mode
+        ``constant``."""
         n = len(self.margins) + (constant is not None)
         if n == 1:
             return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None}]
@@ -314,6 +338,7 @@ class DQNModes(Scheduler, Trainable):
                 else ModePolicy(None, constant=constant)
             )
             sched = ModeScheduler(self.modes, policy)
+            scenario, app = tasks[k % len(tasks)]
             return download_cost(
                 run_episode(scenario, app, sched, seed=seed + VALIDATION_SEED_OFFSET + k).metrics
             )

@@ -92,6 +92,26 @@ def check_list_files(conditions: Sequence[Mapping], name: str, job: str) -> None
             )
 
 
+def training_tasks(name, where: str) -> list[tuple[dict, dict]]:
+    """``[(scenario, app), ...]`` of the condition list ``name``
+    (``configs/conditions/<name>.yaml``), for a learner trained on a whole
+    list (``train: {conditions: NAME}``; :meth:`baselines.modes.DQNModes.fit`'s
+    ``tasks``). Only the ``train`` and ``validation`` lists: the dev list
+    holds the development conditions a suite scores, the test list's files
+    are for reporting. Every file is checked against the list's split first."""
+    from falcon.config import load_group, to_plain
+    from falcon.experiments.learnability_settings import check_conditions
+
+    if name not in ("train", "validation"):
+        raise ConfigError(
+            f"{where}: a learner trains on the train or validation condition list, got {name!r}"
+        )
+    sec = to_plain(load_group("conditions", name)).get("learnability") or {}
+    conditions = check_conditions(sec.get("conditions"), None)
+    check_list_files(conditions, name, where)
+    return [(c["scenario"], c["app"]) for c in conditions]
+
+
 def check_learners(name: str, learners: Sequence[str], job: str) -> None:
     """No learner on a list of :data:`NO_LEARNERS`."""
     if name in NO_LEARNERS and learners:
@@ -108,4 +128,5 @@ __all__ = [
     "trace_files",
     "check_list_files",
     "check_learners",
+    "training_tasks",
 ]

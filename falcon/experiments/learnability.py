@@ -119,6 +119,8 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
                        "experience": {"kind": "online" | "offline", "episodes", "packets"}}}},
          "rule_beats_minrtt": bool | null,
          "learner_beats_minrtt": {<learner>: bool} | null}},
+     # deployed schedulers trained once on another condition list (falcon.experiments.generalists)
+     "generalists": {<deployed>: {"conditions": str, "tasks": int, "metrics": {fit metrics}, "wall_s": float}},
      "suite_score": {<scheduler>: float | null},
      "suite_score_best_known": {<scheduler>: float | null},
      "headroom": {"margin", "count", "of", "conditions": [str], "geometric_mean"},
@@ -126,6 +128,11 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
      "within_best_rule": {<learner or deployed>: {"count": int, "of": int, "conditions": [str]}},
      "resolvably_behind": {<learner or deployed>: {"count", "of", "conditions"}},   # interval above `within`
      "beats_minrtt": {"rule_conditions": [str], "learners": {<learner>: {"count", "of", "conditions"}}}}
+
+A deployed scheduler whose agent config names a condition list to train on
+(``train: {conditions: train}``, e.g. ``dqn_modes_general``) is trained once
+on that list before the jobs and deployed from its model on every condition
+(:mod:`falcon.experiments.generalists`; never on the list it is scored on).
 
 ``experience`` is what a learner saw of the condition before the
 evaluation: DQN-On ``online`` packets (decisions) and episodes of ``fit``;
@@ -145,6 +152,7 @@ from falcon import report
 from falcon.config import Plan, check_runtime
 from falcon.experiment import info
 from falcon.experiments import common
+from falcon.experiments.generalists import train_generalists
 from falcon.experiments.learnability_report import (
     flat_metrics,
     geometric_mean,
@@ -413,6 +421,37 @@ def _progress_line(
     )
 
 
+def _gather(c: dict, units, by_key, sec: Mapping, log, models_dir) -> dict:
+    """The job results of condition ``c`` by scheduler (the oracle's groups as
+    one); the learners' training curves to ``log`` and models to ``models_dir``."""
+    out = {
+        u.scheduler: by_key[(u.condition, u.scheduler)]
+        for u in units
+        if u.condition == c["index"] and u.kind != ORACLE
+    }
+    chunks = [
+        by_key[(u.condition, u.scheduler)]
+        for u in units
+        if u.condition == c["index"] and u.kind == ORACLE
+    ]
+    if chunks:  # the oracle's jobs, one family member group each, as one result
+        out[ORACLE] = {
+            "members": {k: v for ch in chunks for k, v in ch["members"].items()},
+            "wall_s": sum(ch["wall_s"] for ch in chunks),
+        }
+    for name in sec["learners"]:
+        o = out[name]
+        if log is not None:
+            for metrics, step in o["curve"]:
+                log({f"train/{c['name']}/{name}/{k}": v for k, v in metrics.items()}, step=step)
+        if models_dir is not None and o["models"]:
+            for rel, data in o["models"].items():
+                path = models_dir / c["name"] / name / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+    return out
+
+
 def run_learnability(
     sec: dict,
     conditions: list[dict],
@@ -426,6 +465,15 @@ def run_learnability(
     ``log(metrics, step)`` receives the training curves; ``models_dir``
     receives the trained models (``<condition>/<learner>/``)."""
     t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="learnability-generalists-") as tmp:
+        agents, generalists = train_generalists(
+            agents, sec, Path(models_dir or tmp) / "generalists", progress
+        )
+        return _run(sec, conditions, agents, generalists, runtime, progress, log, models_dir, t0)
+
+
+def _run(sec, conditions, agents, generalists, runtime, progress, log, models_dir, t0) -> dict:
+    """:func:`run_learnability` once the generalists are trained."""
     units = make_units(conditions, agents, sec)
     order = _cost_order(units)
     jobs = [units[k] for k in order]
@@ -452,34 +500,10 @@ def run_learnability(
         )
     outs = run_jobs(jobs, run_unit, rt, progress=False, desc=JOB, on_result=report_job)
     by_key = {(u.condition, u.scheduler): r for u, r in zip(jobs, outs, strict=True)}
-    results = {}
-    for c in conditions:
-        out = {
-            u.scheduler: by_key[(u.condition, u.scheduler)]
-            for u in units
-            if u.condition == c["index"] and u.kind != ORACLE
-        }
-        chunks = [
-            by_key[(u.condition, u.scheduler)]
-            for u in units
-            if u.condition == c["index"] and u.kind == ORACLE
-        ]
-        if chunks:  # the oracle's jobs, one family member group each, as one result
-            out[ORACLE] = {
-                "members": {k: v for ch in chunks for k, v in ch["members"].items()},
-                "wall_s": sum(ch["wall_s"] for ch in chunks),
-            }
-        for name in sec["learners"]:
-            o = out[name]
-            if log is not None:
-                for metrics, step in o["curve"]:
-                    log({f"train/{c['name']}/{name}/{k}": v for k, v in metrics.items()}, step=step)
-            if models_dir is not None and o["models"]:
-                for rel, data in o["models"].items():
-                    path = models_dir / c["name"] / name / rel
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(data)
-        results[c["name"]] = score_condition(out, sec)
+    results = {
+        c["name"]: score_condition(_gather(c, units, by_key, sec, log, models_dir), sec)
+        for c in conditions
+    }
     settings_out = {
         k: sec[k]
         for k in (
@@ -526,6 +550,7 @@ def run_learnability(
         "schedulers": [*sec["rules"], *references(sec), *scored(sec)],
         "conditions": cond_out,
         "results": results,
+        "generalists": generalists,
         **suite_summary(results, sec),
         "wall_s": time.perf_counter() - t0,
     }

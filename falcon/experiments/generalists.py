@@ -1,0 +1,81 @@
+"""Deployed schedulers trained once on a whole condition list (generalists).
+
+A deployed scheduler of the learnability suite is never trained on the
+condition it is scored on. A *generalist* is one whose agent config names a
+condition list to train on (``train: {conditions: train}``, e.g.
+``configs/agent/dqn_modes_general.yaml``): it is trained once, on every
+condition of that list (:func:`falcon.experiments.condition_lists.training_tasks`),
+before the suite's jobs, then deployed on every condition of the suite from
+its saved model, exactly as a scheduler given ``model=PATH`` (one given
+``model`` is deployed as is, not retrained). Training on the
+list the suite scores is refused (that would be in-sample), and so is the
+test list (its files are for reporting only).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from envs.errors import ConfigError
+from falcon.experiment import info
+
+JOB = "learnability"
+
+
+def listed_conditions(cfg: Mapping) -> str | None:
+    """The condition list an agent config trains on (``train.conditions``), or None."""
+    train = cfg.get("train") if isinstance(cfg, Mapping) else None
+    return train.get("conditions") if isinstance(train, Mapping) else None
+
+
+def train_generalists(
+    agents: dict[str, dict], sec: Mapping, folder: Path, progress: bool = True
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """``(agents, records)``: every deployed agent that names a condition list
+    trained on it (seed ``sec["train_seed"]``), saved under ``folder/<name>/``
+    and replaced by its config with ``model`` set to that file and no
+    ``train`` section; ``records[name]``: the list, the fit metrics, the
+    wall time [s]."""
+    from envs.traces.guard import training_reads
+    from falcon.experiments.condition_lists import training_tasks
+    from falcon.jobs import instantiate_agent, seed_globals
+
+    out, records = dict(agents), {}
+    for name in sec["deployed"]:
+        listed = listed_conditions(agents[name])
+        if listed is None or agents[name].get("model"):  # a given model is deployed as is
+            continue
+        where = f"{JOB}.deployed: {name}"
+        if listed == sec.get("split"):
+            raise ConfigError(
+                f"{where} trains on the {listed} list, which this run scores: "
+                "a deployed scheduler never sees the conditions it is scored on"
+            )
+        tasks = training_tasks(listed, f"{where}: train.conditions")
+        cfg = {k: v for k, v in agents[name].items() if k != "train"}
+        kw = {k: v for k, v in agents[name]["train"].items() if k != "conditions"}
+        scheduler = instantiate_agent(name, cfg)
+        if progress:
+            info(f"{JOB}: training {name} once on the {len(tasks)} conditions of the {listed} list")
+        t0 = time.perf_counter()
+        seed_globals(sec["train_seed"])
+        with training_reads(f"training {name} on the {listed} list"):
+            metrics = scheduler.fit(
+                scenario=None, app=None, seed=sec["train_seed"], tasks=tasks, progress=False, **kw
+            )
+        path = scheduler.save(folder / name)
+        out[name] = {**cfg, "model": str(path)}
+        records[name] = {
+            "conditions": listed,
+            "tasks": len(tasks),
+            "metrics": {k: float(v) for k, v in dict(metrics or {}).items()},
+            "wall_s": time.perf_counter() - t0,
+        }
+        if progress:
+            info(f"{JOB}: {name} trained in {records[name]['wall_s']:.0f} s")
+    return out, records
+
+
+__all__ = ["listed_conditions", "train_generalists"]

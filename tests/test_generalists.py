@@ -1,0 +1,96 @@
+"""Generalists (falcon/experiments/generalists.py): a deployed scheduler
+trained once on a whole condition list, then deployed from its model on
+every condition of the suite; never on the list the suite scores."""
+
+from __future__ import annotations
+
+import pytest
+
+from envs.errors import ConfigError
+from falcon.experiments import condition_lists
+from falcon.experiments import learnability as lb
+
+TASKS = [
+    (
+        {"paths": [{"bandwidth_mbps": 30, "rtt_ms": 20}, {"bandwidth_mbps": 1, "rtt_ms": 150}]},
+        {"kind": "bulk", "size_bytes": 300_000},
+    ),
+    (
+        {"paths": [{"bandwidth_mbps": 10, "rtt_ms": 20}, {"bandwidth_mbps": 10, "rtt_ms": 20}]},
+        {"kind": "bulk", "size_bytes": 300_000},
+    ),
+]
+TINY = (
+    "{dqn_modes_general: {shares: [0.0, 1.0], reinject: [false], rules: [minrtt], "
+    "hidden: [16], switch_margins: [0.0], train: {seeds_per_mode: 1, switching_episodes: 2, "
+    "gradient_steps: 20, models: 1, validation_episodes: 2}}}"
+)
+
+
+def _cfg(compose, *extra):
+    return compose(
+        "train",
+        [
+            "experiment=learnability",
+            "runs=2",
+            "learnability.max_conditions=1",
+            "learnability.bulk_size_bytes=200000",
+            "progress=false",
+            "learnability.rules=[minrtt]",
+            "learnability.learners=[]",
+            "learnability.deployed=[dqn_modes_general]",
+            "learnability.fixed_split_shares=[0.0,1.0]",
+            "learnability.oracle=false",
+            f"learnability.agent_overrides={TINY}",
+            *extra,
+        ],
+    )
+
+
+def test_a_generalist_is_trained_once_on_its_list_and_deployed_on_every_condition(
+    compose, monkeypatch, tmp_path
+):
+    asked = []
+
+    def tasks(name, where):
+        asked.append(name)
+        return TASKS
+
+    monkeypatch.setattr(condition_lists, "training_tasks", tasks)
+    _, sec, conds, agents = lb.settings(_cfg(compose))
+    res = lb.run_learnability(
+        sec, conds, agents, {"name": "local", "workers": 1}, progress=False, models_dir=tmp_path
+    )
+    assert asked == ["train"]  # once, on the list its config names
+    rec = res["generalists"]["dqn_modes_general"]
+    assert rec["conditions"] == "train" and rec["tasks"] == 2 and rec["metrics"]["tasks"] == 2.0
+    assert (tmp_path / "generalists" / "dqn_modes_general" / "model.h5").is_file()
+    st = res["results"]["t1_4g_5g"]["schedulers"]["dqn_modes_general"]
+    assert len(st["download_time_s"]["values"]) == 2 and "train" not in st
+    # a trained model given as model=PATH is deployed as is: no second training, same times
+    model = str(tmp_path / "generalists" / "dqn_modes_general" / "model.h5")
+    again = {**agents, "dqn_modes_general": {**agents["dqn_modes_general"], "model": model}}
+    res2 = lb.run_learnability(sec, conds, again, {"name": "local", "workers": 1}, progress=False)
+    assert asked == ["train"] and res2["generalists"] == {}
+    st2 = res2["results"]["t1_4g_5g"]["schedulers"]["dqn_modes_general"]
+    assert st2["download_time_s"]["values"] == st["download_time_s"]["values"]
+
+
+def test_a_generalist_never_trains_on_the_list_it_is_scored_on(compose, monkeypatch):
+    monkeypatch.setattr(condition_lists, "training_tasks", lambda name, where: TASKS)
+    _, sec, conds, agents = lb.settings(_cfg(compose))
+    sec = {**sec, "split": "train"}
+    with pytest.raises(ConfigError, match="trains on the train list, which this run scores"):
+        lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
+
+
+@pytest.mark.parametrize("name", ["test", "dev", "nonsense"])
+def test_only_the_train_and_validation_lists_are_training_lists(name):
+    with pytest.raises(ConfigError, match="train or validation condition list"):
+        condition_lists.training_tasks(name, "agent 'x': train.conditions")
+
+
+def test_the_train_list_is_read_as_tasks():
+    tasks = condition_lists.training_tasks("train", "x")
+    assert len(tasks) >= 10 and all(len(s["paths"]) == 2 for s, _ in tasks)
+    assert all(a["kind"] in ("bulk", "web") for _, a in tasks)
