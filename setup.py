@@ -99,11 +99,11 @@ class BuildPyShipped(build_py):
         super().finalize_options()
         if getattr(self, "editable_mode", False):
             return
-        for package, folder in SHIPPED.items():
-            if package not in self.packages:
-                self.packages.append(package)
-            self.package_dir[package] = folder
-            self.package_data[package] = ["**/*"]
+        # own copies: the distribution's package list stays as pyproject.toml
+        # finds it (an editable install's strategy reads it)
+        self.packages = [*self.packages, *(p for p in SHIPPED if p not in self.packages)]
+        self.package_data = {**self.package_data, **{p: ["**/*"] for p in SHIPPED}}
+        self.package_dir.update(SHIPPED)
 
 
 setup(
