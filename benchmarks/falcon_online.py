@@ -1,6 +1,9 @@
 """FALCON's online cost: per-packet CPU against minRTT, one adaptation, memory over a long run.
 
-    python benchmarks/falcon_online.py [--bank results/bank/quick.h5] [--seeds 3] [--size-mb 20]
+    python benchmarks/falcon_online.py [--bank PATH] [--seeds 3] [--size-mb 20]
+
+--bank defaults to the quick preset's bank in the user cache (built when missing;
+docs/guide/install.md).
 
 Prints JSON lines:
 
@@ -137,13 +140,18 @@ def memory(bank, episodes: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bank", default="results/bank/quick.h5")
+    ap.add_argument("--bank", default=None, help="a bank file (default: the quick preset's)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--size-mb", type=float, default=20.0)
     ap.add_argument("--memory-downloads", type=int, default=60)
     ap.add_argument("--only-memory", action="store_true")
     args = ap.parse_args()
-    bank = MetaModelBank.read(args.bank)
+    if args.bank is None:
+        from falcon.bank_job import ensure_bank
+
+        bank = ensure_bank("quick")[0]
+    else:
+        bank = MetaModelBank.read(args.bank)
     if not args.only_memory:
         per_packet(bank, args.seeds, int(args.size_mb * 1e6))
         adaptation(bank)
