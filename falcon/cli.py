@@ -65,6 +65,14 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+def _is_plugin(name: str) -> bool:
+    """Whether an installed distribution registers ``name`` as a scheduler
+    plug-in (docs/guide/plugins.md)."""
+    from baselines.registry import scheduler_names
+
+    return scheduler_names().get(name) == "plugin"
+
+
 def one_line(exc: BaseException) -> str:
     """A one-line message for an input error (Hydra's multi-line reports folded)."""
     from hydra.errors import OverrideParseException
@@ -83,6 +91,11 @@ def one_line(exc: BaseException) -> str:
     if m and "Available options" in msg:
         group, name = m.groups()
         opts = re.findall(r"^\t(\S+)$", msg.split("Available options", 1)[1], flags=re.M)
+        if group == "agent" and _is_plugin(name):
+            return (
+                f"agent {name!r} is a scheduler plug-in, not a config: name it in "
+                f"agent_list (agent_list=[{name}]); agent= selects configs"
+            )
         return f"unknown {group} {name!r} (known: {', '.join(opts)})"
     m = re.search(r"Could not override '([^']+)'", msg)
     if m and re.search(

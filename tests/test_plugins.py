@@ -373,3 +373,13 @@ def test_rate_split_shares_follow_the_rate_estimates(example):
     assert r.decide(v) is None
     with pytest.raises(ValueError, match="^exponent: expected a number >= 0"):
         RateSplit(exponent=-1)
+
+
+def test_agent_equals_a_plugin_name_says_where_plugins_go(run_cli, example, monkeypatch):
+    _env_path(monkeypatch, example, EXAMPLE)
+    res = run_cli("evaluate", *TINY, "agent=smooth_rtt", "tracking=none")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == (
+        "error: agent 'smooth_rtt' is a scheduler plug-in, not a config: name it in "
+        "agent_list (agent_list=[smooth_rtt]); agent= selects configs"
+    )
