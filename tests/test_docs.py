@@ -168,3 +168,25 @@ def test_the_config_page_parses_values_nesting_and_comments(tmp_path):
         ("paths", '[{"link": "4g"}]', ""),
         ("name", '"a # b"', ""),
     ]
+
+
+def test_the_literal_docstring_directive_shows_a_docstring_as_it_reads():
+    """docs/_ext/literal_docstring.py: a module's docstring as one literal
+    block; a module that cannot be imported is an error naming it."""
+    pytest.importorskip("sphinx", reason="the docs extra is not installed (make docs installs it)")
+    from docutils.core import publish_doctree
+    from docutils.parsers.rst import directives
+
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        from literal_docstring import LiteralDocstring
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    directives.register_directive("literal-docstring", LiteralDocstring)
+    tree = publish_doctree(".. literal-docstring:: scripts.docs_config\n")
+    [block] = [n for n in tree.findall() if n.tagname == "literal_block"]
+    assert block.astext() == docs_config.__doc__.strip()
+    bad = publish_doctree(
+        ".. literal-docstring:: no_such_module_x\n", settings_overrides={"report_level": 5}
+    )
+    assert "cannot import no_such_module_x" in bad.astext()
