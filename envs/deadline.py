@@ -287,7 +287,7 @@ def run_block_episode(
     scenario, block, scheduler: BlockScheduler, seed: int = 0
 ) -> BlockEpisodeResult:
     """Blocks over the scenario's paths until the last block's deadline.
-    ``scenario``: a scenario mapping (envs/SCHEMA.md; ``cc``, ``setup`` and
+    ``scenario``: a scenario mapping (docs/reference/formats/scenario_schema.md; ``cc``, ``setup`` and
     the transport keys are unused: a block transport has no window and
     no handshake); ``block``: :data:`BLOCK_DEFAULTS` keys."""
     s = normalise_scenario(scenario)

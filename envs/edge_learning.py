@@ -1,6 +1,6 @@
 """Distributed edge learning (DEL): n workers and one aggregation server over
 shared multipath access paths (the workload of Pokhrel et al., IEEE/ACM ToN
-2023; the ``workload`` keys: envs/SCHEMA.md, section ``del``).
+2023; the ``workload`` keys: docs/reference/formats/scenario_schema.md, section ``del``).
 
 Topology. The scenario's paths are the shared paths. Every worker has, per
 direction it uses (``download``: server to worker, ``upload``: worker to
@@ -62,7 +62,7 @@ OQS_CAP = 64
 #: a cross flow's transfer: never completes
 CROSS_BYTES = 10**15
 
-#: every default of the ``workload`` mapping (envs/SCHEMA.md, section ``del``)
+#: every default of the ``workload`` mapping (docs/reference/formats/scenario_schema.md, section ``del``)
 DEL_DEFAULTS: dict = {
     "workers": 6,
     "mode": "bsp",  # bsp | ssp
@@ -241,7 +241,7 @@ def iteration_durations(starts, ends) -> np.ndarray:
 
 @dataclass
 class DelResult:
-    """What one DEL episode measured (envs/SCHEMA.md, section ``del``)."""
+    """What one DEL episode measured (docs/reference/formats/scenario_schema.md, section ``del``)."""
 
     metrics: dict[str, float]
     #: per worker: the times of its completed iterations [s]

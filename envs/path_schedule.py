@@ -1,4 +1,4 @@
-"""A path's condition schedule made concrete (envs/SCHEMA.md, "schedule (per
+"""A path's condition schedule made concrete (docs/reference/formats/scenario_schema.md, "schedule (per
 path)"): the resolved segments, the capacity curve of a scheduled
 bandwidth, and the rule for schedules on a shared link. The schedule's
 normalisation stays in :mod:`envs.scenario`; :class:`envs.emulation.Emulation`

@@ -24,7 +24,7 @@ Config = Mapping[str, Any] | str
 
 @dataclass
 class EpisodeResult:
-    """What one episode measured (see envs/SCHEMA.md)."""
+    """What one episode measured (see docs/reference/formats/scenario_schema.md)."""
 
     metrics: dict[str, float]
     #: per object (stream, web object): completion time minus request time [s]

@@ -27,7 +27,7 @@ with the torch model's on random states and on real states (from
 difference above ``check.tolerance`` fails the export. The output folder
 appears only when complete. Bad input (a missing, corrupt or foreign file)
 is reported on one line, exit status 2. See ``configs/export.yaml`` and
-``docs/model_formats.md``.
+``docs/reference/formats/model_formats.md``.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ network is deployed as training left it, the paper's protocol. Why: on the
 learnability suite, the networks of one training differ by 30 % and more in
 download time (measured in :mod:`baselines.dqn.selection`); selecting among
 them takes DQN-Off's suite score from 1.033 to 0.965 and from 6 to 13 of 15
-conditions within 5 % of the best rule (README, "The MDP of the learned
+conditions within 5 % of the best rule (docs/explanation/mdps.md, "The MDP of the learned
 schedulers").
 
 DQN-Off* (``configs/agent/dqn_off_star.yaml``) is DQN-Off whose training

@@ -30,7 +30,7 @@ give a decision the goodput of the interval up to the next decision, which
 is 0 for every decision answered at the same instant as its successor and
 positive for one that blocks on a congested path, so with per-decision
 discounting a DQN learns to block on the slow path (measured: see
-``docs/model_formats.md``, "Reward").
+``docs/reference/formats/model_formats.md``, "Reward").
 
 Subclasses: :class:`~baselines.dqn.dqn_on.DQNOn` (learns online, with the
 asynchronous trainer) and :class:`~baselines.dqn.dqn_off.DQNOff` (trained
@@ -504,7 +504,7 @@ class DQNScheduler(Scheduler):
 
     def save(self, directory) -> None:
         """Write ``model.h5`` (the documented HDF5 layout, see
-        ``docs/model_formats.md``) and ``agent.json`` (hyperparameters) to
+        ``docs/reference/formats/model_formats.md``) and ``agent.json`` (hyperparameters) to
         ``directory``."""
         from baselines.dqn.export import ModelRecord, write_hdf5
 

@@ -23,8 +23,8 @@ and minRTT: it cannot see a path that stalls (its estimates do not move
 without ACKs) and it never weighs a choice whose pay-off comes seconds later
 (sending nothing on a path that will collapse). Here a decision holds for an
 epoch, the state has what each path delivered and how long it has been
-silent, and the return is the download time itself (README, "Learners that
-capture the headroom").
+silent, and the return is the download time itself (docs/explanation/mdps.md,
+the mode MDP).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    at its end. ``finetune_steps: 0`` (the default) deploys the selected
    meta-model at once, and continual updates take it from there: the K =
    16 steps on the first post-change transitions did no better on any of
-   FALCON's jobs (README, "K = 0 by default"), every meta-model of the bank
+   FALCON's jobs (docs/explanation/falcon_notes.md, "K = 0 by default"), every meta-model of the bank
    staying close to the generalist it started from (``experiment=meta_evidence``).
 5. **Continual updates** (``continual: true``; the paper's eps_s "for
    fine-tuning and continual updates", ``configs/agent/falcon_paper.yaml``):
@@ -57,7 +57,7 @@ with ``reward: packet_rate``). What FALCON adds, per connection:
    deployed meta-model to wait for the slower path while the faster one had
    room (1 384 such decisions in 20 downloads, 45 without them) and cost
    8.5 % of download time (paired geometric mean, 60 runs); on the static
-   scenarios they gained 0-2 % (README, "Continual updates between connections").
+   scenarios they gained 0-2 % (docs/explanation/falcon_notes.md, "Continual updates between connections").
    With K > 0 and no deployment guard they are what repairs a bad
    fine-tuning (36-52 s downloads in the convergence test without them).
    **Between connections** (``continual_between: true``, the default, with

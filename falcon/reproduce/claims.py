@@ -7,7 +7,7 @@ the experiment's results JSON and the figure's entry and returning one
 in :mod:`falcon.reproduce.claims_other`. The rule of each verdict is stated in its
 ``rule``; where a claim does not reproduce, ``cause`` is what we measured
 about why (from the closing notes of the issue that built the experiment;
-the README section named there has the figures). A claim whose experiment
+the docs page named there has the figures). A claim whose experiment
 did not run, or whose scale lacks the schedulers it needs, gets
 ``reproduced = None`` and says what is missing.
 """
@@ -50,7 +50,7 @@ def check_fig2(res: Mapping, fig: Mapping) -> list[Verdict]:
                     ""
                     if ok
                     else "; on these Table I paths minRTT is within a few % of the best fixed traffic split "
-                    f'(learnability suite, README "Learnability suite"), so there is no {rules["max_gain_pct"]:g} % to gain over it in this '
+                    f"(learnability suite, docs/explanation/learnability.md), so there is no {rules['max_gain_pct']:g} % to gain over it in this "
                     "emulator: the paper's margin belongs to its own stack, not to the scheduling decisions"
                 ),
             )
@@ -194,7 +194,7 @@ def check_convergence(res: Mapping, fig: Mapping) -> list[Verdict]:
                 + (
                     ""
                     if ok
-                    else "; cause not measured at this scale (README, FALCON's convergence table, has the full runs)"
+                    else "; cause not measured at this scale (docs/explanation/falcon_notes.md, FALCON's convergence table, has the full runs)"
                 ),
             )
         )
@@ -235,7 +235,7 @@ def check_stress(res: Mapping, fig: Mapping) -> list[Verdict]:
             + (
                 ""
                 if ok
-                else "; cause not measured at this scale (README, the stress tables with paired scores and intervals)"
+                else "; cause not measured at this scale (docs/explanation/falcon_notes.md, the stress tables with paired scores and intervals)"
             ),
         )
     ]
@@ -283,7 +283,7 @@ def check_web(res: Mapping, fig: Mapping) -> list[Verdict]:
                 + (
                     ""
                     if geo < 1.0
-                    else "; measured at full scale: plain FALCON is at minRTT's level on these pages (README, the "
+                    else "; measured at full scale: plain FALCON is at minRTT's level on these pages (docs/explanation/falcon_notes.md, the "
                     "web_pages rows of the FALCON tables); the cause is not measured"
                 ),
             )
@@ -339,7 +339,7 @@ def check_real_world(res: Mapping, fig: Mapping) -> list[Verdict]:
                 "FALCON no slower than FALCON-N in every setting and faster in one",
                 "gains "
                 + ", ".join(f"{x:.1f} %" for x in g.values())
-                + ("" if ok else '; cause not measured (README "Real world")'),
+                + ("" if ok else '; cause not measured (docs/explanation/falcon.md, "Real world")'),
             )
         )
     else:
@@ -375,7 +375,7 @@ def check_k(res: Mapping, fig: Mapping) -> list[Verdict]:
                         if ok
                         else "; the meta-models deployed zero-shot already score near the "
                         "reference and a few DQN steps on post-change experience do not improve them "
-                        '(README "K = 0 by default")'
+                        '(docs/explanation/falcon_notes.md, "K = 0 by default")'
                     ),
                 )
             )

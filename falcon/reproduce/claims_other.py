@@ -61,7 +61,7 @@ def _gaps_p99_oqs(g: Mapping, base: Mapping, below: float) -> Verdict:
             if g["oqs_p99_kb"] < below
             else f"; every scheduler is far above {below:g} KB here (the best baseline is in ours): slow start's exit loses hundreds of "
             "packets into the 100-packet buffers and the one connection-level reorder queue holds "
-            'everything behind each hole (README "GAPS")'
+            "everything behind each hole (docs/explanation/systems/gaps.md)"
         ),
     )
 
@@ -80,7 +80,7 @@ def _gaps_oqs_vs_stms(g: Mapping, stms: Mapping, cut: float) -> Verdict:
             ""
             if ok
             else "; STMS here starts from the same fluid model as GAPS's features and is corrected "
-            'by acknowledged data; the loss holes dominate what is left (README "GAPS")'
+            "by acknowledged data; the loss holes dominate what is left (docs/explanation/systems/gaps.md)"
         ),
     )
 
@@ -105,7 +105,7 @@ def _gaps_deviation(d: Mapping, dev_hi: float) -> Verdict:
             ""
             if ok
             else "; the TRUE GAP of the default setting is a few packets on a flat OQS curve, so a "
-            'percentage deviation from it is large for small absolute errors (README "GAPS")'
+            "percentage deviation from it is large for small absolute errors (docs/explanation/systems/gaps.md)"
         ),
     )
 
@@ -131,7 +131,7 @@ def _gaps_goodput(g: Mapping, stms: Mapping, gput: Mapping) -> Verdict:
             ""
             if ok
             else "; at 50 Mbit/s per path both schedulers fill the paths, so goodput "
-            f'cannot differ by {gput["gaps_goodput_vs_stms_pct"]:g} % (README "GAPS")'
+            f"cannot differ by {gput['gaps_goodput_vs_stms_pct']:g} % (docs/explanation/systems/gaps.md)"
         ),
     )
 
@@ -172,7 +172,9 @@ def hybrid_verdicts(res: Mapping, fig: Mapping) -> list[Verdict]:
         ok = verdict.startswith("reproduced") or verdict.startswith("better than claimed")
         ours = {k: v for k, v in row.items() if k not in ("paper", "verdict")}
         reason = f"the experiment's verdict: {verdict}" + (
-            "" if ok else '; README "Hybrid MPTCP" gives what was measured about why'
+            ""
+            if ok
+            else "; docs/explanation/systems/hybrid_mptcp.md gives what was measured about why"
         )
         out.append(
             Verdict(
@@ -214,7 +216,7 @@ def hop_verdicts(res: Mapping, fig: Mapping) -> list[Verdict]:
                     ""
                     if ok
                     else f"; ideal JUMP, fed the true capacity distribution and queue, reaches {ideal:g} kB: the "
-                    'bound assumes empty queues, and the block before can leave one (README "HOP")'
+                    "bound assumes empty queues, and the block before can leave one (docs/explanation/systems/hop.md)"
                 ),
             )
         )
@@ -259,7 +261,7 @@ def hop_verdicts(res: Mapping, fig: Mapping) -> list[Verdict]:
                     ""
                     if ok
                     else "; the cause is not measured separately from the balanced "
-                    'case\'s (README "HOP" has the full-scale LEAP figures)'
+                    "case's (docs/explanation/systems/hop.md has the full-scale LEAP figures)"
                 ),
             )
         )
