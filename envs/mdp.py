@@ -13,7 +13,7 @@ its ``reward`` kind:
     window is full (the packet then waits for that path and blocks every
     other decision); reward: the per-decision credit ``RTT_SCALE_S / (t_ack -
     t_decision)`` (``packet_rate``, :func:`ack_credit`) or a step goodput
-    (:func:`step_reward`). Measured (README, "Learnability"): a DQN trained on
+    (:func:`step_reward`). Measured (docs/explanation/learnability.md): a DQN trained on
     it sends nearly everything on one path, because the credit prices a
     packet's own delay and never the capacity an idle path leaves unused.
 
@@ -52,7 +52,7 @@ its ``reward`` kind:
       With a fixed unit (``time``: 10 ms) the same decisions on a 1 Gbit/s
       path are worth a thousandth of those on a 1 Mbit/s one, and one network
       trained on tasks of both (the bank's generalist, the meta-models) fits
-      the slow tasks and treats the fast ones as noise (measured: README,
+      the slow tasks and treats the fast ones as noise (measured: docs/explanation/mdps.md,
       "The MDP of the learned schedulers").
     * **State** (:func:`completion_features_into`), per path: ``log(1 +
       cwnd/srtt / 100 pkt/s)``, inflight/cwnd, has room, srtt / 100 ms,

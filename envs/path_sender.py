@@ -28,7 +28,7 @@ K_GRANULARITY = 0.001  # s, RFC 9002 kGranularity
 _GRANULARITY = K_GRANULARITY  # its C double in the compiled core (path_sender.pxd)
 K_INITIAL_RTT = 0.333  # s, RFC 9002 kInitialRtt
 INF = math.inf
-#: pacing settings of a path (``scenario.pacing``, envs/SCHEMA.md): quic-go's pacer
+#: pacing settings of a path (``scenario.pacing``, docs/reference/formats/scenario_schema.md): quic-go's pacer
 PACING_DEFAULTS: dict = {"enabled": True, "gain": 1.25, "burst_packets": 10, "min_delay_ms": 1.0}
 PACING_OFF: dict = {**PACING_DEFAULTS, "enabled": False}
 
