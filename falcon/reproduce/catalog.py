@@ -6,8 +6,8 @@ module's own CLI) at two scales:
 
 * ``quick``: every experiment in minutes on 2 cores (small seeds, budgets,
   downloads). Enough to see each figure's shape; the numbers are noisy;
-* ``paper``: each experiment's full protocol (the defaults its README
-  section documents; the main job with the paper's 120 repetitions), hours.
+* ``paper``: each experiment's full protocol (the defaults its page of
+  docs/explanation/ documents; the main job with the paper's 120 repetitions), hours.
 
 The command's output folder holds ``result`` (its results JSON), read by
 :mod:`falcon.reproduce.claims`, and the plots the report shows (``plots``).
