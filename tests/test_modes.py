@@ -181,6 +181,9 @@ def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_
         and median(again) == learned
     )
     assert again.constant_mode == agent.constant_mode
+    # the ablation: the Q-policy deployed even where the selection kept a constant mode
+    q_only = DQNModes(model=str(tmp_path), constant_candidate=False)
+    assert q_only.constant_mode is None and q_only.switch_margin == agent.switch_margin
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     with pytest.raises(ModelFileError, match="bad.h5: unreadable"):
         DQNModes(model=str(tmp_path / "bad.h5"))

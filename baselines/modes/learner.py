@@ -145,7 +145,9 @@ class DQNModes(Scheduler, Trainable):
             (``cql_alpha``: conservative Q-learning, which keeps the greedy
             mode on what the log supports).
         seed: initial weights and mini-batches.
-        model: a saved model (``model.h5`` or its folder) instead of training.
+        model: a saved model (``model.h5`` or its folder) instead of training;
+            with ``constant_candidate: false`` its Q-policy is deployed even
+            where its selection kept a constant mode (an ablation).
     """
 
     name = "dqn_modes"
@@ -365,6 +367,8 @@ class DQNModes(Scheduler, Trainable):
         )
         self.margins = [self.switch_margin]
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in members])
+        if not self.constant_candidate:  # deploy the Q-policy, not the selected constant mode
+            self.constant_mode = None
 
 
 __all__ = ["DQNModes", "ModePolicy", "TARGETS", "Ensemble", "hold_or_switch", "check_margins"]
