@@ -57,6 +57,7 @@ COLORS: dict[str, str] = {
     "dqn_off_star": "#f7b6d2",
     "dqn_off_paper": "#ce6dbd",
     "dqn_modes": "#a55194",
+    "dqn_modes_general": "#9c9ede",
     # FALCON
     "falcon": "#d62728",
     "falcon_n": "#ff9896",
