@@ -192,9 +192,9 @@ def test_train_default_is_the_main_job(compose):
 
 
 def test_console_scripts_name_the_entry_points(tmp_path):
-    """falcon-train, falcon-evaluate and falcon-export (pyproject.toml) each
-    point at the main() of its ``python -m`` module, and the installed ones
-    find their configs from any working directory."""
+    """falcon-train, falcon-evaluate, falcon-export and falcon-bench
+    (pyproject.toml) each point at the main() of its ``python -m`` module, and
+    the installed ones find their configs from any working directory."""
     import importlib
     import subprocess
     import sys
@@ -204,10 +204,11 @@ def test_console_scripts_name_the_entry_points(tmp_path):
     scripts = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
         "project"
     ]["scripts"]
-    assert set(scripts) == {"falcon-train", "falcon-evaluate", "falcon-export"}
+    assert set(scripts) == {"falcon-train", "falcon-evaluate", "falcon-export", "falcon-bench"}
     for name, target in scripts.items():
         module, func = target.split(":")
-        assert module == "falcon." + name.split("-")[1] and callable(
+        package = "falcon." + name.split("-")[1]
+        assert module in (package, package + ".__main__") and callable(
             getattr(importlib.import_module(module), func)
         )
         script = Path(sys.executable).parent / name
@@ -215,7 +216,12 @@ def test_console_scripts_name_the_entry_points(tmp_path):
             res = subprocess.run(
                 [str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120
             )
-            assert res.returncode == 0 and "== What the keys mean ==" in res.stdout, res.stderr
+            expected = (
+                "usage: python -m falcon.bench"
+                if name == "falcon-bench"
+                else "== What the keys mean =="
+            )
+            assert res.returncode == 0 and expected in res.stdout, res.stderr
 
 
 def test_multirun_writes_one_summary_of_the_sweep(run_cli, tmp_path):
