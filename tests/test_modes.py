@@ -274,3 +274,18 @@ def test_a_generalist_learns_from_several_conditions():
         assert median(scen, agent) <= 1.15 * best
     with pytest.raises(ConfigError, match="tasks: expected at least one"):
         agent.fit(None, None, tasks=[], progress=False)
+
+
+def test_the_first_mode_holds_the_first_epoch_then_the_q_values_choose():
+    from baselines.modes.learner import ModePolicy
+
+    q = lambda state: np.array([0.0, 1.0, 0.5])  # noqa: E731
+    policy = ModePolicy(q, margin=0.0, first=2)
+    assert [policy(None) for _ in range(3)] == [2, 1, 1]
+    assert ModePolicy(q, constant=0, first=2)(None) == 0  # a kept constant mode wins
+    agent = DQNModes(
+        shares=[0.0, 1.0], reinject=[False], rules=["redundant"], first_mode="redundant"
+    )
+    assert agent._first() == agent.modes.index("redundant")
+    with pytest.raises(ConfigError, match="first_mode 'ecf' is not one of its modes"):
+        DQNModes(shares=[0.0], reinject=[False], rules=["minrtt"], first_mode="ecf")

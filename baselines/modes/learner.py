@@ -78,16 +78,21 @@ DEFAULT_MARGINS = (0.0, 0.1, 0.3, None)
 
 class ModePolicy:
     """The chooser of one download: ``constant`` at every epoch if given, else
-    the argmax of ``q``, unless the mode in force is within ``margin`` of it
-    (:func:`hold_or_switch`)."""
+    ``first`` (if given) in the first epoch, then the argmax of ``q``, unless
+    the mode in force is within ``margin`` of it (:func:`hold_or_switch`)."""
 
-    def __init__(self, q, margin: float = 0.0, constant: int | None = None) -> None:
-        self.q, self.margin, self.constant = q, margin, constant
+    def __init__(
+        self, q, margin: float = 0.0, constant: int | None = None, first: int | None = None
+    ) -> None:
+        self.q, self.margin, self.constant, self.first = q, margin, constant, first
         self.current: int | None = None
 
     def __call__(self, state: np.ndarray) -> int:
         if self.constant is not None:
             return self.constant
+        if self.current is None and self.first is not None:
+            self.current = self.first
+            return self.current
         self.current = hold_or_switch(self.q(state), self.current, self.margin)
         return self.current
 
@@ -145,6 +150,12 @@ class DQNModes(Scheduler, Trainable):
             (``cql_alpha``: conservative Q-learning, which keeps the greedy
             mode on what the log supports).
         seed: initial weights and mini-batches.
+        first_mode: a rule of ``rules`` held in the first epoch, before the
+            state says anything about the condition (then the Q-values
+            choose; null: the Q-values from the first epoch). A rule that
+            re-injects (``redundant``) keeps packets sent on a path that turns
+            out to be in an outage from waiting for it. Applied when deployed
+            and in the selection; not stored in the model file.
         model: a saved model (``model.h5`` or its folder) instead of training;
             with ``constant_candidate: false`` its Q-policy is deployed even
             where its selection kept a constant mode (an ablation).
@@ -168,6 +179,7 @@ class DQNModes(Scheduler, Trainable):
         target: str = "mc",
         switch_margins: Sequence[float | None] = DEFAULT_MARGINS,
         constant_candidate: bool = True,
+        first_mode: str | None = None,
         seed: int = 0,
         model: str | None = None,
     ) -> None:
@@ -189,12 +201,14 @@ class DQNModes(Scheduler, Trainable):
             gamma=0.0 if target == "mc" else float(gamma),
             cql_alpha=float(cql_alpha),
         )
+        self.first_mode = first_mode
         self.seed = int(seed)
         self.q: Ensemble | None = None
         self.spec: QNetSpec | None = None
         self._inner: ModeScheduler | None = None
         if model is not None:
             self.load(model)
+        self._first()  # a first_mode that is not a mode: one error line now, not at the first decision
 
     # ------------------------------------------------------------ acting
     def policy(self) -> ModePolicy:
@@ -204,7 +218,18 @@ class DQNModes(Scheduler, Trainable):
             raise ConfigError(
                 f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)"
             )
-        return ModePolicy(self.q, self.switch_margin, self.constant_mode)
+        return ModePolicy(self.q, self.switch_margin, self.constant_mode, self._first())
+
+    def _first(self) -> int | None:
+        """The index of ``first_mode`` among the modes, or None."""
+        if self.first_mode is None:
+            return None
+        if self.first_mode not in self.modes:
+            raise ConfigError(
+                f"{self.name}: first_mode {self.first_mode!r} is not one of its modes "
+                f"(a rule of rules: {[m for m in self.modes if isinstance(m, str)]})"
+            )
+        return self.modes.index(self.first_mode)
 
     def reset(self, view: ConnectionView) -> None:
         self._inner = ModeScheduler(self.modes, self.policy())
@@ -335,7 +360,7 @@ class DQNModes(Scheduler, Trainable):
 
         def evaluate(i: int, k: int) -> float:
             policy = (
-                ModePolicy(self.q, self.margins[i])
+                ModePolicy(self.q, self.margins[i], first=self._first())
                 if i < len(self.margins)
                 else ModePolicy(None, constant=constant)
             )
