@@ -63,6 +63,7 @@ from baselines.palette import color
 from envs.errors import ConfigError
 from envs.scenario import SCHEDULE_FIELDS, normalise_scenario, random_condition_schedule
 from falcon import report
+from falcon.compare import few_runs_warning
 from falcon.config import check_int, to_plain
 from falcon.experiment import info
 from falcon.experiments import common
@@ -331,6 +332,13 @@ def table(results: dict) -> str:
         for name, rows in results["scores"].items()
     ]
     head = [f"{iv:g} s" for iv in ivs]
+    pairs = [
+        r["vs_best_other"]["n"]
+        for rs in results["scores"].values()
+        for r in rs
+        if r.get("vs_best_other")
+    ]
+    warning = few_runs_warning(min(pairs)) if pairs else None
     return (
         "relative score per change interval (DQN-Off median / scheduler median)\n"
         + common.format_table(["scheduler", *head], rows)
@@ -344,6 +352,7 @@ def table(results: dict) -> str:
         + "\nmedian time / the best other scheduler's, 95 % bootstrap interval over the paired downloads "
         "(an interval holding 1: the runs cannot tell them apart)\n"
         + common.format_table(["scheduler", *head], versus)
+        + (f"\n{warning}\n" if warning else "")
     )
 
 
