@@ -111,6 +111,27 @@ class NullTracker:
         pass
 
 
+class RecordingTracker(NullTracker):
+    """A tracker that keeps what it is given (``calls``: ``(metrics, step)``
+    in order) instead of sending it anywhere: a training step run in a worker
+    or a helper hands its metrics back to the caller this way."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict, int | None]] = []
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        self.calls.append(({k: float(v) for k, v in metrics.items()}, step))
+
+    def final(self, prefix: str) -> dict[str, float]:
+        """The metrics under ``prefix`` of the last call without a step (a
+        training step's final metrics), the prefix removed."""
+        out: dict[str, float] = {}
+        for metrics, step in self.calls:
+            if step is None:
+                out = {k[len(prefix) :]: v for k, v in metrics.items() if k.startswith(prefix)}
+        return out
+
+
 class Tracker(NullTracker):
     """One MLflow run, driven through ``MlflowClient`` (no global active run);
     a failure of the store raises :class:`TrackingError`."""
@@ -264,6 +285,7 @@ __all__ = [
     "start_run",
     "Tracker",
     "NullTracker",
+    "RecordingTracker",
     "TrackingError",
     "resolve_uri",
     "flatten",

@@ -140,12 +140,18 @@ class Transitions:
     weights: np.ndarray | None = None
 
 
-def best_constant_mode(episodes: Sequence[Episode], n_modes: int) -> int:
-    """The mode whose constant-mode episodes have the lowest median download time."""
+def constant_mode_times(episodes: Sequence[Episode]) -> dict[int, list[float]]:
+    """Download times [s] of the episodes that held one mode throughout, by mode."""
     times: dict[int, list[float]] = {}
     for e in episodes:
         if len(set(e.modes.tolist())) == 1:
             times.setdefault(int(e.modes[0]), []).append(e.download_time_s)
+    return times
+
+
+def best_constant_mode(episodes: Sequence[Episode], n_modes: int) -> int:
+    """The mode whose constant-mode episodes have the lowest median download time."""
+    times = constant_mode_times(episodes)
     if not times:
         raise ConfigError(
             "modes: no constant-mode episode to choose a constant mode from (seeds_per_mode >= 1)"
@@ -161,10 +167,7 @@ def best_constant_mode_of_tasks(logs: Sequence[Sequence[Episode]], n_modes: int)
         return best_constant_mode(logs[0], n_modes)
     cost = np.zeros(n_modes)
     for episodes in logs:
-        times: dict[int, list[float]] = {}
-        for e in episodes:
-            if len(set(e.modes.tolist())) == 1:
-                times.setdefault(int(e.modes[0]), []).append(e.download_time_s)
+        times = constant_mode_times(episodes)
         if len(times) < n_modes:
             raise ConfigError(
                 "modes: a task has no constant-mode episode of some mode (seeds_per_mode >= 1)"

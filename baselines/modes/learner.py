@@ -271,7 +271,7 @@ class DQNModes(Scheduler, Trainable):
         tasks = [(scenario, app)] if tasks is None else [tuple(t) for t in tasks]
         if not tasks:
             raise ConfigError(f"{self.name}: tasks: expected at least one (scenario, app)")
-        logs, parts = [], []
+        logs, parts, units = [], [], []
         for i, (scen, a) in enumerate(tasks):
             episodes = collect(
                 scen,
@@ -291,6 +291,7 @@ class DQNModes(Scheduler, Trainable):
                 else transitions(episodes, self.config.gamma, unit_s, rate_ref)
             )
             logs.append(episodes)
+            units.append(unit_s)
         data = pool(parts)
         mean = data.states.mean(0)
         spread = np.maximum(data.states.std(0), 1e-3)
@@ -315,7 +316,7 @@ class DQNModes(Scheduler, Trainable):
             "tasks": float(len(tasks)),
             "behaviour_episodes": float(sum(len(e) for e in logs)),
             "transitions": float(len(data.actions)),
-            "reward_unit_s": reward_constants(logs[0])[0] if len(logs) == 1 else math.nan,
+            "reward_unit_s": units[0] if len(units) == 1 else math.nan,
             "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
             "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
             "constant_mode": -1.0 if self.constant_mode is None else float(self.constant_mode),

@@ -14,6 +14,8 @@ test list (its files are for reporting only).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,43 +36,42 @@ def train_generalists(
     agents: dict[str, dict], sec: Mapping, folder: Path, progress: bool = True
 ) -> tuple[dict[str, dict], dict[str, dict]]:
     """``(agents, records)``: every deployed agent that names a condition list
-    trained on it (seed ``sec["train_seed"]``), saved under ``folder/<name>/``
-    and replaced by its config with ``model`` set to that file and no
-    ``train`` section; ``records[name]``: the list, the fit metrics, the
-    wall time [s]."""
-    from envs.traces.guard import training_reads
-    from falcon.experiments.condition_lists import training_tasks
-    from falcon.jobs import instantiate_agent, seed_globals
+    trained on it through falcon.train's training step
+    (:func:`falcon.train.train_agents`, seed ``sec["train_seed"]``; it reads
+    the list and keeps test files out), saved under
+    ``folder/<name>/`` and replaced by its config with ``model`` set to
+    that file and no ``train`` section; ``records[name]``: the list, its
+    number of conditions, the fit metrics, the wall time [s]."""
+    from falcon.config import Plan
+    from falcon.tracking import RecordingTracker
+    from falcon.train import train_agents
 
     out, records = dict(agents), {}
     for name in sec["deployed"]:
         listed = listed_conditions(agents[name])
         if listed is None or agents[name].get("model"):  # a given model is deployed as is
             continue
-        where = f"{JOB}.deployed: {name}"
         if listed == sec.get("split"):
             raise ConfigError(
-                f"{where} trains on the {listed} list, which this run scores: "
+                f"{JOB}.deployed: {name} trains on the {listed} list, which this run scores: "
                 "a deployed scheduler never sees the conditions it is scored on"
             )
-        tasks = training_tasks(listed, f"{where}: train.conditions")
-        cfg = {k: v for k, v in agents[name].items() if k != "train"}
-        kw = {k: v for k, v in agents[name]["train"].items() if k != "conditions"}
-        scheduler = instantiate_agent(name, cfg)
-        if progress:
-            info(f"{JOB}: training {name} once on the {len(tasks)} conditions of the {listed} list")
         t0 = time.perf_counter()
-        seed_globals(sec["train_seed"])
-        with training_reads(f"training {name} on the {listed} list"):
-            metrics = scheduler.fit(
-                scenario=None, app=None, seed=sec["train_seed"], tasks=tasks, progress=False, **kw
-            )
-        path = scheduler.save(folder / name)
-        out[name] = {**cfg, "model": str(path)}
+        rec = RecordingTracker()
+        plan = Plan([(listed, None)], [(listed, None)], [(name, agents[name])], [])
+        with tempfile.TemporaryDirectory(prefix="generalist-") as staging:
+            train_agents(plan, Path(staging), rec, sec["train_seed"], progress=progress)
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.move(Path(staging) / "models" / name, folder / name)
+        metrics = rec.final(f"train/{name}/")
+        out[name] = {
+            **{k: v for k, v in agents[name].items() if k != "train"},
+            "model": str(folder / name / "model.h5"),
+        }
         records[name] = {
             "conditions": listed,
-            "tasks": len(tasks),
-            "metrics": {k: float(v) for k, v in dict(metrics or {}).items()},
+            "tasks": int(metrics.get("tasks", 0)),
+            "metrics": metrics,
             "wall_s": time.perf_counter() - t0,
         }
         if progress:

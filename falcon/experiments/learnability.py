@@ -176,7 +176,7 @@ from falcon.experiments.learnability_settings import (
 )
 from falcon.experiments.oracle import ORACLE, label, member_groups
 from falcon.runtime import run_jobs
-from falcon.tracking import NullTracker
+from falcon.tracking import RecordingTracker
 
 #: job kinds, in the order the jobs are started (longest first)
 _KIND_ORDER = {"learner": 0, ORACLE: 1, "deployed": 2, FIXED: 3, "rule": 4}
@@ -268,16 +268,6 @@ def _cost_order(units: Sequence[Unit]) -> list[int]:
     return sorted(range(len(units)), key=lambda k: (_KIND_ORDER[units[k].kind], -size(units[k]), k))
 
 
-class _Recorder(NullTracker):
-    """A tracker that keeps what a training step logs (sent back to the parent)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[dict, int | None]] = []
-
-    def log_metrics(self, metrics, step=None) -> None:
-        self.calls.append(({k: float(v) for k, v in metrics.items()}, step))
-
-
 def _finite(x):
     return float(x) if x is not None and math.isfinite(float(x)) else None
 
@@ -304,7 +294,7 @@ def train_learner(unit: Unit):
     from falcon.train import train_agents
 
     t0 = time.perf_counter()
-    rec = _Recorder()
+    rec = RecordingTracker()
     plan = Plan(
         [(unit.condition_name, unit.scenario)],
         [(unit.condition_name, unit.app)],
@@ -324,10 +314,7 @@ def train_learner(unit: Unit):
             else {}
         )
     prefix = f"train/{unit.scheduler}/"
-    final = {}
-    for metrics, step in rec.calls:
-        if step is None:
-            final = {k[len(prefix) :]: v for k, v in metrics.items() if k.startswith(prefix)}
+    final = rec.final(prefix)
     curve = [
         ({k[len(prefix) :]: v for k, v in m.items() if k.startswith(prefix)}, step)
         for m, step in rec.calls
