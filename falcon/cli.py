@@ -102,6 +102,13 @@ def one_line(exc: BaseException) -> str:
         r"Key '[^']+' (is )?not in", f"{msg} {exc.__cause__}"
     ):  # Hydra's "+key" hint would add a key nothing reads
         key = m.group(1)
+        full = re.search(r"full_key: (\S+)", str(exc.__cause__))
+        if full and full.group(1).startswith(key + "."):  # the key exists; the new mapping adds one
+            nested = full.group(1)[len(key) + 1 :]
+            return (
+                f"cannot add {nested!r} to {key!r} by replacing the whole mapping (its keys are "
+                f"fixed); add it on its own: ++{key}.{nested}=VALUE"
+            )
         return (
             f"unknown config key {key!r}: Could not override {key!r} (no such key; the keys and "
             f"their meaning are in configs/ and docs/reference/formats/scenario_schema.md, --cfg job prints the composed config)"

@@ -159,6 +159,10 @@ def test_multirun_sweep(run_cli, tmp_path, mlflow_uri):
         (["scenario.paths.0.loss=2"], "paths[0].loss"),
         (["scenario.paths.1.trace=no/such/trace.csv"], "trace no/such/trace.csv: no such file"),
         (["scenario.nosuchkey=1"], "unknown config key 'scenario.nosuchkey': Could not override"),
+        (
+            ["scenario.ack={every: 2, nosuch: 1}"],
+            "cannot add 'nosuch' to 'scenario.ack' by replacing the whole mapping",
+        ),
     ],
 )
 def test_bad_input_is_one_error_line(run_cli, tmp_path, args, message):

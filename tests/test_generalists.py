@@ -94,3 +94,57 @@ def test_the_train_list_is_read_as_tasks():
     tasks = condition_lists.training_tasks("train", "x")
     assert len(tasks) >= 10 and all(len(s["paths"]) == 2 for s, _ in tasks)
     assert all(a["kind"] in ("bulk", "web") for _, a in tasks)
+
+
+def test_recombined_tasks_pair_the_lists_own_paths_and_are_seeded():
+    tasks = condition_lists.training_tasks("train", "x")
+    firsts = [s["paths"][0] for s, _ in tasks]
+    seconds = [s["paths"][1] for s, _ in tasks]
+    extra = condition_lists.recombined_tasks(tasks, 20, seed=3)
+    assert len(extra) == 20
+    assert extra == condition_lists.recombined_tasks(tasks, 20, seed=3)
+    assert extra != condition_lists.recombined_tasks(tasks, 20, seed=4)
+    pairs = [(s["paths"][0], s["paths"][1]) for s, _ in extra]
+    assert len({repr(p) for p in pairs}) == 20  # no pair twice
+    for (p0, p1), (_, app) in zip(pairs, extra, strict=True):
+        assert p0 in firsts and p1 in seconds and app["size_bytes"] == 2_000_000
+        assert (p0, p1) not in [(s["paths"][0], s["paths"][1]) for s, _ in tasks]
+        files = [condition_lists.trace_files({"paths": [p]}) for p in (p0, p1)]
+        assert not {f for _, f in files[0]} & {f for _, f in files[1]}
+    assert condition_lists.recombined_tasks(tasks, 0, seed=3) == []
+
+
+def test_more_recombined_tasks_than_pairs_is_one_error():
+    with pytest.raises(ConfigError, match="5 tasks asked, the list's paths make 2 new pairs"):
+        condition_lists.recombined_tasks(TASKS, 5, seed=0)
+    with pytest.raises(ConfigError, match="whole number >= 0"):
+        condition_lists.recombined_tasks(TASKS, -1, seed=0)
+
+
+def test_the_convergence_experiment_trains_a_generalist_once_and_deploys_it(compose, monkeypatch):
+    from falcon.experiments import convergence
+
+    asked = []
+
+    def tasks(name, where):
+        asked.append(name)
+        return TASKS
+
+    monkeypatch.setattr(condition_lists, "training_tasks", tasks)
+    tiny = TINY.replace("{dqn_modes_general: {", "").rsplit("}}", 1)[0]
+    cfg = compose(
+        "train",
+        [
+            "experiment=convergence",
+            "quick=true",
+            "quick_variant.convergence.schedulers=[dqn_modes_general]",
+            "runs=2",
+            f"++convergence.agent_overrides.dqn_modes_general={{{tiny}}}",
+        ],
+    )
+    _, sec, a, b, app = convergence.settings(cfg)
+    res = convergence.run_convergence(sec, a, b, app, None, progress=False)
+    assert asked == ["train"]  # once for both runs
+    assert res["generalists"]["dqn_modes_general"]["tasks"] == 2
+    assert {r["scheduler"] for r in res["records"]} == {"dqn_modes_general"}
+    assert len(res["records"]) == 2 * (sec["downloads_a"] + sec["downloads_b"])

@@ -112,6 +112,59 @@ def training_tasks(name, where: str) -> list[tuple[dict, dict]]:
     return [(c["scenario"], c["app"]) for c in conditions]
 
 
+def recombined_tasks(tasks: Sequence[tuple], n: int, seed: int) -> list[tuple[dict, dict]]:
+    """``n`` more tasks made of the paths of ``tasks`` (``[(scenario, app),
+    ...]`` of two-path scenarios): path 0 of one condition beside path 1 of
+    another, each path spec as its condition gives it (trace, window, RTT),
+    with the default app (a 2 MB bulk download).
+
+    Why: a generalist trained on a list's 13 pairs has seen 13 points of the
+    space of conditions, and its Q-values reorder on states between them;
+    recombining the list's own paths gives it hundreds of pairs without a
+    file from outside the list's split. A pair whose two paths read the same
+    trace file, or that is already one of ``tasks``, is left out. Drawn
+    without replacement in an order fixed by ``seed``; at most every
+    eligible pair (fewer than ``n`` is an error that names both numbers)."""
+    import json
+
+    import numpy as np
+
+    from envs.apps import normalise_app
+    from falcon.experiments.learnability_settings import DEFAULT_APP
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ConfigError(f"train.recombined: expected a whole number >= 0, got {n!r}")
+    if n == 0:
+        return []
+    key = lambda spec: json.dumps(spec, sort_keys=True, default=str)  # noqa: E731
+    firsts, seconds, files, listed = {}, {}, {}, set()
+    for scen, _ in tasks:
+        paths = list(scen["paths"])
+        if len(paths) != 2:
+            raise ConfigError(
+                f"train.recombined: every condition needs 2 paths, one has {len(paths)}"
+            )
+        for i, table in ((0, firsts), (1, seconds)):
+            table.setdefault(key(paths[i]), paths[i])
+            files[key(paths[i])] = {f for _, f in trace_files({"paths": [paths[i]]})}
+        listed.add((key(paths[0]), key(paths[1])))
+    pairs = [
+        (a, b)
+        for a in firsts
+        for b in seconds
+        if a != b and (a, b) not in listed and not files[a] & files[b]
+    ]
+    if n > len(pairs):
+        raise ConfigError(
+            f"train.recombined: {n} tasks asked, the list's paths make {len(pairs)} new pairs"
+        )
+    order = np.random.default_rng(seed).permutation(len(pairs))[:n]
+    return [
+        ({"paths": [firsts[pairs[k][0]], seconds[pairs[k][1]]]}, normalise_app(dict(DEFAULT_APP)))
+        for k in order
+    ]
+
+
 def check_learners(name: str, learners: Sequence[str], job: str) -> None:
     """No learner on a list of :data:`NO_LEARNERS`."""
     if name in NO_LEARNERS and learners:
@@ -129,4 +182,5 @@ __all__ = [
     "check_list_files",
     "check_learners",
     "training_tasks",
+    "recombined_tasks",
 ]

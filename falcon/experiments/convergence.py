@@ -57,8 +57,10 @@ packets on B after which the score stays at least ``target_score`` (0.9,
 from __future__ import annotations
 
 import math
+import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
@@ -67,6 +69,7 @@ from envs.scenario import normalise_scenario
 from falcon.config import check_int, to_plain
 from falcon.experiment import info
 from falcon.experiments import change_reference, common
+from falcon.experiments.generalists import train_generalists
 
 JOB = "convergence"
 
@@ -167,6 +170,9 @@ def settings(cfg):
         raise ConfigError(f"{JOB}.target_score: expected a positive relative score, got {target!r}")
     sec["target_score"] = float(target)
     sec["reference"] = change_reference.check_reference(sec.get("reference"), f"{JOB}.reference")
+    sec["train_seed"] = check_int(
+        cfg, "train_seed", 0
+    )  # of a scheduler trained on a condition list
     return cfg, sec, scen_a, scen_b, app
 
 
@@ -189,20 +195,11 @@ def first_score(curve: list[dict]) -> float:
     return next((r["score"] for r in curve if r["n"]), math.nan)
 
 
-def run_convergence(
-    sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=None, progress: bool = True, log=None
-) -> dict:
-    """The experiment (module docstring) without tracking; returns the results."""
-    t0 = time.perf_counter()
-    seed = sec["seed"]
-    ref = change_reference.reference(
-        scen_a, scen_b, app, sec["reference"], seed, f"{JOB}.reference", progress
-    )
-    ref_times = ref["times"]
-    overrides = dict(sec.get("agent_overrides") or {})
-    records: list[dict] = []
+def _runs(sec, configs, scen_a, scen_b, app, bank, progress) -> list[dict]:
+    """Every scheduler's ``runs`` runs of A then B (module docstring, step 3); the records."""
+    seed, records = sec["seed"], []
     for name in sec["schedulers"]:
-        acfg = common.agent_config(name, overrides.get(name))
+        acfg = configs[name]
         for run in range(sec["runs"]):
             t1 = time.perf_counter()
             sched = common.build_agent(name, acfg, seed + run, bank)
@@ -220,6 +217,27 @@ def run_convergence(
                     f"{JOB}: {name} run {run + 1}/{sec['runs']}: B downloads {np.round(b, 3).tolist()} s "
                     f"[{time.perf_counter() - t1:.1f} s]"
                 )
+    return records
+
+
+def run_convergence(
+    sec: dict, scen_a: dict, scen_b: dict, app: Mapping, bank=None, progress: bool = True, log=None
+) -> dict:
+    """The experiment (module docstring) without tracking; returns the results."""
+    t0 = time.perf_counter()
+    seed = sec["seed"]
+    ref = change_reference.reference(
+        scen_a, scen_b, app, sec["reference"], seed, f"{JOB}.reference", progress
+    )
+    ref_times = ref["times"]
+    overrides = dict(sec.get("agent_overrides") or {})
+    configs = {n: common.agent_config(n, overrides.get(n)) for n in sec["schedulers"]}
+    with tempfile.TemporaryDirectory(prefix="convergence-generalists-") as tmp:
+        # a scheduler that trains on a condition list (FALCON on the mode MDP) is trained once
+        configs, trained = train_generalists(
+            configs, {**sec, "deployed": sec["schedulers"], "split": None}, Path(tmp), progress, JOB
+        )
+        records = _runs(sec, configs, scen_a, scen_b, app, bank, progress)
     edges = sec["bin_edges"]
     curves = {}
     for name in sec["schedulers"]:
@@ -268,6 +286,7 @@ def run_convergence(
         "packets_to_target": to_target,
         "run_medians_b_s": run_medians,
         "records": records,
+        "generalists": trained,
         "wall_s": time.perf_counter() - t0,
     }
 

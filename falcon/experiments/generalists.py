@@ -33,7 +33,7 @@ def listed_conditions(cfg: Mapping) -> str | None:
 
 
 def train_generalists(
-    agents: dict[str, dict], sec: Mapping, folder: Path, progress: bool = True
+    agents: dict[str, dict], sec: Mapping, folder: Path, progress: bool = True, job: str = JOB
 ) -> tuple[dict[str, dict], dict[str, dict]]:
     """``(agents, records)``: every deployed agent that names a condition list
     trained on it through falcon.train's training step
@@ -41,7 +41,9 @@ def train_generalists(
     the list and keeps test files out), saved under
     ``folder/<name>/`` and replaced by its config with ``model`` set to
     that file and no ``train`` section; ``records[name]``: the list, its
-    number of conditions, the fit metrics, the wall time [s]."""
+    number of conditions, the fit metrics, the wall time [s]. ``sec``:
+    ``deployed`` (the names), ``split`` (the list the run scores, or None)
+    and ``train_seed``; ``job`` names the experiment in messages."""
     from falcon.config import Plan
     from falcon.tracking import RecordingTracker
     from falcon.train import train_agents
@@ -53,7 +55,7 @@ def train_generalists(
             continue
         if listed == sec.get("split"):
             raise ConfigError(
-                f"{JOB}.deployed: {name} trains on the {listed} list, which this run scores: "
+                f"{job}.deployed: {name} trains on the {listed} list, which this run scores: "
                 "a deployed scheduler never sees the conditions it is scored on"
             )
         t0 = time.perf_counter()
@@ -66,7 +68,9 @@ def train_generalists(
         metrics = rec.final(f"train/{name}/")
         out[name] = {
             **{k: v for k, v in agents[name].items() if k != "train"},
-            "model": str(folder / name / "model.h5"),
+            "model": str(
+                folder / name
+            ),  # its folder: the model file is the scheduler's own (model.h5, bank.h5)
         }
         records[name] = {
             "conditions": listed,
@@ -75,7 +79,7 @@ def train_generalists(
             "wall_s": time.perf_counter() - t0,
         }
         if progress:
-            info(f"{JOB}: {name} trained in {records[name]['wall_s']:.0f} s")
+            info(f"{job}: {name} trained in {records[name]['wall_s']:.0f} s")
     return out, records
 
 
