@@ -193,8 +193,8 @@ def test_convergence_is_reproducible(compose, tiny_bank):
 
 
 def test_stress_job(job_cfg, tmp_path):
-    res = stress.run_job(job_cfg("stress"))
-    out = tmp_path / "stress"
+    res = stress.run_job(job_cfg("stress_paper"))
+    out = tmp_path / "stress_paper"
     for name in ("stress.json", "stress.txt", "stress.png", "summary.json"):
         assert (out / name).is_file(), name
     data = json.loads((out / "stress.json").read_text())
@@ -239,10 +239,57 @@ def test_stress_job(job_cfg, tmp_path):
     # every download starts within its condition; sessions are reproducible
     for r in data["records"]:
         assert r["start_s"] < (r["condition"] + 1) * r["interval_s"]
-    again = stress.run_job(job_cfg("stress"))
+    again = stress.run_job(job_cfg("stress_paper"))
     assert [r["download_time_s"] for r in again["records"]] == [
         r["download_time_s"] for r in res["records"]
     ]
+
+
+def test_stress_alternates_with_b_and_scores_against_the_best_known_policy(job_cfg, tmp_path):
+    stress.run_job(job_cfg("stress", "quick_variant.stress.n_conditions=4"))
+    data = json.loads((tmp_path / "stress" / "stress.json").read_text())
+    ref = data["reference"]
+    assert ref["kind"] == "best_known" and ref["a_policy_gap"] >= 0.2
+    b = data["settings"]["condition_b"]
+    # the conditions alternate A, B, A, B: A is the scenario's, B sets condition_b's fields
+    sched = data["conditions"]["0"]
+    for path, (p, over) in enumerate(zip(data["scenario"]["paths"], b, strict=True)):
+        a = {k: p[k] for k in ("bandwidth_mbps", "rtt_ms", "rtt_std_ms", "loss")}
+        for j, seg in enumerate(sched[path]):
+            want = a if j % 2 == 0 else {**a, **(over or {})}
+            assert {k: seg[k] for k in a} == pytest.approx(want), (path, j)
+    # per interval, the reference is the candidate with the lowest median; it scores 1
+    for iv, row in zip(data["settings"]["intervals_s"], data["scores"]["best_known"], strict=True):
+        cands = {r["scheduler"] for r in data["records"] if r["scheduler"].startswith("known:")}
+        med = {
+            c: float(
+                np.median(
+                    [
+                        r["download_time_s"]
+                        for r in data["records"]
+                        if r["scheduler"] == c and r["interval_s"] == iv
+                    ]
+                )
+            )
+            for c in cands
+        }
+        assert row["policy"] == min(med, key=med.get) and row["score"] == pytest.approx(1.0)
+    assert "best known policy per interval" in (tmp_path / "stress" / "stress.txt").read_text()
+
+
+@pytest.mark.parametrize(
+    "extra, msg",
+    [
+        (["stress.changes=sometimes"], "stress.changes: expected one of"),
+        (["stress.condition_b=[null]"], "stress.condition_b: expected one entry per path"),
+        (["stress.condition_b=[{speed: 3}, null]"], r"stress.condition_b\[0\]: expected null or"),
+        (["stress.changes=random"], "best_known needs changes: alternate"),
+        (["stress.condition_b=[{loss: 2.0}, null]"], "loss"),
+    ],
+)
+def test_bad_stress_settings_are_one_error_line(job_cfg, extra, msg):
+    with pytest.raises(ConfigError, match=msg):
+        stress.settings(job_cfg("stress", *extra))
 
 
 def test_k_impact_job(job_cfg, tmp_path):

@@ -67,23 +67,24 @@ def test_the_cell_estimate_follows_the_condition_and_persists_across_downloads(b
 
 def test_the_first_epoch_holds_the_first_mode(built):
     _, _, path = built
-    f = FalconModes(cells=2, finetune_steps=0, model=str(path), **SMALL)
+    f = FalconModes(cells=2, first_mode="redundant", model=str(path), **SMALL)
     f.run_episode(*TASKS[0], seed=0)
     assert f._inner.trace[0][1] == f.modes.index("redundant")
+    assert len(f._evidence) == len(f._inner.trace) - 1  # the held epoch adds no evidence
     with pytest.raises(ConfigError, match="first_mode 'blest' is not one of its modes"):
         FalconModes(first_mode="blest", **SMALL)
 
 
 def test_few_shot_adaptation_moves_the_cells_model_between_downloads(built):
     _, _, path = built
-    f = FalconModes(cells=2, finetune_steps=8, model=str(path), **SMALL)
+    f = FalconModes(cells=2, first_mode="redundant", finetune_steps=8, model=str(path), **SMALL)
     f.run_episode(*TASKS[0], seed=0)
     cell = f.cells_used[0]
     assert f.finetunes == 1 and cell in f._tuned
     tuned = f._tuned[cell].nets[0].weights[0]
     assert not np.allclose(tuned, f.bank.q(cell).nets[0].weights[0])
     # no steps: the meta-models act as built
-    g = FalconModes(cells=2, finetune_steps=0, model=str(path), **SMALL)
+    g = FalconModes(cells=2, model=str(path), **SMALL)
     g.run_episode(*TASKS[0], seed=0)
     assert g.finetunes == 0 and g._tuned == {}
 

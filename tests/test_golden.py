@@ -51,7 +51,8 @@ MACHINE = (
 JOBS = {
     "main": ["experiment=main", "runs=2", "scenario_list=[static_4g_5g,mobile_5g_5g]"],
     "convergence": ["experiment=convergence", "quick=true"],
-    "stress": ["experiment=stress", "quick=true"],
+    "stress": ["experiment=stress_paper", "quick=true"],
+    "stress_alternate": ["experiment=stress", "quick=true"],
     "k_impact": ["experiment=k_impact", "quick=true"],
     "overhead": ["experiment=overhead", "quick=true"],
     "real_world": ["experiment=real_world", "quick=true", "~real_world.settings.static_5g_wlan"],

@@ -5,13 +5,19 @@
 
 Protocol (keys of ``configs/experiment/stress.yaml``):
 
-1. **Conditions.** For seed ``s``, every path gets ``n_conditions`` (24)
-   random conditions, each field (bandwidth, mean RTT, RTT std, loss)
-   uniform within ``ranges`` (default :data:`envs.scenario.TABLE1_RANGES`,
-   the min/max of the Table I links), drawn by
-   :func:`envs.scenario.random_condition_schedule` from a generator seeded
-   by ``(s, path)`` only: every interval sees the same 24 conditions, in
-   the same order, so intervals differ only in how fast they change.
+1. **Conditions.** ``changes: alternate`` (the default): every path's
+   conditions alternate between A (the scenario's own bandwidth, RTT, RTT
+   spread and loss) and B (``condition_b``: per path the fields B sets, null
+   = as A), ``n_conditions`` (24) of them, A first
+   (:func:`alternating_schedules`): a change where the policy best on A is
+   poor (checked, step 3), so adapting to it can be seen. ``changes:
+   random`` (``experiment=stress_paper``, the paper's): every path gets
+   ``n_conditions`` random conditions, each field uniform within ``ranges``
+   (default :data:`envs.scenario.TABLE1_RANGES`, the min/max of the Table I
+   links), drawn by :func:`envs.scenario.random_condition_schedule` from a
+   generator seeded by ``(s, path)`` only. Either way every interval sees the
+   same conditions, in the same order, so intervals differ only in how fast
+   they change.
 2. **Session.** Per (scheduler, interval ``I``, seed): one scheduler object
    (learning persists) and a session clock. Condition ``j`` holds on
    ``[j I, (j + 1) I)`` of the clock (the last one forever). For each
@@ -29,17 +35,28 @@ Protocol (keys of ``configs/experiment/stress.yaml``):
    measures the effect of changes during transfers, not of the 8 s of
    continuous traffic of the paper's longest interval (that would be
    ~500 downloads per session at 2 MB, beyond the budget here).
-3. **Reference.** DQN-Off, trained offline on ``reference.collect_episodes``
-   logged downloads, each on its own random static condition drawn from
-   the same ``ranges`` (independent draws), then run through the same
-   sessions. Score of an interval = median DQN-Off download time over the
-   interval's downloads (all seeds) / the scheduler's median (so DQN-Off
-   scores 1 by construction): the paper's relative score. Beside it the
-   *paired score*: every scheduler runs the very same downloads (seed,
-   condition, download), so the geometric mean of the per-download ratios
-   DQN-Off time / scheduler time (:func:`falcon.experiments.common.paired_score`)
-   compares like with like, where a ratio of medians pools 24 conditions
-   of different speeds and moves with whichever download sits at the median.
+3. **Reference.** ``reference.kind: best_known`` (with ``changes:
+   alternate``): first the check of
+   :func:`falcon.experiments.change_reference.best_known` on the static A
+   and B (A's best policy must trail the best known on B by ``min_gap``, or
+   the job stops with one error line); then every candidate policy (the
+   rules and fixed splits of ``reference.best_known``, named
+   ``known:<label>``) runs the same sessions, and per interval the one with
+   the lowest median is the reference (row ``best_known``, its ``policy``
+   named). ``kind: dqn_off`` (the paper's): DQN-Off, trained offline on
+   ``reference.dqn_off.collect_episodes`` logged downloads, each on its own
+   random static condition drawn from the same ``ranges`` (independent
+   draws), then run through the same sessions. Score of an interval = the
+   reference's median download time over the interval's downloads (all
+   seeds) / the scheduler's median (so the reference scores 1): the paper's
+   relative score. Beside it the *paired score*: every scheduler runs the
+   very same downloads (seed, condition, download), so the geometric mean
+   of the per-download ratios reference time / scheduler time
+   (:func:`falcon.experiments.common.paired_score`) compares like with like,
+   where a ratio of medians pools conditions of different speeds and moves
+   with whichever download sits at the median. A scheduler that trains on a
+   condition list (``falcon_modes``) is trained once first
+   (:func:`falcon.experiments.generalists.train_generalists`).
 
 The default runs ``seeds: 1`` (24 conditions per interval, as the paper)
 and D = 1 to stay within ~10 min on a loaded 2-core machine. M-Peekaboo
@@ -54,8 +71,10 @@ MLflow metrics ``score/<scheduler>``, ``paired_score/<scheduler>`` and
 from __future__ import annotations
 
 import math
+import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
@@ -66,7 +85,8 @@ from falcon import report
 from falcon.compare import few_runs_warning
 from falcon.config import check_int, to_plain
 from falcon.experiment import info
-from falcon.experiments import common
+from falcon.experiments import change_reference, common
+from falcon.experiments.generalists import train_generalists
 
 JOB = "stress"
 
@@ -82,6 +102,29 @@ def path_schedules(
         )
         for p in range(n_paths)
     ]
+
+
+CHANGES = ("alternate", "random")
+
+
+def alternating_schedules(
+    scenario: Mapping, condition_b: list, interval_s: float, n_conditions: int
+) -> list[list[dict]]:
+    """Per path, the session schedule of ``changes: alternate``: condition ``j``
+    is A (the scenario's own values of every schedule field) for even ``j``
+    and B (A with ``condition_b``'s fields of that path; None: A) for odd ``j``."""
+    out = []
+    for p, b in zip(scenario["paths"], condition_b, strict=True):
+        a = {f: p[f] for f in SCHEDULE_FIELDS}
+        both = (a, {**a, **(b or {})})
+        out.append([{"at_s": j * interval_s, **both[j % 2]} for j in range(n_conditions)])
+    return out
+
+
+def scenario_b(scenario: Mapping, condition_b: list) -> dict:
+    """The static scenario of condition B (the reference's gap check)."""
+    paths = [{**p, **(b or {})} for p, b in zip(scenario["paths"], condition_b, strict=True)]
+    return normalise_scenario({**scenario, "paths": paths})
 
 
 def shifted(scenario: Mapping, schedules: list[list[dict]], start_s: float) -> dict:
@@ -185,7 +228,38 @@ def settings(cfg):
             raise ConfigError(
                 f"{JOB}: the scenario's paths need constant bandwidths (no trace/synthetic)"
             )
+    sec["changes"] = sec.get("changes", "random")
+    if sec["changes"] not in CHANGES:
+        raise ConfigError(f"{JOB}.changes: expected one of {list(CHANGES)}, got {sec['changes']!r}")
+    if sec["changes"] == "alternate":
+        sec["condition_b"] = _condition_b(sec.get("condition_b"), len(scen["paths"]))
+        scenario_b(scen, sec["condition_b"])  # values in range: one error line now
+    sec["reference"] = change_reference.check_reference(sec.get("reference"), f"{JOB}.reference")
+    sec["train_seed"] = check_int(
+        cfg, "train_seed", 0
+    )  # of a scheduler trained on a condition list
+    if sec["reference"]["kind"] == "best_known" and sec["changes"] != "alternate":
+        raise ConfigError(
+            f"{JOB}.reference.kind: best_known needs changes: alternate (a condition B to know "
+            "the best policy of); random changes take kind: dqn_off"
+        )
     return cfg, sec, scen, to_plain(cfg.app)
+
+
+def _condition_b(value, n_paths: int) -> list:
+    """``condition_b``: one entry per path, a mapping of schedule fields or null."""
+    where = f"{JOB}.condition_b"
+    if not isinstance(value, list) or len(value) != n_paths:
+        raise ConfigError(f"{where}: expected one entry per path ({n_paths}), got {value!r}")
+    out = []
+    for i, b in enumerate(value):
+        if b is not None and (not isinstance(b, Mapping) or set(b) - set(SCHEDULE_FIELDS)):
+            raise ConfigError(
+                f"{where}[{i}]: expected null or {{field: value}} over {list(SCHEDULE_FIELDS)}, "
+                f"got {b!r}"
+            )
+        out.append(None if b is None else {k: float(v) for k, v in b.items()})
+    return out
 
 
 def _by_download(recs: list[dict]) -> dict:
@@ -193,9 +267,12 @@ def _by_download(recs: list[dict]) -> dict:
     return {(r["seed_index"], r["condition"], r["download"]): r["download_time_s"] for r in recs}
 
 
-def _interval_row(records: list[dict], name: str, iv: float, vs_best_other) -> dict:
-    """Scheduler ``name``'s scores at condition interval ``iv`` [s], against the reference."""
-    theirs = [r for r in records if r["scheduler"] == common.REFERENCE and r["interval_s"] == iv]
+def _interval_row(
+    records: list[dict], name: str, iv: float, vs_best_other, reference: str = common.REFERENCE
+) -> dict:
+    """Scheduler ``name``'s scores at condition interval ``iv`` [s], against the
+    records of ``reference`` (DQN-Off, or the best known policy of the interval)."""
+    theirs = [r for r in records if r["scheduler"] == reference and r["interval_s"] == iv]
     mine = [r for r in records if r["scheduler"] == name and r["interval_s"] == iv]
     t = [r["download_time_s"] for r in mine]
     fin = [x for x in t if math.isfinite(x)]
@@ -209,38 +286,72 @@ def _interval_row(records: list[dict], name: str, iv: float, vs_best_other) -> d
         "pairs": n_pairs,
         "downloads_with_change": sum(1 for r in mine if r["changes_during"] > 0),
         "vs_best_other": vs_best_other,
+        "policy": name,
     }
 
 
-def run_stress(
-    sec: dict, scenario: dict, app: Mapping, bank=None, progress: bool = True, log=None
-) -> dict:
-    t0 = time.perf_counter()
-    seed, ranges = sec["seed"], sec.get("ranges")
-    ref_cfg = dict(sec.get("reference") or {})
-    ref_scen = reference_scenarios(
-        scenario, common.check_positive_int(ref_cfg, "collect_episodes", 8), seed + 900_000, ranges
+def _reference(sec: dict, scenario: dict, app: Mapping, progress: bool):
+    """``(players, info)``: the reference's schedulers by name (a fresh one per
+    session: ``make(seed)``) and its record. ``dqn_off``: DQN-Off trained on
+    logs of random static conditions of ``ranges`` (the paper's), one model
+    reused by every session. ``best_known``: every candidate policy of
+    :func:`falcon.experiments.change_reference.candidates` (named
+    ``known:<label>``), after the check that A's best policy trails the best
+    known on the static B by at least ``min_gap``."""
+    seed, ref_cfg = sec["seed"], sec["reference"]
+    if ref_cfg["kind"] == "dqn_off":
+        ref_scen = reference_scenarios(
+            scenario,
+            common.check_positive_int(ref_cfg, "collect_episodes", 8),
+            seed + 900_000,
+            sec.get("ranges"),
+        )
+        ref, train = common.train_reference(ref_scen, app, seed + 900_000, ref_cfg, progress)
+        conds = [[{k: p[k] for k in SCHEDULE_FIELDS} for p in s["paths"]] for s in ref_scen]
+        return {common.REFERENCE: lambda _s: ref}, {
+            "kind": "dqn_off",
+            "train": train,
+            "train_conditions": conds,
+        }
+    gate = change_reference.best_known(
+        scenario,
+        scenario_b(scenario, sec["condition_b"]),
+        app,
+        ref_cfg,
+        seed,
+        f"{JOB}.reference",
+        progress,
     )
-    ref, ref_info = common.train_reference(ref_scen, app, seed + 900_000, ref_cfg, progress)
-    names = [n for n in sec["schedulers"] if n != common.REFERENCE]
-    overrides = dict(sec.get("agent_overrides") or {})
-    configs = {n: common.agent_config(n, overrides.get(n)) for n in names}
-    n_paths = len(scenario["paths"])
+    players = {
+        f"known:{label}": (lambda _s, n=name, c=cfg: common.build_agent(n, c, _s))
+        for label, (name, cfg) in change_reference.candidates(ref_cfg).items()
+    }
+    return players, {"kind": "best_known", **{k: v for k, v in gate.items() if k != "times"}}
+
+
+def _schedules(sec: dict, scenario: dict, interval_s: float, seed: int) -> list[list[dict]]:
+    if sec["changes"] == "alternate":
+        return alternating_schedules(scenario, sec["condition_b"], interval_s, sec["n_conditions"])
+    return path_schedules(
+        len(scenario["paths"]), interval_s, sec["n_conditions"], seed, sec.get("ranges")
+    )
+
+
+def _sessions(sec, scenario, app, players, names, progress) -> tuple[list[dict], dict]:
+    """Every player's session per seed and interval (module docstring, step 2):
+    ``(records, the conditions of each seed)``."""
+    seed = sec["seed"]
     records: list[dict] = []
     conditions = {}
     for s in range(sec["seeds"]):
-        conditions[s] = path_schedules(n_paths, 1.0, sec["n_conditions"], seed + s, ranges)
+        conditions[s] = _schedules(sec, scenario, 1.0, seed + s)
         for ii, iv in enumerate(sec["intervals_s"]):
-            scheds = path_schedules(n_paths, iv, sec["n_conditions"], seed + s, ranges)
+            scheds = _schedules(sec, scenario, iv, seed + s)
             dl_seed = seed + 100_000 * (s + 1) + 1_000 * ii
-            for name in [common.REFERENCE, *names]:
+            for name, make in players.items():
                 t1 = time.perf_counter()
-                sched = (
-                    ref
-                    if name == common.REFERENCE
-                    else common.build_agent(name, configs[name], seed + s, bank)
-                )
-                if name != common.REFERENCE:
+                sched = make(seed + s)
+                if name in names:
                     common.prepare(sched, scenario, app, dl_seed + 500)
                 recs = session(
                     sched,
@@ -262,15 +373,36 @@ def run_stress(
                         f"{np.nanmedian(t) if np.isfinite(t).any() else math.nan:.3f} s "
                         f"[{time.perf_counter() - t1:.1f} s]"
                     )
-    versus = {
-        iv: _versus_best(records, [common.REFERENCE, *names], iv, _by_download)
-        for iv in sec["intervals_s"]
-    }
+    return records, conditions
+
+
+def run_stress(
+    sec: dict, scenario: dict, app: Mapping, bank=None, progress: bool = True, log=None
+) -> dict:
+    t0 = time.perf_counter()
+    players, ref_info = _reference(sec, scenario, app, progress)
+    names = [n for n in sec["schedulers"] if n != common.REFERENCE]
+    overrides = dict(sec.get("agent_overrides") or {})
+    configs = {n: common.agent_config(n, overrides.get(n)) for n in names}
+    with tempfile.TemporaryDirectory(prefix="stress-generalists-") as tmp:
+        # a scheduler that trains on a condition list (FALCON on the mode MDP) is trained once
+        configs, trained = train_generalists(
+            configs, {**sec, "deployed": names, "split": None}, Path(tmp), progress, JOB
+        )
+        for n in names:
+            players[n] = lambda _s, n=n: common.build_agent(n, configs[n], _s, bank)
+        records, conditions = _sessions(sec, scenario, app, players, names, progress)
+    refs = {iv: _reference_of(records, players, names, iv) for iv in sec["intervals_s"]}
+    ref_info["per_interval"] = {f"{iv:g}": r for iv, r in refs.items()}
+    ref_key = reference_label(ref_info)
+    ranked = [ref_key, *names]
     scores: dict[str, list[dict]] = {}
-    for name in [common.REFERENCE, *names]:
+    for name in ranked:
         rows = []
         for ii, iv in enumerate(sec["intervals_s"]):
-            row = _interval_row(records, name, iv, versus[iv].get(name))
+            who = {**{n: n for n in names}, ref_key: refs[iv]}
+            versus = _versus_best(records, [who[n] for n in ranked], iv, _by_download)
+            row = _interval_row(records, who[name], iv, versus.get(who[name]), refs[iv])
             rows.append(row)
             if log is not None:
                 log(
@@ -289,16 +421,32 @@ def run_stress(
         "scenario": scenario,
         "app": dict(app),
         "conditions": {str(k): v for k, v in conditions.items()},
-        "reference": {
-            "train": ref_info,
-            "train_conditions": [
-                [{k: p[k] for k in SCHEDULE_FIELDS} for p in s["paths"]] for s in ref_scen
-            ],
-        },
+        "reference": ref_info,
+        "generalists": trained,
         "scores": scores,
         "records": records,
         "wall_s": time.perf_counter() - t0,
     }
+
+
+def reference_label(ref_info: Mapping) -> str:
+    """The reference's row in the scores: ``dqn_off`` or ``best_known``."""
+    return common.REFERENCE if ref_info["kind"] == "dqn_off" else "best_known"
+
+
+def _reference_of(records: list[dict], players: Mapping, names: list[str], iv: float) -> str:
+    """The reference's name at interval ``iv``: DQN-Off, or the candidate
+    policy with the lowest median over that interval's downloads (the best known)."""
+    cands = [p for p in players if p not in names]
+    if cands == [common.REFERENCE]:
+        return common.REFERENCE
+
+    def median(p):
+        t = [r["download_time_s"] for r in records if r["scheduler"] == p and r["interval_s"] == iv]
+        fin = [x for x in t if math.isfinite(x)]
+        return float(np.median(fin)) if fin else math.inf
+
+    return min(cands, key=median)
 
 
 def _versus_best(records: list[dict], names: list[str], iv: float, by_download) -> dict:
@@ -339,11 +487,21 @@ def table(results: dict) -> str:
         if r.get("vs_best_other")
     ]
     warning = few_runs_warning(min(pairs)) if pairs else None
+    ref = "DQN-Off" if results["reference"]["kind"] == "dqn_off" else "the best known policy"
+    policies = [r.get("policy", "") for r in results["scores"].get("best_known", [])]
+    known = (
+        "best known policy per interval (the candidate with the lowest median): "
+        + ", ".join(f"{iv:g} s {p.removeprefix('known:')}" for iv, p in zip(ivs, policies))
+        + "\n"
+        if policies
+        else ""
+    )
     return (
-        "relative score per change interval (DQN-Off median / scheduler median)\n"
+        known
+        + f"relative score per change interval ({ref}'s median / scheduler median)\n"
         + common.format_table(["scheduler", *head], rows)
         + "\npaired score per change interval (geometric mean over the same downloads of "
-        "DQN-Off time / scheduler time)\n"
+        f"{ref}'s time / scheduler time)\n"
         + common.format_table(["scheduler", *head], paired)
         + "\nmedian download time [s]\n"
         + common.format_table(["scheduler", *head], times)
@@ -386,7 +544,8 @@ def plot(results: dict, path) -> None:
     ax.set_xticks([x + width * (len(series) - 1) / 2 for x in xs])
     ax.set_xticklabels([f"{iv:g}" for iv in ivs])
     ax.set_xlabel("condition change interval [s]")
-    ax.set_ylabel("relative score (DQN-Off / scheduler)")
+    ref = "DQN-Off" if results["reference"]["kind"] == "dqn_off" else "best known"
+    ax.set_ylabel(f"relative score ({ref} / scheduler)")
     ax.set_title("Stress test: relative score per change interval")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
