@@ -63,6 +63,7 @@ COLORS: dict[str, str] = {
     "falcon_n": "#ff9896",
     "falcon_s": "#843c39",
     "falcon_paper": "#e7969c",
+    "falcon_modes": "#7f2704",
     # stream-aware
     "srpt_ecf": "#3182bd",
     "sa_ecf": "#fd8d3c",

@@ -55,7 +55,7 @@ def test_tasks_where_different_modes_win_get_their_own_cells(built):
 def test_the_cell_estimate_follows_the_condition_and_persists_across_downloads(built):
     f0, _, path = built
     for task in (0, 1):
-        f = FalconModes(cells=2, finetune_steps=0, model=str(path), **SMALL)
+        f = FalconModes(cells=2, selection="bank", model=str(path), **SMALL)
         want = next(c for c, ts in enumerate(f.bank.cell_tasks) if task in ts)
         for seed in range(2):
             f.run_episode(*TASKS[task], seed=seed)
@@ -67,7 +67,7 @@ def test_the_cell_estimate_follows_the_condition_and_persists_across_downloads(b
 
 def test_the_first_epoch_holds_the_first_mode(built):
     _, _, path = built
-    f = FalconModes(cells=2, first_mode="redundant", model=str(path), **SMALL)
+    f = FalconModes(cells=2, first_mode="redundant", selection="bank", model=str(path), **SMALL)
     f.run_episode(*TASKS[0], seed=0)
     assert f._inner.trace[0][1] == f.modes.index("redundant")
     assert len(f._evidence) == len(f._inner.trace) - 1  # the held epoch adds no evidence
@@ -77,7 +77,14 @@ def test_the_first_epoch_holds_the_first_mode(built):
 
 def test_few_shot_adaptation_moves_the_cells_model_between_downloads(built):
     _, _, path = built
-    f = FalconModes(cells=2, first_mode="redundant", finetune_steps=8, model=str(path), **SMALL)
+    f = FalconModes(
+        cells=2,
+        first_mode="redundant",
+        selection="bank",
+        finetune_steps=8,
+        model=str(path),
+        **SMALL,
+    )
     f.run_episode(*TASKS[0], seed=0)
     cell = f.cells_used[0]
     assert f.finetunes == 1 and cell in f._tuned
@@ -92,8 +99,8 @@ def test_few_shot_adaptation_moves_the_cells_model_between_downloads(built):
 def test_runs_are_reproducible_and_the_global_ablation_ignores_the_cells(built):
     _, _, path = built
 
-    def times(**kw):
-        f = FalconModes(cells=2, model=str(path), **SMALL, **kw)
+    def times(selection="bank"):
+        f = FalconModes(cells=2, selection=selection, model=str(path), **SMALL)
         return [f.run_episode(*TASKS[1], seed=s)["download_time_s"] for s in range(3)], f
 
     a, _ = times()
@@ -179,3 +186,15 @@ def test_joint_and_reptile_meta_models_differ_and_unknown_training_is_an_error(b
     assert all(np.array_equal(a, b) for a, b in zip(joint.meta[0], again.meta[0], strict=True))
     with pytest.raises(ConfigError, match="training: unknown 'maml'"):
         build_mode_bank(logs, f.modes, training="maml", **kw)
+
+
+def test_the_mixture_weights_every_cells_values_by_the_evidence(built):
+    _, _, path = built
+    f = FalconModes(cells=2, selection="mixture", model=str(path), **SMALL)
+    f.run_episode(*TASKS[0], seed=0)
+    state = f._inner.trace[-1][0]
+    z = np.mean(f._evidence, axis=0)
+    w = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    want = sum(w[c] * f.bank.q(c)(state) for c in range(2) if w[c] > 1e-3)
+    assert np.allclose(f._q(state), want)
+    assert len(f._evidence) == len(f._inner.trace)  # no first mode: every epoch is evidence

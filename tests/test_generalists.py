@@ -22,7 +22,7 @@ TASKS = [
 ]
 TINY = (
     "{dqn_modes_general: {shares: [0.0, 1.0], reinject: [false], rules: [minrtt, redundant], "
-    "hidden: [16], switch_margins: [0.0], train: {seeds_per_mode: 1, switching_episodes: 2, "
+    "hidden: [16], switch_margins: [0.0], train: {recombined: 0, seeds_per_mode: 1, switching_episodes: 2, "
     "gradient_steps: 20, models: 1, validation_episodes: 2}}}"
 )
 

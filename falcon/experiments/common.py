@@ -158,6 +158,20 @@ def agent_config(name: str, overrides: Mapping | None = None) -> dict:
     return _merge(cfg, dict(overrides or {}))
 
 
+def record_train_seed(cfg, sec: dict) -> None:
+    """``sec["train_seed"]`` (falcon.train's key) when one of ``sec["schedulers"]``
+    (with ``sec["agent_overrides"]``) trains on a condition list first
+    (:func:`falcon.experiments.generalists.train_generalists`); otherwise nothing
+    is recorded, as nothing reads it."""
+    from falcon.config import check_int
+    from falcon.experiments.generalists import listed_conditions
+
+    overrides = dict(sec.get("agent_overrides") or {})
+    names = [n for n in sec["schedulers"] if n != REFERENCE]
+    if any(listed_conditions(agent_config(n, overrides.get(n))) for n in names):
+        sec["train_seed"] = check_int(cfg, "train_seed", 0)
+
+
 def offline_enabled(cfg: Mapping) -> bool:
     off = cfg.get("offline")
     return isinstance(off, Mapping) and bool(off.get("enabled", True))

@@ -170,9 +170,7 @@ def settings(cfg):
         raise ConfigError(f"{JOB}.target_score: expected a positive relative score, got {target!r}")
     sec["target_score"] = float(target)
     sec["reference"] = change_reference.check_reference(sec.get("reference"), f"{JOB}.reference")
-    sec["train_seed"] = check_int(
-        cfg, "train_seed", 0
-    )  # of a scheduler trained on a condition list
+    common.record_train_seed(cfg, sec)
     return cfg, sec, scen_a, scen_b, app
 
 

@@ -9,7 +9,9 @@ before the suite's jobs, then deployed on every condition of the suite from
 its saved model, exactly as a scheduler given ``model=PATH`` (one given
 ``model`` is deployed as is, not retrained). Training on the
 list the suite scores is refused (that would be in-sample), and so is the
-test list (its files are for reporting only).
+test list (its files are for reporting only). The convergence and stress
+experiments train theirs the same way (their conditions are no list: only
+the test list is refused there).
 """
 
 from __future__ import annotations

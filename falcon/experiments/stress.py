@@ -234,10 +234,12 @@ def settings(cfg):
     if sec["changes"] == "alternate":
         sec["condition_b"] = _condition_b(sec.get("condition_b"), len(scen["paths"]))
         scenario_b(scen, sec["condition_b"])  # values in range: one error line now
+    else:
+        sec.pop("condition_b", None)  # not read: the results record only what the run used
     sec["reference"] = change_reference.check_reference(sec.get("reference"), f"{JOB}.reference")
-    sec["train_seed"] = check_int(
-        cfg, "train_seed", 0
-    )  # of a scheduler trained on a condition list
+    if sec["reference"]["kind"] == "dqn_off":
+        sec["reference"].pop("runs")  # DQN-Off runs the sessions here, not runs downloads of B
+    common.record_train_seed(cfg, sec)
     if sec["reference"]["kind"] == "best_known" and sec["changes"] != "alternate":
         raise ConfigError(
             f"{JOB}.reference.kind: best_known needs changes: alternate (a condition B to know "

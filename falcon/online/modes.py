@@ -96,7 +96,8 @@ def grid_task_list(n: int, seed: int) -> list[tuple[dict, dict]]:
     if n < 0:
         raise ConfigError(f"grid_tasks: expected a whole number >= 0, got {n}")
     grid, rng = ConditionGrid(n_paths=2), np.random.default_rng(seed + 7)
-    low = [(0 * 3 + r) * 3 + d for r in (0, 1) for d in (0, 1, 2)]  # loss range 0, RTT ranges 0-1
+    # a path's cell is (i_loss * 3 + i_rtt) * 3 + i_dev (metalearning.grid): loss range 0, RTT 0-1
+    low = [i_rtt * 3 + i_dev for i_rtt in (0, 1) for i_dev in (0, 1, 2)]
     cells = [a * grid.n_path_cells + b for a in low for b in low]
     return [
         (grid.sample_task(cells[int(rng.integers(len(cells)))], rng), bulk_app(DEFAULT_TASK_BYTES))
@@ -113,12 +114,13 @@ class FalconModes(Scheduler, Trainable):
         cells: clusters of tasks (cells) of the bank; members: meta-models per cell.
         first_mode: a rule of ``rules`` held in each connection's first epoch (null: none).
         switch_margin: a mode changes only for a Q gain above this (log of the remaining time).
-        selection: ``bank`` (the estimated cell) or ``global`` (``Theta``, ablation).
+        selection: ``global`` (``Theta``), ``bank`` (the estimated cell's
+            meta-model) or ``mixture`` (every cell's, weighted by the evidence).
         evidence_epochs: epochs of classifier evidence kept (across downloads).
         finetune_steps: DQN steps after each download on the cell's replay (0: none).
         finetune_lr, batch_size: the fine-tuning's Adam step size and mini-batch.
         replay_capacity: transitions kept per cell for fine-tuning.
-        seed: fine-tuning mini-batches; the bank build's seeds (with ``fit``'s).
+        seed: the fine-tuning's mini-batches (the bank is built from ``fit``'s ``seed``).
         model: a built bank (``bank.h5`` or its folder) instead of building one.
     """
 
@@ -132,10 +134,10 @@ class FalconModes(Scheduler, Trainable):
         rules: Sequence[str] = ("ecf", "blest", "minrtt", "minrtt_xlink", "minrtt_or", "redundant"),
         hidden: Sequence[int] = (64, 64),
         cells: int = 6,
-        members: int = 2,
+        members: int = 4,
         first_mode: str | None = None,
         switch_margin: float = 0.1,
-        selection: str = "bank",
+        selection: str = "global",
         evidence_epochs: int = 200,
         finetune_steps: int = 0,
         finetune_lr: float = 1e-3,
