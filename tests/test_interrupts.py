@@ -48,6 +48,8 @@ def test_a_signal_mid_run_leaves_no_temporaries(tmp_path, sig, code, extra):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a shell's background job (nohup make test &) ignores SIGINT, and a child inherits that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         _wait_for("results/evaluate/.output.tmp-*", tmp_path, proc)
