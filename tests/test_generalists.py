@@ -27,6 +27,25 @@ TINY = (
 )
 
 
+@pytest.fixture
+def fits(monkeypatch, tmp_path):
+    """The generalist trainings of a test (``DQNModes.fit`` calls), with the
+    test's own cache and the training lists replaced by ``TASKS``."""
+    from baselines.modes.learner import DQNModes
+
+    monkeypatch.setenv("FALCON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(condition_lists, "training_tasks", lambda name, where: TASKS)
+    calls = []
+    real = DQNModes.fit
+
+    def fit(self, *a, **kw):
+        calls.append(len(kw.get("tasks") or []))
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(DQNModes, "fit", fit)
+    return calls
+
+
 def _cfg(compose, *extra):
     return compose(
         "train",
@@ -48,22 +67,16 @@ def _cfg(compose, *extra):
 
 
 def test_a_generalist_is_trained_once_on_its_list_and_deployed_on_every_condition(
-    compose, monkeypatch, tmp_path
+    compose, fits, tmp_path
 ):
-    asked = []
-
-    def tasks(name, where):
-        asked.append(name)
-        return TASKS
-
-    monkeypatch.setattr(condition_lists, "training_tasks", tasks)
     _, sec, conds, agents = lb.settings(_cfg(compose))
     res = lb.run_learnability(
         sec, conds, agents, {"name": "local", "workers": 1}, progress=False, models_dir=tmp_path
     )
-    assert asked == ["train"]  # once, on the list its config names
+    assert fits == [2]  # once, on the tasks of the list its config names
     rec = res["generalists"]["dqn_modes_general"]
     assert rec["conditions"] == "train" and rec["tasks"] == 2 and rec["metrics"]["tasks"] == 2.0
+    assert rec["reused"] is False
     assert (tmp_path / "generalists" / "dqn_modes_general" / "model.h5").is_file()
     st = res["results"]["t1_4g_5g"]["schedulers"]["dqn_modes_general"]
     assert len(st["download_time_s"]["values"]) == 2 and "train" not in st
@@ -71,9 +84,36 @@ def test_a_generalist_is_trained_once_on_its_list_and_deployed_on_every_conditio
     model = str(tmp_path / "generalists" / "dqn_modes_general" / "model.h5")
     again = {**agents, "dqn_modes_general": {**agents["dqn_modes_general"], "model": model}}
     res2 = lb.run_learnability(sec, conds, again, {"name": "local", "workers": 1}, progress=False)
-    assert asked == ["train"] and res2["generalists"] == {}
+    assert fits == [2] and res2["generalists"] == {}
     st2 = res2["results"]["t1_4g_5g"]["schedulers"]["dqn_modes_general"]
     assert st2["download_time_s"]["values"] == st["download_time_s"]["values"]
+
+
+def test_a_generalist_trained_before_is_taken_from_the_cache_until_its_config_changes(
+    compose, fits
+):
+    _, sec, conds, agents = lb.settings(_cfg(compose))
+    local = {"name": "local", "workers": 1}
+    first = lb.run_learnability(sec, conds, agents, local, progress=False)
+    second = lb.run_learnability(sec, conds, agents, local, progress=False)
+    assert fits == [2]  # the second run reuses the first's model
+    rec = second["generalists"]["dqn_modes_general"]
+    assert (
+        rec["reused"] is True and rec["cache"] == first["generalists"]["dqn_modes_general"]["cache"]
+    )
+    assert rec["metrics"] == first["generalists"]["dqn_modes_general"]["metrics"]
+    times = [
+        r["results"]["t1_4g_5g"]["schedulers"]["dqn_modes_general"]["download_time_s"]["values"]
+        for r in (first, second)
+    ]
+    assert times[0] == times[1]
+    other = dict(agents["dqn_modes_general"])
+    other["train"] = {**other["train"], "gradient_steps": 21}
+    lb.run_learnability(sec, conds, {**agents, "dqn_modes_general": other}, local, progress=False)
+    assert fits == [2, 2]  # another config trains again
+    # and so does the same config with other training seeds
+    lb.run_learnability({**sec, "train_seed": 7}, conds, agents, local, progress=False)
+    assert fits == [2, 2, 2]
 
 
 def test_a_generalist_never_trains_on_the_list_it_is_scored_on(compose, monkeypatch):
@@ -121,16 +161,9 @@ def test_more_recombined_tasks_than_pairs_is_one_error():
         condition_lists.recombined_tasks(TASKS, -1, seed=0)
 
 
-def test_the_convergence_experiment_trains_a_generalist_once_and_deploys_it(compose, monkeypatch):
+def test_the_convergence_experiment_trains_a_generalist_once_and_deploys_it(compose, fits):
     from falcon.experiments import convergence
 
-    asked = []
-
-    def tasks(name, where):
-        asked.append(name)
-        return TASKS
-
-    monkeypatch.setattr(condition_lists, "training_tasks", tasks)
     tiny = TINY.replace("{dqn_modes_general: {", "").rsplit("}}", 1)[0]
     cfg = compose(
         "train",
@@ -144,7 +177,7 @@ def test_the_convergence_experiment_trains_a_generalist_once_and_deploys_it(comp
     )
     _, sec, a, b, app = convergence.settings(cfg)
     res = convergence.run_convergence(sec, a, b, app, None, progress=False)
-    assert asked == ["train"]  # once for both runs
+    assert fits == [2]  # once for both runs
     assert res["generalists"]["dqn_modes_general"]["tasks"] == 2
     assert {r["scheduler"] for r in res["records"]} == {"dqn_modes_general"}
     assert len(res["records"]) == 2 * (sec["downloads_a"] + sec["downloads_b"])

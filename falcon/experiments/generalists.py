@@ -11,11 +11,17 @@ its saved model, exactly as a scheduler given ``model=PATH`` (one given
 list the suite scores is refused (that would be in-sample), and so is the
 test list (its files are for reporting only). The convergence and stress
 experiments train theirs the same way (their conditions are no list: only
-the test list is refused there).
+the test list is refused there). A trained generalist is kept in the user
+cache under a fingerprint of what it depends on (:func:`fingerprint`), so
+the next run with the same config, tasks, seed and code deploys it without
+training it again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shutil
 import tempfile
 import time
@@ -26,6 +32,8 @@ from envs.errors import ConfigError
 from falcon.experiment import info
 
 JOB = "learnability"
+#: a trained generalist's fit metrics, beside its model in the cache
+TRAIN_RECORD = "train.json"
 
 
 def listed_conditions(cfg: Mapping) -> str | None:
@@ -34,21 +42,72 @@ def listed_conditions(cfg: Mapping) -> str | None:
     return train.get("conditions") if isinstance(train, Mapping) else None
 
 
+def fingerprint(name: str, cfg: Mapping, train_seed: int) -> str:
+    """What a generalist's model depends on, hashed (16 hex digits): its agent
+    config (without ``model``), the training seed, the tasks of its list as the
+    list resolves them (file names, windows, RTTs; the files' bytes are the split
+    file's SHA-256, checked when read) and the sources of the four packages, so
+    that any change of code, config or data trains it again."""
+    from envs.traces.split import sha256_file, split_file
+    from falcon.experiments.condition_lists import training_tasks
+    from falcon.plugins import source_digest
+
+    listed = listed_conditions(cfg)
+    blob = json.dumps(
+        {
+            "name": name,
+            "agent": {k: v for k, v in cfg.items() if k != "model"},
+            "train_seed": int(train_seed),
+            "tasks": training_tasks(listed, f"agent {name!r}: train.conditions"),
+            "split": sha256_file(split_file()) if split_file().is_file() else None,
+            "code": [source_digest(m)[0] for m in ("envs", "baselines", "metalearning", "falcon")],
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def cache_path(name: str, key: str) -> Path:
+    """``<cache_dir>/generalists/<name>-<fingerprint>/`` (:func:`falcon.paths.cache_dir`)."""
+    from falcon.paths import cache_dir
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "agent"
+    return cache_dir() / "generalists" / f"{safe}-{key}"
+
+
+def _train_into(target: Path, name: str, cfg: Mapping, listed: str, seed: int, progress: bool):
+    """Train ``name`` through falcon.train's training step into ``target`` (a new
+    folder, made whole by one rename) with its fit metrics in ``train.json``."""
+    from falcon.config import Plan
+    from falcon.tracking import RecordingTracker
+    from falcon.train import train_agents
+
+    rec = RecordingTracker()
+    plan = Plan([(listed, None)], [(listed, None)], [(name, cfg)], [])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{target.name}.tmp-", dir=target.parent) as staging:
+        train_agents(plan, Path(staging), rec, seed, progress=progress)
+        model = Path(staging) / "models" / name
+        (model / TRAIN_RECORD).write_text(json.dumps(rec.final(f"train/{name}/")) + "\n")
+        os.replace(model, target)
+
+
 def train_generalists(
     agents: dict[str, dict], sec: Mapping, folder: Path, progress: bool = True, job: str = JOB
 ) -> tuple[dict[str, dict], dict[str, dict]]:
     """``(agents, records)``: every deployed agent that names a condition list
     trained on it through falcon.train's training step
     (:func:`falcon.train.train_agents`, seed ``sec["train_seed"]``; it reads
-    the list and keeps test files out), saved under
-    ``folder/<name>/`` and replaced by its config with ``model`` set to
-    that file and no ``train`` section; ``records[name]``: the list, its
-    number of conditions, the fit metrics, the wall time [s]. ``sec``:
-    ``deployed`` (the names), ``split`` (the list the run scores, or None)
-    and ``train_seed``; ``job`` names the experiment in messages."""
-    from falcon.config import Plan
-    from falcon.tracking import RecordingTracker
-    from falcon.train import train_agents
+    the list and keeps test files out), or taken from the user cache where the
+    same config, tasks, seed and code trained it before (:func:`fingerprint`;
+    one process trains, another waits for it), copied to ``folder/<name>/``
+    and replaced by its config with ``model`` set to that folder and no
+    ``train`` section; ``records[name]``: the list, its number of conditions,
+    the fit metrics, the cache folder, whether it was reused, the wall time
+    [s]. ``sec``: ``deployed`` (the names), ``split`` (the list the run
+    scores, or None) and ``train_seed``; ``job`` names the experiment in messages."""
+    from falcon.locks import lock_beside
 
     out, records = dict(agents), {}
     for name in sec["deployed"]:
@@ -61,28 +120,32 @@ def train_generalists(
                 "a deployed scheduler never sees the conditions it is scored on"
             )
         t0 = time.perf_counter()
-        rec = RecordingTracker()
-        plan = Plan([(listed, None)], [(listed, None)], [(name, agents[name])], [])
-        with tempfile.TemporaryDirectory(prefix="generalist-") as staging:
-            train_agents(plan, Path(staging), rec, sec["train_seed"], progress=progress)
-            folder.mkdir(parents=True, exist_ok=True)
-            shutil.move(Path(staging) / "models" / name, folder / name)
-        metrics = rec.final(f"train/{name}/")
+        target = cache_path(name, fingerprint(name, agents[name], sec["train_seed"]))
+        with lock_beside(target, waiting=f"{job}: another process is training {name}; waiting"):
+            reused = (target / TRAIN_RECORD).is_file()
+            if not reused:
+                _train_into(target, name, agents[name], listed, sec["train_seed"], progress)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(target, folder / name)
+        metrics = json.loads((target / TRAIN_RECORD).read_text())
         out[name] = {
             **{k: v for k, v in agents[name].items() if k != "train"},
-            "model": str(
-                folder / name
-            ),  # its folder: the model file is the scheduler's own (model.h5, bank.h5)
+            "model": str(folder / name),  # the folder: its file is the scheduler's own
         }
         records[name] = {
             "conditions": listed,
             "tasks": int(metrics.get("tasks", 0)),
             "metrics": metrics,
+            "cache": str(target),
+            "reused": reused,
             "wall_s": time.perf_counter() - t0,
         }
         if progress:
-            info(f"{job}: {name} trained in {records[name]['wall_s']:.0f} s")
+            how = (
+                f"reused from {target}" if reused else f"trained in {records[name]['wall_s']:.0f} s"
+            )
+            info(f"{job}: {name} {how}")
     return out, records
 
 
-__all__ = ["listed_conditions", "train_generalists"]
+__all__ = ["listed_conditions", "train_generalists", "fingerprint", "cache_path"]
