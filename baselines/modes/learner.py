@@ -49,7 +49,7 @@ from baselines.modes.experience import (
     transitions,
 )
 from baselines.modes.features import n_inputs
-from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes
+from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
 from envs import run_episode
 from envs.errors import ConfigError
 from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
@@ -222,14 +222,7 @@ class DQNModes(Scheduler, Trainable):
 
     def _first(self) -> int | None:
         """The index of ``first_mode`` among the modes, or None."""
-        if self.first_mode is None:
-            return None
-        if self.first_mode not in self.modes:
-            raise ConfigError(
-                f"{self.name}: first_mode {self.first_mode!r} is not one of its modes "
-                f"(a rule of rules: {[m for m in self.modes if isinstance(m, str)]})"
-            )
-        return self.modes.index(self.first_mode)
+        return mode_index(self.modes, self.first_mode, self.name)
 
     def reset(self, view: ConnectionView) -> None:
         self._inner = ModeScheduler(self.modes, self.policy())

@@ -62,6 +62,19 @@ def make_modes(
     return modes
 
 
+def mode_index(modes: Sequence, name: str | None, owner: str) -> int | None:
+    """The index of the rule mode ``name`` among ``modes`` (None: None); a name
+    that is not one of them is an error naming ``owner`` and the rules it has."""
+    if name is None:
+        return None
+    if name not in modes:
+        raise ConfigError(
+            f"{owner}: first_mode {name!r} is not one of its modes "
+            f"(a rule of rules: {[m for m in modes if isinstance(m, str)]})"
+        )
+    return list(modes).index(name)
+
+
 def rule_scheduler(name: str) -> Scheduler:
     """A fresh rule scheduler for a rule mode: one of the registry's, without
     per-packet feedback (a rule mode only sees the decisions of its epochs)."""
@@ -158,6 +171,7 @@ class ModeScheduler(Scheduler):
 __all__ = [
     "ModeScheduler",
     "make_modes",
+    "mode_index",
     "rule_scheduler",
     "mode_entries",
     "unacked_bytes",

@@ -72,7 +72,7 @@ from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet
 from baselines.modes.experience import Episode, collect, mc_transitions
 from baselines.modes.learner import TASK_SEED_STRIDE, Ensemble, hold_or_switch
-from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes
+from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
 from envs import run_episode as emulate
 from envs.errors import ConfigError
 from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
@@ -189,16 +189,9 @@ class FalconModes(Scheduler, Trainable):
         self.finetunes = 0
 
     def _first(self) -> int | None:
-        if self.first_mode is None:
-            return None
-        if self.first_mode not in self.modes:
-            raise ConfigError(
-                f"{self.name}: first_mode {self.first_mode!r} is not one of its modes "
-                f"(a rule of rules: {[m for m in self.modes if isinstance(m, str)]})"
-            )
-        return self.modes.index(self.first_mode)
+        """The index of ``first_mode`` among the modes, or None."""
+        return mode_index(self.modes, self.first_mode, self.name)
 
-    # ------------------------------------------------------------ acting
     def _model(self, cell: int | None):
         tuned = self._tuned.get(cell)
         return tuned if tuned is not None else self.bank.q(cell)
