@@ -11,6 +11,16 @@ presets' fingerprints are checked the same way.
 After a change that is *meant* to alter results (say why in the commit)::
 
     FALCON_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
+
+Runs that train a network with torch (the bank build, DQN-Off and DQN-On in
+the experiments) round differently on some processors: the same code and
+seeds gave other digests on an AVX-512 Sapphire Rapids Xeon than on the
+machine the digests were recorded on, with torch 2.13 to 2.15 alike and
+whatever CPU capability, MKL or OpenBLAS setting was forced. Such an entry
+also accepts the digests of ``also`` (the other machines'), each recorded on
+its machine from a commit whose results were unchanged on the first. An
+update keeps an entry whose digest it accepts and replaces one it does not
+(a changed result: the other machines' digests are then stale).
 """
 
 from __future__ import annotations
@@ -133,16 +143,22 @@ def digest(obj) -> dict:
     return {"numbers": len(nums), "sha256": h}
 
 
+def accepted(entry: dict) -> list[dict]:
+    """The digests a golden entry accepts: its own and its ``also`` (module docstring)."""
+    return [{"numbers": entry["numbers"], "sha256": entry["sha256"]}, *entry.get("also", [])]
+
+
 def check(name: str, obj) -> None:
     golden = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
     got = digest(obj)
     if UPDATE:
-        golden[name] = got
+        if name not in golden or got not in accepted(golden[name]):
+            golden[name] = got  # a changed result: the other machines' digests are stale
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(json.dumps(dict(sorted(golden.items())), indent=1) + "\n")
         return
     assert name in golden, f"no golden digest for {name}: run with FALCON_UPDATE_GOLDEN=1"
-    assert got == golden[name], (
+    assert got in accepted(golden[name]), (
         f"{name}: seeded results changed ({got['numbers']} numbers, golden "
         f"{golden[name]['numbers']}); if meant, FALCON_UPDATE_GOLDEN=1 (module docstring)"
     )
