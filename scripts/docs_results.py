@@ -6,7 +6,10 @@ from the jobs' JSON (no figure is typed by hand).
 - ``docs/results/reproduction.md``: the reproduction report from
   ``docs/reproduction/report.json`` (``falcon.reproduce.render``);
 - ``docs/results/fidelity.md``: the replay-fidelity table from
-  ``docs/fidelity/fidelity.json`` (``falcon.deploy.fidelity_table``).
+  ``docs/fidelity/fidelity.json`` (``falcon.deploy.fidelity_table``);
+- ``docs/results/adaptation.md``: the convergence and stress experiments from
+  ``docs/adaptation/convergence.json`` and ``stress.json``, their results
+  without the per-download records (``--take`` makes them from a run's).
 
 Each page names its JSON and the commit and date git last recorded for it.
 The README's block between ``<!-- results:main begin -->`` and
@@ -14,6 +17,7 @@ The README's block between ``<!-- results:main begin -->`` and
 
     python scripts/docs_results.py docs/results       # the pages (make docs)
     python scripts/docs_results.py --readme README.md # rewrite the README's block
+    python scripts/docs_results.py --take results/convergence/<run>/convergence.json results/stress/<run>/stress.json
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MAIN_JSON = ROOT / "docs/main/summary.json"
 REPORT_JSON = ROOT / "docs/reproduction/report.json"
 FIDELITY_JSON = ROOT / "docs/fidelity/fidelity.json"
+ADAPTATION = {job: ROOT / f"docs/adaptation/{job}.json" for job in ("convergence", "stress")}
+#: what an adaptation JSON keeps of a run's results (the records are left out)
+KEEP = {
+    "convergence": ("job", "settings", "reference", "start_scores", "curves", "packets_to_target"),
+    "stress": ("job", "settings", "reference", "scores"),
+}
 BEGIN, END = "<!-- results:main begin -->", "<!-- results:main end -->"
 #: display names of the main job's schedulers and scenarios
 NAMES = {"falcon": "FALCON", "minrtt": "minRTT", "blest": "BLEST", "ecf": "ECF", "rr": "RR"}
@@ -44,7 +54,7 @@ SCENARIOS = {
 
 def provenance(path: Path) -> str:
     """Where a JSON comes from: its last commit and date, or its file date."""
-    rel = path.relative_to(ROOT)
+    rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     try:
         log = subprocess.run(
             ["git", "log", "-1", "--format=%h %cs", "--", str(rel)],
@@ -167,6 +177,68 @@ def fidelity_page(result: Mapping) -> str:
     return f"{title}\n\n{provenance(FIDELITY_JSON)}.\n{body}"
 
 
+def take(path: Path) -> Path:
+    """Copy what :data:`KEEP` names of a convergence or stress run's JSON to
+    ``docs/adaptation/<job>.json`` (the reference's per-download times left out too)."""
+    res = load(path)
+    job = res.get("job")
+    if job not in KEEP:
+        raise SystemExit(f"error: {path}: not a convergence or stress result (job {job!r})")
+    out = {k: res[k] for k in KEEP[job] if k in res}
+    out["reference"] = {k: v for k, v in out.get("reference", {}).items() if k != "times"}
+    write(ADAPTATION[job], json.dumps(out, indent=1))
+    return ADAPTATION[job]
+
+
+def _score(x) -> str:
+    return "-" if x is None or x != x else f"{x:.3f}"
+
+
+def adaptation_page(conv: Mapping | None, stress: Mapping | None) -> str:
+    """Convergence (score per bin of online packets on B, packets to the target)
+    and stress (score per change interval), each against its reference."""
+    lines = ["# Adaptation: convergence and stress", ""]
+    if conv is not None:
+        ref = conv["reference"]
+        curves = conv["curves"]
+        bins = [r for r in next(iter(curves.values())) if r["n"]]
+        head = [f"[{r['lo']:.0f}, {r['hi']:.0f})" for r in bins]
+        lines += [
+            "## Convergence after a change",
+            "",
+            f"{provenance(ADAPTATION['convergence'])}. Score = the reference's median on B "
+            f"({ref.get('policy')}, {ref.get('median_time_s', float('nan')):.3f} s) / the "
+            "scheduler's median in each bin of online packets on B; the last column: the packets "
+            f"after which it stays at {conv['settings']['target_score']:g} or more.",
+            "",
+            "| scheduler | " + " | ".join(head) + " | packets to target |",
+            "|---" * (len(head) + 2) + "|",
+        ]
+        for name, rows in curves.items():
+            by = {(r["lo"], r["hi"]): r for r in rows}
+            cells = [_score(by[(b["lo"], b["hi"])]["score"]) for b in bins]
+            to = conv["packets_to_target"].get(name)
+            reached = "not reached" if to is None or to != to else f"{to:.0f}"
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {reached} |")
+        lines.append("")
+    if stress is not None:
+        ivs = stress["settings"]["intervals_s"]
+        lines += [
+            "## Stress: changes every interval",
+            "",
+            f"{provenance(ADAPTATION['stress'])}. Score = the reference's median / the "
+            f"scheduler's median per change interval (reference: {stress['reference']['kind']}; "
+            f"changes: {stress['settings'].get('changes', 'random')}).",
+            "",
+            "| scheduler | " + " | ".join(f"{iv:g} s" for iv in ivs) + " |",
+            "|---" * (len(ivs) + 1) + "|",
+        ]
+        for name, rows in stress["scores"].items():
+            lines.append(f"| {name} | " + " | ".join(_score(r["score"]) for r in rows) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def write(path: Path, text: str) -> None:
     """Write ``text`` atomically (a temporary file beside ``path``, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,13 +258,22 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) == 2 and argv[0] == "--readme":
         rewrite_readme(Path(argv[1]), load(MAIN_JSON))
         return 0
+    if len(argv) >= 2 and argv[0] == "--take":
+        for p in argv[1:]:
+            print(take(Path(p)))
+        return 0
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: python scripts/docs_results.py OUT_DIR | --readme README.md", file=sys.stderr)
+        print(
+            "usage: python scripts/docs_results.py OUT_DIR | --readme README.md | --take JSON...",
+            file=sys.stderr,
+        )
         return 2
     out = Path(argv[0])
     write(out / "main.md", main_page(load(MAIN_JSON)))
     write(out / "reproduction.md", reproduction_page(load(REPORT_JSON)))
     write(out / "fidelity.md", fidelity_page(load(FIDELITY_JSON)))
+    conv, stress = (load(p) if p.is_file() else None for p in ADAPTATION.values())
+    write(out / "adaptation.md", adaptation_page(conv, stress))
     return 0
 
 

@@ -190,3 +190,31 @@ def test_the_literal_docstring_directive_shows_a_docstring_as_it_reads():
         ".. literal-docstring:: no_such_module_x\n", settings_overrides={"report_level": 5}
     )
     assert "cannot import no_such_module_x" in bad.astext()
+
+
+def test_the_adaptation_page_is_made_from_the_runs_json(tmp_path, monkeypatch):
+    """``--take`` keeps a run's scores and drops its records; the page's rows are them."""
+    conv = {
+        "job": "convergence",
+        "settings": {"target_score": 0.9},
+        "reference": {"policy": "redundant", "median_time_s": 1.5, "times": [1.0, 2.0]},
+        "start_scores": {"a": 0.5},
+        "curves": {
+            "a": [{"lo": 0, "hi": 100, "n": 3, "score": 0.5}, {"lo": 100, "hi": 1000, "n": 0}],
+            "b": [{"lo": 0, "hi": 100, "n": 3, "score": 0.95}, {"lo": 100, "hi": 1000, "n": 0}],
+        },
+        "packets_to_target": {"a": float("nan"), "b": 0.0},
+        "records": [{"download_time_s": 1.0}],
+    }
+    run = tmp_path / "convergence.json"
+    run.write_text(json.dumps(conv))
+    monkeypatch.setitem(docs_results.ADAPTATION, "convergence", tmp_path / "docs" / "conv.json")
+    kept = json.loads(docs_results.take(run).read_text())
+    assert "records" not in kept and "times" not in kept["reference"]
+    page = docs_results.adaptation_page(kept, None)
+    assert "| a | 0.500 | not reached |" in page and "| b | 0.950 | 0 |" in page
+    assert "[100, 1000)" not in page  # an empty bin has no column
+    with pytest.raises(SystemExit, match="not a convergence or stress result"):
+        other = tmp_path / "x.json"
+        other.write_text(json.dumps({"job": "main"}))
+        docs_results.take(other)
