@@ -306,7 +306,7 @@ def test_the_schema_doc_shows_the_emulator_defaults():
     }
 
 
-@pytest.mark.parametrize("name", ["dqn_on", "dqn_off", "gaps", "dqn_modes"])
+@pytest.mark.parametrize("name", ["dqn_on", "dqn_off", "gaps", "dqn_modes", "falcon_modes"])
 def test_learning_agent_configs_state_their_constructors_defaults(name):
     """Every constructor argument an agent config spells out (for the command
     line) has the constructor's default: one value, checked (FALCON's own
@@ -319,12 +319,14 @@ def test_learning_agent_configs_state_their_constructors_defaults(name):
     from baselines.gaps.agent import GAPS
     from baselines.modes.learner import DQNModes
     from falcon.experiments.common import agent_config
+    from falcon.online.modes import FalconModes
 
     classes = {
         "dqn_on": (DQNScheduler, DQNOn),
         "dqn_off": (DQNScheduler, DQNOff),
         "gaps": (GAPS,),
         "dqn_modes": (DQNModes,),
+        "falcon_modes": (FalconModes,),
     }[name]
     defaults = {
         k: p.default for c in classes for k, p in inspect.signature(c.__init__).parameters.items()

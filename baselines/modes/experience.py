@@ -128,6 +128,38 @@ def collect(
     return episodes
 
 
+#: task ``i`` of several is logged with the seeds ``seed + TASK_SEED_STRIDE * i + k``
+TASK_SEED_STRIDE = 100_000
+
+
+def collect_tasks(
+    tasks: Sequence[tuple],
+    modes,
+    seed: int,
+    seeds_per_mode: int,
+    switching_episodes: int,
+    switch_prob: float,
+    progress=None,
+    once: bool = False,
+) -> list[list[Episode]]:
+    """:func:`collect` on every ``(scenario, app)`` of ``tasks``, task ``i`` from
+    the seed ``seed + TASK_SEED_STRIDE * i``; one log per task."""
+    return [
+        collect(
+            scen,
+            app,
+            modes,
+            seed + TASK_SEED_STRIDE * i,
+            seeds_per_mode,
+            switching_episodes,
+            switch_prob,
+            progress,
+            once,
+        )
+        for i, (scen, app) in enumerate(tasks)
+    ]
+
+
 @dataclass
 class Transitions:
     """Arrays over transitions; ``weights``: sampling probabilities (None: uniform)."""
@@ -278,6 +310,8 @@ __all__ = [
     "EPOCHS_PER_MEDIAN",
     "log_episode",
     "collect",
+    "collect_tasks",
+    "TASK_SEED_STRIDE",
     "reward_constants",
     "transitions",
     "mc_transitions",

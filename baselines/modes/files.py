@@ -32,6 +32,54 @@ FORMAT = "falcon-modes-model"
 FORMAT_VERSION = 1
 
 
+def _name(k: int) -> str:
+    """Dataset name of a network's ``k``-th weight array: W0, b0, W1, ..."""
+    return f"{'Wb'[k % 2]}{k // 2}"
+
+
+def write_net(f, group: str, weights) -> None:
+    """One network's weight list ``[W0, b0, ...]`` as the datasets of ``group``."""
+    for k, w in enumerate(weights):
+        f.create_dataset(
+            f"{group}/{_name(k)}", data=np.asarray(w, np.float32), **dataset_options(w)
+        )
+
+
+def read_net(f, group: str, spec: QNetSpec, p: Path) -> list[np.ndarray]:
+    """The weight list of ``group``, checked against ``spec`` (file ``p``, for errors)."""
+    out = [
+        np.asarray(f[f"{group}/{_name(k)}"][()], np.float32)
+        for k in range(2 * len(spec.layer_sizes))
+    ]
+    for (i, o), w, b in zip(spec.layer_sizes, out[::2], out[1::2], strict=True):
+        if w.shape != (i, o) or b.shape != (o,):
+            raise ModelFileError(
+                f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})"
+            )
+    return out
+
+
+def model_file(path, default_name: str, what: str) -> Path:
+    """``path``, or ``path/default_name`` for a folder; a missing file is a one-line error."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / default_name
+    if not p.is_file():
+        raise ModelFileError(f"{p}: no such {what} file")
+    return p
+
+
+def check_header(f, p: Path, file_format: str, format_version: int) -> None:
+    """The ``format`` and ``format_version`` attributes of an open file are ours."""
+    if f.attrs.get("format") != file_format:
+        raise ModelFileError(f"{p}: not a {file_format} file (format {f.attrs.get('format')!r})")
+    version = integer_attribute(f.attrs.get("format_version"), "format_version")
+    if version != format_version:
+        raise ModelFileError(
+            f"{p}: {file_format} version {version}, this reader knows {format_version}"
+        )
+
+
 def write_model(
     path, members, spec: QNetSpec, modes, switch_margin: float, constant_mode: int | None = None
 ) -> Path:
@@ -40,9 +88,7 @@ def write_model(
     with atomic_path(path) as tmp:
         with open_hdf5_for_writing(tmp) as f:
             write_header(f, FORMAT, FORMAT_VERSION)
-            f.attrs["modes"] = json.dumps(
-                [m if isinstance(m, str) else [float(m[0]), bool(m[1])] for m in modes]
-            )
+            f.attrs["modes"] = modes_attribute(modes)
             f.attrs["spec"] = json.dumps(spec.to_dict())
             f.attrs["switch_margin"] = json.dumps(
                 switch_margin if math.isfinite(switch_margin) else None
@@ -50,13 +96,7 @@ def write_model(
             f.attrs["constant_mode"] = json.dumps(constant_mode)
             f.attrs["members"] = len(members)
             for i, weights in enumerate(members):
-                g = f.create_group(f"weights/{i}")
-                for k, w in enumerate(weights):
-                    g.create_dataset(
-                        f"{'Wb'[k % 2]}{k // 2}",
-                        data=np.asarray(w, np.float32),
-                        **dataset_options(w),
-                    )
+                write_net(f, f"weights/{i}", weights)
     return path
 
 
@@ -65,33 +105,17 @@ def read_model(path):
     wrote; a missing, foreign or damaged file is a one-line :class:`ModelFileError`."""
     import h5py
 
-    p = Path(path)
-    if p.is_dir():
-        p = p / "model.h5"
-    if not p.is_file():
-        raise ModelFileError(f"{p}: no such mode-scheduler model file")
+    p = model_file(path, "model.h5", "mode-scheduler model")
     try:
         with h5py.File(p, "r") as f:
-            if f.attrs.get("format") != FORMAT:
-                raise ModelFileError(f"{p}: not a {FORMAT} file (format {f.attrs.get('format')!r})")
-            version = integer_attribute(f.attrs.get("format_version"), "format_version")
-            if version != FORMAT_VERSION:
-                raise ModelFileError(
-                    f"{p}: {FORMAT} version {version}, this reader knows {FORMAT_VERSION}"
-                )
+            check_header(f, p, FORMAT, FORMAT_VERSION)
             spec = QNetSpec(**json.loads(f.attrs["spec"]))
             modes = make_modes_from(json.loads(f.attrs["modes"]))
             margin = json.loads(f.attrs["switch_margin"])
             margin = math.inf if margin is None else float(margin)
             constant = json.loads(f.attrs["constant_mode"])
             n = integer_attribute(f.attrs.get("members"), "members")
-            members = [
-                [
-                    np.asarray(f[f"weights/{i}/{'Wb'[k % 2]}{k // 2}"][()], np.float32)
-                    for k in range(2 * len(spec.layer_sizes))
-                ]
-                for i in range(n)
-            ]
+            members = [read_net(f, f"weights/{i}", spec, p) for i in range(n)]
     except ModelFileError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as e:
@@ -102,12 +126,6 @@ def read_model(path):
         raise ModelFileError(
             f"{p}: {len(members)} networks, switch margin {margin}: not a trained model"
         )
-    for weights in members:
-        for (i, o), w, b in zip(spec.layer_sizes, weights[::2], weights[1::2]):
-            if w.shape != (i, o) or b.shape != (o,):
-                raise ModelFileError(
-                    f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})"
-                )
     if spec.n_actions != len(modes):
         raise ModelFileError(f"{p}: {spec.n_actions} Q-values for {len(modes)} modes")
     if constant is not None and (not isinstance(constant, int) or not 0 <= constant < len(modes)):
@@ -115,6 +133,11 @@ def read_model(path):
             f"{p}: constant_mode {constant!r} is not one of the {len(modes)} modes"
         )
     return members, spec, modes, margin, constant
+
+
+def modes_attribute(modes) -> str:
+    """The ``modes`` attribute of a mode list (:func:`make_modes_from` reads it back)."""
+    return json.dumps([m if isinstance(m, str) else [float(m[0]), bool(m[1])] for m in modes])
 
 
 def make_modes_from(entries) -> list:
@@ -135,4 +158,14 @@ def make_modes_from(entries) -> list:
     return modes
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "write_model", "read_model"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "write_model",
+    "read_model",
+    "modes_attribute",
+    "write_net",
+    "read_net",
+    "model_file",
+    "check_header",
+]

@@ -42,7 +42,7 @@ from baselines.dqn.selection import download_cost, successive_halving
 from baselines.modes import files
 from baselines.modes.experience import (
     best_constant_mode_of_tasks,
-    collect,
+    collect_tasks,
     mc_transitions,
     pool,
     reward_constants,
@@ -59,8 +59,6 @@ from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 #: improvement over the modes); ``td``, DQN's bootstrapped target on the shaped
 #: per-epoch reward over every logged epoch (:func:`baselines.modes.experience.transitions`)
 TARGETS = ("mc", "td")
-#: task ``i`` of a multi-task fit logs with the seeds ``seed + TASK_SEED_STRIDE * i + k``
-TASK_SEED_STRIDE = 100_000
 
 
 def hold_or_switch(q: np.ndarray, current: int | None, margin: float) -> int:
@@ -264,26 +262,24 @@ class DQNModes(Scheduler, Trainable):
         tasks = [(scenario, app)] if tasks is None else [tuple(t) for t in tasks]
         if not tasks:
             raise ConfigError(f"{self.name}: tasks: expected at least one (scenario, app)")
-        logs, parts, units = [], [], []
-        for i, (scen, a) in enumerate(tasks):
-            episodes = collect(
-                scen,
-                a,
-                self.modes,
-                seed + TASK_SEED_STRIDE * i,
-                seeds_per_mode,
-                switching_episodes,
-                switch_prob,
-                say,
-                once=self.target == "mc",
-            )
+        logs = collect_tasks(
+            tasks,
+            self.modes,
+            seed,
+            seeds_per_mode,
+            switching_episodes,
+            switch_prob,
+            say,
+            once=self.target == "mc",
+        )
+        parts, units = [], []
+        for episodes in logs:
             unit_s, rate_ref = reward_constants(episodes)
             parts.append(
                 mc_transitions(episodes, unit_s)
                 if self.target == "mc"
                 else transitions(episodes, self.config.gamma, unit_s, rate_ref)
             )
-            logs.append(episodes)
             units.append(unit_s)
         data = pool(parts)
         mean = data.states.mean(0)

@@ -57,10 +57,8 @@ packets on B after which the score stays at least ``target_score`` (0.9,
 from __future__ import annotations
 
 import math
-import tempfile
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 
@@ -230,12 +228,11 @@ def run_convergence(
     ref_times = ref["times"]
     overrides = dict(sec.get("agent_overrides") or {})
     configs = {n: common.agent_config(n, overrides.get(n)) for n in sec["schedulers"]}
-    with tempfile.TemporaryDirectory(prefix="convergence-generalists-") as tmp:
-        # a scheduler that trains on a condition list (FALCON on the mode MDP) is trained once
-        configs, trained = train_generalists(
-            configs, {**sec, "deployed": sec["schedulers"], "split": None}, Path(tmp), progress, JOB
-        )
-        records = _runs(sec, configs, scen_a, scen_b, app, bank, progress)
+    # a scheduler that trains on a condition list (FALCON on the mode MDP) is trained once
+    configs, trained = train_generalists(
+        configs, {**sec, "deployed": sec["schedulers"], "split": None}, None, progress, JOB
+    )
+    records = _runs(sec, configs, scen_a, scen_b, app, bank, progress)
     edges = sec["bin_edges"]
     curves = {}
     for name in sec["schedulers"]:

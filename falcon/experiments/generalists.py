@@ -94,7 +94,11 @@ def _train_into(target: Path, name: str, cfg: Mapping, listed: str, seed: int, p
 
 
 def train_generalists(
-    agents: dict[str, dict], sec: Mapping, folder: Path, progress: bool = True, job: str = JOB
+    agents: dict[str, dict],
+    sec: Mapping,
+    folder: Path | None = None,
+    progress: bool = True,
+    job: str = JOB,
 ) -> tuple[dict[str, dict], dict[str, dict]]:
     """``(agents, records)``: every deployed agent that names a condition list
     trained on it through falcon.train's training step
@@ -102,7 +106,8 @@ def train_generalists(
     the list and keeps test files out), or taken from the user cache where the
     same config, tasks, seed and code trained it before (:func:`fingerprint`;
     one process trains, another waits for it), copied to ``folder/<name>/``
-    and replaced by its config with ``model`` set to that folder and no
+    when a folder is given (the run's own record), and replaced by its config
+    with ``model`` set to that copy, else to the cache folder, and no
     ``train`` section; ``records[name]``: the list, its number of conditions,
     the fit metrics, the cache folder, whether it was reused, the wall time
     [s]. ``sec``: ``deployed`` (the names), ``split`` (the list the run
@@ -125,12 +130,14 @@ def train_generalists(
             reused = (target / TRAIN_RECORD).is_file()
             if not reused:
                 _train_into(target, name, agents[name], listed, sec["train_seed"], progress)
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(target, folder / name)
+        deployed = target
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            deployed = Path(shutil.copytree(target, folder / name))
         metrics = json.loads((target / TRAIN_RECORD).read_text())
         out[name] = {
             **{k: v for k, v in agents[name].items() if k != "train"},
-            "model": str(folder / name),  # the folder: its file is the scheduler's own
+            "model": str(deployed),  # the folder: its file is the scheduler's own
         }
         records[name] = {
             "conditions": listed,

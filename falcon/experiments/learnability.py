@@ -452,11 +452,9 @@ def run_learnability(
     ``log(metrics, step)`` receives the training curves; ``models_dir``
     receives the trained models (``<condition>/<learner>/``)."""
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="learnability-generalists-") as tmp:
-        agents, generalists = train_generalists(
-            agents, sec, Path(models_dir or tmp) / "generalists", progress
-        )
-        return _run(sec, conditions, agents, generalists, runtime, progress, log, models_dir, t0)
+    folder = Path(models_dir) / "generalists" if models_dir else None  # else the cache's
+    agents, generalists = train_generalists(agents, sec, folder, progress)
+    return _run(sec, conditions, agents, generalists, runtime, progress, log, models_dir, t0)
 
 
 def _run(sec, conditions, agents, generalists, runtime, progress, log, models_dir, t0) -> dict:

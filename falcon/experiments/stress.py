@@ -71,10 +71,8 @@ MLflow metrics ``score/<scheduler>``, ``paired_score/<scheduler>`` and
 from __future__ import annotations
 
 import math
-import tempfile
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 
@@ -386,14 +384,13 @@ def run_stress(
     names = [n for n in sec["schedulers"] if n != common.REFERENCE]
     overrides = dict(sec.get("agent_overrides") or {})
     configs = {n: common.agent_config(n, overrides.get(n)) for n in names}
-    with tempfile.TemporaryDirectory(prefix="stress-generalists-") as tmp:
-        # a scheduler that trains on a condition list (FALCON on the mode MDP) is trained once
-        configs, trained = train_generalists(
-            configs, {**sec, "deployed": names, "split": None}, Path(tmp), progress, JOB
-        )
-        for n in names:
-            players[n] = lambda _s, n=n: common.build_agent(n, configs[n], _s, bank)
-        records, conditions = _sessions(sec, scenario, app, players, names, progress)
+    # a scheduler that trains on a condition list (FALCON on the mode MDP) is trained once
+    configs, trained = train_generalists(
+        configs, {**sec, "deployed": names, "split": None}, None, progress, JOB
+    )
+    for n in names:
+        players[n] = lambda _s, n=n: common.build_agent(n, configs[n], _s, bank)
+    records, conditions = _sessions(sec, scenario, app, players, names, progress)
     refs = {iv: _reference_of(records, players, names, iv) for iv in sec["intervals_s"]}
     ref_info["per_interval"] = {f"{iv:g}": r for iv, r in refs.items()}
     ref_key = reference_label(ref_info)

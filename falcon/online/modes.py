@@ -70,8 +70,8 @@ import numpy as np
 
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet
-from baselines.modes.experience import Episode, collect, mc_transitions
-from baselines.modes.learner import TASK_SEED_STRIDE, Ensemble, hold_or_switch
+from baselines.modes.experience import Episode, collect_tasks, mc_transitions
+from baselines.modes.learner import Ensemble, hold_or_switch
 from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
 from envs import run_episode as emulate
 from envs.errors import ConfigError
@@ -301,25 +301,14 @@ class FalconModes(Scheduler, Trainable):
         condition; plus ``grid_tasks`` synthetic two-path tasks of the completion
         bank's grid, :meth:`metalearning.grid.ConditionGrid.sample_task`: Table I
         bandwidths, the paper's ranges of loss, RTT and RTT spread, 2 MB; task
-        ``i`` logged with the seeds ``seed + TASK_SEED_STRIDE * i + k``)."""
+        ``i`` logged with the seeds ``seed + TASK_SEED_STRIDE * i + k``,
+        :func:`baselines.modes.experience.collect_tasks`)."""
         say = print if progress else None
         self.tasks = [(scenario, app)] if tasks is None else [tuple(t) for t in tasks]
         self.tasks += grid_task_list(int(grid_tasks), seed)
-        logs = []
-        for i, (scen, a) in enumerate(self.tasks):
-            logs.append(
-                collect(
-                    scen,
-                    a,
-                    self.modes,
-                    seed + TASK_SEED_STRIDE * i,
-                    seeds_per_mode,
-                    switching_episodes,
-                    switch_prob,
-                    say,
-                    once=True,
-                )
-            )
+        logs = collect_tasks(
+            self.tasks, self.modes, seed, seeds_per_mode, switching_episodes, switch_prob, say, True
+        )
         self.bank, out = build_mode_bank(
             logs,
             self.modes,
