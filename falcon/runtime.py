@@ -18,6 +18,7 @@ instance with ``runtime.num_cpus`` CPUs, shut down again afterwards).
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import warnings
@@ -108,31 +109,64 @@ def _run_inline(jobs, worker, progress, desc, report) -> list:
     return out
 
 
+#: jobs handed to the pool per worker process and not yet collected: enough
+#: to keep every worker busy, few enough that nothing scales with the job count
+IN_FLIGHT_PER_WORKER = 4
+
+
 def _run_pool(jobs, worker, workers, progress, desc, report) -> list:
+    """The jobs on ``workers`` spawned processes, at most
+    ``workers * IN_FLIGHT_PER_WORKER`` submitted at a time.
+
+    Completions arrive through a done-callback on a ``queue.SimpleQueue``
+    rather than ``concurrent.futures.wait``: ``wait`` takes every pending
+    future's lock in turn, and a SIGTERM or Ctrl-C raised between two of
+    those takes left locks held, so the pool's manager thread blocked on the
+    next future and the shutdown waited for it forever."""
     import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    import queue
+    from concurrent.futures import ProcessPoolExecutor
 
     results: list = [None] * len(jobs)
+    completed: queue.SimpleQueue = queue.SimpleQueue()
     ctx = mp.get_context("spawn")  # no fork of a process that may hold torch/MLflow threads
-    with (
-        ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool,
-        _progress(len(jobs), progress, desc) as bar,
-    ):
-        futures = {pool.submit(worker, job): i for i, job in enumerate(jobs)}
-        pending = set(futures)
-        try:
-            while pending:
-                # each completion (progress, on_result); a worker's exception re-raises here
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    results[futures[fut]] = fut.result()  # re-raises the worker's exception
-                    bar.update(1)
-                    report(futures[fut], results[futures[fut]])
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            raise
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    try:
+        with _progress(len(jobs), progress, desc) as bar:
+            submitted = in_flight = 0
+            while submitted < len(jobs) or in_flight:
+                while submitted < len(jobs) and in_flight < workers * IN_FLIGHT_PER_WORKER:
+                    future = pool.submit(worker, jobs[submitted])
+                    future.add_done_callback(functools.partial(_put_done, completed, submitted))
+                    submitted += 1
+                    in_flight += 1
+                i, future = completed.get()
+                in_flight -= 1
+                results[i] = future.result()  # re-raises the worker's exception
+                bar.update(1)
+                report(i, results[i])
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     return results
+
+
+def _put_done(completed, i: int, future) -> None:
+    completed.put((i, future))
+
+
+def _stop_pool(pool) -> None:
+    """End the pool now, without waiting for the jobs still running (one may
+    train for minutes): its workers are terminated, the pool's manager thread
+    sees them gone, fails what was pending and exits, and is joined."""
+    stop = getattr(pool, "terminate_workers", None)  # public from Python 3.14
+    if stop is not None:
+        stop()
+    else:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:

@@ -73,6 +73,24 @@ def test_worker_input_error_propagates(tiny_plan):
         run_jobs([jobs[0], bad], run_episode_job, {"name": "local"}, progress=False)
 
 
+def test_a_failing_job_ends_the_pool_without_waiting_for_the_others():
+    """One job fails at once while the other would run a minute: the error
+    arrives after the failure, not after the long job (its worker is ended)."""
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(TypeError):
+        run_jobs([60.0, "not a duration"], time.sleep, {"name": "local", "workers": 2})
+    assert time.monotonic() - t0 < 30.0
+
+
+def test_a_pool_keeps_job_order_over_many_more_jobs_than_it_holds_at_once():
+    jobs = list(range(-50, 50))
+    assert run_jobs(jobs, abs, {"name": "local", "workers": 2}, progress=False) == [
+        abs(j) for j in jobs
+    ]
+
+
 def test_unknown_runtime_is_a_config_error():
     with pytest.raises(ConfigError, match="unknown runtime 'slurm'"):
         run_jobs([], run_episode_job, {"name": "slurm"})
