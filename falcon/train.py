@@ -90,15 +90,11 @@ def train_agents(plan: Plan, staging, tracker, train_seed: int, progress: bool =
             )
         on = f"scenario {scenario_name!r}, app {app_name!r}"
         if "conditions" in train_kw:  # a generalist: trained on a whole condition list
-            from falcon.experiments.condition_lists import recombined_tasks, training_tasks
+            from falcon.experiments.condition_lists import generalist_tasks
 
-            listed = train_kw.pop("conditions")
-            tasks = training_tasks(listed, f"agent {name!r}: train.conditions")
-            on = f"the {len(tasks)} conditions of the {listed} list"
-            extra = recombined_tasks(tasks, train_kw.pop("recombined", 0), train_seed)
-            if extra:
-                on += f" and {len(extra)} pairs recombined from their paths"
-            train_kw["tasks"] = tasks + extra
+            train_kw["tasks"], on = generalist_tasks(train_kw, train_seed, f"agent {name!r}: train")
+            for key in ("conditions", "recombined", "in_sample"):
+                train_kw.pop(key, None)
         info(f"training agent {name!r} on {on}, seed {train_seed}")
         train_kw["log"] = lambda metrics, step=None, _n=name: tracker.log_metrics(
             {f"train/{_n}/{k}": v for k, v in metrics.items()}, step

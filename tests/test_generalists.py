@@ -124,6 +124,58 @@ def test_a_generalist_never_trains_on_the_list_it_is_scored_on(compose, monkeypa
         lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
 
 
+def test_a_generalist_trained_in_sample_on_the_dev_list_is_scored_there(compose, fits, monkeypatch):
+    """``train.in_sample: dev`` adds the development conditions to its tasks;
+    on the dev list it is then scored in sample (recorded), on the list it
+    trains on it is still refused."""
+    monkeypatch.setattr(condition_lists, "in_sample_tasks", lambda name, where: TASKS[:1])
+    extra = "learnability.agent_overrides.dqn_modes_general.train.in_sample=dev"
+    _, sec, conds, agents = lb.settings(_cfg(compose, f"++{extra}"))
+    assert sec["split"] == "dev"
+    res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
+    assert fits == [3]  # the list's 2 tasks and the dev list's 1
+    assert res["generalists"]["dqn_modes_general"]["in_sample"] is True
+    with pytest.raises(ConfigError, match="trains on the train list, which this run scores"):
+        lb.run_learnability(
+            {**sec, "split": "train"}, conds, agents, {"name": "local"}, progress=False
+        )
+
+
+def test_in_sample_tasks_are_the_dev_lists_conditions_and_train_files_only(monkeypatch):
+    import falcon.config
+
+    dev = condition_lists.in_sample_tasks("dev", "agent 'x': train.in_sample")
+    assert len(dev) == 15 and all(len(s["paths"]) == 2 for s, _ in dev)
+    with pytest.raises(ConfigError, match="also trains in sample on dev, got 'train'"):
+        condition_lists.in_sample_tasks("train", "agent 'x': train.in_sample")
+    # a dev list may hold validation files; a generalist may not train on one
+    real = falcon.config.load_group
+    validation_file = "raca_5g_2020/download_driving/B_2019.12.14_10.16.30.csv"
+
+    def load_group(group, name):
+        cfg = real(group, name)
+        if name == "dev":
+            cfg.learnability.conditions[0].scenario.paths[0] = {"trace": validation_file}
+        return cfg
+
+    monkeypatch.setattr(falcon.config, "load_group", load_group)
+    with pytest.raises(ConfigError, match="is a validation file .*trains on train files only"):
+        condition_lists.in_sample_tasks("dev", "agent 'x': train.in_sample")
+
+
+def test_generalist_tasks_are_the_list_its_recombined_pairs_then_the_in_sample_list():
+    train = {"conditions": "train", "recombined": 4, "in_sample": "dev"}
+    tasks, phrase = condition_lists.generalist_tasks(train, 3, "agent 'x': train")
+    listed = condition_lists.training_tasks("train", "x")
+    dev = condition_lists.in_sample_tasks("dev", "x")
+    assert tasks == listed + condition_lists.recombined_tasks(listed, 4, 3) + dev
+    assert phrase.endswith(
+        "4 pairs recombined from their paths and, in sample, the 15 conditions of the dev list"
+    )
+    no_dev, _ = condition_lists.generalist_tasks({**train, "in_sample": None}, 3, "x")
+    assert no_dev == tasks[: len(tasks) - 15]
+
+
 @pytest.mark.parametrize("name", ["test", "dev", "nonsense"])
 def test_only_the_train_and_validation_lists_are_training_lists(name):
     with pytest.raises(ConfigError, match="train or validation condition list"):

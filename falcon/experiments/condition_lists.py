@@ -63,7 +63,9 @@ def _allowed(name: str) -> str:
     return f"{name} files only"
 
 
-def check_list_files(conditions: Sequence[Mapping], name: str, job: str) -> None:
+def check_list_files(
+    conditions: Sequence[Mapping], name: str, job: str, takes: str | None = None
+) -> None:
     """Every trace file of ``conditions`` (validated conditions ``{index,
     name, scenario}``) is of a split the list ``name`` allows; the split
     file's checksums are verified first. A ``dev`` list runs without a split
@@ -88,7 +90,7 @@ def check_list_files(conditions: Sequence[Mapping], name: str, job: str) -> None
             what = f"a {got} file" if got is not None else "in no split (not listed)"
             raise ConfigError(
                 f"{job}.conditions[{c['index']}] ({c['name']}): paths[{i}].trace {f} is {what} "
-                f"of {split.source.name}; the {name} list takes {_allowed(name)}"
+                f"of {split.source.name}; {takes or f'the {name} list takes {_allowed(name)}'}"
             )
 
 
@@ -109,6 +111,32 @@ def training_tasks(name, where: str) -> list[tuple[dict, dict]]:
     sec = to_plain(load_group("conditions", name)).get("learnability") or {}
     conditions = check_conditions(sec.get("conditions"), None)
     check_list_files(conditions, name, where)
+    return [(c["scenario"], c["app"]) for c in conditions]
+
+
+#: the condition lists a generalist may also train on (``train.in_sample``):
+#: lists it is then scored on in sample, like a learner trained per condition
+IN_SAMPLE_LISTS = ("dev",)
+
+
+def in_sample_tasks(name, where: str) -> list[tuple[dict, dict]]:
+    """``[(scenario, app), ...]`` of the development list ``name`` for a
+    generalist that also trains on it (``train: {in_sample: dev}``): the
+    conditions its suite run scores in sample, as DQN-Off is trained on each
+    of them. Every trace file must be a train file (the dev list may hold
+    validation files; a learner trained on one would no longer be out of
+    sample there), checked against the split file first."""
+    from falcon.config import load_group, to_plain
+    from falcon.experiments.learnability_settings import check_conditions
+
+    if name not in IN_SAMPLE_LISTS:
+        raise ConfigError(
+            f"{where}: a generalist also trains in sample on {' or '.join(IN_SAMPLE_LISTS)}, "
+            f"got {name!r}"
+        )
+    sec = to_plain(load_group("conditions", name)).get("learnability") or {}
+    conditions = check_conditions(sec.get("conditions"), None)
+    check_list_files(conditions, "train", where, takes="a generalist trains on train files only")
     return [(c["scenario"], c["app"]) for c in conditions]
 
 
@@ -165,6 +193,24 @@ def recombined_tasks(tasks: Sequence[tuple], n: int, seed: int) -> list[tuple[di
     ]
 
 
+def generalist_tasks(train: Mapping, seed: int, where: str) -> tuple[list, str]:
+    """``(tasks, phrase)``: the tasks of a generalist's ``train`` section, in
+    this order: the conditions of the list ``train.conditions``,
+    ``train.recombined`` pairs of their paths (seed ``seed``) and the
+    conditions of ``train.in_sample`` (null: none); ``phrase`` says so for a log line."""
+    listed = train["conditions"]
+    tasks = training_tasks(listed, f"{where}.conditions")
+    phrase = f"the {len(tasks)} conditions of the {listed} list"
+    extra = recombined_tasks(tasks, train.get("recombined", 0), seed)
+    if extra:
+        phrase += f" and {len(extra)} pairs recombined from their paths"
+    own = train.get("in_sample")
+    in_sample = in_sample_tasks(own, f"{where}.in_sample") if own is not None else []
+    if in_sample:
+        phrase += f" and, in sample, the {len(in_sample)} conditions of the {own} list"
+    return tasks + extra + in_sample, phrase
+
+
 def check_learners(name: str, learners: Sequence[str], job: str) -> None:
     """No learner on a list of :data:`NO_LEARNERS`."""
     if name in NO_LEARNERS and learners:
@@ -182,5 +228,8 @@ __all__ = [
     "check_list_files",
     "check_learners",
     "training_tasks",
+    "IN_SAMPLE_LISTS",
+    "in_sample_tasks",
     "recombined_tasks",
+    "generalist_tasks",
 ]

@@ -9,7 +9,10 @@ before the suite's jobs, then deployed on every condition of the suite from
 its saved model, exactly as a scheduler given ``model=PATH`` (one given
 ``model`` is deployed as is, not retrained). Training on the
 list the suite scores is refused (that would be in-sample), and so is the
-test list (its files are for reporting only). The convergence and stress
+test list (its files are for reporting only). The one exception is asked
+for by name: ``train.in_sample: dev`` adds the development conditions (train
+files only) to its tasks, so that on the dev list it is scored in sample,
+as DQN-Off trained per condition is; the run's record says so. The convergence and stress
 experiments train theirs the same way (their conditions are no list: only
 the test list is refused there). A trained generalist is kept in the user
 cache under a fingerprint of what it depends on (:func:`fingerprint`), so
@@ -49,16 +52,15 @@ def fingerprint(name: str, cfg: Mapping, train_seed: int) -> str:
     file's SHA-256, checked when read) and the sources of the four packages, so
     that any change of code, config or data trains it again."""
     from envs.traces.split import sha256_file, split_file
-    from falcon.experiments.condition_lists import training_tasks
+    from falcon.experiments.condition_lists import generalist_tasks
     from falcon.plugins import source_digest
 
-    listed = listed_conditions(cfg)
     blob = json.dumps(
         {
             "name": name,
             "agent": {k: v for k, v in cfg.items() if k != "model"},
             "train_seed": int(train_seed),
-            "tasks": training_tasks(listed, f"agent {name!r}: train.conditions"),
+            "tasks": generalist_tasks(cfg["train"], train_seed, f"agent {name!r}: train")[0],
             "split": sha256_file(split_file()) if split_file().is_file() else None,
             "code": [source_digest(m)[0] for m in ("envs", "baselines", "metalearning", "falcon")],
         },
@@ -141,6 +143,7 @@ def train_generalists(
         }
         records[name] = {
             "conditions": listed,
+            "in_sample": agents[name]["train"].get("in_sample") == sec.get("split"),
             "tasks": int(metrics.get("tasks", 0)),
             "metrics": metrics,
             "cache": str(target),

@@ -120,7 +120,8 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
          "rule_beats_minrtt": bool | null,
          "learner_beats_minrtt": {<learner>: bool} | null}},
      # deployed schedulers trained once on another condition list (falcon.experiments.generalists)
-     "generalists": {<deployed>: {"conditions": str, "tasks": int, "metrics": {fit metrics}, "wall_s": float}},
+     "generalists": {<deployed>: {"conditions": str, "in_sample": bool, "tasks": int,
+                                   "metrics": {fit metrics}, "wall_s": float}},
      "suite_score": {<scheduler>: float | null},
      "suite_score_best_known": {<scheduler>: float | null},
      "headroom": {"margin", "count", "of", "conditions": [str], "geometric_mean"},
@@ -132,7 +133,8 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
 A deployed scheduler whose agent config names a condition list to train on
 (``train: {conditions: train}``, e.g. ``dqn_modes_general``) is trained once
 on that list before the jobs and deployed from its model on every condition
-(:mod:`falcon.experiments.generalists`; never on the list it is scored on).
+(:mod:`falcon.experiments.generalists`; never on the list it is scored on,
+unless it names the dev list in ``train.in_sample``: ``in_sample`` in its record).
 
 ``experience`` is what a learner saw of the condition before the
 evaluation: DQN-On ``online`` packets (decisions) and episodes of ``fit``;
