@@ -120,6 +120,68 @@ def test_the_constant_candidate_is_the_mode_with_the_lowest_median():
     assert best_constant_mode(eps, 4) == 0  # median 1.1 s against 2.0 s (mean 3.7 s against 2.0 s)
 
 
+def test_the_constant_candidates_are_the_fastest_held_modes_in_order():
+    from baselines.modes.experience import fastest_constant_modes
+
+    eps = [
+        _episode([0.0], t, [m], [1.0])
+        for m, t in ((0, 3.0), (1, 1.0), (2, 2.0), (3, 2.0), (0, 3.0), (1, 1.2), (2, 2.2))
+    ]
+    eps.append(_episode([0.0, 0.1], 0.2, [0, 3], [1.0, 1.0]))  # changed mode: not held throughout
+    # medians: mode 1 1.1 s, mode 3 2.0 s, mode 2 2.1 s, mode 0 3.0 s
+    assert fastest_constant_modes([eps], 4, 3) == [1, 3, 2]
+    assert fastest_constant_modes([eps], 4, 9) == [1, 3, 2, 0]
+    assert fastest_constant_modes([eps], 4, 0) == []
+    with pytest.raises(ConfigError, match="no constant-mode episode"):
+        fastest_constant_modes([eps[-1:]], 4, 1)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "3"])
+def test_constant_candidates_is_a_whole_number(bad):
+    with pytest.raises(ConfigError, match="constant_candidates: expected a whole number >= 0"):
+        DQNModes(constant_candidates=bad)
+
+
+def test_every_constant_candidate_enters_the_selection(monkeypatch):
+    """With two candidates ranked wrongly by the behaviour (the slow single
+    path first), the validation episodes keep the fast one; with one, the
+    slow one is all the selection may hold."""
+    import baselines.modes.learner as learner
+
+    scen = {
+        "paths": [
+            {"bandwidth_mbps": 30, "rtt_ms": 20},
+            {"bandwidth_mbps": 1, "rtt_ms": 150, "loss": 0.05},
+        ]
+    }
+    app = {"kind": "bulk", "size_bytes": 300_000}
+    # modes: share 0 (everything on path 1, slow), share 1 (everything on path 0, fast)
+    monkeypatch.setattr(learner, "fastest_constant_modes", lambda logs, n, k: [0, 1][:k])
+    kept = {}
+    for k in (1, 2):
+        agent = DQNModes(
+            shares=[0.0, 1.0],
+            reinject=[False],
+            rules=[],
+            hidden=[8],
+            switch_margins=[None],
+            constant_candidates=k,
+        )
+        agent.fit(
+            scen,
+            app,
+            seed=5,
+            seeds_per_mode=1,
+            switching_episodes=1,
+            gradient_steps=5,
+            models=1,
+            validation_episodes=4,
+            progress=False,
+        )
+        kept[k] = agent.constant_mode
+    assert kept[2] == 1 and kept[1] in (0, None)
+
+
 def test_hold_or_switch():
     q = np.array([1.0, 1.5, 0.2])
     assert hold_or_switch(q, None, 1.0) == 1
@@ -144,7 +206,7 @@ def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_
         rules=["minrtt"],
         hidden=[32],
         switch_margins=[0.0, None],
-        constant_candidate=True,
+        constant_candidates=1,
     )
     out = agent.fit(
         scen,
@@ -182,7 +244,7 @@ def test_learner_leaves_a_useless_path_alone_and_its_model_file_round_trips(tmp_
     )
     assert again.constant_mode == agent.constant_mode
     # the ablation: the Q-policy deployed even where the selection kept a constant mode
-    q_only = DQNModes(model=str(tmp_path), constant_candidate=False)
+    q_only = DQNModes(model=str(tmp_path), constant_candidates=0)
     assert q_only.constant_mode is None and q_only.switch_margin == agent.switch_margin
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     with pytest.raises(ModelFileError, match="bad.h5: unreadable"):
@@ -246,7 +308,7 @@ def test_a_generalist_learns_from_several_conditions():
         rules=[],
         hidden=[32],
         switch_margins=[0.0],
-        constant_candidate=False,
+        constant_candidates=0,
     )
     out = agent.fit(
         None,

@@ -181,31 +181,42 @@ def constant_mode_times(episodes: Sequence[Episode]) -> dict[int, list[float]]:
     return times
 
 
-def best_constant_mode(episodes: Sequence[Episode], n_modes: int) -> int:
-    """The mode whose constant-mode episodes have the lowest median download time."""
-    times = constant_mode_times(episodes)
-    if not times:
+def constant_mode_costs(logs: Sequence[Sequence[Episode]], n_modes: int) -> np.ndarray:
+    """``[n_modes]``: each mode held throughout, its mean over the tasks of the
+    log of its median constant-mode download time [log s] (one task: the log
+    of its median), so that every task counts by its relative speed; ``inf``
+    for a mode some task never held throughout."""
+    cost = np.zeros(n_modes)
+    for episodes in logs:
+        times = constant_mode_times(episodes)
+        cost += [
+            math.log(max(float(np.median(times[m])), 1e-9)) if m in times else math.inf
+            for m in range(n_modes)
+        ]
+    return cost / max(len(logs), 1)
+
+
+def fastest_constant_modes(logs: Sequence[Sequence[Episode]], n_modes: int, k: int) -> list[int]:
+    """Up to ``k`` modes held throughout with the lowest :func:`constant_mode_costs`,
+    fastest first (ties: the lower index); only modes every task held throughout."""
+    cost = constant_mode_costs(logs, n_modes)
+    held = [m for m in range(n_modes) if math.isfinite(cost[m])]
+    if not held:
         raise ConfigError(
             "modes: no constant-mode episode to choose a constant mode from (seeds_per_mode >= 1)"
         )
-    return min(times, key=lambda m: (float(np.median(times[m])), m))
+    return sorted(held, key=lambda m: (cost[m], m))[: max(int(k), 0)]
+
+
+def best_constant_mode(episodes: Sequence[Episode], n_modes: int) -> int:
+    """The mode whose constant-mode episodes have the lowest median download time."""
+    return best_constant_mode_of_tasks([episodes], n_modes)
 
 
 def best_constant_mode_of_tasks(logs: Sequence[Sequence[Episode]], n_modes: int) -> int:
     """The mode held throughout that is fastest over several tasks: the lowest
-    mean over the tasks of the log of its median constant-mode download time
-    (one task: :func:`best_constant_mode`)."""
-    if len(logs) == 1:
-        return best_constant_mode(logs[0], n_modes)
-    cost = np.zeros(n_modes)
-    for episodes in logs:
-        times = constant_mode_times(episodes)
-        if len(times) < n_modes:
-            raise ConfigError(
-                "modes: a task has no constant-mode episode of some mode (seeds_per_mode >= 1)"
-            )
-        cost += [math.log(max(float(np.median(times[m])), 1e-9)) for m in range(n_modes)]
-    return int(np.argmin(cost))
+    mean over the tasks of the log of its median constant-mode download time."""
+    return fastest_constant_modes(logs, n_modes, 1)[0]
 
 
 def pool(parts: Sequence[Transitions]) -> Transitions:
@@ -316,4 +327,6 @@ __all__ = [
     "transitions",
     "mc_transitions",
     "best_constant_mode",
+    "constant_mode_costs",
+    "fastest_constant_modes",
 ]

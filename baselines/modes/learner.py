@@ -41,8 +41,8 @@ from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.selection import download_cost, successive_halving
 from baselines.modes import files
 from baselines.modes.experience import (
-    best_constant_mode_of_tasks,
     collect_tasks,
+    fastest_constant_modes,
     mc_transitions,
     pool,
     reward_constants,
@@ -140,10 +140,12 @@ class DQNModes(Scheduler, Trainable):
             switch after the first choice): a deployed model changes mode only for a mean Q-value gain
             above the margin; ``fit`` keeps the one with the lowest validation
             download time.
-        constant_candidate: the selection may also deploy, instead of the
-            Q-values, the mode with the lowest median behaviour download time
-            held for the whole download (so the learned policy is never judged
-            worse than the best constant mode it could have kept).
+        constant_candidates: how many modes held for the whole download the
+            selection may deploy instead of the Q-values: the ones with the
+            lowest median behaviour download times, fastest first (so the
+            learned policy is never judged worse than the constant modes it
+            could have kept; more than one, because the behaviour's few seeds
+            per mode rank close modes by chance). 0: the Q-values only.
         lr, batch_size, tau, double_q, cql_alpha: :class:`baselines.dqn.learner.DQNConfig`
             (``cql_alpha``: conservative Q-learning, which keeps the greedy
             mode on what the log supports).
@@ -155,7 +157,7 @@ class DQNModes(Scheduler, Trainable):
             out to be in an outage from waiting for it. Applied when deployed
             and in the selection; not stored in the model file.
         model: a saved model (``model.h5`` or its folder) instead of training;
-            with ``constant_candidate: false`` its Q-policy is deployed even
+            with ``constant_candidates: 0`` its Q-policy is deployed even
             where its selection kept a constant mode (an ablation).
     """
 
@@ -176,7 +178,7 @@ class DQNModes(Scheduler, Trainable):
         cql_alpha: float = 0.0,
         target: str = "mc",
         switch_margins: Sequence[float | None] = DEFAULT_MARGINS,
-        constant_candidate: bool = True,
+        constant_candidates: int = 3,
         first_mode: str | None = None,
         seed: int = 0,
         model: str | None = None,
@@ -186,7 +188,15 @@ class DQNModes(Scheduler, Trainable):
         self.target = target
         self.margins = check_margins(list(switch_margins))
         self.switch_margin = self.margins[0]
-        self.constant_candidate = bool(constant_candidate)
+        if isinstance(constant_candidates, bool) or not isinstance(constant_candidates, int):
+            raise ConfigError(
+                f"constant_candidates: expected a whole number >= 0, got {constant_candidates!r}"
+            )
+        if constant_candidates < 0:
+            raise ConfigError(
+                f"constant_candidates: expected a whole number >= 0, got {constant_candidates}"
+            )
+        self.constant_candidates = constant_candidates
         #: a mode held for the whole download instead of the Q-values (the selected candidate), or None
         self.constant_mode: int | None = None
         self.modes = make_modes(list(shares), list(reinject), list(rules))
@@ -256,8 +266,8 @@ class DQNModes(Scheduler, Trainable):
         of sampling weight, so that a slow task neither dominates the fit nor
         the scale of the Q-values; validation episodes cycle over the tasks
         (episode ``k`` on task ``k mod n``, cost: mean log download time, so
-        every task counts by its relative speed). The constant candidate is
-        the mode with the lowest mean over tasks of its log median time."""
+        every task counts by its relative speed). The constant candidates are
+        the modes with the lowest mean over tasks of their log median times."""
         say = print if progress else None
         tasks = [(scenario, app)] if tasks is None else [tuple(t) for t in tasks]
         if not tasks:
@@ -293,14 +303,16 @@ class DQNModes(Scheduler, Trainable):
         )
         weights, losses = self._train(data, int(models), int(gradient_steps))
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
-        constant = (
-            best_constant_mode_of_tasks(logs, len(self.modes)) if self.constant_candidate else None
+        constants = (
+            fastest_constant_modes(logs, len(self.modes), self.constant_candidates)
+            if self.constant_candidates
+            else []
         )
-        best, record = self._select(tasks, seed, int(validation_episodes), say, constant)
+        best, record = self._select(tasks, seed, int(validation_episodes), say, constants)
         if best < len(self.margins):
             self.switch_margin, self.constant_mode = self.margins[best], None
         else:
-            self.constant_mode = constant
+            self.constant_mode = constants[best - len(self.margins)]
         out = {
             "tasks": float(len(tasks)),
             "behaviour_episodes": float(sum(len(e) for e in logs)),
@@ -339,12 +351,12 @@ class DQNModes(Scheduler, Trainable):
             losses.append(loss.detach().numpy())
         return [learner.get_weights(m) for m in range(n_models)], losses
 
-    def _select(self, tasks, seed: int, budget: int, say, constant: int | None):
+    def _select(self, tasks, seed: int, budget: int, say, constants: Sequence[int]):
         """The candidate with the lowest mean log download time on validation
         episodes (episode ``k`` on task ``k mod len(tasks)``): a switch margin
-        (index into ``margins``), or, index ``len(margins)``, holding the mode
-        ``constant``."""
-        n = len(self.margins) + (constant is not None)
+        (index into ``margins``), or, index ``len(margins) + j``, holding the
+        mode ``constants[j]``."""
+        n = len(self.margins) + len(constants)
         if n == 1:
             return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None}]
 
@@ -352,7 +364,7 @@ class DQNModes(Scheduler, Trainable):
             policy = (
                 ModePolicy(self.q, self.margins[i], first=self._first())
                 if i < len(self.margins)
-                else ModePolicy(None, constant=constant)
+                else ModePolicy(None, constant=constants[i - len(self.margins)])
             )
             sched = ModeScheduler(self.modes, policy)
             scenario, app = tasks[k % len(tasks)]
@@ -382,7 +394,7 @@ class DQNModes(Scheduler, Trainable):
         )
         self.margins = [self.switch_margin]
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in members])
-        if not self.constant_candidate:  # deploy the Q-policy, not the selected constant mode
+        if not self.constant_candidates:  # deploy the Q-policy, not the selected constant mode
             self.constant_mode = None
 
 
