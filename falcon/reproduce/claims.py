@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+from falcon.reproduce.causes import convergence_cause, stress_cause, updates_cause, web_cause
 from falcon.reproduce.claims_other import gaps_verdicts, hop_verdicts, hybrid_verdicts
 from falcon.reproduce.claims_srpt import check_stream_aware, check_toys
 from falcon.reproduce.verdict import Verdict, _geo, _medians, _missing, _num, _ok, paper
@@ -190,12 +191,7 @@ def check_convergence(res: Mapping, fig: Mapping) -> list[Verdict]:
                 "FALCON reaches the target no later than M-Peekaboo and ends with a score at least as high",
                 f"FALCON {fa:.0f} packets, M-Peekaboo {mp:.0f} (paper: {fast['falcon_packets']:g} and "
                 f"{fast['mpeekaboo_packets']:g}); final scores "
-                f"{sf:.3f} vs {sm:.3f}"
-                + (
-                    ""
-                    if ok
-                    else "; cause not measured at this scale (docs/explanation/falcon_notes.md, FALCON's convergence table, has the full runs)"
-                ),
+                f"{sf:.3f} vs {sm:.3f}" + ("" if ok else "; " + convergence_cause(res)),
             )
         )
     else:
@@ -210,7 +206,7 @@ def check_stress(res: Mapping, fig: Mapping) -> list[Verdict]:
     others = [n for n in ("mpeekaboo", "dqn_on") if n in scores]
     if not others:
         return [_missing("falcon_highest", "needs mpeekaboo or dqn_on beside falcon")]
-    ours, wins, total = {}, 0, 0
+    ours, wins, total, behind = {}, 0, 0, []
     for row in scores["falcon"]:
         iv = row["interval_s"]
         f = _num(row["score"])
@@ -224,6 +220,8 @@ def check_stress(res: Mapping, fig: Mapping) -> list[Verdict]:
                 if n in others:
                     total += 1
                     wins += f >= o
+                    if not f >= o:
+                        behind.append((iv, n))
     ok = total > 0 and wins == total
     return [
         Verdict(
@@ -232,11 +230,7 @@ def check_stress(res: Mapping, fig: Mapping) -> list[Verdict]:
             ours,
             f"FALCON's score at least {', '.join(others)}'s at every interval run",
             f"FALCON ahead in {wins} of {total} (interval, scheduler) pairs"
-            + (
-                ""
-                if ok
-                else "; cause not measured at this scale (docs/explanation/falcon_notes.md, the stress tables with paired scores and intervals)"
-            ),
+            + ("" if ok else "; " + stress_cause(res, behind)),
         )
     ]
 
@@ -280,12 +274,7 @@ def check_web(res: Mapping, fig: Mapping) -> list[Verdict]:
                 ratios | {"geometric mean": geo},
                 "FALCON's page load time below the best other's on the geometric mean",
                 f"geometric mean ratio {geo:.3f}"
-                + (
-                    ""
-                    if geo < 1.0
-                    else "; measured at full scale: plain FALCON is at minRTT's level on these pages (docs/explanation/falcon_notes.md, the "
-                    "web_pages rows of the FALCON tables); the cause is not measured"
-                ),
+                + ("" if geo < 1.0 else "; " + web_cause(res, others)),
             )
         )
     else:
@@ -339,7 +328,7 @@ def check_real_world(res: Mapping, fig: Mapping) -> list[Verdict]:
                 "FALCON no slower than FALCON-N in every setting and faster in one",
                 "gains "
                 + ", ".join(f"{x:.1f} %" for x in g.values())
-                + ("" if ok else '; cause not measured (docs/explanation/falcon.md, "Real world")'),
+                + ("" if ok else "; " + updates_cause(res)),
             )
         )
     else:
