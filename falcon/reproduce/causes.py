@@ -75,10 +75,7 @@ def compare(
     ratio, lo, hi = paired_interval(pairs, stat)
     head = f"{name_a} took {name_b}'s very time on {same} of {len(pairs)} downloads; "
     if len(pairs) < MIN_PAIRS:
-        return head + (
-            f"{stat} {name_a}/{name_b} {ratio:.3f}, too few downloads for an interval "
-            "(the full protocol, scale=paper, has them)"
-        )
+        return head + f"{stat} {name_a}/{name_b} {ratio:.3f} (too few for an interval)"
     if lo <= 1.0 <= hi:
         verdict = "parity inside it: not resolvable at this scale"
     else:
