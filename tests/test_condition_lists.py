@@ -78,7 +78,7 @@ def lists():
 def test_every_condition_of_every_list_validates_and_keeps_to_its_split(lists, name):
     sec, conds = lists[name]
     assert sec["split"] == name and sec["runs"] == (10 if name == "dev" else 30)
-    assert sec["learners"] == ([] if name == "test" else ["dqn_off", "dqn_on"])
+    assert sec["learners"] == ([] if name == "test" else ["dqn_off", "dqn_on", "dqn_modes"])
     for c in conds:
         for i, f in trace_files(c["scenario"]):
             s = split_of(f)

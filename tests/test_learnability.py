@@ -130,6 +130,40 @@ def test_quick_suite_end_to_end(compose, tmp_path):
     )
 
 
+def test_the_command_line_wins_over_the_quick_variant(run_cli, tmp_path):
+    """quick=true merges the job's quick_variant, but never over a key given on
+    the command line (the variant sets max_conditions 3 and runs 3)."""
+    out = tmp_path / "one"
+    res = run_cli(
+        "train",
+        "experiment=learnability",
+        "quick=true",
+        "tracking=none",
+        f"output={out}",
+        "learnability.max_conditions=1",
+        "runs=2",
+        "learnability.learners=[]",
+        "learnability.rules=[minrtt]",
+        "learnability.fixed_split_shares=[0.0,1.0]",
+        "learnability.oracle=false",
+        "runtime.workers=1",
+    )
+    assert res.returncode == 0, res.stderr
+    data = json.loads((out / "learnability.json").read_text())
+    assert [c["name"] for c in data["conditions"]] == ["t1_4g_5g"]
+    assert data["settings"]["seeds"] == [0, 1]
+    assert data["conditions"][0]["app"]["size_bytes"] == 200_000  # the rest of the variant holds
+
+
+def test_without_keys_drops_the_nodes_of_dotted_paths():
+    from falcon.experiments.common import without_keys
+
+    tree = {"runs": 3, "a": {"b": 1, "c": {"d": 2, "e": 3}}}
+    assert without_keys(tree, ["runs", "a.c.d", "a.x.y", "zz"]) == {"a": {"b": 1, "c": {"e": 3}}}
+    assert without_keys(tree, ["a.c"]) == {"runs": 3, "a": {"b": 1}}
+    assert tree["a"]["c"] == {"d": 2, "e": 3}  # a copy
+
+
 def test_condition_list_from_the_command_line(run_cli, tmp_path, compose):
     out = tmp_path / "one"
     res = run_cli(

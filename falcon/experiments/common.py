@@ -487,16 +487,18 @@ def run_tracked(cfg, job: str, params: Mapping, body: Callable) -> dict:
 def job_config(cfg, job: str):
     """``(cfg, section)``: the run's config, with its ``quick_variant``
     merged in when ``quick=true`` (the seconds-long variant of the job; it
-    may add keys, e.g. per-agent overrides to an empty mapping), and the
-    job's own section ``cfg.<job>`` as a plain dict."""
+    may add keys, e.g. per-agent overrides to an empty mapping), except
+    what the command line set (``quick=true learnability.max_conditions=1``
+    runs one condition), and the job's own section ``cfg.<job>`` as a plain dict."""
     from omegaconf import OmegaConf, open_dict
 
-    from falcon.config import to_plain
+    from falcon.config import hydra_context, to_plain
 
     if cfg.get("quick"):
         variant = cfg.get("quick_variant")
         if variant is None:
             raise ConfigError(f"quick=true: the {job} config has no quick_variant")
+        variant = without_keys(to_plain(variant), hydra_context()[1])
         with open_dict(cfg):
             cfg = OmegaConf.merge(cfg, variant)
     section = to_plain(cfg.get(job))
@@ -505,6 +507,20 @@ def job_config(cfg, job: str):
             f"{job}: the job's settings ({job}: ...) are missing; use experiment={job}"
         )
     return cfg, dict(section)
+
+
+def without_keys(tree: Mapping, keys) -> dict:
+    """A copy of the nested mapping ``tree`` without the node at each dotted
+    path of ``keys`` (``a.b.c``: ``tree["a"]["b"]["c"]`` and all under it)."""
+    out = copy.deepcopy(dict(tree))
+    for key in keys:
+        *parents, last = str(key).split(".")
+        node = out
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    return out
 
 
 def check_schedulers(sec: Mapping, job: str) -> list[str]:
