@@ -135,6 +135,12 @@ def test_a_generalist_trained_in_sample_on_the_dev_list_is_scored_there(compose,
     res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
     assert fits == [3]  # the list's 2 tasks and the dev list's 1
     assert res["generalists"]["dqn_modes_general"]["in_sample"] is True
+    from falcon.experiments.generalists import _in_sample
+
+    assert _in_sample({"in_sample": None}, None) is False  # convergence, stress: no list
+    assert (
+        _in_sample({}, "dev") is False and _in_sample({"in_sample": "dev"}, "validation") is False
+    )
     with pytest.raises(ConfigError, match="trains on the train list, which this run scores"):
         lb.run_learnability(
             {**sec, "split": "train"}, conds, agents, {"name": "local"}, progress=False

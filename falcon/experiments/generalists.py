@@ -95,6 +95,13 @@ def _train_into(target: Path, name: str, cfg: Mapping, listed: str, seed: int, p
         os.replace(model, target)
 
 
+def _in_sample(train: Mapping, split: str | None) -> bool:
+    """Whether a generalist with this ``train`` section is scored in sample on
+    the list ``split`` (it names that list in ``train.in_sample``)."""
+    own = train.get("in_sample")
+    return own is not None and own == split
+
+
 def train_generalists(
     agents: dict[str, dict],
     sec: Mapping,
@@ -143,7 +150,7 @@ def train_generalists(
         }
         records[name] = {
             "conditions": listed,
-            "in_sample": agents[name]["train"].get("in_sample") == sec.get("split"),
+            "in_sample": _in_sample(agents[name]["train"], sec.get("split")),
             "tasks": int(metrics.get("tasks", 0)),
             "metrics": metrics,
             "cache": str(target),
