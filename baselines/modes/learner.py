@@ -188,13 +188,13 @@ class DQNModes(Scheduler, Trainable):
         self.target = target
         self.margins = check_margins(list(switch_margins))
         self.switch_margin = self.margins[0]
-        if isinstance(constant_candidates, bool) or not isinstance(constant_candidates, int):
+        if (
+            isinstance(constant_candidates, bool)
+            or not isinstance(constant_candidates, int)
+            or constant_candidates < 0
+        ):
             raise ConfigError(
                 f"constant_candidates: expected a whole number >= 0, got {constant_candidates!r}"
-            )
-        if constant_candidates < 0:
-            raise ConfigError(
-                f"constant_candidates: expected a whole number >= 0, got {constant_candidates}"
             )
         self.constant_candidates = constant_candidates
         #: a mode held for the whole download instead of the Q-values (the selected candidate), or None
