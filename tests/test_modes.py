@@ -10,7 +10,12 @@ import pytest
 from baselines import make_scheduler
 from baselines.dqn.files import ModelFileError
 from baselines.modes import DQNModes, ModeScheduler, make_modes
-from baselines.modes.experience import Episode, best_constant_mode, mc_transitions, transitions
+from baselines.modes.experience import (
+    Episode,
+    fastest_constant_modes,
+    mc_transitions,
+    transitions,
+)
 from baselines.modes.features import feature_names, n_inputs
 from baselines.modes.learner import hold_or_switch
 from envs import run_episode
@@ -117,12 +122,12 @@ def test_the_constant_candidate_is_the_mode_with_the_lowest_median():
     eps.append(
         _episode([0.0, 0.1], 0.2, [2, 3], [1.0, 1.0])
     )  # changed mode: not a constant candidate
-    assert best_constant_mode(eps, 4) == 0  # median 1.1 s against 2.0 s (mean 3.7 s against 2.0 s)
+    assert fastest_constant_modes([eps], 4, 1) == [
+        0
+    ]  # median 1.1 s against 2.0 s (mean 3.7 s against 2.0 s)
 
 
 def test_the_constant_candidates_are_the_fastest_held_modes_in_order():
-    from baselines.modes.experience import fastest_constant_modes
-
     eps = [
         _episode([0.0], t, [m], [1.0])
         for m, t in ((0, 3.0), (1, 1.0), (2, 2.0), (3, 2.0), (0, 3.0), (1, 1.2), (2, 2.2))
@@ -275,12 +280,12 @@ def test_the_agent_config_builds_a_trainable_scheduler_with_rule_modes():
 
 
 def test_tasks_pool_with_equal_weight_and_the_constant_is_best_over_tasks():
-    from baselines.modes.experience import best_constant_mode_of_tasks, pool
+    from baselines.modes.experience import pool
 
     fast = [_episode([0.0], t, [m], [1.0]) for m, t in ((0, 0.1), (1, 0.2))]  # mode 0 2x faster
     slow = [_episode([0.0], t, [m], [1.0]) for m, t in ((0, 30.0), (1, 20.0))]  # mode 1 1.5x
     # by pooled medians the slow task would decide; by mean log time over tasks mode 0 wins
-    assert best_constant_mode_of_tasks([fast, slow], 2) == 0
+    assert fastest_constant_modes([fast, slow], 2, 1) == [0]
     a = mc_transitions(fast, unit_s=0.01)
     b = mc_transitions(slow + slow, unit_s=1.0)
     p = pool([a, b])

@@ -208,17 +208,6 @@ def fastest_constant_modes(logs: Sequence[Sequence[Episode]], n_modes: int, k: i
     return sorted(held, key=lambda m: (cost[m], m))[: max(int(k), 0)]
 
 
-def best_constant_mode(episodes: Sequence[Episode], n_modes: int) -> int:
-    """The mode whose constant-mode episodes have the lowest median download time."""
-    return best_constant_mode_of_tasks([episodes], n_modes)
-
-
-def best_constant_mode_of_tasks(logs: Sequence[Sequence[Episode]], n_modes: int) -> int:
-    """The mode held throughout that is fastest over several tasks: the lowest
-    mean over the tasks of the log of its median constant-mode download time."""
-    return fastest_constant_modes(logs, n_modes, 1)[0]
-
-
 def pool(parts: Sequence[Transitions]) -> Transitions:
     """The transitions of several tasks as one set; each task's sampling
     weights are scaled to sum to ``1 / len(parts)`` (uniform weights where a
@@ -326,7 +315,6 @@ __all__ = [
     "reward_constants",
     "transitions",
     "mc_transitions",
-    "best_constant_mode",
     "constant_mode_costs",
     "fastest_constant_modes",
 ]

@@ -101,17 +101,11 @@ def training_tasks(name, where: str) -> list[tuple[dict, dict]]:
     ``tasks``). Only the ``train`` and ``validation`` lists: the dev list
     holds the development conditions a suite scores, the test list's files
     are for reporting. Every file is checked against the list's split first."""
-    from falcon.config import load_group, to_plain
-    from falcon.experiments.learnability_settings import check_conditions
-
     if name not in ("train", "validation"):
         raise ConfigError(
             f"{where}: a learner trains on the train or validation condition list, got {name!r}"
         )
-    sec = to_plain(load_group("conditions", name)).get("learnability") or {}
-    conditions = check_conditions(sec.get("conditions"), None)
-    check_list_files(conditions, name, where)
-    return [(c["scenario"], c["app"]) for c in conditions]
+    return _list_tasks(name, name, where)
 
 
 #: the condition lists a generalist may also train on (``train.in_sample``):
@@ -126,17 +120,23 @@ def in_sample_tasks(name, where: str) -> list[tuple[dict, dict]]:
     of them. Every trace file must be a train file (the dev list may hold
     validation files; a learner trained on one would no longer be out of
     sample there), checked against the split file first."""
-    from falcon.config import load_group, to_plain
-    from falcon.experiments.learnability_settings import check_conditions
-
     if name not in IN_SAMPLE_LISTS:
         raise ConfigError(
             f"{where}: a generalist also trains in sample on {' or '.join(IN_SAMPLE_LISTS)}, "
             f"got {name!r}"
         )
+    return _list_tasks(name, "train", where, takes="a generalist trains on train files only")
+
+
+def _list_tasks(name: str, files_of: str, where: str, takes: str | None = None) -> list:
+    """``[(scenario, app), ...]`` of the list ``configs/conditions/<name>.yaml``,
+    after :func:`check_list_files` (the files a list ``files_of`` may hold)."""
+    from falcon.config import load_group, to_plain
+    from falcon.experiments.learnability_settings import check_conditions
+
     sec = to_plain(load_group("conditions", name)).get("learnability") or {}
     conditions = check_conditions(sec.get("conditions"), None)
-    check_list_files(conditions, "train", where, takes="a generalist trains on train files only")
+    check_list_files(conditions, files_of, where, takes)
     return [(c["scenario"], c["app"]) for c in conditions]
 
 
