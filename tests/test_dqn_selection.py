@@ -77,6 +77,21 @@ def test_successive_halving_breaks_ties_towards_the_later_candidate():
     assert successive_halving(1, lambda i, s: 1.0, budget=0)[0] == 0
 
 
+def test_the_median_statistic_ranks_by_the_typical_episode_not_the_tail():
+    # candidate 0: usually fast, one slow episode in four; candidate 1: always a bit slower
+    def cost(i, k):
+        return (0.0 if k % 4 else 3.0) if i == 0 else 0.5
+
+    by_mean, record = successive_halving(2, cost, budget=8)
+    by_median, record_median = successive_halving(2, cost, budget=8, statistic="median")
+    assert (by_mean, by_median) == (1, 0)
+    assert record[0]["mean_cost"] == record[0]["cost"] == pytest.approx(0.75)
+    assert record_median[0]["mean_cost"] == pytest.approx(0.75)
+    assert record_median[0]["cost"] == 0.0
+    with pytest.raises(ConfigError, match="unknown statistic 'mode'"):
+        successive_halving(2, cost, budget=8, statistic="mode")
+
+
 def test_successive_halving_rejects_impossible_settings():
     with pytest.raises(ConfigError, match="no candidate"):
         successive_halving(0, lambda i, s: 0.0, budget=1)

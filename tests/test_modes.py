@@ -147,6 +147,41 @@ def test_constant_candidates_is_a_whole_number(bad):
         DQNModes(constant_candidates=bad)
 
 
+def test_the_selection_statistic_reaches_the_selection(monkeypatch):
+    import baselines.modes.learner as learner
+
+    with pytest.raises(ConfigError, match="selection_statistic: unknown 'mode'"):
+        DQNModes(selection_statistic="mode")
+    seen = []
+
+    def halving(n, evaluate, budget, progress=None, statistic="mean"):
+        seen.append(statistic)
+        return 0, [{"candidate": 0, "episodes": 1, "mean_cost": 0.0, "cost": 0.0}]
+
+    monkeypatch.setattr(learner, "successive_halving", halving)
+    for statistic in ("mean", "median"):
+        agent = DQNModes(
+            shares=[0.0, 1.0],
+            reinject=[False],
+            rules=[],
+            hidden=[8],
+            switch_margins=[None],
+            selection_statistic=statistic,
+        )
+        agent.fit(
+            SCEN,
+            {"kind": "bulk", "size_bytes": 100_000},
+            seed=5,
+            seeds_per_mode=1,
+            switching_episodes=1,
+            gradient_steps=2,
+            models=1,
+            validation_episodes=4,
+            progress=False,
+        )
+    assert seen == ["mean", "median"]
+
+
 def test_every_constant_candidate_enters_the_selection(monkeypatch):
     """With two candidates ranked wrongly by the behaviour (the slow single
     path first), the validation episodes keep the fast one; with one, the

@@ -22,12 +22,15 @@ seeds; the candidates never learn from these episodes.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 
 from envs.errors import ConfigError
 
 #: the fraction of candidates kept after each round is 1 / ETA
 ETA = 3
+#: what ranks the candidates: their mean cost or their median cost
+STATISTICS = ("mean", "median")
 
 
 def download_cost(metrics) -> float:
@@ -59,8 +62,9 @@ def successive_halving(
     budget: int,
     eta: int = ETA,
     progress: Callable[[str], None] | None = None,
+    statistic: str = "mean",
 ) -> tuple[int, list[dict]]:
-    """The index of the best candidate by mean cost over validation episodes.
+    """The index of the best candidate by its mean (or median) cost over validation episodes.
 
     Args:
         n_candidates: candidates ``0 .. n-1``.
@@ -73,14 +77,20 @@ def successive_halving(
             ever more episodes (the share of ``eta`` more candidates).
         eta: keep the best ``ceil(n / eta)`` after each round.
         progress: called with one line per round.
+        statistic: :data:`STATISTICS`: what ranks the candidates, the mean
+            of their costs or their median (the median ranks as a suite that
+            reports median download times does; the mean also weighs the tail).
 
     Returns ``(index, record)``: per candidate ``{"candidate", "episodes",
-    "mean_cost"}`` over the episodes it ran. Ties go to the higher index (the
+    "mean_cost", "cost"}`` over the episodes it ran (``cost``: the ranking
+    ``statistic``). Ties go to the higher index (the
     later checkpoint when candidates are listed in training order).
     """
     n = int(n_candidates)
     if n < 1:
         raise ConfigError("selection: no candidate to choose from")
+    if statistic not in STATISTICS:
+        raise ConfigError(f"selection: unknown statistic {statistic!r}; known: {list(STATISTICS)}")
     if int(eta) < 2:
         raise ConfigError(f"selection: eta must be >= 2, got {eta!r}")
     rounds = halving_rounds(n, eta)
@@ -95,6 +105,11 @@ def successive_halving(
     def mean(i: int) -> float:
         return sum(costs[i]) / len(costs[i]) if costs[i] else math.inf
 
+    def rank(i: int) -> float:
+        if statistic == "mean" or not costs[i]:
+            return mean(i)
+        return statistics.median(costs[i])
+
     left = int(budget)
     for r in range(rounds):
         share = left // (rounds - r)
@@ -103,19 +118,24 @@ def successive_halving(
         for i in alive:
             costs[i].extend(float(evaluate(i, done + k)) for k in range(per))
         left -= per * len(alive)
-        alive.sort(key=lambda i: (mean(i), -i))
+        alive.sort(key=lambda i: (rank(i), -i))
         if progress is not None:
             progress(
                 f"round {r + 1}/{rounds}: {len(alive)} candidates x {per} episode(s), "
-                f"{done + per} each so far; best mean cost {mean(alive[0]):.4g}"
+                f"{done + per} each so far; best {statistic} cost {rank(alive[0]):.4g}"
             )
         alive = alive[: max(1, math.ceil(len(alive) / eta))]
     best = alive[0]
     record = [
-        {"candidate": i, "episodes": len(costs[i]), "mean_cost": mean(i) if costs[i] else None}
+        {
+            "candidate": i,
+            "episodes": len(costs[i]),
+            "mean_cost": mean(i) if costs[i] else None,
+            "cost": rank(i) if costs[i] else None,
+        }
         for i in range(n)
     ]
     return best, record
 
 
-__all__ = ["successive_halving", "halving_rounds", "ETA"]
+__all__ = ["successive_halving", "halving_rounds", "ETA", "STATISTICS"]

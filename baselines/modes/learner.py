@@ -38,7 +38,7 @@ import numpy as np
 from baselines.dqn.dqn_off import VALIDATION_SEED_OFFSET
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
-from baselines.dqn.selection import download_cost, successive_halving
+from baselines.dqn.selection import STATISTICS, download_cost, successive_halving
 from baselines.modes import files
 from baselines.modes.experience import (
     collect_tasks,
@@ -146,6 +146,9 @@ class DQNModes(Scheduler, Trainable):
             learned policy is never judged worse than the constant modes it
             could have kept; more than one, because the behaviour's few seeds
             per mode rank close modes by chance). 0: the Q-values only.
+        selection_statistic: what ranks the candidates on the validation
+            episodes (:data:`baselines.dqn.selection.STATISTICS`): the mean of
+            their log download times, or its median.
         lr, batch_size, tau, double_q, cql_alpha: :class:`baselines.dqn.learner.DQNConfig`
             (``cql_alpha``: conservative Q-learning, which keeps the greedy
             mode on what the log supports).
@@ -179,6 +182,7 @@ class DQNModes(Scheduler, Trainable):
         target: str = "mc",
         switch_margins: Sequence[float | None] = DEFAULT_MARGINS,
         constant_candidates: int = 3,
+        selection_statistic: str = "mean",
         first_mode: str | None = None,
         seed: int = 0,
         model: str | None = None,
@@ -197,6 +201,11 @@ class DQNModes(Scheduler, Trainable):
                 f"constant_candidates: expected a whole number >= 0, got {constant_candidates!r}"
             )
         self.constant_candidates = constant_candidates
+        if selection_statistic not in STATISTICS:
+            raise ConfigError(
+                f"selection_statistic: unknown {selection_statistic!r}; known: {list(STATISTICS)}"
+            )
+        self.selection_statistic = selection_statistic
         #: a mode held for the whole download instead of the Q-values (the selected candidate), or None
         self.constant_mode: int | None = None
         self.modes = make_modes(list(shares), list(reinject), list(rules))
@@ -372,7 +381,9 @@ class DQNModes(Scheduler, Trainable):
                 run_episode(scenario, app, sched, seed=seed + VALIDATION_SEED_OFFSET + k).metrics
             )
 
-        return successive_halving(n, evaluate, max(budget, n), progress=say)
+        return successive_halving(
+            n, evaluate, max(budget, n), progress=say, statistic=self.selection_statistic
+        )
 
     # ------------------------------------------------------------ files
     def save(self, directory) -> Path:
