@@ -290,6 +290,34 @@ class Emulation:
             conn.close()
 
 
+def pin_trace_draws(scenario, seed: int) -> dict:
+    """The normalised ``scenario`` with the trace draws of ``seed`` written in:
+    every path's ``trace_start_s: random`` becomes the offset [s] that ``seed``
+    draws for it, and every synthetic trace gets the generator seed that
+    ``seed`` gives it. Run with another seed, the result has the same trace
+    segments (the network the download meets) and fresh delay and loss draws
+    (its noise); run with ``seed`` itself it is the very run of ``scenario``.
+    Mirrors the draws of :meth:`Emulation.build_path` (one child of
+    ``SeedSequence(seed)`` per path in path order, its first grandchild for the
+    trace), for the one connection of :func:`envs.runner.run_episode`."""
+    out = normalise_scenario(scenario)
+    seq = np.random.SeedSequence(int(seed))
+    for p in out["paths"]:
+        trace_seq = seq.spawn(1)[0].spawn(3)[0]
+        if p["bandwidth_mbps"] is not None:
+            continue
+        if p["trace"] is None:
+            spec = plain_mapping(p["synthetic"])
+            spec.setdefault("seed", int(trace_seq.generate_state(1)[0]))
+            p["synthetic"] = spec
+        if p["trace_start_s"] == "random":
+            period = load_path_trace(
+                p["trace"] if p["trace"] is not None else p["synthetic"], trace_seq
+            ).capacity.period
+            p["trace_start_s"] = float(np.random.default_rng(trace_seq).uniform(0.0, period))
+    return out
+
+
 __all__ = [
     "BUFFER_RATE_QUANTILE",
     "BUFFER_RATE_WINDOW_S",
@@ -297,4 +325,5 @@ __all__ = [
     "buffer_rate",
     "cc_options",
     "load_path_trace",
+    "pin_trace_draws",
 ]

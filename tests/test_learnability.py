@@ -485,3 +485,76 @@ def test_crossfit_picks_each_seeds_policy_on_the_other_half_of_the_seeds():
     assert best == [1.0, 2.0, 1.2, 2.2] and all(v >= b for v, b in zip(values, best))
     values, chosen = crossfit_best({"c": [nan, nan]})
     assert chosen == [None, None] and all(v != v for v in values)
+
+
+def test_the_trace_aware_oracle_reruns_the_oracles_choice_on_fresh_noise(compose):
+    from envs import run_episode
+    from envs.emulation import pin_trace_draws
+    from falcon.experiments.oracle import RESAMPLE_SEED_OFFSET, TRACE_ORACLE
+    from falcon.jobs import instantiate_agent
+
+    paths = "[{bandwidth_mbps: 20, rtt_ms: 30{noise}}, {bandwidth_mbps: 6, rtt_ms: 80{noise}}]"
+    noisy = ", rtt_std_ms: 8, loss: 0.02"
+    conditions = (
+        f"[{{name: quiet, scenario: {{paths: {paths.replace('{noise}', '')}}}}}, "
+        f"{{name: noisy, scenario: {{paths: {paths.replace('{noise}', noisy)}}}}}]"
+    )
+    cfg = compose(
+        "train",
+        [
+            "experiment=learnability",
+            "runs=3",
+            f"learnability.conditions={conditions}",
+            "learnability.bulk_size_bytes=200000",
+            "learnability.learners=[]",
+            "learnability.deployed=[]",
+            "learnability.rules=[minrtt,blest]",
+            "learnability.fixed_split_shares=[0.0,0.5,1.0]",
+            "learnability.oracle.thresholds=[null]",
+            "learnability.oracle.reinject=[false,true]",
+            "learnability.oracle.resample=true",
+        ],
+    )
+    _, sec, conds, agents = lb.settings(cfg)
+    assert sec["oracle"]["resample"] is True
+    res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
+    assert res["schedulers"][-1] == TRACE_ORACLE
+    quiet = res["results"]["quiet"]["schedulers"]
+    # no delay or loss draws: the rerun is the very run, so nothing separates the two oracles
+    assert (
+        quiet[TRACE_ORACLE]["download_time_s"]["values"]
+        == quiet["oracle"]["download_time_s"]["values"]
+    )
+    noisy_res = res["results"]["noisy"]["schedulers"]
+    oracle, trace = noisy_res["oracle"], noisy_res[TRACE_ORACLE]
+    assert trace["chosen"] == oracle["chosen"]
+    assert trace["download_time_s"]["values"] != oracle["download_time_s"]["values"]
+    # each value is the oracle's choice run on the seed's pinned traces with the offset seed
+    c = next(c for c in conds if c["name"] == "noisy")
+    k, pick = 1, oracle["chosen"][1]
+    if pick in sec["rules"]:
+        agent = instantiate_agent(pick, agents[pick])
+    else:
+        fields = dict(kv.split("=") for kv in pick.split(","))
+        agent = instantiate_agent(
+            "split_threshold",
+            {
+                **agents["split_threshold"],
+                "share": float(fields["share"]),
+                "threshold": None,
+                "reinject": fields["reinject"] == "on",
+            },
+        )
+    seed = res["settings"]["seeds"][k]
+    again = run_episode(
+        pin_trace_draws(c["scenario"], seed), c["app"], agent, seed=seed + RESAMPLE_SEED_OFFSET
+    ).metrics["download_time_s"]
+    assert trace["download_time_s"]["values"][k] == again
+
+
+def test_the_oracles_resample_key_is_checked():
+    from falcon.experiments.oracle import check_oracle
+
+    with pytest.raises(ConfigError, match=r"x.resample: expected true or false, got 'yes'"):
+        check_oracle({"thresholds": [None], "reinject": [True], "resample": "yes"}, "x")
+    assert "resample" not in check_oracle({"thresholds": [None], "reinject": [True]}, "x")

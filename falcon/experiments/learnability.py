@@ -29,7 +29,9 @@ section ``learnability``):
    and every other member of the policy family
    :class:`baselines.rule_based.policy_family.SplitThreshold` over
    ``fixed_split_shares`` x ``oracle.thresholds`` x ``oracle.reinject``
-   (:mod:`falcon.experiments.oracle`); and every learner of ``learners``
+   (:mod:`falcon.experiments.oracle`; with ``oracle.resample: true`` every
+   candidate also runs each seed on the seed's trace segments with fresh
+   delay and loss draws, for the trace-aware oracle); and every learner of ``learners``
    (default DQN-Off, DQN-On), trained on that condition by falcon.train's
    own training step (:func:`falcon.train.train_agents`: the agent
    config's ``train:`` section, ``fit(scenario=..., app=...,
@@ -93,9 +95,10 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
      "settings": {"runs", "seed", "seeds": [int], "train_seed", "rules": [str], "learners": [str], "deployed": [str],
                   "fixed_split_shares": [float], "within", "beat_margin", "bulk_size_bytes",
                   "max_conditions", "agent_overrides", "agents": {name: agent config},
-                  "oracle": {"thresholds": [float | null], "reinject": [bool]} | null, "headroom_margin",
+                  "oracle": {"thresholds": [float | null], "reinject": [bool], "resample": true (only when set)} | null, "headroom_margin",
                   "split": str | null, "runtime": str, "evaluation": str},
-     "schedulers": [rules..., "best_single_path", "best_fixed_split", "oracle", learners..., deployed...],
+     "schedulers": [rules..., "best_single_path", "best_fixed_split", "oracle", "crossfit_policy",
+                    "trace_aware_oracle" (oracle.resample only), learners..., deployed...],
      "conditions": [{"index", "name", "scenario": {...as given}, "app": {...normalised},
                      "train_seed", "agent_seed"}],
      "results": {<condition>: {
@@ -109,7 +112,7 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
              "share": float, "shares": {"<share>": {"median", "p25", "p75", "values"}},
              # best_single_path only: the path it uses
              "path": 0 | 1,
-             # oracle only: per seed the candidate it took ("share=..,threshold=..,reinject=.." or a rule)
+             # oracle, crossfit_policy, trace_aware_oracle: per seed the candidate it took ("share=..,threshold=..,reinject=.." or a rule)
              "chosen": [str | null], "chosen_counts": {str: int}, "candidates": int,
              # learners and deployed ones: the ratio against the best rule with 95 %
              # bootstrap intervals over the seeds (falcon.compare.compare_to_references)
@@ -176,7 +179,7 @@ from falcon.experiments.learnability_settings import (
     check_condition,
     settings,
 )
-from falcon.experiments.oracle import ORACLE, label, member_groups
+from falcon.experiments.oracle import ORACLE, RESAMPLE_SEED_OFFSET, label, member_groups
 from falcon.runtime import run_jobs
 from falcon.tracking import RecordingTracker
 
@@ -201,6 +204,9 @@ class Unit:
     members: tuple[
         dict, ...
     ] = ()  # oracle: the family members of this job (falcon.experiments.oracle)
+    resample: bool = (
+        False  # also run every seed on its pinned traces with fresh noise (the trace-aware oracle)
+    )
 
 
 # ---------------------------------------------------------------- jobs
@@ -213,15 +219,17 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
         base = dict(
             condition=i, condition_name=c["name"], scenario=c["scenario"], app=c["app"], seeds=seeds
         )
+        # the oracle's candidates: rules, fixed shares, family members
+        candidate = {**base, "resample": bool((sec.get("oracle") or {}).get("resample"))}
         for name in sec["rules"]:
-            units.append(Unit(scheduler=name, kind="rule", agent=agents[name], **base))
+            units.append(Unit(scheduler=name, kind="rule", agent=agents[name], **candidate))
         units.append(
             Unit(
                 scheduler=FIXED,
                 kind=FIXED,
                 agent=agents[FIXED],
                 shares=tuple(sec["fixed_split_shares"]),
-                **base,
+                **candidate,
             )
         )
         if sec.get("oracle"):
@@ -232,7 +240,7 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
                         kind=ORACLE,
                         agent=agents[FAMILY],
                         members=group,
-                        **base,
+                        **candidate,
                     )
                 )
         for name in sec["learners"]:
@@ -331,9 +339,12 @@ def train_learner(unit: Unit):
     return plan.agents[0][1], record, curve, models
 
 
-def _times(unit: Unit, agent) -> list[dict]:
+def _times(unit: Unit, agent, resampled: bool = False) -> list[dict]:
     """``download_time_s``, ``timed_out`` and ``redundancy_overhead`` (0 for a scheduler
-    that never copies data) of one run per seed (falcon.jobs.run_episode_job)."""
+    that never copies data) of one run per seed (falcon.jobs.run_episode_job);
+    ``resampled``: each seed's run on the trace segments it draws, with fresh delay
+    and loss draws (the trace-aware oracle's runs, :mod:`falcon.experiments.oracle`)."""
+    from envs.emulation import pin_trace_draws
     from falcon.jobs import Job, run_episode_job
 
     out = []
@@ -344,8 +355,8 @@ def _times(unit: Unit, agent) -> list[dict]:
                 unit.condition_name,
                 unit.condition_name,
                 unit.scheduler,
-                s,
-                unit.scenario,
+                s + RESAMPLE_SEED_OFFSET if resampled else s,
+                pin_trace_draws(unit.scenario, s) if resampled else unit.scenario,
                 unit.app,
                 agent,
             )
@@ -367,12 +378,15 @@ def run_unit(unit: Unit) -> dict:
     agent = unit.agent
     if unit.kind == "learner":
         agent, out["train"], out["curve"], out["models"] = train_learner(unit)
-    if unit.kind == FIXED:
-        out["shares"] = {s: _times(unit, {**unit.agent, "share": s}) for s in unit.shares}
-    elif unit.kind == ORACLE:
-        out["members"] = {label(**m): _times(unit, {**unit.agent, **m}) for m in unit.members}
-    else:
-        out["runs"] = _times(unit, agent)
+    field = {FIXED: "shares", ORACLE: "members"}.get(unit.kind, "runs")
+    for resampled in (False, True) if unit.resample else (False,):
+        if unit.kind == FIXED:
+            res = {s: _times(unit, {**unit.agent, "share": s}, resampled) for s in unit.shares}
+        elif unit.kind == ORACLE:
+            res = {label(**m): _times(unit, {**unit.agent, **m}, resampled) for m in unit.members}
+        else:
+            res = _times(unit, agent, resampled)
+        out["resampled" if resampled else field] = res
     out["wall_s"] = time.perf_counter() - t0
     return out
 
@@ -428,6 +442,8 @@ def _gather(c: dict, units, by_key, sec: Mapping, log, models_dir) -> dict:
             "members": {k: v for ch in chunks for k, v in ch["members"].items()},
             "wall_s": sum(ch["wall_s"] for ch in chunks),
         }
+        if all("resampled" in ch for ch in chunks):
+            out[ORACLE]["resampled"] = {k: v for ch in chunks for k, v in ch["resampled"].items()}
     for name in sec["learners"]:
         o = out[name]
         if log is not None:

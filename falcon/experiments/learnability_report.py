@@ -19,6 +19,7 @@ from falcon.experiments.oracle import (
     BEST_SINGLE,
     CROSSFIT,
     ORACLE,
+    TRACE_ORACLE,
     captured,
     crossfit_best,
     label,
@@ -52,26 +53,39 @@ def _reference(values: list[float], overheads: list[float], chosen: list[str | N
     }
 
 
-def _oracle(out: dict[str, dict], sec: Mapping) -> tuple[dict, dict]:
-    """The hindsight oracle and the cross-fitted policy (falcon.experiments.oracle) over
-    the fixed split's shares, the family's other members and the rules."""
-    runs = {label(s, None, False): r for s, r in out[FIXED]["shares"].items()}
-    runs.update(out[ORACLE]["members"])
-    runs.update({r: out[r]["runs"] for r in sec["rules"]})
+def _candidate_runs(out: dict[str, dict], sec: Mapping, resampled: bool = False) -> dict:
+    """``{label: runs}`` of every oracle candidate: the fixed split's shares, the
+    family's other members and the rules (``resampled``: their trace-aware runs)."""
+    fixed = out[FIXED]["resampled" if resampled else "shares"]
+    runs = {label(s, None, False): r for s, r in fixed.items()}
+    runs.update(out[ORACLE]["resampled" if resampled else "members"])
+    runs.update({r: out[r]["resampled" if resampled else "runs"] for r in sec["rules"]})
+    return runs
+
+
+def _oracle(out: dict[str, dict], sec: Mapping) -> dict[str, dict]:
+    """The hindsight oracle, the cross-fitted policy and, where the candidates were
+    also run resampled, the trace-aware oracle (falcon.experiments.oracle) over the
+    fixed split's shares, the family's other members and the rules."""
+    runs = _candidate_runs(out, sec)
     times = {k: [x[METRIC] for x in r] for k, r in runs.items()}
-    refs = []
-    for values, chosen in (per_seed_best(times), crossfit_best(times)):
+    best, chosen = per_seed_best(times)
+    picks = {ORACLE: (best, chosen, runs), CROSSFIT: (*crossfit_best(times), runs)}
+    if "resampled" in out[ORACLE]:  # the oracle's choices, run on fresh noise
+        again = _candidate_runs(out, sec, resampled=True)
+        values = [again[c][k][METRIC] if c is not None else math.nan for k, c in enumerate(chosen)]
+        picks[TRACE_ORACLE] = (values, chosen, again)
+    refs = {}
+    for name, (values, who, source) in picks.items():
         overheads = [
-            runs[c][k].get(OVERHEAD, 0.0) if c is not None else 0.0 for k, c in enumerate(chosen)
+            source[c][k].get(OVERHEAD, 0.0) if c is not None else 0.0 for k, c in enumerate(who)
         ]
-        refs.append(
-            {
-                **_reference(values, overheads, chosen),
-                "wall_s": out[ORACLE]["wall_s"],
-                "candidates": len(runs),
-            }
-        )
-    return refs[0], refs[1]
+        refs[name] = {
+            **_reference(values, overheads, who),
+            "wall_s": out[ORACLE]["wall_s"],
+            "candidates": len(runs),
+        }
+    return refs
 
 
 def _ratio(median, best):
@@ -119,8 +133,9 @@ def score_condition(out: dict[str, dict], sec: Mapping) -> dict:
     }
     references = [BEST_SINGLE, BEST_FIXED]
     if ORACLE in out:
-        scheds[ORACLE], scheds[CROSSFIT] = _oracle(out, sec)
-        references += [ORACLE, CROSSFIT]
+        oracles = _oracle(out, sec)
+        scheds.update(oracles)
+        references += list(oracles)
     finished = [r for r in rules if scheds[r][METRIC]["median"] is not None]
     best = min(finished, key=lambda r: scheds[r][METRIC]["median"]) if finished else None
     best_median = scheds[best][METRIC]["median"] if best is not None else None
@@ -175,8 +190,14 @@ def scored(sec: Mapping) -> list[str]:
 
 
 def references(sec: Mapping) -> list[str]:
-    """The reference columns: the best single path, the best fixed split, the oracle (if run)."""
-    return [BEST_SINGLE, BEST_FIXED, *([ORACLE, CROSSFIT] if sec.get("oracle") else [])]
+    """The reference columns: the best single path, the best fixed split, the oracles (if run)."""
+    oracle = sec.get("oracle") or {}
+    return [
+        BEST_SINGLE,
+        BEST_FIXED,
+        *([ORACLE, CROSSFIT] if oracle else []),
+        *([TRACE_ORACLE] if oracle.get("resample") else []),
+    ]
 
 
 def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
@@ -285,6 +306,34 @@ def _known_cell(st: dict) -> str:
     return cell
 
 
+def _legend(s: Mapping) -> str:
+    """The first table's legend: what a ratio is, the rules and the references of the run ``s`` (settings)."""
+    split = f" ({s['split']} list)" if s.get("split") else ""
+    return (
+        f"ratio = median download time / the best rule's median on the condition{split} ({len(s['seeds'])} "
+        f"runs, seeds {s['seeds'][0]}..{s['seeds'][-1]}); best s = that median [s]; suite score = geometric "
+        "mean of the ratios over the conditions; rules: "
+        + ", ".join(s["rules"])
+        + "; references (not "
+        f"rules): {BEST_SINGLE}, {BEST_FIXED} (the best of {len(s['fixed_split_shares'])} fixed shares on "
+        "path 0)"
+        + (
+            f", {ORACLE} (per seed the fastest of a policy family run on that seed), {CROSSFIT} (per "
+            "seed the member with the lowest median on the other half of the seeds)"
+            if s.get("oracle")
+            else ""
+        )
+        + (
+            f", {TRACE_ORACLE} (per seed the {ORACLE}'s choice run again on the seed's trace segments "
+            "with fresh delay and loss draws)"
+            if (s.get("oracle") or {}).get("resample")
+            else ""
+        )
+        + "; best known = the lowest median of all; headroom = "
+        "best rule / best known\n"
+    )
+
+
 def table(results: dict) -> str:
     names = results["schedulers"]
     s = results["settings"]
@@ -326,24 +375,7 @@ def table(results: dict) -> str:
             _val(results["headroom"]["geometric_mean"]),
         ]
     )
-    split = f" ({s['split']} list)" if s.get("split") else ""
-    text = (
-        f"ratio = median download time / the best rule's median on the condition{split} ({len(s['seeds'])} "
-        f"runs, seeds {s['seeds'][0]}..{s['seeds'][-1]}); best s = that median [s]; suite score = geometric "
-        "mean of the ratios over the conditions; rules: "
-        + ", ".join(s["rules"])
-        + "; references (not "
-        f"rules): {BEST_SINGLE}, {BEST_FIXED} (the best of {len(s['fixed_split_shares'])} fixed shares on "
-        "path 0)"
-        + (
-            f", {ORACLE} (per seed the fastest of a policy family run on that seed), {CROSSFIT} (per "
-            "seed the member with the lowest median on the other half of the seeds)"
-            if s.get("oracle")
-            else ""
-        )
-        + "; best known = the lowest median of all; headroom = "
-        "best rule / best known\n"
-    )
+    text = _legend(s)
     text += common.format_table(head, rows)
     # against the best known: ratio, share of the headroom captured, redundancy overhead
     head2 = ["condition", *names]

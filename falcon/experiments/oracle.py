@@ -22,6 +22,14 @@ hindsight oracle, and what a condition's *best known* time is.
   condition could reach. The gap between it and the oracle is the oracle's
   hindsight (the choice made knowing the seed's network), which no causal
   policy is guaranteed to close.
+* **Trace-aware oracle** (``oracle.resample: true``): per seed the oracle's
+  choice, run again on the same trace segments (the offsets and synthetic
+  traces that seed draws, :func:`envs.emulation.pin_trace_draws`) with fresh
+  delay and loss draws (seed + :data:`RESAMPLE_SEED_OFFSET`); every candidate
+  runs both ways. What knowing the network the download meets is worth,
+  without the oracle's luck of picking, among many candidates, the one whose
+  delay and loss draws happened to fall well on that seed: the gap between
+  it and the oracle is that luck, which no policy can capture.
 * **Best known** (per condition): the lowest median of every rule, every
   reference and every scheduler the run scored. *Headroom* = the best rule's
   median / the best known median; a scheduler's *headroom captured* = (best
@@ -38,14 +46,18 @@ from envs.errors import ConfigError
 
 ORACLE = "oracle"
 CROSSFIT = "crossfit_policy"
+TRACE_ORACLE = "trace_aware_oracle"
+#: the trace-aware oracle's fresh delay and loss draws: seed + this (disjoint from every suite seed)
+RESAMPLE_SEED_OFFSET = 10_000_000
 BEST_SINGLE = "best_single_path"
 FAMILY_AGENT = "split_threshold"  # configs/agent/split_threshold.yaml
-ORACLE_KEYS = ("thresholds", "reinject")
+ORACLE_KEYS = ("thresholds", "reinject", "resample")
 
 
 def check_oracle(value, where: str) -> dict | None:
-    """The validated ``oracle`` setting: ``{thresholds: [float | None], reinject: [bool]}``,
-    or None (false/null: no oracle)."""
+    """The validated ``oracle`` setting: ``{thresholds: [float | None], reinject: [bool]}``
+    (and ``resample: true`` when given so: the trace-aware oracle too), or None
+    (false/null: no oracle)."""
     if value is None or value is False:
         return None
     if not isinstance(value, Mapping):
@@ -78,10 +90,14 @@ def check_oracle(value, where: str) -> dict | None:
         )
     if len(set(map(str, thresholds))) != len(thresholds) or len(set(reinject)) != len(reinject):
         raise ConfigError(f"{where}: a threshold or reinject value is listed twice")
-    return {
+    resample = value.get("resample", False)
+    if not isinstance(resample, bool):
+        raise ConfigError(f"{where}.resample: expected true or false, got {resample!r}")
+    out = {
         "thresholds": [None if t is None else float(t) for t in thresholds],
         "reinject": list(reinject),
     }
+    return {**out, "resample": True} if resample else out
 
 
 def label(share: float, threshold: float | None, reinject: bool) -> str:
@@ -168,6 +184,8 @@ def captured(
 __all__ = [
     "ORACLE",
     "CROSSFIT",
+    "RESAMPLE_SEED_OFFSET",
+    "TRACE_ORACLE",
     "crossfit_best",
     "BEST_SINGLE",
     "FAMILY_AGENT",
