@@ -528,6 +528,8 @@ def test_the_trace_aware_oracle_reruns_the_oracles_choice_on_fresh_noise(compose
     noisy_res = res["results"]["noisy"]["schedulers"]
     oracle, trace = noisy_res["oracle"], noisy_res[TRACE_ORACLE]
     assert trace["chosen"] == oracle["chosen"]
+    # every candidate the oracle may choose has the agent config its job ran
+    assert len(lb.candidate_agents(sec, agents)) == oracle["candidates"] == 3 + 3 + 2
     assert trace["download_time_s"]["values"] != oracle["download_time_s"]["values"]
     # each value is the oracle's choice run on the seed's pinned traces with the offset seed
     c = next(c for c in conds if c["name"] == "noisy")

@@ -54,7 +54,7 @@ def read_net(f, group: str, spec: QNetSpec, p: Path) -> list[np.ndarray]:
     for (i, o), w, b in zip(spec.layer_sizes, out[::2], out[1::2], strict=True):
         if w.shape != (i, o) or b.shape != (o,):
             raise ModelFileError(
-                f"{p}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})"
+                f"{p}: {group}: weights of shape {w.shape}/{b.shape}, the spec says ({i}, {o})"
             )
     return out
 

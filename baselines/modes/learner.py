@@ -361,13 +361,14 @@ class DQNModes(Scheduler, Trainable):
         return [learner.get_weights(m) for m in range(n_models)], losses
 
     def _select(self, tasks, seed: int, budget: int, say, constants: Sequence[int]):
-        """The candidate with the lowest mean log download time on validation
-        episodes (episode ``k`` on task ``k mod len(tasks)``): a switch margin
+        """The candidate with the lowest ``selection_statistic`` of its log
+        download times on validation episodes (episode ``k`` on task ``k mod
+        len(tasks)``): a switch margin
         (index into ``margins``), or, index ``len(margins) + j``, holding the
         mode ``constants[j]``."""
         n = len(self.margins) + len(constants)
         if n == 1:
-            return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None}]
+            return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None, "cost": None}]
 
         def evaluate(i: int, k: int) -> float:
             policy = (

@@ -29,9 +29,10 @@ section ``learnability``):
    and every other member of the policy family
    :class:`baselines.rule_based.policy_family.SplitThreshold` over
    ``fixed_split_shares`` x ``oracle.thresholds`` x ``oracle.reinject``
-   (:mod:`falcon.experiments.oracle`; with ``oracle.resample: true`` every
-   candidate also runs each seed on the seed's trace segments with fresh
-   delay and loss draws, for the trace-aware oracle); and every learner of ``learners``
+   (:mod:`falcon.experiments.oracle`; with ``oracle.resample: true``, once
+   the candidates have run, each seed's oracle choice runs again on the
+   seed's trace segments with fresh delay and loss draws: the trace-aware
+   oracle, one more job per condition); and every learner of ``learners``
    (default DQN-Off, DQN-On), trained on that condition by falcon.train's
    own training step (:func:`falcon.train.train_agents`: the agent
    config's ``train:`` section, ``fit(scenario=..., app=...,
@@ -161,6 +162,7 @@ from falcon.experiments.generalists import train_generalists
 from falcon.experiments.learnability_report import (
     flat_metrics,
     geometric_mean,
+    oracle_choices,
     plot,
     references,
     score_condition,
@@ -179,7 +181,13 @@ from falcon.experiments.learnability_settings import (
     check_condition,
     settings,
 )
-from falcon.experiments.oracle import ORACLE, RESAMPLE_SEED_OFFSET, label, member_groups
+from falcon.experiments.oracle import (
+    ORACLE,
+    RESAMPLE_SEED_OFFSET,
+    TRACE_ORACLE,
+    label,
+    member_groups,
+)
 from falcon.runtime import run_jobs
 from falcon.tracking import RecordingTracker
 
@@ -194,7 +202,7 @@ class Unit:
     condition: int
     condition_name: str
     scheduler: str
-    kind: str  # "rule" | "fixed_split" | "oracle" | "learner" | "deployed"
+    kind: str  # "rule" | "fixed_split" | "oracle" | "learner" | "deployed" | "trace_aware_oracle"
     scenario: dict
     app: dict
     agent: dict  # agent config (_target_ + arguments; train: for learners)
@@ -204,32 +212,34 @@ class Unit:
     members: tuple[
         dict, ...
     ] = ()  # oracle: the family members of this job (falcon.experiments.oracle)
-    resample: bool = (
-        False  # also run every seed on its pinned traces with fresh noise (the trace-aware oracle)
-    )
+    # trace-aware oracle: per seed the agent config the oracle chose (None: none finished)
+    seed_agents: tuple[dict | None, ...] = ()
 
 
 # ---------------------------------------------------------------- jobs
+def _seeds(sec: Mapping) -> tuple[int, ...]:
+    """The evaluation seeds: ``seed .. seed + runs - 1``."""
+    return tuple(range(sec["seed"], sec["seed"] + sec["runs"]))
+
+
 def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) -> list[Unit]:
     """Every (condition, scheduler) job, in result order."""
-    seeds = tuple(range(sec["seed"], sec["seed"] + sec["runs"]))
+    seeds = _seeds(sec)
     units = []
     for c in conditions:
         i = c["index"]
         base = dict(
             condition=i, condition_name=c["name"], scenario=c["scenario"], app=c["app"], seeds=seeds
         )
-        # the oracle's candidates: rules, fixed shares, family members
-        candidate = {**base, "resample": bool((sec.get("oracle") or {}).get("resample"))}
         for name in sec["rules"]:
-            units.append(Unit(scheduler=name, kind="rule", agent=agents[name], **candidate))
+            units.append(Unit(scheduler=name, kind="rule", agent=agents[name], **base))
         units.append(
             Unit(
                 scheduler=FIXED,
                 kind=FIXED,
                 agent=agents[FIXED],
                 shares=tuple(sec["fixed_split_shares"]),
-                **candidate,
+                **base,
             )
         )
         if sec.get("oracle"):
@@ -240,7 +250,7 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
                         kind=ORACLE,
                         agent=agents[FAMILY],
                         members=group,
-                        **candidate,
+                        **base,
                     )
                 )
         for name in sec["learners"]:
@@ -263,6 +273,41 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
                 agent["seed"] = sec["seed"] + i
             units.append(Unit(scheduler=name, kind="deployed", agent=agent, **base))
     return units
+
+
+def candidate_agents(sec: Mapping, agents: dict[str, dict]) -> dict[str, dict]:
+    """``{label: agent config}`` of every oracle candidate, as :func:`make_units`'
+    jobs run them: the fixed split's shares, the family's other members, the rules."""
+    out = {label(s, None, False): {**agents[FIXED], "share": s} for s in sec["fixed_split_shares"]}
+    for group in member_groups(sec["fixed_split_shares"], sec["oracle"]):
+        out.update({label(**m): {**agents[FAMILY], **m} for m in group})
+    out.update({r: agents[r] for r in sec["rules"]})
+    return out
+
+
+def trace_oracle_units(
+    conditions: list[dict], gathered: Mapping[str, dict], sec: Mapping, agents: dict[str, dict]
+) -> list[Unit]:
+    """One job per condition: each seed's oracle choice (from the condition's
+    gathered results) run again on fresh noise (the trace-aware oracle)."""
+    cands = candidate_agents(sec, agents)
+    seeds = _seeds(sec)
+    return [
+        Unit(
+            condition=c["index"],
+            condition_name=c["name"],
+            scheduler=TRACE_ORACLE,
+            kind=TRACE_ORACLE,
+            scenario=c["scenario"],
+            app=c["app"],
+            agent={},
+            seeds=seeds,
+            seed_agents=tuple(
+                None if x is None else cands[x] for x in oracle_choices(gathered[c["name"]], sec)
+            ),
+        )
+        for c in conditions
+    ]
 
 
 def _cost_order(units: Sequence[Unit]) -> list[int]:
@@ -339,36 +384,46 @@ def train_learner(unit: Unit):
     return plan.agents[0][1], record, curve, models
 
 
-def _times(unit: Unit, agent, resampled: bool = False) -> list[dict]:
+def _one_run(unit: Unit, k: int, agent, resampled: bool = False) -> dict:
     """``download_time_s``, ``timed_out`` and ``redundancy_overhead`` (0 for a scheduler
-    that never copies data) of one run per seed (falcon.jobs.run_episode_job);
-    ``resampled``: each seed's run on the trace segments it draws, with fresh delay
-    and loss draws (the trace-aware oracle's runs, :mod:`falcon.experiments.oracle`)."""
+    that never copies data) of the run of ``unit``'s ``k``-th seed
+    (falcon.jobs.run_episode_job); ``resampled``: on the trace segments that seed
+    draws, with fresh delay and loss draws (the trace-aware oracle, :mod:`falcon.experiments.oracle`)."""
     from envs.emulation import pin_trace_draws
     from falcon.jobs import Job, run_episode_job
 
-    out = []
-    for k, s in enumerate(unit.seeds):
-        m = run_episode_job(
-            Job(
-                k,
-                unit.condition_name,
-                unit.condition_name,
-                unit.scheduler,
-                s + RESAMPLE_SEED_OFFSET if resampled else s,
-                pin_trace_draws(unit.scenario, s) if resampled else unit.scenario,
-                unit.app,
-                agent,
-            )
-        )["metrics"]
-        out.append(
-            {
-                METRIC: m[METRIC],
-                "timed_out": m.get("timed_out", 0.0),
-                OVERHEAD: m.get(OVERHEAD, 0.0),
-            }
+    s = unit.seeds[k]
+    m = run_episode_job(
+        Job(
+            k,
+            unit.condition_name,
+            unit.condition_name,
+            unit.scheduler,
+            s + RESAMPLE_SEED_OFFSET if resampled else s,
+            pin_trace_draws(unit.scenario, s) if resampled else unit.scenario,
+            unit.app,
+            agent,
         )
-    return out
+    )["metrics"]
+    return {
+        METRIC: m[METRIC],
+        "timed_out": m.get("timed_out", 0.0),
+        OVERHEAD: m.get(OVERHEAD, 0.0),
+    }
+
+
+def _times(unit: Unit, agent) -> list[dict]:
+    """:func:`_one_run` of every seed of ``unit``."""
+    return [_one_run(unit, k, agent) for k in range(len(unit.seeds))]
+
+
+def _trace_runs(unit: Unit) -> list[dict]:
+    """Each seed's resampled run of the agent the oracle chose there (NaN: it chose none)."""
+    missing = {METRIC: math.nan, "timed_out": 1.0, OVERHEAD: 0.0}
+    return [
+        _one_run(unit, k, agent, resampled=True) if agent is not None else missing
+        for k, agent in enumerate(unit.seed_agents)
+    ]
 
 
 def run_unit(unit: Unit) -> dict:
@@ -378,15 +433,14 @@ def run_unit(unit: Unit) -> dict:
     agent = unit.agent
     if unit.kind == "learner":
         agent, out["train"], out["curve"], out["models"] = train_learner(unit)
-    field = {FIXED: "shares", ORACLE: "members"}.get(unit.kind, "runs")
-    for resampled in (False, True) if unit.resample else (False,):
-        if unit.kind == FIXED:
-            res = {s: _times(unit, {**unit.agent, "share": s}, resampled) for s in unit.shares}
-        elif unit.kind == ORACLE:
-            res = {label(**m): _times(unit, {**unit.agent, **m}, resampled) for m in unit.members}
-        else:
-            res = _times(unit, agent, resampled)
-        out["resampled" if resampled else field] = res
+    if unit.kind == FIXED:
+        out["shares"] = {s: _times(unit, {**unit.agent, "share": s}) for s in unit.shares}
+    elif unit.kind == ORACLE:
+        out["members"] = {label(**m): _times(unit, {**unit.agent, **m}) for m in unit.members}
+    elif unit.kind == TRACE_ORACLE:
+        out["runs"] = _trace_runs(unit)
+    else:
+        out["runs"] = _times(unit, agent)
     out["wall_s"] = time.perf_counter() - t0
     return out
 
@@ -442,8 +496,6 @@ def _gather(c: dict, units, by_key, sec: Mapping, log, models_dir) -> dict:
             "members": {k: v for ch in chunks for k, v in ch["members"].items()},
             "wall_s": sum(ch["wall_s"] for ch in chunks),
         }
-        if all("resampled" in ch for ch in chunks):
-            out[ORACLE]["resampled"] = {k: v for ch in chunks for k, v in ch["resampled"].items()}
     for name in sec["learners"]:
         o = out[name]
         if log is not None:
@@ -481,12 +533,19 @@ def _run(sec, conditions, agents, generalists, runtime, progress, log, models_di
     order = _cost_order(units)
     jobs = [units[k] for k in order]
     width = max(len(c["name"]) for c in conditions)
-    done = [0]
 
-    def report_job(k: int, res: dict) -> None:
-        done[0] += 1
-        if progress:
-            info(_progress_line(jobs[k], res, done[0], len(jobs), time.perf_counter() - t0, width))
+    def reporter(batch: list[Unit]):
+        done = [0]
+
+        def report_job(k: int, res: dict) -> None:
+            done[0] += 1
+            if progress:
+                line = _progress_line(
+                    batch[k], res, done[0], len(batch), time.perf_counter() - t0, width
+                )
+                info(line)
+
+        return report_job
 
     rt = check_runtime(runtime)
     if progress:
@@ -501,12 +560,15 @@ def _run(sec, conditions, agents, generalists, runtime, progress, log, models_di
                 else ""
             )
         )
-    outs = run_jobs(jobs, run_unit, rt, progress=False, desc=JOB, on_result=report_job)
+    outs = run_jobs(jobs, run_unit, rt, progress=False, desc=JOB, on_result=reporter(jobs))
     by_key = {(u.condition, u.scheduler): r for u, r in zip(jobs, outs, strict=True)}
-    results = {
-        c["name"]: score_condition(_gather(c, units, by_key, sec, log, models_dir), sec)
-        for c in conditions
-    }
+    gathered = {c["name"]: _gather(c, units, by_key, sec, log, models_dir) for c in conditions}
+    if (sec.get("oracle") or {}).get("resample"):  # needs every candidate's runs first
+        trace = trace_oracle_units(conditions, gathered, sec, agents)
+        outs = run_jobs(trace, run_unit, rt, progress=False, desc=JOB, on_result=reporter(trace))
+        for u, r in zip(trace, outs, strict=True):
+            gathered[u.condition_name][TRACE_ORACLE] = r
+    results = {name: score_condition(out, sec) for name, out in gathered.items()}
     settings_out = {
         k: sec[k]
         for k in (

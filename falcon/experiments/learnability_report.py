@@ -53,38 +53,44 @@ def _reference(values: list[float], overheads: list[float], chosen: list[str | N
     }
 
 
-def _candidate_runs(out: dict[str, dict], sec: Mapping, resampled: bool = False) -> dict:
+def _candidate_runs(out: dict[str, dict], sec: Mapping) -> dict:
     """``{label: runs}`` of every oracle candidate: the fixed split's shares, the
-    family's other members and the rules (``resampled``: their trace-aware runs)."""
-    fixed = out[FIXED]["resampled" if resampled else "shares"]
-    runs = {label(s, None, False): r for s, r in fixed.items()}
-    runs.update(out[ORACLE]["resampled" if resampled else "members"])
-    runs.update({r: out[r]["resampled" if resampled else "runs"] for r in sec["rules"]})
+    family's other members and the rules."""
+    runs = {label(s, None, False): r for s, r in out[FIXED]["shares"].items()}
+    runs.update(out[ORACLE]["members"])
+    runs.update({r: out[r]["runs"] for r in sec["rules"]})
     return runs
 
 
+def oracle_choices(out: dict[str, dict], sec: Mapping) -> list[str | None]:
+    """Per seed the label of the candidate the hindsight oracle takes (None: none finished)."""
+    return per_seed_best({k: [x[METRIC] for x in r] for k, r in _candidate_runs(out, sec).items()})[
+        1
+    ]
+
+
 def _oracle(out: dict[str, dict], sec: Mapping) -> dict[str, dict]:
-    """The hindsight oracle, the cross-fitted policy and, where the candidates were
-    also run resampled, the trace-aware oracle (falcon.experiments.oracle) over the
-    fixed split's shares, the family's other members and the rules."""
+    """The hindsight oracle, the cross-fitted policy and, where its runs are in
+    ``out``, the trace-aware oracle (falcon.experiments.oracle) over the fixed
+    split's shares, the family's other members and the rules."""
     runs = _candidate_runs(out, sec)
     times = {k: [x[METRIC] for x in r] for k, r in runs.items()}
-    best, chosen = per_seed_best(times)
-    picks = {ORACLE: (best, chosen, runs), CROSSFIT: (*crossfit_best(times), runs)}
-    if "resampled" in out[ORACLE]:  # the oracle's choices, run on fresh noise
-        again = _candidate_runs(out, sec, resampled=True)
-        values = [again[c][k][METRIC] if c is not None else math.nan for k, c in enumerate(chosen)]
-        picks[TRACE_ORACLE] = (values, chosen, again)
+    picks = {ORACLE: per_seed_best(times), CROSSFIT: crossfit_best(times)}
     refs = {}
-    for name, (values, who, source) in picks.items():
+    for name, (values, chosen) in picks.items():
         overheads = [
-            source[c][k].get(OVERHEAD, 0.0) if c is not None else 0.0 for k, c in enumerate(who)
+            runs[c][k].get(OVERHEAD, 0.0) if c is not None else 0.0 for k, c in enumerate(chosen)
         ]
-        refs[name] = {
-            **_reference(values, overheads, who),
-            "wall_s": out[ORACLE]["wall_s"],
-            "candidates": len(runs),
-        }
+        refs[name] = _reference(values, overheads, chosen)
+    if TRACE_ORACLE in out:  # the oracle's choices, run again on fresh noise
+        again = out[TRACE_ORACLE]["runs"]
+        refs[TRACE_ORACLE] = _reference(
+            [r[METRIC] for r in again],
+            [r.get(OVERHEAD, 0.0) for r in again],
+            refs[ORACLE]["chosen"],
+        )
+    for ref in refs.values():
+        ref.update(wall_s=out[ORACLE]["wall_s"], candidates=len(runs))
     return refs
 
 

@@ -25,8 +25,8 @@ hindsight oracle, and what a condition's *best known* time is.
 * **Trace-aware oracle** (``oracle.resample: true``): per seed the oracle's
   choice, run again on the same trace segments (the offsets and synthetic
   traces that seed draws, :func:`envs.emulation.pin_trace_draws`) with fresh
-  delay and loss draws (seed + :data:`RESAMPLE_SEED_OFFSET`); every candidate
-  runs both ways. What knowing the network the download meets is worth,
+  delay and loss draws (seed + :data:`RESAMPLE_SEED_OFFSET`), once every
+  candidate has run. What knowing the network the download meets is worth,
   without the oracle's luck of picking, among many candidates, the one whose
   delay and loss draws happened to fall well on that seed: the gap between
   it and the oracle is that luck, which no policy can capture.
