@@ -10,7 +10,13 @@ import envs
 from baselines.dqn.dqn_off import VALIDATION_SEED_OFFSET, DQNOff
 from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.replay import ReplayMemory
-from baselines.dqn.selection import download_cost, halving_rounds, successive_halving
+from baselines.dqn.selection import (
+    STATISTICS,
+    download_cost,
+    halving_rounds,
+    interquartile_mean,
+    successive_halving,
+)
 from baselines.rule_based import MinRTT
 from envs.errors import ConfigError
 
@@ -90,6 +96,27 @@ def test_the_median_statistic_ranks_by_the_typical_episode_not_the_tail():
     assert record_median[0]["cost"] == 0.0
     with pytest.raises(ConfigError, match="unknown statistic 'mode'"):
         successive_halving(2, cost, budget=8, statistic="mode")
+
+
+def test_the_interquartile_mean_drops_a_quarter_at_each_end():
+    assert interquartile_mean([9.0, 1.0, 2.0, 3.0, -9.0, 4.0, 5.0, 6.0]) == pytest.approx(3.5)
+    assert interquartile_mean([1.0, 2.0, 6.0]) == pytest.approx(3.0)  # below 4 values: the mean
+    with pytest.raises(ConfigError, match="no values"):
+        interquartile_mean([])
+
+
+def test_the_interquartile_mean_ranks_between_the_mean_and_the_median():
+    # candidate 0: fast on half its 8 episodes, slower on a quarter, very slow on a quarter;
+    # candidate 1: always 0.4. The median reads the fast half (0.1), the mean weighs the
+    # very slow quarter (2.5), the interquartile mean also sees the slower quarter (0.55).
+    def cost(i, k):
+        return (0.0, 0.0, 0.0, 0.0, 0.2, 2.0, 9.0, 9.0)[k] if i == 0 else 0.4
+
+    ranks = {s: successive_halving(2, cost, budget=16, statistic=s)[0] for s in STATISTICS}
+    assert ranks == {"mean": 1, "median": 0, "iqm": 1}
+    _, record = successive_halving(2, cost, budget=16, statistic="iqm")
+    assert record[0]["episodes"] == 8
+    assert record[0]["cost"] == pytest.approx(0.55)
 
 
 def test_successive_halving_rejects_impossible_settings():

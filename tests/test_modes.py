@@ -159,14 +159,14 @@ def test_the_selection_statistic_reaches_the_selection(monkeypatch):
         return 0, [{"candidate": 0, "episodes": 1, "mean_cost": 0.0, "cost": 0.0}]
 
     monkeypatch.setattr(learner, "successive_halving", halving)
-    for statistic in ("mean", "median"):
+    for statistic in ("mean", "median", "iqm", None):
         agent = DQNModes(
             shares=[0.0, 1.0],
             reinject=[False],
             rules=[],
             hidden=[8],
             switch_margins=[None],
-            selection_statistic=statistic,
+            **({} if statistic is None else {"selection_statistic": statistic}),
         )
         agent.fit(
             SCEN,
@@ -179,7 +179,7 @@ def test_the_selection_statistic_reaches_the_selection(monkeypatch):
             validation_episodes=4,
             progress=False,
         )
-    assert seen == ["mean", "median"]
+    assert seen == ["mean", "median", "iqm", "iqm"]  # the default: the interquartile mean
 
 
 def test_every_constant_candidate_enters_the_selection(monkeypatch):
