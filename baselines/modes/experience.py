@@ -160,6 +160,47 @@ def collect_tasks(
     ]
 
 
+class _Deviating:
+    """The chooser of an on-policy episode: ``policy`` (a fresh chooser of the
+    learned policy) at every epoch but one, where a uniformly random mode is
+    taken instead; that epoch is drawn with probability ``deviate_prob`` at
+    each epoch until one is (:attr:`deviated_at`; None: the episode followed
+    the policy throughout)."""
+
+    def __init__(self, policy, n_modes: int, rng: np.random.Generator, deviate_prob: float):
+        self.policy, self.n, self.rng, self.p = policy, n_modes, rng, deviate_prob
+        self.epoch = 0
+        self.deviated_at: int | None = None
+
+    def __call__(self, state) -> int:
+        mode = self.policy(state)
+        if self.deviated_at is None and self.rng.random() < self.p:
+            self.deviated_at = self.epoch
+            mode = int(self.rng.integers(self.n))
+            self.policy.current = mode  # the policy goes on from the mode in force
+        self.epoch += 1
+        return mode
+
+
+def collect_on_policy(
+    scenario, app, modes, make_policy, seed: int, episodes: int, deviate_prob: float
+) -> tuple[list[Episode], list[int]]:
+    """``episodes`` downloads of the policy ``make_policy()`` (a fresh chooser
+    per download) with one random deviation each (:class:`_Deviating`), seeds
+    ``seed + k``; returns the episodes and, per episode, the first epoch whose
+    return-to-go is that of its mode followed by the policy (the deviation's,
+    or 0 when there was none), for :func:`mc_transitions`' ``starts``."""
+    if not 0.0 < float(deviate_prob) <= 1.0:
+        raise ConfigError(f"modes: deviate_prob must be in (0, 1], got {deviate_prob!r}")
+    rng = np.random.default_rng(seed)
+    out, starts = [], []
+    for k in range(int(episodes)):
+        chooser = _Deviating(make_policy(), len(modes), rng, float(deviate_prob))
+        out.append(log_episode(scenario, app, modes, chooser, seed + k))
+        starts.append(chooser.deviated_at or 0)
+    return out, starts
+
+
 @dataclass
 class Transitions:
     """Arrays over transitions; ``weights``: sampling probabilities (None: uniform)."""
@@ -240,7 +281,9 @@ def reward_constants(episodes: Sequence[Episode]) -> tuple[float, float]:
     return median / EPOCHS_PER_MEDIAN, first / max(median, 1e-9)
 
 
-def mc_transitions(episodes: Sequence[Episode], unit_s: float) -> Transitions:
+def mc_transitions(
+    episodes: Sequence[Episode], unit_s: float, starts: Sequence[int] | None = None
+) -> Transitions:
     """Each episode's epochs from its last change of mode on (every epoch of a
     constant-mode episode), with their return-to-go as a terminal reward:
     ``r_k = -log(1 + (end - t_k) / u)``, done. A Q-network fitted to them (a
@@ -258,11 +301,18 @@ def mc_transitions(episodes: Sequence[Episode], unit_s: float) -> Transitions:
     epochs after the change: the value of a mode from a state another mode
     led to, which constant episodes never show. ``weights``: each episode's
     epochs share one unit of weight, so a slow episode (many epochs) does not
-    outweigh a fast one."""
+    outweigh a fast one.
+
+    ``starts``: per episode the first epoch to use instead (an on-policy
+    episode's epoch of deviation, :func:`collect_on_policy`: from there on
+    its return-to-go is that of its mode, then the policy)."""
     s, r, a, w = [], [], [], []
-    for e in episodes:
-        changes = np.flatnonzero(e.modes[1:] != e.modes[:-1])
-        start = int(changes[-1]) + 1 if len(changes) else 0
+    for j, e in enumerate(episodes):
+        if starts is None:
+            changes = np.flatnonzero(e.modes[1:] != e.modes[:-1])
+            start = int(changes[-1]) + 1 if len(changes) else 0
+        else:
+            start = int(starts[j])
         s.append(e.states[start:])
         r.append(-np.log1p((e.end_s - e.times[start:]) / unit_s))
         a.append(e.modes[start:])
@@ -311,6 +361,7 @@ __all__ = [
     "log_episode",
     "collect",
     "collect_tasks",
+    "collect_on_policy",
     "TASK_SEED_STRIDE",
     "reward_constants",
     "transitions",

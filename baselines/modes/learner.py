@@ -41,6 +41,8 @@ from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.selection import STATISTICS, download_cost, successive_halving
 from baselines.modes import files
 from baselines.modes.experience import (
+    TASK_SEED_STRIDE,
+    collect_on_policy,
     collect_tasks,
     fastest_constant_modes,
     mc_transitions,
@@ -68,6 +70,12 @@ def hold_or_switch(q: np.ndarray, current: int | None, margin: float) -> int:
         return best
     return current
 
+
+#: the on-policy episodes of policy round ``r`` (task 0) have the seeds
+#: ``seed + POLICY_SEED_OFFSET + POLICY_ROUND_STRIDE * r + k``: apart from the
+#: behaviour log's (``seed + k``) and the validation episodes' (``seed + 500 000 + k``)
+POLICY_SEED_OFFSET = 20_000
+POLICY_ROUND_STRIDE = 5_000
 
 #: the rules that are modes too, and the candidate switch margins, by default
 DEFAULT_RULES = ("ecf", "blest", "minrtt", "minrtt_xlink")
@@ -262,6 +270,9 @@ class DQNModes(Scheduler, Trainable):
         gradient_steps: int = 4000,
         models: int = 4,
         validation_episodes: int = 128,
+        policy_rounds: int = 0,
+        policy_episodes: int = 60,
+        deviate_prob: float = 0.1,
         tasks: Sequence[tuple] | None = None,
         log: Callable | None = None,
         progress: bool = True,
@@ -278,11 +289,34 @@ class DQNModes(Scheduler, Trainable):
         the scale of the Q-values; validation episodes cycle over the tasks
         (episode ``k`` on task ``k mod n``, cost: mean log download time, so
         every task counts by its relative speed). The constant candidates are
-        the modes with the lowest mean over tasks of their log median times."""
+        the modes with the lowest mean over tasks of their log median times.
+
+        ``policy_rounds``: rounds of approximate policy iteration after the
+        fit on the behaviour log (``target: mc`` only): each round logs
+        ``policy_episodes`` downloads per task of the greedy policy of the
+        current Q-values, each with one random mode at an epoch drawn with
+        probability ``deviate_prob`` per epoch
+        (:func:`baselines.modes.experience.collect_on_policy`; seeds ``seed +
+        POLICY_SEED_OFFSET + POLICY_ROUND_STRIDE * r + k`` on task 0), adds
+        their return-to-go from the deviation on (the value of a mode
+        followed by the policy, where the behaviour log has the value of a
+        mode held to the end) and fits the networks again on everything, so
+        that the greedy policy can improve on the policy rather than only on
+        the held modes."""
         say = print if progress else None
         tasks = [(scenario, app)] if tasks is None else [tuple(t) for t in tasks]
         if not tasks:
             raise ConfigError(f"{self.name}: tasks: expected at least one (scenario, app)")
+        if (
+            isinstance(policy_rounds, bool)
+            or not isinstance(policy_rounds, int)
+            or policy_rounds < 0
+        ):
+            raise ConfigError(
+                f"{self.name}: policy_rounds: expected a whole number >= 0, got {policy_rounds!r}"
+            )
+        if policy_rounds and self.target != "mc":
+            raise ConfigError(f"{self.name}: policy_rounds needs target: mc, not {self.target!r}")
         logs = collect_tasks(
             tasks,
             self.modes,
@@ -297,12 +331,12 @@ class DQNModes(Scheduler, Trainable):
         for episodes in logs:
             unit_s, rate_ref = reward_constants(episodes)
             parts.append(
-                mc_transitions(episodes, unit_s)
+                [mc_transitions(episodes, unit_s)]
                 if self.target == "mc"
-                else transitions(episodes, self.config.gamma, unit_s, rate_ref)
+                else [transitions(episodes, self.config.gamma, unit_s, rate_ref)]
             )
             units.append(unit_s)
-        data = pool(parts)
+        data = pool([pool(p) for p in parts])
         mean = data.states.mean(0)
         spread = np.maximum(data.states.std(0), 1e-3)
         self.spec = QNetSpec(
@@ -314,6 +348,23 @@ class DQNModes(Scheduler, Trainable):
         )
         weights, losses = self._train(data, int(models), int(gradient_steps))
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
+        for r in range(int(policy_rounds)):
+            for i, (scen, app_i) in enumerate(tasks):
+                episodes, starts = collect_on_policy(
+                    scen,
+                    app_i,
+                    self.modes,
+                    lambda: ModePolicy(self.q, 0.0, first=self._first()),
+                    seed + TASK_SEED_STRIDE * i + POLICY_SEED_OFFSET + POLICY_ROUND_STRIDE * r,
+                    policy_episodes,
+                    deviate_prob,
+                )
+                parts[i].append(mc_transitions(episodes, units[i], starts))
+            data = pool([pool(p) for p in parts])
+            weights, losses = self._train(data, int(models), int(gradient_steps))
+            self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
+            if say is not None:
+                say(f"modes: policy round {r + 1}/{policy_rounds}: {len(data.actions)} transitions")
         constants = (
             fastest_constant_modes(logs, len(self.modes), self.constant_candidates)
             if self.constant_candidates
@@ -328,6 +379,7 @@ class DQNModes(Scheduler, Trainable):
             "tasks": float(len(tasks)),
             "behaviour_episodes": float(sum(len(e) for e in logs)),
             "transitions": float(len(data.actions)),
+            "policy_rounds": float(policy_rounds),
             "reward_unit_s": units[0] if len(units) == 1 else math.nan,
             "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
             "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
