@@ -62,6 +62,7 @@ SCHEDULERS: dict = {
     "hybrid": "baselines.hybrid.agent:HybridMPTCP",
     "drl_mptcp": "baselines.hybrid.agent:DRLMPTCP",
     "dqn_modes": "baselines.modes.learner:DQNModes",
+    "dqn_modes_on": "baselines.modes.online:DQNModesOn",
 }
 
 

@@ -58,6 +58,7 @@ COLORS: dict[str, str] = {
     "dqn_off_paper": "#ce6dbd",
     "dqn_modes": "#a55194",
     "dqn_modes_general": "#9c9ede",
+    "dqn_modes_on": "#e7ba52",
     # FALCON
     "falcon": "#d62728",
     "falcon_n": "#ff9896",

@@ -47,6 +47,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -223,6 +224,28 @@ def extract_weights(module, spec, check_states: np.ndarray | None = None) -> lis
     return weights
 
 
+@contextmanager
+def ray_session(address: str | None = None, num_cpus: int | None = None):
+    """Ray for the ``with`` block: started here (at ``address``, or locally with
+    ``num_cpus``) unless it is already running, and stopped after if started here."""
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        init_kw = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        if address:
+            init_kw["address"] = address
+        elif num_cpus is not None:
+            init_kw["num_cpus"] = int(num_cpus)
+        ray.init(**init_kw)
+        started = True
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def fit_rllib(
     agent,
     scenario,
@@ -235,8 +258,6 @@ def fit_rllib(
     """Train ``agent`` (a :class:`~baselines.dqn.dqn_on.DQNOn`) with RLlib's DQN,
     then load the learned weights into it. Starts Ray (or connects to
     ``address``) unless it is already running; stops what it started."""
-    import ray
-
     from envs.scenario import normalise_scenario
 
     opts = check_options(options)
@@ -249,49 +270,39 @@ def fit_rllib(
     s = normalise_scenario(scenario)
     if agent.spec is None:
         agent.build(len(s["paths"]))
-    started = False
-    if not ray.is_initialized():
-        init_kw = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
-        if opts["address"]:
-            init_kw["address"] = opts["address"]
-        elif opts["num_cpus"] is not None:
-            init_kw["num_cpus"] = int(opts["num_cpus"])
-        ray.init(**init_kw)
-        started = True
     t0 = time.perf_counter()
     algo = None
-    try:
-        algo = build_config(agent, s, app, seed, opts).build_algo()
-        last: dict[str, float] = {}
-        for it in range(opts["iterations"]):
-            res = algo.train()
-            env = res.get("env_runners", {})
-            point = {
-                "episode_return_mean": float(env.get("episode_return_mean", math.nan)),
-                "episode_len_mean": float(env.get("episode_len_mean", math.nan)),
-                "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan)),
-            }
-            learner = res.get("learners", {}).get("default_policy", {})
-            if "qf_loss" in learner:
-                point["loss"] = float(learner["qf_loss"])
-            last = point
-            if log is not None:
-                log(point, step=it)
-            if progress:
-                print(
-                    f"{agent.name} (rllib): iteration {it + 1}/{opts['iterations']}  "
-                    f"return {point['episode_return_mean']:.4g}  steps {point['env_steps']:.0f}  "
-                    f"[{time.perf_counter() - t0:.1f} s]",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        module = algo.get_module()
-        weights = extract_weights(module, agent.spec)
-    finally:
-        if algo is not None:
-            algo.stop()
-        if started:
-            ray.shutdown()
+    with ray_session(opts["address"], opts["num_cpus"]):
+        try:
+            algo = build_config(agent, s, app, seed, opts).build_algo()
+            last: dict[str, float] = {}
+            for it in range(opts["iterations"]):
+                res = algo.train()
+                env = res.get("env_runners", {})
+                point = {
+                    "episode_return_mean": float(env.get("episode_return_mean", math.nan)),
+                    "episode_len_mean": float(env.get("episode_len_mean", math.nan)),
+                    "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan)),
+                }
+                learner = res.get("learners", {}).get("default_policy", {})
+                if "qf_loss" in learner:
+                    point["loss"] = float(learner["qf_loss"])
+                last = point
+                if log is not None:
+                    log(point, step=it)
+                if progress:
+                    print(
+                        f"{agent.name} (rllib): iteration {it + 1}/{opts['iterations']}  "
+                        f"return {point['episode_return_mean']:.4g}  steps {point['env_steps']:.0f}  "
+                        f"[{time.perf_counter() - t0:.1f} s]",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            module = algo.get_module()
+            weights = extract_weights(module, agent.spec)
+        finally:
+            if algo is not None:
+                algo.stop()
     agent.learner.set_weights(weights)
     agent.deploy()
     return {
@@ -303,6 +314,7 @@ def fit_rllib(
 
 __all__ = [
     "fit_rllib",
+    "ray_session",
     "build_config",
     "attribute_decision_rewards",
     "extract_weights",

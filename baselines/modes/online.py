@@ -1,0 +1,323 @@
+"""DQN-On on the mode MDP: a Q-network over the modes learned online, by
+interacting with the condition (:class:`baselines.modes.gym_env.ModeEnv`),
+with the project's torch DQN or with Ray RLlib's.
+
+:class:`baselines.modes.learner.DQNModes` (DQN-Off) learns from a behaviour
+log that holds every mode, and fits each mode's return-to-go. Here the data
+is what the learner's own epsilon-greedy policy does, epoch after epoch, and
+the target is DQN's bootstrapped one on the environment's reward, minus the
+epoch's duration in a unit of a twentieth of the condition's median download
+time (so a download's return is about -20 whatever its size; the median is
+that of ``probe_episodes`` downloads holding the first rule mode, or mode 0).
+Online learning needs no log of every mode, at the price of exploring
+while it learns.
+
+``backend``:
+
+* ``torch``: ``episodes`` training downloads, epsilon-greedy; every epoch
+  goes to a replay memory and, once ``learning_starts`` epochs are in it,
+  ``updates_per_step`` DQN steps (:class:`baselines.dqn.learner.BatchedDQN`,
+  double Q, soft target updates) follow each epoch.
+* ``rllib``: RLlib's DQN on the registered environment
+  (:func:`baselines.modes.gym_env.register_rllib`; ``rllib.iterations``
+  ``algo.train()`` calls of ``rollout_fragment_length`` epochs each, with
+  ``num_env_runners`` Ray actors sampling), its network the same shape, its
+  weights then copied into the scheduler's
+  (:func:`baselines.dqn.rllib_backend.extract_weights`, checked against the
+  module's Q-values).
+
+Either way the trained network is deployed greedily (frozen: the evaluation
+does not learn on), with the switch margin chosen on validation episodes as
+:class:`~baselines.modes.learner.DQNModes` chooses it, and saved in the same
+model file.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from baselines.dqn.learner import BatchedDQN
+from baselines.dqn.network import NumpyQNet, QNetSpec
+from baselines.dqn.rllib_backend import extract_weights, ray_session
+from baselines.modes.experience import EPOCHS_PER_MEDIAN
+from baselines.modes.features import n_inputs
+from baselines.modes.gym_env import MODE_HIGH, MODE_LOW, ModeEnv
+from baselines.modes.learner import DQNModes, Ensemble
+from baselines.modes.scheduler import ModeScheduler
+from envs import run_episode
+from envs.errors import ConfigError
+
+BACKENDS = ("torch", "rllib")
+#: the options of the RLlib backend (``rllib:``) and their defaults
+RLLIB_DEFAULTS: dict = {
+    "iterations": 20,  # algo.train() calls
+    "rollout_fragment_length": 200,  # epochs sampled per call and env runner
+    "num_env_runners": 0,  # 0: sample in the driver; >0: Ray actors
+    "num_cpus": None,  # ray.init(num_cpus=...) when Ray is started here
+    "address": None,  # an existing Ray cluster
+}
+
+
+def check_rllib_options(options: Mapping | None) -> dict:
+    """``rllib:`` with its defaults filled in; unknown keys and bad counts are errors."""
+    unknown = set(options or {}) - set(RLLIB_DEFAULTS)
+    if unknown:
+        raise ConfigError(
+            f"rllib: unknown option(s) {sorted(unknown)}; known: {sorted(RLLIB_DEFAULTS)}"
+        )
+    out = {**RLLIB_DEFAULTS, **dict(options or {})}
+    for key in ("iterations", "rollout_fragment_length"):
+        if isinstance(out[key], bool) or not isinstance(out[key], int) or out[key] < 1:
+            raise ConfigError(f"rllib.{key}: must be a positive integer, got {out[key]!r}")
+    if isinstance(out["num_env_runners"], bool) or int(out["num_env_runners"]) < 0:
+        raise ConfigError(f"rllib.num_env_runners: must be >= 0, got {out['num_env_runners']!r}")
+    return out
+
+
+class _Replay:
+    """A ring buffer of epochs ``(s, a, r, s', terminated)``."""
+
+    def __init__(self, capacity: int, n_inputs: int) -> None:
+        self.s = np.zeros((capacity, n_inputs), np.float32)
+        self.s2 = np.zeros((capacity, n_inputs), np.float32)
+        self.a = np.zeros(capacity, np.int64)
+        self.r = np.zeros(capacity, np.float32)
+        self.d = np.zeros(capacity, np.float32)
+        self.pos = self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, s, a: int, r: float, s2, terminated: bool) -> None:
+        i = self.pos
+        self.s[i], self.a[i], self.r[i], self.s2[i] = s, a, r, s2
+        self.d[i] = 1.0 if terminated else 0.0
+        self.pos, self.size = (i + 1) % len(self.a), min(self.size + 1, len(self.a))
+
+    def sample(self, rng: np.random.Generator, batch: int):
+        """A uniform mini-batch, with the learner's leading model axis of 1."""
+        idx = rng.integers(0, self.size, size=(1, batch))
+        return self.s[idx], self.a[idx], self.r[idx], self.s2[idx], self.d[idx]
+
+
+class DQNModesOn(DQNModes):
+    """DQN-On on the mode MDP (module docstring). The mode, network and
+    selection arguments are :class:`~baselines.modes.learner.DQNModes`'
+    (``gamma`` is the discount per epoch); ``backend``: :data:`BACKENDS`;
+    ``rllib``: :data:`RLLIB_DEFAULTS` overrides."""
+
+    name = "dqn_modes_on"
+
+    def __init__(self, *args, backend: str = "torch", rllib: Mapping | None = None, **kw) -> None:
+        if backend not in BACKENDS:
+            raise ConfigError(f"backend: unknown {backend!r}; known: {list(BACKENDS)}")
+        self.backend = backend
+        self.rllib_options = check_rllib_options(rllib)
+        kw.setdefault("target", "td")
+        kw.setdefault("constant_candidates", 0)
+        super().__init__(*args, **kw)
+
+    def fit(
+        self,
+        scenario,
+        app,
+        seed: int = 0,
+        episodes: int = 200,
+        epsilon: float = 0.1,
+        learning_starts: int = 200,
+        updates_per_step: int = 1,
+        replay_capacity: int = 50_000,
+        probe_episodes: int = 3,
+        validation_episodes: int = 32,
+        log: Callable | None = None,
+        progress: bool = True,
+    ) -> dict:
+        """Learn online on ``(scenario, app)`` (module docstring); returns summary metrics."""
+        if not 0.0 <= float(epsilon) <= 1.0:
+            raise ConfigError(f"{self.name}: epsilon must be in [0, 1], got {epsilon!r}")
+        for key, v in (("episodes", episodes), ("probe_episodes", probe_episodes)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{self.name}: {key} must be a positive integer, got {v!r}")
+        for key, v in (
+            ("learning_starts", learning_starts),
+            ("updates_per_step", updates_per_step),
+            ("replay_capacity", replay_capacity),
+        ):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{self.name}: {key} must be a positive integer, got {v!r}")
+        say = print if progress else None
+        unit_s = self._probe_unit(scenario, app, seed, probe_episodes)
+        self.spec = QNetSpec(n_inputs(2), len(self.modes), self.hidden)
+        t0 = time.perf_counter()
+        if self.backend == "torch":
+            train = dict(
+                episodes=episodes,
+                epsilon=float(epsilon),
+                learning_starts=learning_starts,
+                updates_per_step=updates_per_step,
+                replay_capacity=replay_capacity,
+            )
+            weights, out = self._fit_torch(scenario, app, seed, unit_s, train, log, say)
+        else:
+            weights, out = self._fit_rllib(scenario, app, seed, unit_s, float(epsilon), log, say)
+        self.q = Ensemble([NumpyQNet(weights, self.spec)])
+        self.constant_mode = None
+        best, record = self._select([(scenario, app)], seed, int(validation_episodes), say, [])
+        self.switch_margin = self.margins[best]
+        out.update(
+            reward_unit_s=unit_s,
+            wall_time_s=time.perf_counter() - t0,
+            switch_margin=self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
+            selected_mean_cost=float(record[best]["mean_cost"] or math.nan),
+        )
+        if log is not None:
+            log({f"train/{self.name}/{k}": v for k, v in out.items()}, None)
+        return out
+
+    # ------------------------------------------------------------ internals
+    def _probe_unit(self, scenario, app, seed: int, n: int) -> float:
+        """A twentieth of the median download time [s] of ``n`` downloads holding
+        the first rule mode (mode 0 without one), seeds ``seed + k``."""
+        held = next((i for i, m in enumerate(self.modes) if isinstance(m, str)), 0)
+        times = []
+        for k in range(n):
+            m = run_episode(scenario, app, ModeScheduler(self.modes, lambda s: held), seed + k)
+            times.append(m.metrics["elapsed_s"])
+        return statistics.median(times) / EPOCHS_PER_MEDIAN
+
+    def _env(self, scenario, app, unit_s: float) -> ModeEnv:
+        shares, reinject, rules = self._mode_lists()
+        return ModeEnv(
+            scenario, app, shares=shares, reinject=reinject, rules=rules, time_unit_s=unit_s
+        )
+
+    def _mode_lists(self):
+        """The ``shares``, ``reinject`` and ``rules`` lists :func:`make_modes` turns into ``self.modes``."""
+        pairs = [m for m in self.modes if not isinstance(m, str)]
+        shares = list(dict.fromkeys(s for s, _ in pairs))
+        reinject = list(dict.fromkeys(r for _, r in pairs))
+        return shares, reinject, [m for m in self.modes if isinstance(m, str)]
+
+    def _fit_torch(self, scenario, app, seed: int, unit_s: float, train: dict, log, say):
+        """``episodes`` epsilon-greedy downloads (seeds ``seed + 1000 + k``), a DQN
+        step per epoch once ``learning_starts`` epochs are in the replay."""
+        env = self._env(scenario, app, unit_s)
+        learner = BatchedDQN(self.spec, 1, self.config, seed=self.seed)
+        rng = np.random.default_rng(seed)
+        replay = _Replay(int(train["replay_capacity"]), self.spec.n_inputs)
+        returns, losses, steps = [], [], 0
+        episodes, epsilon = train["episodes"], train["epsilon"]
+        for ep in range(episodes):
+            obs, _ = env.reset(seed=seed + 1000 + ep)
+            done, ret = False, 0.0
+            while not done:
+                if rng.random() < epsilon:
+                    a = int(rng.integers(len(self.modes)))
+                else:
+                    a = int(learner.q(obs[None, None])[0, 0].argmax())
+                obs2, r, terminated, truncated, _ = env.step(a)
+                replay.add(obs, a, r, obs2, terminated)
+                done, ret, obs, steps = terminated or truncated, ret + r, obs2, steps + 1
+                if len(replay) >= train["learning_starts"]:
+                    for _ in range(train["updates_per_step"]):
+                        batch = replay.sample(rng, self.config.batch_size)
+                        losses.append(float(learner.update(*batch)[0]))
+            returns.append(ret)
+            if log is not None:
+                log({f"train/{self.name}/episode_return": ret}, ep)
+            if say is not None and (ep + 1) % max(1, episodes // 10) == 0:
+                say(f"{self.name}: episode {ep + 1}/{episodes}, return {ret:.2f}, {steps} epochs")
+        env.close()
+        out = {
+            "episodes": float(episodes),
+            "env_steps": float(steps),
+            "final_return_mean": float(np.mean(returns[-max(1, len(returns) // 10) :])),
+            "final_loss": float(np.mean(losses[-100:])) if losses else math.nan,
+        }
+        return learner.get_weights(0), out
+
+    def _fit_rllib(self, scenario, app, seed, unit_s, epsilon, log, say):
+        from ray.rllib.algorithms.dqn import DQNConfig as RLlibDQNConfig
+        from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+        from baselines.modes.gym_env import register_rllib
+        from envs.scenario import normalise_scenario
+
+        opts = self.rllib_options
+        shares, reinject, rules = self._mode_lists()
+        cfg = self.config
+        rl = (
+            RLlibDQNConfig()
+            .environment(
+                env=register_rllib(),
+                env_config={
+                    "scenario": normalise_scenario(scenario),
+                    "app": app,
+                    "shares": shares,
+                    "reinject": reinject,
+                    "rules": rules,
+                    "time_unit_s": unit_s,
+                },
+            )
+            .framework("torch")
+            .env_runners(
+                num_env_runners=int(opts["num_env_runners"]),
+                rollout_fragment_length=opts["rollout_fragment_length"],
+            )
+            .training(
+                lr=cfg.lr,
+                gamma=cfg.gamma,
+                train_batch_size_per_learner=cfg.batch_size,
+                tau=cfg.tau,
+                target_network_update_freq=1,
+                double_q=cfg.double_q,
+                dueling=False,
+                num_atoms=1,
+                n_step=1,
+                epsilon=[[0, epsilon], [1, epsilon]],
+                num_steps_sampled_before_learning_starts=cfg.batch_size,
+            )
+            .rl_module(
+                model_config=DefaultModelConfig(
+                    fcnet_hiddens=list(self.hidden), fcnet_activation="relu", head_fcnet_hiddens=[]
+                )
+            )
+            .debugging(seed=int(seed), log_level="ERROR")
+            .reporting(min_sample_timesteps_per_iteration=opts["rollout_fragment_length"])
+        )
+        last: dict = {}
+        with ray_session(opts["address"], opts["num_cpus"]):
+            algo = rl.build_algo()
+            try:
+                for it in range(opts["iterations"]):
+                    res = algo.train()
+                    runners = res.get("env_runners", {})
+                    last = {
+                        "episode_return_mean": float(runners.get("episode_return_mean", math.nan)),
+                        "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan)),
+                    }
+                    if log is not None:
+                        log({f"train/{self.name}/{k}": v for k, v in last.items()}, it)
+                    if say is not None:
+                        print(
+                            f"{self.name} (rllib): iteration {it + 1}/{opts['iterations']}  "
+                            f"return {last['episode_return_mean']:.4g}  steps {last['env_steps']:.0f}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                check = np.random.default_rng(0).uniform(
+                    MODE_LOW, np.minimum(MODE_HIGH, 10.0), (64, len(MODE_LOW))
+                )
+                weights = extract_weights(algo.get_module(), self.spec, check.astype(np.float32))
+            finally:
+                algo.stop()
+        return weights, {**last, "iterations": float(opts["iterations"])}
+
+
+__all__ = ["DQNModesOn", "BACKENDS", "RLLIB_DEFAULTS", "check_rllib_options"]
