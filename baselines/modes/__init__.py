@@ -1,12 +1,16 @@
-"""The mode MDP and its learner: a traffic-split mode (share of packets on
+"""The mode MDP and its learners: a traffic-split mode (share of packets on
 path 0, tail re-injection) chosen once per epoch from what each path
-delivered, learned offline per condition (:class:`DQNModes`).
+delivered, learned offline per condition (:class:`DQNModes`) or online
+(:class:`baselines.modes.online.DQNModesOn`).
 
 Modules: :mod:`~baselines.modes.features` (the state),
 :mod:`~baselines.modes.scheduler` (modes executed packet by packet),
 :mod:`~baselines.modes.experience` (behaviour data, rewards),
 :mod:`~baselines.modes.learner` (training and selection),
-:mod:`~baselines.modes.files` (the model file).
+:mod:`~baselines.modes.files` (the model file),
+:mod:`~baselines.modes.gym_env` (the MDP as a Gymnasium environment),
+:mod:`~baselines.modes.online_dqn` (online DQN on it),
+:mod:`~baselines.modes.online` (DQN-On, torch or RLlib).
 """
 
 from baselines.modes.learner import DQNModes

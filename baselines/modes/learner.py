@@ -51,6 +51,7 @@ from baselines.modes.experience import (
     transitions,
 )
 from baselines.modes.features import n_inputs
+from baselines.modes.online_dqn import check_online_train, online_dqn
 from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
 from envs import run_episode
 from envs.errors import ConfigError
@@ -76,6 +77,11 @@ def hold_or_switch(q: np.ndarray, current: int | None, margin: float) -> int:
 #: behaviour log's (``seed + k``) and the validation episodes' (``seed + 500 000 + k``)
 POLICY_SEED_OFFSET = 20_000
 POLICY_ROUND_STRIDE = 5_000
+#: the online candidate's training downloads have the seeds ``seed + ONLINE_CANDIDATE_OFFSET
+#: + ONLINE_SEED_OFFSET + k`` (:mod:`baselines.modes.online_dqn`)
+ONLINE_CANDIDATE_OFFSET = 60_000
+#: epochs the online candidate's replay keeps
+ONLINE_REPLAY_CAPACITY = 50_000
 
 #: the rules that are modes too, and the candidate switch margins, by default
 DEFAULT_RULES = ("ecf", "blest", "minrtt", "minrtt_xlink")
@@ -273,6 +279,10 @@ class DQNModes(Scheduler, Trainable):
         policy_rounds: int = 0,
         policy_episodes: int = 60,
         deviate_prob: float = 0.1,
+        online_episodes: int = 0,
+        online_epsilon: float = 0.1,
+        online_learning_starts: int = 200,
+        online_updates_per_step: int = 4,
         tasks: Sequence[tuple] | None = None,
         log: Callable | None = None,
         progress: bool = True,
@@ -302,21 +312,24 @@ class DQNModes(Scheduler, Trainable):
         followed by the policy, where the behaviour log has the value of a
         mode held to the end) and fits the networks again on everything, so
         that the greedy policy can improve on the policy rather than only on
-        the held modes."""
+        the held modes.
+
+        ``online_episodes`` (one condition only): one more candidate of the
+        selection, a Q-network learned online on the condition as DQN-On on
+        the mode MDP learns it (:func:`baselines.modes.online_dqn.online_dqn`:
+        ``online_episodes`` epsilon-greedy downloads, seeds ``seed +
+        ONLINE_CANDIDATE_OFFSET + ...``, reward unit the behaviour's), its
+        greedy policy with each switch margin: it may switch on states the
+        behaviour log's held modes never led to; the validation episodes
+        decide whether it is deployed instead."""
         say = print if progress else None
         tasks = [(scenario, app)] if tasks is None else [tuple(t) for t in tasks]
         if not tasks:
             raise ConfigError(f"{self.name}: tasks: expected at least one (scenario, app)")
-        if (
-            isinstance(policy_rounds, bool)
-            or not isinstance(policy_rounds, int)
-            or policy_rounds < 0
-        ):
-            raise ConfigError(
-                f"{self.name}: policy_rounds: expected a whole number >= 0, got {policy_rounds!r}"
-            )
-        if policy_rounds and self.target != "mc":
-            raise ConfigError(f"{self.name}: policy_rounds needs target: mc, not {self.target!r}")
+        train_on = self._check_rounds_and_online(
+            len(tasks), policy_rounds, online_episodes, online_epsilon,
+            online_learning_starts, online_updates_per_step,
+        )  # fmt: skip
         logs = collect_tasks(
             tasks,
             self.modes,
@@ -348,33 +361,20 @@ class DQNModes(Scheduler, Trainable):
         )
         weights, losses = self._train(data, int(models), int(gradient_steps))
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
-        for r in range(int(policy_rounds)):
-            for i, (scen, app_i) in enumerate(tasks):
-                episodes, starts = collect_on_policy(
-                    scen,
-                    app_i,
-                    self.modes,
-                    lambda: ModePolicy(self.q, 0.0, first=self._first()),
-                    seed + TASK_SEED_STRIDE * i + POLICY_SEED_OFFSET + POLICY_ROUND_STRIDE * r,
-                    policy_episodes,
-                    deviate_prob,
-                )
-                parts[i].append(mc_transitions(episodes, units[i], starts))
-            data = pool([pool(p) for p in parts])
-            weights, losses = self._train(data, int(models), int(gradient_steps))
-            self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
-            if say is not None:
-                say(f"modes: policy round {r + 1}/{policy_rounds}: {len(data.actions)} transitions")
+        if policy_rounds:
+            data = self._policy_rounds(tasks, parts, units, seed, policy_rounds, policy_episodes, deviate_prob, models, gradient_steps, say)  # fmt: skip
+        online = (
+            self._online_candidate(tasks[0], seed, units[0], train_on, say) if train_on else None
+        )
         constants = (
             fastest_constant_modes(logs, len(self.modes), self.constant_candidates)
             if self.constant_candidates
             else []
         )
-        best, record = self._select(tasks, seed, int(validation_episodes), say, constants)
-        if best < len(self.margins):
-            self.switch_margin, self.constant_mode = self.margins[best], None
-        else:
-            self.constant_mode = constants[best - len(self.margins)]
+        best, record = self._select(
+            tasks, seed, int(validation_episodes), say, constants, online and online[0]
+        )
+        online_selected = self._deploy(best, constants, online)
         out = {
             "tasks": float(len(tasks)),
             "behaviour_episodes": float(sum(len(e) for e in logs)),
@@ -384,11 +384,82 @@ class DQNModes(Scheduler, Trainable):
             "final_loss": float(np.mean(losses[-1])) if losses else math.nan,
             "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
             "constant_mode": -1.0 if self.constant_mode is None else float(self.constant_mode),
+            "online_selected": 1.0 if online_selected else 0.0,
             "selected_mean_cost": float(record[best]["mean_cost"] or math.nan),
         }
         if log is not None:
             log({f"train/{self.name}/{k}": v for k, v in out.items()}, None)
         return out
+
+    def _check_rounds_and_online(
+        self, n_tasks, policy_rounds, online_episodes, epsilon, learning_starts, updates
+    ) -> dict | None:
+        """``policy_rounds`` and the online candidate's settings checked before any
+        logging; returns :func:`check_online_train`'s dict, or None without it."""
+        if (
+            isinstance(policy_rounds, bool)
+            or not isinstance(policy_rounds, int)
+            or policy_rounds < 0
+        ):
+            raise ConfigError(
+                f"{self.name}: policy_rounds: expected a whole number >= 0, got {policy_rounds!r}"
+            )
+        if policy_rounds and self.target != "mc":
+            raise ConfigError(f"{self.name}: policy_rounds needs target: mc, not {self.target!r}")
+        if not online_episodes:
+            return None
+        if n_tasks != 1:
+            raise ConfigError(f"{self.name}: online_episodes trains on one condition, not on tasks")
+        return check_online_train(
+            self.name, online_episodes, epsilon, learning_starts, updates, ONLINE_REPLAY_CAPACITY
+        )
+
+    def _online_candidate(self, task, seed: int, unit_s: float, train: dict, say):
+        """``(Q-values, spec)`` of a network learned online on ``task`` (:meth:`fit`)."""
+        scenario, app = task
+        spec = QNetSpec(n_inputs(2), len(self.modes), self.hidden)
+        weights, _ = online_dqn(
+            spec, self.config, self.modes, scenario, app, seed + ONLINE_CANDIDATE_OFFSET,
+            unit_s, train, net_seed=self.seed, name=self.name, say=say,
+        )  # fmt: skip
+        return Ensemble([NumpyQNet(weights, spec)]), spec
+
+    def _deploy(self, best: int, constants: Sequence[int], online) -> bool:
+        """Deploy the selection's candidate ``best`` (:meth:`_select`'s indices);
+        True when it is the online candidate's."""
+        nq, nc = len(self.margins), len(constants)
+        self.constant_mode = constants[best - nq] if nq <= best < nq + nc else None
+        if best < nq:
+            self.switch_margin = self.margins[best]
+        elif best >= nq + nc:
+            self.q, self.spec = online
+            self.switch_margin = self.margins[best - nq - nc]
+        return best >= nq + nc
+
+    def _policy_rounds(
+        self, tasks, parts, units, seed, rounds, episodes, deviate_prob, models, steps, say
+    ):
+        """``rounds`` (>= 1) of approximate policy iteration (:meth:`fit`): ``parts[i]``
+        (task ``i``'s transitions) grows by each round's on-policy downloads
+        and ``self.q`` is fitted again on all of them; returns the last fit's data."""
+        for r in range(int(rounds)):
+            for i, (scen, app_i) in enumerate(tasks):
+                episodes_i, starts = collect_on_policy(
+                    scen,
+                    app_i,
+                    self.modes,
+                    lambda: ModePolicy(self.q, 0.0, first=self._first()),
+                    seed + TASK_SEED_STRIDE * i + POLICY_SEED_OFFSET + POLICY_ROUND_STRIDE * r,
+                    episodes,
+                    deviate_prob,
+                )
+                parts[i].append(mc_transitions(episodes_i, units[i], starts))
+            data = pool([pool(p) for p in parts])
+            weights, _ = self._train(data, int(models), int(steps))
+            self.q = Ensemble([NumpyQNet(w, self.spec) for w in weights])
+            if say is not None:
+                say(f"modes: policy round {r + 1}/{rounds}: {len(data.actions)} transitions")
+        return data
 
     def _train(self, data, n_models: int, steps: int):
         """``(final weight list of each of n_models networks, per-step losses)``."""
@@ -414,22 +485,25 @@ class DQNModes(Scheduler, Trainable):
             losses.append(loss.detach().numpy())
         return [learner.get_weights(m) for m in range(n_models)], losses
 
-    def _select(self, tasks, seed: int, budget: int, say, constants: Sequence[int]):
+    def _select(self, tasks, seed: int, budget: int, say, constants: Sequence[int], online=None):
         """The candidate with the lowest ``selection_statistic`` of its log
         download times on validation episodes (episode ``k`` on task ``k mod
         len(tasks)``): a switch margin
         (index into ``margins``), or, index ``len(margins) + j``, holding the
-        mode ``constants[j]``."""
-        n = len(self.margins) + len(constants)
+        mode ``constants[j]``, or, index ``len(margins) + len(constants) + m``,
+        the Q-values ``online`` with the switch margin ``margins[m]``."""
+        nq, nc = len(self.margins), len(constants)
+        n = nq + nc + (nq if online is not None else 0)
         if n == 1:
             return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None, "cost": None}]
 
         def evaluate(i: int, k: int) -> float:
-            policy = (
-                ModePolicy(self.q, self.margins[i], first=self._first())
-                if i < len(self.margins)
-                else ModePolicy(None, constant=constants[i - len(self.margins)])
-            )
+            if i < nq:
+                policy = ModePolicy(self.q, self.margins[i], first=self._first())
+            elif i < nq + nc:
+                policy = ModePolicy(None, constant=constants[i - nq])
+            else:
+                policy = ModePolicy(online, self.margins[i - nq - nc], first=self._first())
             sched = ModeScheduler(self.modes, policy)
             scenario, app = tasks[k % len(tasks)]
             return download_cost(

@@ -42,13 +42,13 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.rllib_backend import extract_weights, ray_session
 from baselines.modes.experience import EPOCHS_PER_MEDIAN
 from baselines.modes.features import n_inputs
-from baselines.modes.gym_env import MODE_HIGH, MODE_LOW, ModeEnv
+from baselines.modes.gym_env import MODE_HIGH, MODE_LOW
 from baselines.modes.learner import DQNModes, Ensemble
+from baselines.modes.online_dqn import check_online_train, mode_lists, online_dqn
 from baselines.modes.scheduler import ModeScheduler
 from envs import run_episode
 from envs.errors import ConfigError
@@ -80,32 +80,6 @@ def check_rllib_options(options: Mapping | None) -> dict:
     return out
 
 
-class _Replay:
-    """A ring buffer of epochs ``(s, a, r, s', terminated)``."""
-
-    def __init__(self, capacity: int, n_inputs: int) -> None:
-        self.s = np.zeros((capacity, n_inputs), np.float32)
-        self.s2 = np.zeros((capacity, n_inputs), np.float32)
-        self.a = np.zeros(capacity, np.int64)
-        self.r = np.zeros(capacity, np.float32)
-        self.d = np.zeros(capacity, np.float32)
-        self.pos = self.size = 0
-
-    def __len__(self) -> int:
-        return self.size
-
-    def add(self, s, a: int, r: float, s2, terminated: bool) -> None:
-        i = self.pos
-        self.s[i], self.a[i], self.r[i], self.s2[i] = s, a, r, s2
-        self.d[i] = 1.0 if terminated else 0.0
-        self.pos, self.size = (i + 1) % len(self.a), min(self.size + 1, len(self.a))
-
-    def sample(self, rng: np.random.Generator, batch: int):
-        """A uniform mini-batch, with the learner's leading model axis of 1."""
-        idx = rng.integers(0, self.size, size=(1, batch))
-        return self.s[idx], self.a[idx], self.r[idx], self.s2[idx], self.d[idx]
-
-
 class DQNModesOn(DQNModes):
     """DQN-On on the mode MDP (module docstring). The mode, network and
     selection arguments are :class:`~baselines.modes.learner.DQNModes`'
@@ -123,7 +97,8 @@ class DQNModesOn(DQNModes):
         kw.setdefault("constant_candidates", 0)
         super().__init__(*args, **kw)
 
-    def fit(
+    # its own train: keys, hence its own keywords (falcon.train passes the agent's train: section)
+    def fit(  # type: ignore[override]
         self,
         scenario,
         app,
@@ -131,7 +106,7 @@ class DQNModesOn(DQNModes):
         episodes: int = 200,
         epsilon: float = 0.1,
         learning_starts: int = 200,
-        updates_per_step: int = 1,
+        updates_per_step: int = 4,
         replay_capacity: int = 50_000,
         probe_episodes: int = 3,
         validation_episodes: int = 32,
@@ -139,33 +114,25 @@ class DQNModesOn(DQNModes):
         progress: bool = True,
     ) -> dict:
         """Learn online on ``(scenario, app)`` (module docstring); returns summary metrics."""
-        if not 0.0 <= float(epsilon) <= 1.0:
-            raise ConfigError(f"{self.name}: epsilon must be in [0, 1], got {epsilon!r}")
-        for key, v in (("episodes", episodes), ("probe_episodes", probe_episodes)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{self.name}: {key} must be a positive integer, got {v!r}")
-        for key, v in (
-            ("learning_starts", learning_starts),
-            ("updates_per_step", updates_per_step),
-            ("replay_capacity", replay_capacity),
+        train = check_online_train(
+            self.name, episodes, epsilon, learning_starts, updates_per_step, replay_capacity
+        )
+        if (
+            isinstance(probe_episodes, bool)
+            or not isinstance(probe_episodes, int)
+            or probe_episodes < 1
         ):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{self.name}: {key} must be a positive integer, got {v!r}")
+            raise ConfigError(
+                f"{self.name}: probe_episodes must be a positive integer, got {probe_episodes!r}"
+            )
         say = print if progress else None
         unit_s = self._probe_unit(scenario, app, seed, probe_episodes)
         self.spec = QNetSpec(n_inputs(2), len(self.modes), self.hidden)
         t0 = time.perf_counter()
         if self.backend == "torch":
-            train = dict(
-                episodes=episodes,
-                epsilon=float(epsilon),
-                learning_starts=learning_starts,
-                updates_per_step=updates_per_step,
-                replay_capacity=replay_capacity,
-            )
             weights, out = self._fit_torch(scenario, app, seed, unit_s, train, log, say)
         else:
-            weights, out = self._fit_rllib(scenario, app, seed, unit_s, float(epsilon), log, say)
+            weights, out = self._fit_rllib(scenario, app, seed, unit_s, train["epsilon"], log, say)
         self.q = Ensemble([NumpyQNet(weights, self.spec)])
         self.constant_mode = None
         best, record = self._select([(scenario, app)], seed, int(validation_episodes), say, [])
@@ -191,56 +158,11 @@ class DQNModesOn(DQNModes):
             times.append(m.metrics["elapsed_s"])
         return statistics.median(times) / EPOCHS_PER_MEDIAN
 
-    def _env(self, scenario, app, unit_s: float) -> ModeEnv:
-        shares, reinject, rules = self._mode_lists()
-        return ModeEnv(
-            scenario, app, shares=shares, reinject=reinject, rules=rules, time_unit_s=unit_s
-        )
-
-    def _mode_lists(self):
-        """The ``shares``, ``reinject`` and ``rules`` lists :func:`make_modes` turns into ``self.modes``."""
-        pairs = [m for m in self.modes if not isinstance(m, str)]
-        shares = list(dict.fromkeys(s for s, _ in pairs))
-        reinject = list(dict.fromkeys(r for _, r in pairs))
-        return shares, reinject, [m for m in self.modes if isinstance(m, str)]
-
     def _fit_torch(self, scenario, app, seed: int, unit_s: float, train: dict, log, say):
-        """``episodes`` epsilon-greedy downloads (seeds ``seed + 1000 + k``), a DQN
-        step per epoch once ``learning_starts`` epochs are in the replay."""
-        env = self._env(scenario, app, unit_s)
-        learner = BatchedDQN(self.spec, 1, self.config, seed=self.seed)
-        rng = np.random.default_rng(seed)
-        replay = _Replay(int(train["replay_capacity"]), self.spec.n_inputs)
-        returns, losses, steps = [], [], 0
-        episodes, epsilon = train["episodes"], train["epsilon"]
-        for ep in range(episodes):
-            obs, _ = env.reset(seed=seed + 1000 + ep)
-            done, ret = False, 0.0
-            while not done:
-                if rng.random() < epsilon:
-                    a = int(rng.integers(len(self.modes)))
-                else:
-                    a = int(learner.q(obs[None, None])[0, 0].argmax())
-                obs2, r, terminated, truncated, _ = env.step(a)
-                replay.add(obs, a, r, obs2, terminated)
-                done, ret, obs, steps = terminated or truncated, ret + r, obs2, steps + 1
-                if len(replay) >= train["learning_starts"]:
-                    for _ in range(train["updates_per_step"]):
-                        batch = replay.sample(rng, self.config.batch_size)
-                        losses.append(float(learner.update(*batch)[0]))
-            returns.append(ret)
-            if log is not None:
-                log({f"train/{self.name}/episode_return": ret}, ep)
-            if say is not None and (ep + 1) % max(1, episodes // 10) == 0:
-                say(f"{self.name}: episode {ep + 1}/{episodes}, return {ret:.2f}, {steps} epochs")
-        env.close()
-        out = {
-            "episodes": float(episodes),
-            "env_steps": float(steps),
-            "final_return_mean": float(np.mean(returns[-max(1, len(returns) // 10) :])),
-            "final_loss": float(np.mean(losses[-100:])) if losses else math.nan,
-        }
-        return learner.get_weights(0), out
+        return online_dqn(
+            self.spec, self.config, self.modes, scenario, app, seed, unit_s, train,
+            net_seed=self.seed, name=self.name, log=log, say=say,
+        )  # fmt: skip
 
     def _fit_rllib(self, scenario, app, seed, unit_s, epsilon, log, say):
         from ray.rllib.algorithms.dqn import DQNConfig as RLlibDQNConfig
@@ -250,7 +172,7 @@ class DQNModesOn(DQNModes):
         from envs.scenario import normalise_scenario
 
         opts = self.rllib_options
-        shares, reinject, rules = self._mode_lists()
+        shares, reinject, rules = mode_lists(self.modes)
         cfg = self.config
         rl = (
             RLlibDQNConfig()

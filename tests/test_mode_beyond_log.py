@@ -1,6 +1,8 @@
-"""Approximate policy iteration on the mode MDP (``policy_rounds``): on-policy
-downloads with one random mode each, their return-to-go from the deviation
-on, and the refit on behaviour and on-policy data together."""
+"""DQN-Off on the mode MDP beyond its behaviour log: approximate policy
+iteration (``policy_rounds``: on-policy downloads with one random mode each,
+their return-to-go from the deviation on, the refit on behaviour and
+on-policy data together) and the online candidate (``online_episodes``: a
+network learned online enters the selection)."""
 
 import numpy as np
 import pytest
@@ -95,3 +97,59 @@ def test_policy_rounds_log_the_greedy_policy_and_fit_again(monkeypatch):
 def test_policy_rounds_need_the_return_to_go_target():
     with pytest.raises(ConfigError, match="policy_rounds needs target: mc"):
         _agent(target="td").fit(SCEN, APP, policy_rounds=1, **FIT)
+
+
+def test_the_online_candidate_enters_the_selection_and_deploys(monkeypatch, tmp_path):
+    seen = {}
+
+    def pick_last(n, evaluate, budget, progress=None, statistic="mean"):
+        seen["n"] = n
+        cost = evaluate(n - 1, 0)  # the online network, last margin, runs a validation episode
+        return n - 1, [
+            {"candidate": i, "episodes": 1, "mean_cost": cost, "cost": cost} for i in range(n)
+        ]
+
+    monkeypatch.setattr(learner, "successive_halving", pick_last)
+    agent = DQNModes(
+        shares=[0.0, 1.0],
+        reinject=[False],
+        rules=[],
+        hidden=[8],
+        switch_margins=[0.0, 0.3],
+        constant_candidates=1,
+    )
+    offline_spec = None
+
+    def keep_spec(*a, **kw):
+        nonlocal offline_spec
+        offline_spec = agent.spec
+        return real_online(*a, **kw)
+
+    real_online = agent._online_candidate
+    monkeypatch.setattr(agent, "_online_candidate", keep_spec)
+    out = agent.fit(
+        SCEN,
+        APP,
+        online_episodes=3,
+        online_learning_starts=4,
+        **{**FIT, "validation_episodes": 7},
+    )
+    assert seen["n"] == 2 + 1 + 2  # margins, the constant, the online network with each margin
+    assert out["online_selected"] == 1.0 and agent.constant_mode is None
+    assert agent.switch_margin == 0.3
+    assert agent.spec is not offline_spec and not agent.spec.normalises  # the online network's
+    agent.save(tmp_path)
+    again = DQNModes(model=str(tmp_path))
+    state = np.linspace(0.1, 2.0, learner.n_inputs(2)).astype(np.float32)
+    np.testing.assert_array_equal(again.q(state), agent.q(state))
+
+
+def test_the_online_candidate_is_checked_before_logging(monkeypatch):
+    def no_logging(*a, **kw):
+        raise AssertionError("behaviour logged before the settings were checked")
+
+    monkeypatch.setattr(learner, "collect_tasks", no_logging)
+    with pytest.raises(ConfigError, match="online_episodes trains on one condition"):
+        _agent().fit(SCEN, APP, online_episodes=2, tasks=[(SCEN, APP), (SCEN, APP)], **FIT)
+    with pytest.raises(ConfigError, match="epsilon must be in"):
+        _agent().fit(SCEN, APP, online_episodes=2, online_epsilon=2.0, **FIT)
