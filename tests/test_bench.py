@@ -323,3 +323,25 @@ def test_mlflow_server_run_gets_a_link(files, tmp_path, monkeypatch):
     linked.write_text(json.dumps(data))
     html = leaderboard.build([linked], tmp_path / "board").read_text()
     assert f"<a href='{m['run_url']}'" in html and html.count("<a href=") == 2  # blest, ecf
+
+
+def test_the_trace_aware_oracle_is_a_reference_where_it_was_computed():
+    from falcon.bench.run import score_condition
+
+    def st(median):
+        return {bdef.METRIC: {"median": median, "p25": median, "p75": median, "n": 3, "values": []}}
+
+    res = {
+        "best_rule": {"name": "minrtt", "median_s": 2.0},
+        "schedulers": {
+            "minrtt": st(2.0),
+            "oracle": st(1.0),
+            "trace_aware_oracle": st(1.5),
+            "mine": st(1.6),
+        },
+    }
+    out = score_condition(res, ["minrtt"], ["mine"], 0.1)
+    assert set(out["references"]) == {"minrtt", "oracle", "trace_aware_oracle"}
+    assert out["references"]["trace_aware_oracle"]["ratio_best_known"] == pytest.approx(1.5)
+    del res["schedulers"]["trace_aware_oracle"]  # a run without oracle.resample
+    assert "trace_aware_oracle" not in score_condition(res, ["minrtt"], ["mine"], 0.1)["references"]

@@ -17,7 +17,8 @@ Schema (``schema_version`` 1; times in s; null where undefined)::
              "headroom": float | null,               # best rule / best known
              "has_headroom": bool | null,            # best known <= (1 - headroom_margin) x best rule
              "references": {<rule or reference>: ENTRY},   # rules, best_single_path, best_fixed_split,
-                                                           # oracle, crossfit_policy
+                                                           # oracle, crossfit_policy (and
+                                                           # trace_aware_oracle with oracle.resample)
              "schedulers": {<scheduler>: ENTRY}}},
          "suite": {<scheduler, rule or reference>: {
              "score_best_rule": float | null,        # geometric mean of ratio_best_rule over the conditions

@@ -30,10 +30,11 @@ from falcon.experiments import common
 from falcon.experiments.learnability import run_learnability
 from falcon.experiments.learnability_report import geometric_mean
 from falcon.experiments.learnability_settings import agent_configs, validate, with_run_bank
-from falcon.experiments.oracle import BEST_SINGLE, CROSSFIT, ORACLE, captured
+from falcon.experiments.oracle import BEST_SINGLE, CROSSFIT, ORACLE, TRACE_ORACLE, captured
 
-#: the reference columns of the learnability suite a benchmark keeps
-REFERENCES = (BEST_SINGLE, "best_fixed_split", ORACLE, CROSSFIT)
+#: the reference columns of the learnability suite a benchmark keeps (the
+#: trace-aware oracle where the benchmark's ``oracle.resample`` computed it)
+REFERENCES = (BEST_SINGLE, "best_fixed_split", ORACLE, CROSSFIT, TRACE_ORACLE)
 METRIC = bdef.METRIC
 #: a split's suite scores per scheduler (falcon.bench.results)
 SCORES = ("score_best_rule", "score_best_known", "headroom_captured")
