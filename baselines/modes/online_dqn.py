@@ -111,27 +111,29 @@ def online_dqn(
     replay = Replay(int(train["replay_capacity"]), spec.n_inputs)
     returns, losses, steps = [], [], 0
     episodes, epsilon = train["episodes"], train["epsilon"]
-    for ep in range(episodes):
-        obs, _ = env.reset(seed=seed + ONLINE_SEED_OFFSET + ep)
-        done, ret = False, 0.0
-        while not done:
-            if rng.random() < epsilon:
-                a = int(rng.integers(len(modes)))
-            else:
-                a = int(learner.q(obs[None, None])[0, 0].argmax())
-            obs2, r, terminated, truncated, _ = env.step(a)
-            replay.add(obs, a, r, obs2, terminated)
-            done, ret, obs, steps = terminated or truncated, ret + r, obs2, steps + 1
-            if len(replay) >= train["learning_starts"]:
-                for _ in range(train["updates_per_step"]):
-                    batch = replay.sample(rng, config.batch_size)
-                    losses.append(float(learner.update(*batch)[0]))
-        returns.append(ret)
-        if log is not None:
-            log({f"train/{name}/episode_return": ret}, ep)
-        if say is not None and (ep + 1) % max(1, episodes // 10) == 0:
-            say(f"{name}: episode {ep + 1}/{episodes}, return {ret:.2f}, {steps} epochs")
-    env.close()
+    try:
+        for ep in range(episodes):
+            obs, _ = env.reset(seed=seed + ONLINE_SEED_OFFSET + ep)
+            done, ret = False, 0.0
+            while not done:
+                if rng.random() < epsilon:
+                    a = int(rng.integers(len(modes)))
+                else:
+                    a = int(learner.q(obs[None, None])[0, 0].argmax())
+                obs2, r, terminated, truncated, _ = env.step(a)
+                replay.add(obs, a, r, obs2, terminated)
+                done, ret, obs, steps = terminated or truncated, ret + r, obs2, steps + 1
+                if len(replay) >= train["learning_starts"]:
+                    for _ in range(train["updates_per_step"]):
+                        batch = replay.sample(rng, config.batch_size)
+                        losses.append(float(learner.update(*batch)[0]))
+            returns.append(ret)
+            if log is not None:
+                log({f"train/{name}/episode_return": ret}, ep)
+            if say is not None and (ep + 1) % max(1, episodes // 10) == 0:
+                say(f"{name}: episode {ep + 1}/{episodes}, return {ret:.2f}, {steps} epochs")
+    finally:
+        env.close()  # unwinds an episode left half-way by an error
     out = {
         "episodes": float(episodes),
         "env_steps": float(steps),
