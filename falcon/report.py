@@ -24,16 +24,52 @@ SCHEMA_VERSION = 1
 STATS = ("median", "p25", "p75", "mean")
 
 
-def describe(values: Sequence[float]) -> dict:
-    """n, median, p25, p75, mean (linear-interpolated percentiles) and the raw values."""
+#: how :func:`describe` treats a value that is not finite (a run that did not finish)
+UNFINISHED = ("drop", "last")
+
+
+def describe(values: Sequence[float], unfinished: str = "drop") -> dict:
+    """n, median, p25, p75, mean (linear-interpolated percentiles) and the raw values.
+
+    ``unfinished``: what a non-finite value (NaN, None: a run that did not
+    finish) counts as. ``"drop"``: left out, the statistics are the finite
+    values'. ``"last"``: slower than every finished run, so that the median
+    and quartiles are over all ``n`` runs (a quartile that falls among the
+    unfinished ones is None) and the mean is None when a run did not finish:
+    dropping them would rank a scheduler that times out on its slowest runs
+    ahead of one that finishes them."""
+    if unfinished not in UNFINISHED:
+        raise ValueError(f"unfinished: expected one of {UNFINISHED}, got {unfinished!r}")
     raw = [float(v) if v is not None and math.isfinite(float(v)) else None for v in values]
     finite = np.array([v for v in raw if v is not None], dtype=float)
+    if unfinished == "last" and finite.size < len(raw):
+        ranked = np.concatenate([np.sort(finite), np.full(len(raw) - finite.size, np.inf)])
+        quartiles = [_rank_quantile(ranked, q) for q in (0.25, 0.5, 0.75)]
+        p25, median, p75 = quartiles
+        return {
+            "n": len(raw),
+            "median": median,
+            "p25": p25,
+            "p75": p75,
+            "mean": None,
+            "values": raw,
+        }
     if finite.size:
         p25, median, p75 = (float(x) for x in np.percentile(finite, [25, 50, 75]))
         mean = float(finite.mean())
     else:
         p25 = median = p75 = mean = None
     return {"n": len(raw), "median": median, "p25": p25, "p75": p75, "mean": mean, "values": raw}
+
+
+def _rank_quantile(ranked: np.ndarray, q: float) -> float | None:
+    """The ``q`` quantile of sorted values (``+inf`` last) by linear
+    interpolation, as ``np.percentile`` takes it; None where it involves an infinite value."""
+    pos = q * (len(ranked) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    if not math.isfinite(ranked[hi]):
+        return None
+    return float(ranked[lo] + (ranked[hi] - ranked[lo]) * (pos - lo))
 
 
 def _ordered(items: Iterable[str]) -> list[str]:

@@ -485,6 +485,44 @@ def test_crossfit_picks_each_seeds_policy_on_the_other_half_of_the_seeds():
     assert best == [1.0, 2.0, 1.2, 2.2] and all(v >= b for v, b in zip(values, best))
     values, chosen = crossfit_best({"c": [nan, nan]})
     assert chosen == [None, None] and all(v != v for v in values)
+    # d's fold medians over its finished runs only would be 1.0; its unfinished runs rank last
+    values, chosen = crossfit_best({"d": [1.0, 1.0, nan, nan, nan, nan], "e": [2.0] * 6})
+    assert chosen == ["e"] * 6
+
+
+def test_a_scheduler_that_times_out_on_its_slowest_runs_does_not_rank_ahead():
+    from falcon.experiments.learnability_report import score_condition
+    from falcon.experiments.learnability_settings import FIXED, METRIC
+
+    def runs(times):
+        return {
+            "runs": [{METRIC: t, "timed_out": 0.0 if t == t else 1.0} for t in times],
+            "wall_s": 0.0,
+        }
+
+    base = [1.0, 1.1, 0.9, 1.2, 1.05, 0.95, 1.15, 0.85, 1.0, 1.1]
+    nan = float("nan")
+    # "cut": 2 % faster than minRTT where it finishes, and it does not finish its 5 slowest
+    cut = [nan if t >= 1.05 else 0.98 * t for t in base]
+    out = {
+        "minrtt": runs(base),
+        "cut": runs(cut),
+        FIXED: {"shares": {0.5: runs([t * 1.3 for t in base])["runs"]}, "wall_s": 0.0},
+    }
+    sec = {
+        "rules": ["minrtt"],
+        "learners": ["cut"],
+        "deployed": [],
+        "within": 1.05,
+        "beat_margin": 0.1,
+        "headroom_margin": 0.1,
+    }
+    res = score_condition(out, sec)
+    cut_st = res["schedulers"]["cut"]
+    assert cut_st["timed_out"] == 5 and cut_st[METRIC]["n"] == 10
+    # over its 5 finished runs its median would be 0.98 x 0.95 s, ahead; over all 10 it is unfinished
+    assert cut_st[METRIC]["median"] is None and cut_st["ratio"] is None
+    assert res["best_known"]["name"] != "cut"
 
 
 def test_the_trace_aware_oracle_reruns_the_oracles_choice_on_fresh_noise(compose):

@@ -47,6 +47,21 @@ def test_describe_non_finite_values():
     assert empty["median"] is None and empty["values"] == [None]
 
 
+def test_unfinished_runs_can_rank_after_every_finished_one():
+    nan = float("nan")
+    finished = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    dropped = describe([*finished, nan, nan, nan], unfinished="drop")
+    last = describe([*finished, nan, nan, nan], unfinished="last")
+    assert dropped["median"] == 4.0 and dropped["n"] == last["n"] == 10
+    # over all 10 runs: positions 4.5 (median) and 2.25 (p25) are finished runs, 6.75 is not
+    assert last["median"] == pytest.approx(5.5) and last["p25"] == pytest.approx(3.25)
+    assert last["p75"] is None and last["mean"] is None
+    assert last["values"] == dropped["values"]
+    assert describe(finished, unfinished="last") == describe(finished)
+    with pytest.raises(ValueError, match="unfinished"):
+        describe(finished, unfinished="skip")
+
+
 def test_summarize_structure_and_seed_order():
     summary = summarize(_records(), seeds=[0, 1, 2], job="evaluate")
     assert summary["schedulers"] == ["minrtt", "blest"]

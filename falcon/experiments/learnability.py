@@ -452,7 +452,8 @@ def _progress_line(
     if unit.kind in (FIXED, ORACLE):
         runs_of = res["shares"] if unit.kind == FIXED else res["members"]
         med = {
-            s: report.describe([r[METRIC] for r in runs])["median"] for s, runs in runs_of.items()
+            s: report.describe([r[METRIC] for r in runs], unfinished="last")["median"]
+            for s, runs in runs_of.items()
         }
         ok = {s: m for s, m in med.items() if m is not None}
         best = min(ok, key=ok.get) if ok else None
@@ -462,7 +463,7 @@ def _progress_line(
             + f" ({len(med)} {'shares' if unit.kind == FIXED else 'policies'} x {len(unit.seeds)} runs)"
         )
     else:
-        m = report.describe([r[METRIC] for r in res["runs"]])["median"]
+        m = report.describe([r[METRIC] for r in res["runs"]], unfinished="last")["median"]
         what = (
             f"median {m:.3f} s" if m is not None else "no finished run"
         ) + f" ({len(unit.seeds)} runs)"

@@ -143,18 +143,18 @@ def crossfit_best(
 ) -> tuple[list[float], list[str | None]]:
     """Per seed ``k``: the value on ``k`` of the candidate with the lowest median
     over the seeds of the other fold (positions of the other parity; NaN = did
-    not finish, left out of the median; a candidate with no finished run in the
-    fold is not chosen), and that candidate's label (first in order on ties);
-    NaN and None where no candidate can be chosen."""
+    not finish, slower than every finished run; a candidate whose fold median
+    is not a finished run is not chosen), and that candidate's label (first
+    in order on ties); NaN and None where no candidate can be chosen."""
     n = len(next(iter(candidates.values()))) if candidates else 0
     pick: dict[int, str | None] = {}
     for fold in (0, 1):
         best, who = math.inf, None
         for name, values in candidates.items():
             xs = [
-                x
+                x if x is not None and math.isfinite(x) else math.inf
                 for k, x in enumerate(values)
-                if k % 2 != fold and x is not None and math.isfinite(x)
+                if k % 2 != fold
             ]
             if not xs:
                 continue
