@@ -54,7 +54,10 @@ section ``learnability``):
    seeds); a learner's own ``seed`` key (network init, exploration) =
    ``seed + i``. Every episode seeds every RNG from these, so results depend
    on config and seed only, not on the runtime or job order.
-4. **Scores.** Per condition the *best rule* is the rule with the lowest
+4. **Scores.** Medians are over all runs, a download that did not finish
+   ranking after every finished one (:func:`falcon.report.describe`,
+   ``unfinished="last"``; None when half did not finish). Per condition the
+   *best rule* is the rule with the lowest
    median (the fixed split is a reference, not a rule); every scheduler's
    *ratio* = its median / the best rule's median (1 = as good as the best
    rule). *Suite score* of a scheduler = geometric mean of its ratios over
