@@ -37,16 +37,16 @@ def test_online_dqn_learns_to_leave_a_useless_path_alone(tmp_path):
         SCEN,
         APP,
         seed=7,
-        episodes=100,
+        episodes=150,
         epsilon=0.2,
         learning_starts=64,
-        updates_per_step=4,  # 6 of 6 training seeds x 2 network seeds at 1.00 x path 0 alone
+        updates_per_step=4,  # 6 training seeds x 2 network seeds: all at 1.00 x path 0 alone
         validation_episodes=4,
         log=lambda m, step: returns.append(m.get("train/dqn_modes_on/episode_return")),
         progress=False,
     )
-    assert out["env_steps"] > 100 and np.isfinite(out["final_loss"]) and out["reward_unit_s"] > 0
-    assert len([r for r in returns if r is not None]) == 100  # one return logged per episode
+    assert out["env_steps"] > 150 and np.isfinite(out["final_loss"]) and out["reward_unit_s"] > 0
+    assert len([r for r in returns if r is not None]) == 150  # one return logged per episode
     single, minrtt = (
         _median(make_scheduler("fixed_split", share=1.0)),
         _median(make_scheduler("minrtt")),

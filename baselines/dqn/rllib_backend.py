@@ -105,11 +105,110 @@ def attribute_decision_rewards(episode, **_) -> None:
     episode.set_rewards(new_data=[float(c) for c in credits], at_indices=slice(0, len(credits)))
 
 
-def build_config(agent, scenario, app, seed: int, options: Mapping):
-    """The RLlib ``DQNConfig`` for a DQN-On agent (no Ray started)."""
+def dqn_config(
+    env: str,
+    env_config: Mapping,
+    hidden,
+    learner,
+    epsilon: float,
+    seed: int,
+    num_env_runners: int,
+    rollout_fragment_length: int,
+    batch_mode: str = "truncate_episodes",
+    **training,
+):
+    """An RLlib ``DQNConfig`` shaped like the project's DQN (no Ray started):
+    the registered environment ``env`` with ``env_config``, a torch module of
+    ``hidden`` ReLU layers and a linear Q head (no dueling, no distributional
+    Q, one-step targets), ``learner``'s (:class:`baselines.dqn.learner.DQNConfig`)
+    lr, gamma, batch size, soft target update tau and double Q, a fixed
+    ``epsilon``; ``training``: further ``.training()`` keys."""
     from ray.rllib.algorithms.dqn import DQNConfig as RLlibDQNConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+    return (
+        RLlibDQNConfig()
+        .environment(env=env, env_config=dict(env_config))
+        .framework("torch")
+        .env_runners(
+            num_env_runners=int(num_env_runners),
+            rollout_fragment_length=int(rollout_fragment_length),
+            batch_mode=batch_mode,
+        )
+        .training(
+            lr=learner.lr,
+            gamma=learner.gamma,
+            train_batch_size_per_learner=learner.batch_size,
+            tau=learner.tau,
+            target_network_update_freq=1,
+            double_q=learner.double_q,
+            dueling=False,
+            num_atoms=1,
+            n_step=1,
+            epsilon=[[0, epsilon], [1, epsilon]],
+            **training,
+        )
+        .rl_module(
+            model_config=DefaultModelConfig(
+                fcnet_hiddens=list(hidden), fcnet_activation="relu", head_fcnet_hiddens=[]
+            )
+        )
+        .debugging(seed=int(seed), log_level="ERROR")
+        .reporting(min_sample_timesteps_per_iteration=int(rollout_fragment_length))
+    )
+
+
+def train_rllib(
+    config,
+    iterations: int,
+    spec,
+    name: str,
+    *,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    log: Callable | None = None,
+    progress: bool = True,
+    check_states: np.ndarray | None = None,
+) -> tuple[list[np.ndarray], dict[str, float]]:
+    """Build ``config``'s algorithm in a Ray session (:func:`ray_session`), run
+    ``iterations`` ``algo.train()`` calls (each: ``log(point, step=i)`` and a
+    progress line on stderr) and return the module's dense layers as ``spec``'s
+    weights (:func:`extract_weights`, checked on ``check_states``) and the
+    last iteration's point."""
+    t0 = time.perf_counter()
+    last: dict[str, float] = {}
+    with ray_session(address, num_cpus):
+        algo = config.build_algo()
+        try:
+            for it in range(int(iterations)):
+                res = algo.train()
+                env = res.get("env_runners", {})
+                last = {
+                    "episode_return_mean": float(env.get("episode_return_mean", math.nan)),
+                    "episode_len_mean": float(env.get("episode_len_mean", math.nan)),
+                    "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan)),
+                }
+                learner = res.get("learners", {}).get("default_policy", {})
+                if "qf_loss" in learner:
+                    last["loss"] = float(learner["qf_loss"])
+                if log is not None:
+                    log(last, step=it)
+                if progress:
+                    print(
+                        f"{name} (rllib): iteration {it + 1}/{iterations}  "
+                        f"return {last['episode_return_mean']:.4g}  steps {last['env_steps']:.0f}  "
+                        f"[{time.perf_counter() - t0:.1f} s]",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            weights = extract_weights(algo.get_module(), spec, check_states)
+        finally:
+            algo.stop()
+    return weights, last
+
+
+def build_config(agent, scenario, app, seed: int, options: Mapping):
+    """The RLlib ``DQNConfig`` for a DQN-On agent (no Ray started)."""
     from envs.gym_env import register_rllib
 
     opts = check_options(options)
@@ -122,48 +221,28 @@ def build_config(agent, scenario, app, seed: int, options: Mapping):
         env_config["reward_unit"] = agent.reward_unit
     if opts["max_steps"] is not None:
         env_config["max_steps"] = int(opts["max_steps"])
-    eps = float(agent.epsilon)
-    training = dict(
-        lr=lc.lr,
-        gamma=lc.gamma,
-        train_batch_size_per_learner=lc.batch_size,
-        tau=lc.tau,
-        target_network_update_freq=1,
-        double_q=lc.double_q,
-        dueling=False,
-        num_atoms=1,
-        n_step=1,
-        epsilon=[[0, eps], [1, eps]],
-        num_steps_sampled_before_learning_starts=opts["learning_starts"],
-        replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": agent.replay_capacity},
-        td_error_loss_fn="huber" if lc.loss == "huber" else "mse",
-    )
     # the torch backend's replay ratio unless given: batch_size replayed
     # transitions per train_interval sampled ones (RLlib's own default is one
     # update per sampling round, far fewer)
     intensity = opts["training_intensity"]
     if intensity is None:
         intensity = lc.batch_size / agent.trainer.train_interval
-    training["training_intensity"] = float(intensity)
     per_decision = reward in (PACKET_RATE, COMPLETION)  # credits attributed at the episode's end
-    cfg = (
-        RLlibDQNConfig()
-        .environment(env=name, env_config=env_config)
-        .framework("torch")
-        .env_runners(
-            num_env_runners=opts["num_env_runners"],
-            rollout_fragment_length=opts["rollout_fragment_length"],
-            # packet_rate: rewards are attributed once the episode ended
-            batch_mode="complete_episodes" if per_decision else "truncate_episodes",
-        )
-        .training(**training)
-        .rl_module(
-            model_config=DefaultModelConfig(
-                fcnet_hiddens=list(agent.hidden), fcnet_activation="relu", head_fcnet_hiddens=[]
-            )
-        )
-        .debugging(seed=int(seed), log_level="ERROR")
-        .reporting(min_sample_timesteps_per_iteration=opts["rollout_fragment_length"])
+    cfg = dqn_config(
+        name,
+        env_config,
+        agent.hidden,
+        lc,
+        float(agent.epsilon),
+        seed,
+        opts["num_env_runners"],
+        opts["rollout_fragment_length"],
+        # packet_rate: rewards are attributed once the episode ended
+        batch_mode="complete_episodes" if per_decision else "truncate_episodes",
+        num_steps_sampled_before_learning_starts=opts["learning_starts"],
+        replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": agent.replay_capacity},
+        td_error_loss_fn="huber" if lc.loss == "huber" else "mse",
+        training_intensity=float(intensity),
     )
     if per_decision:
         cfg = cfg.callbacks(on_episode_end=attribute_decision_rewards)
@@ -271,38 +350,16 @@ def fit_rllib(
     if agent.spec is None:
         agent.build(len(s["paths"]))
     t0 = time.perf_counter()
-    algo = None
-    with ray_session(opts["address"], opts["num_cpus"]):
-        try:
-            algo = build_config(agent, s, app, seed, opts).build_algo()
-            last: dict[str, float] = {}
-            for it in range(opts["iterations"]):
-                res = algo.train()
-                env = res.get("env_runners", {})
-                point = {
-                    "episode_return_mean": float(env.get("episode_return_mean", math.nan)),
-                    "episode_len_mean": float(env.get("episode_len_mean", math.nan)),
-                    "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan)),
-                }
-                learner = res.get("learners", {}).get("default_policy", {})
-                if "qf_loss" in learner:
-                    point["loss"] = float(learner["qf_loss"])
-                last = point
-                if log is not None:
-                    log(point, step=it)
-                if progress:
-                    print(
-                        f"{agent.name} (rllib): iteration {it + 1}/{opts['iterations']}  "
-                        f"return {point['episode_return_mean']:.4g}  steps {point['env_steps']:.0f}  "
-                        f"[{time.perf_counter() - t0:.1f} s]",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-            module = algo.get_module()
-            weights = extract_weights(module, agent.spec)
-        finally:
-            if algo is not None:
-                algo.stop()
+    weights, last = train_rllib(
+        build_config(agent, s, app, seed, opts),
+        opts["iterations"],
+        agent.spec,
+        agent.name,
+        address=opts["address"],
+        num_cpus=opts["num_cpus"],
+        log=log,
+        progress=progress,
+    )
     agent.learner.set_weights(weights)
     agent.deploy()
     return {
@@ -315,6 +372,8 @@ def fit_rllib(
 __all__ = [
     "fit_rllib",
     "ray_session",
+    "dqn_config",
+    "train_rllib",
     "build_config",
     "attribute_decision_rewards",
     "extract_weights",

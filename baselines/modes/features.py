@@ -44,6 +44,26 @@ RATE_UNIT = 100.0
 BYTES_UNIT = 1e5
 #: floor of the RTT that scales the ACK age [s]
 ACK_AGE_FLOOR_S = 0.01
+#: per feature, the range :meth:`EpochObserver.observe` keeps it in
+RANGES = {
+    "log_rate": (0.0, 30.0),
+    "srtt": (0.0, 10.0),
+    "rtt_cv": (0.0, 3.0),
+    "log_delivery": (0.0, 30.0),
+    "ack_age": (0.0, 20.0),
+    "epoch_loss": (0.0, 1.0),
+    "usable": (0.0, 1.0),
+    "log_unacked": (0.0, 30.0),  # not clipped: log(1 + bytes / 100 kB) reaches 30 at 1e18 bytes
+    "elapsed": (0.0, 30.0),
+    "mode_share": (-1.0, 1.0),
+    "mode_reinject": (0.0, 1.0),
+}
+_LOG_RATE_MAX = RANGES["log_rate"][1]
+_SRTT_MAX = RANGES["srtt"][1]
+_RTT_CV_MAX = RANGES["rtt_cv"][1]
+_LOG_DELIVERY_MAX = RANGES["log_delivery"][1]
+_ACK_AGE_MAX = RANGES["ack_age"][1]
+_ELAPSED_MAX = RANGES["elapsed"][1]
 
 
 def n_inputs(n_paths: int) -> int:
@@ -99,17 +119,17 @@ class EpochObserver:
         unacked = view.pending_bytes
         for i, p in enumerate(view.paths):
             srtt = p.srtt
-            out.append(min(math.log1p(p.cwnd / p.mss / srtt / RATE_UNIT), 30.0))
-            out.append(_clip(srtt / 0.1, 0.0, 10.0))
-            out.append(_clip(p.rttvar / srtt, 0.0, 3.0))
+            out.append(min(math.log1p(p.cwnd / p.mss / srtt / RATE_UNIT), _LOG_RATE_MAX))
+            out.append(_clip(srtt / 0.1, 0.0, _SRTT_MAX))
+            out.append(_clip(p.rttvar / srtt, 0.0, _RTT_CV_MAX))
             delivered = (p.payload_bytes_acked - self.acked[i]) / p.payload / dt
-            out.append(min(math.log1p(delivered / RATE_UNIT), 30.0))
+            out.append(min(math.log1p(delivered / RATE_UNIT), _LOG_DELIVERY_MAX))
             age = (
                 (now - self.last_ack[i]) / max(srtt, ACK_AGE_FLOOR_S)
                 if p.bytes_in_flight > 0
                 else 0.0
             )
-            out.append(_clip(age, 0.0, 20.0))
+            out.append(_clip(age, 0.0, _ACK_AGE_MAX))
             out.append(
                 _clip(
                     (p.packets_lost - self.lost[i]) / (p.packets_sent - self.sent[i] + 1.0),
@@ -123,7 +143,7 @@ class EpochObserver:
             self.sent[i] = p.packets_sent
             self.lost[i] = p.packets_lost
         out.append(math.log1p(unacked / BYTES_UNIT))
-        out.append(_clip(now - self.t_start, 0.0, 30.0))
+        out.append(_clip(now - self.t_start, 0.0, _ELAPSED_MAX))
         out.append(float(mode_share))
         out.append(float(mode_reinject))
         self.t0 = now
@@ -135,6 +155,7 @@ __all__ = [
     "GLOBAL_FEATURES",
     "RATE_UNIT",
     "BYTES_UNIT",
+    "RANGES",
     "n_inputs",
     "feature_names",
     "EpochObserver",

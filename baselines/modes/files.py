@@ -26,7 +26,7 @@ from baselines.dqn.files import (
     write_header,
 )
 from baselines.dqn.network import QNetSpec
-from baselines.modes.scheduler import make_modes
+from baselines.modes.scheduler import make_modes, mode_lists
 
 FORMAT = "falcon-modes-model"
 FORMAT_VERSION = 1
@@ -148,12 +148,10 @@ def make_modes_from(entries) -> list:
         raise ValueError(
             f"modes attribute: expected [[share, reinject], ..., rule, ...], got {entries!r}"
         )
-    pairs = [(float(x[0]), bool(x[1])) for x in entries if not isinstance(x, str)]
-    rules = [x for x in entries if isinstance(x, str)]
-    shares = list(dict.fromkeys(s for s, _ in pairs))
-    reinject = list(dict.fromkeys(r for _, r in pairs))
+    listed = [x if isinstance(x, str) else (float(x[0]), bool(x[1])) for x in entries]
+    shares, reinject, rules = mode_lists(listed)
     modes = make_modes(shares, reinject, rules)
-    if modes != pairs + rules:
+    if modes != [x for x in listed if not isinstance(x, str)] + rules:
         raise ValueError("modes attribute: not a shares x reinject grid followed by rules")
     return modes
 

@@ -49,34 +49,18 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from baselines.modes.features import GLOBAL_FEATURES, PATH_FEATURES, n_inputs
-from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes
+from baselines.modes.features import GLOBAL_FEATURES, PATH_FEATURES, RANGES, n_inputs
+from baselines.modes.scheduler import DEFAULT_RULES, DEFAULT_SHARES, ModeScheduler, make_modes
 from envs.apps import normalise_app
 from envs.errors import ConfigError
+from envs.gym_env import DEFAULT_APP, DEFAULT_SCENARIO
 from envs.runner import closing_metrics, setup_episode
 from envs.scenario import normalise_scenario
 
 ENV_ID = "falcon/ModeScheduling-v0"
-DEFAULT_SCENARIO: dict = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
-DEFAULT_APP: dict = {"kind": "bulk", "size_bytes": 2_000_000}
-DEFAULT_RULES = ("ecf", "blest", "minrtt", "minrtt_xlink")
-
-#: per feature of :mod:`baselines.modes.features`, its range
-BOUNDS = {
-    "log_rate": (0.0, 30.0),
-    "srtt": (0.0, 10.0),
-    "rtt_cv": (0.0, 3.0),
-    "log_delivery": (0.0, 30.0),
-    "ack_age": (0.0, 20.0),
-    "epoch_loss": (0.0, 1.0),
-    "usable": (0.0, 1.0),
-    "log_unacked": (0.0, 30.0),  # log(1 + bytes / 100 kB): 30 is 1e18 bytes
-    "elapsed": (0.0, 30.0),
-    "mode_share": (-1.0, 1.0),
-    "mode_reinject": (0.0, 1.0),
-}
-MODE_LOW = np.array([BOUNDS[f][0] for f in PATH_FEATURES * 2 + GLOBAL_FEATURES], dtype=np.float32)
-MODE_HIGH = np.array([BOUNDS[f][1] for f in PATH_FEATURES * 2 + GLOBAL_FEATURES], dtype=np.float32)
+#: the observation's bounds, feature by feature (:data:`baselines.modes.features.RANGES`)
+MODE_LOW = np.array([RANGES[f][0] for f in PATH_FEATURES * 2 + GLOBAL_FEATURES], dtype=np.float32)
+MODE_HIGH = np.array([RANGES[f][1] for f in PATH_FEATURES * 2 + GLOBAL_FEATURES], dtype=np.float32)
 
 
 class _Aborted(Exception):
@@ -270,4 +254,4 @@ def register_rllib(name: str = "falcon-modes") -> str:
 if ENV_ID not in gym.registry:
     gym.register(id=ENV_ID, entry_point="baselines.modes.gym_env:ModeEnv")
 
-__all__ = ["ModeEnv", "ENV_ID", "MODE_LOW", "MODE_HIGH", "BOUNDS", "register_rllib"]
+__all__ = ["ModeEnv", "ENV_ID", "MODE_LOW", "MODE_HIGH", "register_rllib"]

@@ -52,7 +52,13 @@ from baselines.modes.experience import (
 )
 from baselines.modes.features import n_inputs
 from baselines.modes.online_dqn import check_online_train, online_dqn
-from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
+from baselines.modes.scheduler import (
+    DEFAULT_RULES,
+    DEFAULT_SHARES,
+    ModeScheduler,
+    make_modes,
+    mode_index,
+)
 from envs import run_episode
 from envs.errors import ConfigError
 from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
@@ -83,8 +89,7 @@ ONLINE_CANDIDATE_OFFSET = 60_000
 #: epochs the online candidate's replay keeps
 ONLINE_REPLAY_CAPACITY = 50_000
 
-#: the rules that are modes too, and the candidate switch margins, by default
-DEFAULT_RULES = ("ecf", "blest", "minrtt", "minrtt_xlink")
+#: the candidate switch margins, by default
 DEFAULT_MARGINS = (0.0, 0.1, 0.3, None)
 
 

@@ -36,20 +36,19 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 import time
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from baselines.dqn.network import NumpyQNet, QNetSpec
-from baselines.dqn.rllib_backend import extract_weights, ray_session
+from baselines.dqn.rllib_backend import dqn_config, train_rllib
 from baselines.modes.experience import EPOCHS_PER_MEDIAN
 from baselines.modes.features import n_inputs
 from baselines.modes.gym_env import MODE_HIGH, MODE_LOW
 from baselines.modes.learner import DQNModes, Ensemble
-from baselines.modes.online_dqn import check_online_train, mode_lists, online_dqn
-from baselines.modes.scheduler import ModeScheduler
+from baselines.modes.online_dqn import check_online_train, online_dqn
+from baselines.modes.scheduler import ModeScheduler, mode_lists
 from envs import run_episode
 from envs.errors import ConfigError
 
@@ -165,80 +164,46 @@ class DQNModesOn(DQNModes):
         )  # fmt: skip
 
     def _fit_rllib(self, scenario, app, seed, unit_s, epsilon, log, say):
-        from ray.rllib.algorithms.dqn import DQNConfig as RLlibDQNConfig
-        from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-
         from baselines.modes.gym_env import register_rllib
         from envs.scenario import normalise_scenario
 
         opts = self.rllib_options
         shares, reinject, rules = mode_lists(self.modes)
-        cfg = self.config
-        rl = (
-            RLlibDQNConfig()
-            .environment(
-                env=register_rllib(),
-                env_config={
-                    "scenario": normalise_scenario(scenario),
-                    "app": app,
-                    "shares": shares,
-                    "reinject": reinject,
-                    "rules": rules,
-                    "time_unit_s": unit_s,
-                },
-            )
-            .framework("torch")
-            .env_runners(
-                num_env_runners=int(opts["num_env_runners"]),
-                rollout_fragment_length=opts["rollout_fragment_length"],
-            )
-            .training(
-                lr=cfg.lr,
-                gamma=cfg.gamma,
-                train_batch_size_per_learner=cfg.batch_size,
-                tau=cfg.tau,
-                target_network_update_freq=1,
-                double_q=cfg.double_q,
-                dueling=False,
-                num_atoms=1,
-                n_step=1,
-                epsilon=[[0, epsilon], [1, epsilon]],
-                num_steps_sampled_before_learning_starts=cfg.batch_size,
-            )
-            .rl_module(
-                model_config=DefaultModelConfig(
-                    fcnet_hiddens=list(self.hidden), fcnet_activation="relu", head_fcnet_hiddens=[]
-                )
-            )
-            .debugging(seed=int(seed), log_level="ERROR")
-            .reporting(min_sample_timesteps_per_iteration=opts["rollout_fragment_length"])
+        env_config = {
+            "scenario": normalise_scenario(scenario),
+            "app": app,
+            "shares": shares,
+            "reinject": reinject,
+            "rules": rules,
+            "time_unit_s": unit_s,
+        }
+        config = dqn_config(
+            register_rllib(),
+            env_config,
+            self.hidden,
+            self.config,
+            epsilon,
+            seed,
+            opts["num_env_runners"],
+            opts["rollout_fragment_length"],
+            num_steps_sampled_before_learning_starts=self.config.batch_size,
         )
-        last: dict = {}
-        with ray_session(opts["address"], opts["num_cpus"]):
-            algo = rl.build_algo()
-            try:
-                for it in range(opts["iterations"]):
-                    res = algo.train()
-                    runners = res.get("env_runners", {})
-                    last = {
-                        "episode_return_mean": float(runners.get("episode_return_mean", math.nan)),
-                        "env_steps": float(res.get("num_env_steps_sampled_lifetime", math.nan)),
-                    }
-                    if log is not None:
-                        log({f"train/{self.name}/{k}": v for k, v in last.items()}, it)
-                    if say is not None:
-                        print(
-                            f"{self.name} (rllib): iteration {it + 1}/{opts['iterations']}  "
-                            f"return {last['episode_return_mean']:.4g}  steps {last['env_steps']:.0f}",
-                            file=sys.stderr,
-                            flush=True,
-                        )
-                check = np.random.default_rng(0).uniform(
-                    MODE_LOW, np.minimum(MODE_HIGH, 10.0), (64, len(MODE_LOW))
-                )
-                weights = extract_weights(algo.get_module(), self.spec, check.astype(np.float32))
-            finally:
-                algo.stop()
+        check = np.random.default_rng(0).uniform(
+            MODE_LOW, np.minimum(MODE_HIGH, 10.0), (64, len(MODE_LOW))
+        )
+        weights, last = train_rllib(
+            config,
+            opts["iterations"],
+            self.spec,
+            self.name,
+            address=opts["address"],
+            num_cpus=opts["num_cpus"],
+            log=None
+            if log is None
+            else lambda p, step: log({f"train/{self.name}/{k}": v for k, v in p.items()}, step),
+            progress=say is not None,
+            check_states=check.astype(np.float32),
+        )
         return weights, {**last, "iterations": float(opts["iterations"])}
 
 

@@ -15,48 +15,15 @@ import numpy as np
 
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import QNetSpec
+from baselines.dqn.replay import ReplayMemory
 from baselines.modes.gym_env import ModeEnv
+from baselines.modes.scheduler import mode_lists
 from envs.errors import ConfigError
 
 #: training download ``k`` has the seed ``seed + ONLINE_SEED_OFFSET + k``: apart
 #: from the behaviour log's (``seed + k``), the policy rounds' (``seed + 20 000 + ...``)
 #: and the validation episodes' (``seed + 500 000 + k``)
 ONLINE_SEED_OFFSET = 1000
-
-
-class Replay:
-    """A ring buffer of epochs ``(s, a, r, s', terminated)``."""
-
-    def __init__(self, capacity: int, n_inputs: int) -> None:
-        self.s = np.zeros((capacity, n_inputs), np.float32)
-        self.s2 = np.zeros((capacity, n_inputs), np.float32)
-        self.a = np.zeros(capacity, np.int64)
-        self.r = np.zeros(capacity, np.float32)
-        self.d = np.zeros(capacity, np.float32)
-        self.pos = self.size = 0
-
-    def __len__(self) -> int:
-        return self.size
-
-    def add(self, s, a: int, r: float, s2, terminated: bool) -> None:
-        i = self.pos
-        self.s[i], self.a[i], self.r[i], self.s2[i] = s, a, r, s2
-        self.d[i] = 1.0 if terminated else 0.0
-        self.pos, self.size = (i + 1) % len(self.a), min(self.size + 1, len(self.a))
-
-    def sample(self, rng: np.random.Generator, batch: int):
-        """A uniform mini-batch, with the learner's leading model axis of 1."""
-        idx = rng.integers(0, self.size, size=(1, batch))
-        return self.s[idx], self.a[idx], self.r[idx], self.s2[idx], self.d[idx]
-
-
-def mode_lists(modes: Sequence) -> tuple[list, list, list]:
-    """The ``shares``, ``reinject`` and ``rules`` lists that
-    :func:`baselines.modes.scheduler.make_modes` turns into ``modes``."""
-    pairs = [m for m in modes if not isinstance(m, str)]
-    shares = list(dict.fromkeys(s for s, _ in pairs))
-    reinject = list(dict.fromkeys(r for _, r in pairs))
-    return shares, reinject, [m for m in modes if isinstance(m, str)]
 
 
 def check_online_train(
@@ -108,7 +75,7 @@ def online_dqn(
     env = ModeEnv(scenario, app, shares=shares, reinject=reinject, rules=rules, time_unit_s=unit_s)
     learner = BatchedDQN(spec, 1, config, seed=net_seed)
     rng = np.random.default_rng(seed)
-    replay = Replay(int(train["replay_capacity"]), spec.n_inputs)
+    replay = ReplayMemory(int(train["replay_capacity"]), spec.n_inputs, seed=seed + 1)
     returns, losses, steps = [], [], 0
     episodes, epsilon = train["episodes"], train["epsilon"]
     try:
@@ -125,7 +92,7 @@ def online_dqn(
                 done, ret, obs, steps = terminated or truncated, ret + r, obs2, steps + 1
                 if len(replay) >= train["learning_starts"]:
                     for _ in range(train["updates_per_step"]):
-                        batch = replay.sample(rng, config.batch_size)
+                        batch = replay.sample(config.batch_size)
                         losses.append(float(learner.update(*batch)[0]))
             returns.append(ret)
             if log is not None:
@@ -143,4 +110,4 @@ def online_dqn(
     return learner.get_weights(0), out
 
 
-__all__ = ["online_dqn", "check_online_train", "mode_lists", "Replay", "ONLINE_SEED_OFFSET"]
+__all__ = ["online_dqn", "check_online_train", "ONLINE_SEED_OFFSET"]

@@ -37,6 +37,8 @@ MIN_EPOCH_S = 0.05
 MAX_EPOCH_S = 0.5
 #: the default modes: five shares x tail re-injection off / on
 DEFAULT_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: the rules of the field that are modes too, by default
+DEFAULT_RULES = ("ecf", "blest", "minrtt", "minrtt_xlink")
 
 
 def make_modes(
@@ -60,6 +62,15 @@ def make_modes(
             f"({list(shares)}, {list(reinject)}, {list(rules)})"
         )
     return modes
+
+
+def mode_lists(modes: Sequence) -> tuple[list, list, list]:
+    """The ``shares``, ``reinject`` and ``rules`` lists in the order
+    :func:`make_modes` takes them (its inverse on a list it made)."""
+    pairs = [m for m in modes if not isinstance(m, str)]
+    shares = list(dict.fromkeys(s for s, _ in pairs))
+    reinject = list(dict.fromkeys(r for _, r in pairs))
+    return shares, reinject, [m for m in modes if isinstance(m, str)]
 
 
 def mode_index(modes: Sequence, name: str | None, owner: str) -> int | None:
@@ -171,6 +182,7 @@ class ModeScheduler(Scheduler):
 __all__ = [
     "ModeScheduler",
     "make_modes",
+    "mode_lists",
     "mode_index",
     "rule_scheduler",
     "mode_entries",
@@ -178,4 +190,5 @@ __all__ = [
     "MIN_EPOCH_S",
     "MAX_EPOCH_S",
     "DEFAULT_SHARES",
+    "DEFAULT_RULES",
 ]
