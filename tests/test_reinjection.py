@@ -61,6 +61,20 @@ def test_tail_reinjection_shortens_the_tail_of_a_lossy_slow_path():
     assert median("minrtt_xlink") < median("minrtt")
 
 
+def test_tail_reinjection_without_copies_while_blocked_waits_for_credit():
+    """``when_blocked=False`` copies only once all data is sent: where flow control
+    holds new data back (BLOCKED) it copies less than XLINK's rule, and where it
+    never blocks (1 MB over 5G + lossy WLAN) it is XLINK's rule, bit for bit."""
+    xlink = _run(BLOCKED, "minrtt_xlink").metrics
+    tail = _run(BLOCKED, "minrtt_xlink", when_blocked=False).metrics
+    assert 0 <= tail["reinjected_bytes"] < xlink["reinjected_bytes"]
+    for seed in range(3):
+        assert (
+            _run(LOSSY, "minrtt_xlink", seed=seed).metrics
+            == _run(LOSSY, "minrtt_xlink", seed=seed, when_blocked=False).metrics
+        )
+
+
 def test_opportunistic_retransmission_fires_only_when_flow_control_blocks():
     blocked = _run(BLOCKED, "minrtt_or").metrics
     assert blocked["reinjected_bytes"] > 0

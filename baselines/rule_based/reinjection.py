@@ -15,7 +15,9 @@ beside the path choice.
   Video Services", SIGCOMM 2021): minRTT; when nothing new can be sent (all
   data sent, or flow control blocked), a path with room re-injects the
   oldest data still in flight on another path, so the tail of a transfer
-  does not wait for a slow or lossy path's timeouts.
+  does not wait for a slow or lossy path's timeouts. ``when_blocked=False``
+  copies only once all data has been sent, never while flow control holds
+  new data back (:func:`tail_copy`).
 * :class:`Redundant` (``redundant``): every packet on every path (tquic's
   redundant scheduler, two copies per frame): the minRTT choice copies what
   another path carries whenever there is such a frame, else sends new data.
@@ -67,21 +69,40 @@ class MinRTTOpportunistic(Scheduler):
         return Decision(c, reinject=True)
 
 
+def tail_copy(view: ConnectionView, path: int | None, when_blocked: bool = True) -> Decision | None:
+    """For a scheduler asked when nothing new can be sent (``view.no_new_data``):
+    a re-injection on ``path`` of the oldest frame in flight on another path,
+    or None (wait) when there is nothing to copy, no ``path``, or, with
+    ``when_blocked`` False, new data is only held back by flow control (then
+    a copy would take the room the new data gets with the next credit)."""
+    if path is None or (not when_blocked and view.flow_blocked):
+        return None
+    if view.reinject_source(path) is None:
+        return None
+    return Decision(path, reinject=True)
+
+
 class MinRTTTailReinjection(Scheduler):
     """minRTT; when nothing new can be sent, the minRTT path with room
     re-injects the oldest frame in flight on another path (module
-    docstring). Any number of paths. Each frame is copied at most once."""
+    docstring). Any number of paths. Each frame is copied at most once.
+
+    Args:
+        when_blocked: copy also while connection flow control blocks new data
+            (XLINK's; False: only once all data has been sent, the tail proper).
+    """
 
     name = "minrtt_xlink"
     reinjects = True
+
+    def __init__(self, when_blocked: bool = True) -> None:
+        self.when_blocked = bool(when_blocked)
 
     def decide(self, view: ConnectionView) -> int | Decision | None:
         c = minrtt_choice(view.paths)
         if c is None or not view.no_new_data:
             return c
-        if view.reinject_source(c) is None:
-            return None
-        return Decision(c, reinject=True)
+        return tail_copy(view, c, self.when_blocked)
 
 
 class Redundant(Scheduler):
@@ -100,4 +121,4 @@ class Redundant(Scheduler):
         return None if view.no_new_data else c
 
 
-__all__ = ["MinRTTOpportunistic", "MinRTTTailReinjection", "Redundant"]
+__all__ = ["MinRTTOpportunistic", "MinRTTTailReinjection", "Redundant", "tail_copy"]

@@ -110,6 +110,8 @@ from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.network import NumpyQNet
 from baselines.dqn.policy import DQNScheduler
 from baselines.dqn.replay import ReplayMemory
+from baselines.rule_based.common import minrtt_choice
+from baselines.rule_based.reinjection import tail_copy
 from envs.errors import ConfigError
 from envs.mdp import (
     observe_into,
@@ -220,6 +222,13 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         offline: :class:`~falcon.online.offline_update.OfflineUpdater` keys, or
             None (FALCON-N).
         max_events: adaptation events kept (newest).
+        tail_reinject: once all data has been sent, the minRTT path with room
+            re-sends the oldest frame in flight on another path
+            (:func:`baselines.rule_based.reinjection.tail_copy`, XLINK's tail
+            re-injection without its copies while flow control blocks), so
+            that the last packets on a lossy or slowed path do not wait for
+            its loss recovery; FALCON's network still places every new packet
+            and retransmission (False: the paper's, no copies).
         seed, reward, gamma, lr, batch_size, tau, loss, huber_delta, double_q,
         grad_clip, replay_capacity, technique: as :class:`DQNScheduler`
         (the network architecture is the bank's).
@@ -255,6 +264,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         continual_train_interval: int = 16,
         offline: Mapping | None = None,
         max_events: int = 10_000,
+        tail_reinject: bool = False,
         replay_capacity: int = 4096,
         reward: str | None = None,
         log_every: int = 5,
@@ -310,6 +320,10 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         )
         self.offline_config = None if offline is None else dict(offline)
         self.max_events = int(max_events)
+        if not isinstance(tail_reinject, bool):
+            raise ConfigError(f"tail_reinject: expected true or false, got {tail_reinject!r}")
+        #: the transport asks for decisions at the tail only of a scheduler that re-injects
+        self.tail_reinject = self.reinjects = tail_reinject
         self.log_every = max(1, int(log_every))
         self._init_trainers(train_step_cost_s, continual_train_interval)
         self.recording = True
@@ -494,6 +508,8 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         return observe_into(view, self._vals)
 
     def decide(self, view):
+        if self.tail_reinject and view.no_new_data:  # asked only because copies may go
+            return tail_copy(view, minrtt_choice(view.paths), when_blocked=False)
         if self._completion:
             return self._decide_completion(view)
         state = np.array(self._observe(view), dtype=np.float32)
