@@ -264,7 +264,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         continual_train_interval: int = 16,
         offline: Mapping | None = None,
         max_events: int = 10_000,
-        tail_reinject: bool = False,
+        tail_reinject: bool = True,
         replay_capacity: int = 4096,
         reward: str | None = None,
         log_every: int = 5,
