@@ -25,3 +25,9 @@ class TraceError(FalconInputError):
 
     def __reduce__(self):  # picklable across process-pool and Ray workers
         return (type(self), (self.path, self.detail, self.line))
+
+
+def is_whole_number(value, lo: int) -> bool:
+    """``value`` is an ``int`` (not a ``bool``) of at least ``lo``: the check
+    behind a config key that counts something (episodes, steps, candidates)."""
+    return not isinstance(value, bool) and isinstance(value, int) and value >= lo

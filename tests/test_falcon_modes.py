@@ -166,8 +166,9 @@ def test_grid_tasks_keep_to_low_loss_and_rtt_and_are_seeded():
         assert app["size_bytes"] == 2_000_000 and len(scen["paths"]) == 2
         for p in scen["paths"]:
             assert p["loss"] < 0.01 and p["rtt_ms"] < 200
-    with pytest.raises(ConfigError, match="grid_tasks"):
-        grid_task_list(-1, seed=0)
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ConfigError, match="grid_tasks: expected a whole number"):
+            grid_task_list(bad, seed=0)
 
 
 def test_joint_and_reptile_meta_models_differ_and_unknown_training_is_an_error(built):

@@ -60,7 +60,7 @@ from baselines.modes.scheduler import (
     mode_index,
 )
 from envs import run_episode
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 
 #: what the Q-network is fitted to: ``mc``, each constant mode's return-to-go
@@ -213,11 +213,7 @@ class DQNModes(Scheduler, Trainable):
         self.target = target
         self.margins = check_margins(list(switch_margins))
         self.switch_margin = self.margins[0]
-        if (
-            isinstance(constant_candidates, bool)
-            or not isinstance(constant_candidates, int)
-            or constant_candidates < 0
-        ):
+        if not is_whole_number(constant_candidates, 0):
             raise ConfigError(
                 f"constant_candidates: expected a whole number >= 0, got {constant_candidates!r}"
             )
@@ -401,11 +397,7 @@ class DQNModes(Scheduler, Trainable):
     ) -> dict | None:
         """``policy_rounds`` and the online candidate's settings checked before any
         logging; returns :func:`check_online_train`'s dict, or None without it."""
-        if (
-            isinstance(policy_rounds, bool)
-            or not isinstance(policy_rounds, int)
-            or policy_rounds < 0
-        ):
+        if not is_whole_number(policy_rounds, 0):
             raise ConfigError(
                 f"{self.name}: policy_rounds: expected a whole number >= 0, got {policy_rounds!r}"
             )

@@ -50,7 +50,7 @@ from baselines.modes.learner import DQNModes, Ensemble
 from baselines.modes.online_dqn import check_online_train, online_dqn
 from baselines.modes.scheduler import ModeScheduler, mode_lists
 from envs import run_episode
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 
 BACKENDS = ("torch", "rllib")
 #: the options of the RLlib backend (``rllib:``) and their defaults
@@ -72,7 +72,7 @@ def check_rllib_options(options: Mapping | None) -> dict:
         )
     out = {**RLLIB_DEFAULTS, **dict(options or {})}
     for key in ("iterations", "rollout_fragment_length"):
-        if isinstance(out[key], bool) or not isinstance(out[key], int) or out[key] < 1:
+        if not is_whole_number(out[key], 1):
             raise ConfigError(f"rllib.{key}: must be a positive integer, got {out[key]!r}")
     if isinstance(out["num_env_runners"], bool) or int(out["num_env_runners"]) < 0:
         raise ConfigError(f"rllib.num_env_runners: must be >= 0, got {out['num_env_runners']!r}")
@@ -116,11 +116,7 @@ class DQNModesOn(DQNModes):
         train = check_online_train(
             self.name, episodes, epsilon, learning_starts, updates_per_step, replay_capacity
         )
-        if (
-            isinstance(probe_episodes, bool)
-            or not isinstance(probe_episodes, int)
-            or probe_episodes < 1
-        ):
+        if not is_whole_number(probe_episodes, 1):
             raise ConfigError(
                 f"{self.name}: probe_episodes must be a positive integer, got {probe_episodes!r}"
             )

@@ -18,7 +18,7 @@ from baselines.dqn.network import QNetSpec
 from baselines.dqn.replay import ReplayMemory
 from baselines.modes.gym_env import ModeEnv
 from baselines.modes.scheduler import mode_lists
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 
 #: training download ``k`` has the seed ``seed + ONLINE_SEED_OFFSET + k``: apart
 #: from the behaviour log's (``seed + k``), the policy rounds' (``seed + 20 000 + ...``)
@@ -44,7 +44,7 @@ def check_online_train(
         replay_capacity=replay_capacity,
     )
     for key, v in train.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if not is_whole_number(v, 1):
             raise ConfigError(f"{owner}: {key} must be a positive integer, got {v!r}")
     return {**train, "epsilon": float(epsilon)}
 

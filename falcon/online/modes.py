@@ -83,7 +83,7 @@ from baselines.modes.experience import Episode, collect_tasks, mc_transitions
 from baselines.modes.learner import Ensemble, hold_or_switch
 from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
 from envs import run_episode as emulate
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 from metalearning.mode_bank import ModeBank, build_mode_bank
 
@@ -102,8 +102,8 @@ def grid_task_list(n: int, seed: int) -> list[tuple[dict, dict]]:
     from metalearning.collect import DEFAULT_TASK_BYTES, bulk_app
     from metalearning.grid import ConditionGrid
 
-    if n < 0:
-        raise ConfigError(f"grid_tasks: expected a whole number >= 0, got {n}")
+    if not is_whole_number(n, 0):
+        raise ConfigError(f"grid_tasks: expected a whole number >= 0, got {n!r}")
     grid, rng = ConditionGrid(n_paths=2), np.random.default_rng(seed + 7)
     # a path's cell is (i_loss * 3 + i_rtt) * 3 + i_dev (metalearning.grid): loss range 0, RTT 0-1
     low = [i_rtt * 3 + i_dev for i_rtt in (0, 1) for i_dev in (0, 1, 2)]
@@ -158,13 +158,9 @@ class FalconModes(Scheduler, Trainable):
         if selection not in SELECTIONS:
             raise ConfigError(f"selection: unknown {selection!r}; known: {list(SELECTIONS)}")
         for key, v in (("evidence_epochs", evidence_epochs), ("replay_capacity", replay_capacity)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if not is_whole_number(v, 1):
                 raise ConfigError(f"{key}: expected a whole number >= 1, got {v!r}")
-        if (
-            isinstance(finetune_steps, bool)
-            or not isinstance(finetune_steps, int)
-            or finetune_steps < 0
-        ):
+        if not is_whole_number(finetune_steps, 0):
             raise ConfigError(
                 f"finetune_steps: expected a whole number >= 0, got {finetune_steps!r}"
             )
