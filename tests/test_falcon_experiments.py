@@ -47,8 +47,8 @@ def job_cfg(compose, tmp_path, monkeypatch, tiny_bank):
 
 # ---------------------------------------------------------------- helpers
 def test_paired_score_is_the_geometric_mean_of_ratios_over_common_downloads():
-    ref = {"a": 1.0, "b": 4.0, "c": 2.0, "d": 1.0}
-    mine = {"a": 2.0, "b": 1.0, "c": math.nan, "e": 9.0}  # c unfinished, d / e unpaired
+    ref = {"a": 1.0, "b": 4.0, "d": 1.0}
+    mine = {"a": 2.0, "b": 1.0, "e": 9.0}  # d / e unpaired
     score, n = common.paired_score(ref, mine)
     assert n == 2 and score == pytest.approx(math.sqrt(0.5 * 4.0))
     # a ratio of medians would see 1.5 / 1.5 here; pairing sees the per-download gain
@@ -59,9 +59,34 @@ def test_paired_score_is_the_geometric_mean_of_ratios_over_common_downloads():
     assert math.isnan(common.paired_score({"a": 1.0}, {"b": 1.0})[0])
 
 
-def test_relative_score_and_bins():
+def test_paired_score_ranks_an_unfinished_download_last():
+    ref = {"a": 1.0, "b": 4.0, "c": 2.0}
+    # left out, the unfinished download c would give sqrt(0.5 * 4) = 1.41
+    assert common.paired_score(ref, {"a": 2.0, "b": 1.0, "c": math.nan}) == (0.0, 3)
+    assert common.paired_score({**ref, "c": math.nan}, {"a": 2.0, "b": 1.0, "c": 3.0}) == (
+        math.inf,
+        3,
+    )
+    # neither finished c: a tie, the others' ratios stand
+    score, n = common.paired_score({**ref, "c": math.inf}, {"a": 2.0, "b": 1.0, "c": math.nan})
+    assert n == 3 and score == pytest.approx((0.5 * 4.0) ** (1 / 3))
+    both = common.paired_score({"a": 1.0, "b": math.nan}, {"a": math.nan, "b": 1.0})
+    assert math.isnan(both[0]) and both[1] == 2
+
+
+def test_relative_score_ranks_unfinished_downloads_last():
     assert common.relative_score([1.0, 2.0, 3.0], [4.0, 4.0, math.nan]) == pytest.approx(0.5)
-    assert math.isnan(common.relative_score([1.0], [math.nan]))
+    # dropping the two unfinished downloads would put the median at 1.0 and score 2.0
+    assert common.relative_score([2.0, 2.0, 2.0], [1.0, math.nan, math.nan]) == 0.0
+    assert common.relative_score([1.0], [math.nan]) == 0.0
+    assert math.isnan(common.relative_score([math.nan], [1.0]))
+    assert math.isnan(common.relative_score([1.0], []))
+    assert common.ranked_median([3.0, None, 1.0, 2.0]) == 2.5
+    assert common.ranked_median([1.0, math.nan]) == math.inf
+    assert math.isnan(common.ranked_median([]))
+
+
+def test_bins():
     edges = common.log_bin_edges(100, 10_000, 2)
     assert (
         edges[0] == 0.0

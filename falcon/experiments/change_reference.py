@@ -33,7 +33,6 @@ logs of B; :func:`falcon.experiments.common.train_reference`).
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 
 from envs.errors import ConfigError
@@ -118,8 +117,9 @@ def candidate_times(
 
 
 def _median(times: Sequence[float]) -> float:
-    finite = [t for t in times if math.isfinite(t)]
-    return statistics.median(finite) if finite else math.inf
+    """Median [s], an unfinished download ranked last (common.ranked_median); inf without one."""
+    m = common.ranked_median(times)
+    return math.inf if math.isnan(m) else m
 
 
 def best_known(

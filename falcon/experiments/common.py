@@ -4,7 +4,8 @@
   DQN-Off reference / median download time of the scheduler under test
   (> 1: faster than DQN-Off). :func:`relative_score`. Where both ran the
   very same downloads (the stress test), :func:`paired_score` is the
-  geometric mean of the per-download ratios.
+  geometric mean of the per-download ratios. Both rank a download that did
+  not finish after every finished one (:func:`ranked_median`).
 * **Binning** by online packets: :func:`log_bin_edges` (a first bin
   ``[0, lo)`` then ``per_decade`` logarithmic bins per decade up to ``hi``),
   :func:`bin_of`, :func:`bin_centre`.
@@ -45,38 +46,74 @@ REFERENCE = "dqn_off"
 
 
 # ---------------------------------------------------------------- score and bins
-def relative_score(reference_times: Sequence[float], times: Sequence[float]) -> float:
-    """median(reference) / median(times), ignoring NaN (unfinished downloads);
-    NaN when either side has no finite time."""
-    ref = np.asarray(list(reference_times), float)
-    t = np.asarray(list(times), float)
-    ref, t = ref[np.isfinite(ref)], t[np.isfinite(t)]
-    if not len(ref) or not len(t):
+def ranked_median(times: Sequence[float]) -> float:
+    """Median download time [s] with an unfinished download (NaN, inf, None)
+    ranked after every finished one, as :func:`falcon.report.describe` with
+    ``unfinished="last"`` ranks it: ``inf`` when the median falls among the
+    unfinished, NaN without a download. ``np.median`` of the times when every
+    download finished (the same bits as before unfinished ones were ranked)."""
+    t = np.asarray([math.nan if x is None else x for x in times], float)
+    if not t.size:
         return math.nan
-    m = float(np.median(t))
-    return float(np.median(ref)) / m if m > 0 else math.nan
+    return float(np.median(np.where(np.isfinite(t), t, np.inf)))
+
+
+def relative_score(reference_times: Sequence[float], times: Sequence[float]) -> float:
+    """median(reference) / median(times), an unfinished download (NaN) ranked
+    after every finished one on both sides (:func:`ranked_median`): leaving it
+    out would rank a scheduler that times out on its slowest downloads ahead
+    of one that finishes them. 0 when the scheduler's median download did not
+    finish and the reference's did; NaN when the reference's did not, or
+    either side ran nothing."""
+    ref, mine = ranked_median(list(reference_times)), ranked_median(list(times))
+    if not math.isfinite(ref) or math.isnan(mine) or mine <= 0:
+        return math.nan
+    return ref / mine
 
 
 def paired_score(reference: Mapping, mine: Mapping) -> tuple[float, int]:
     """Geometric mean over the downloads both ran (the keys common to both
     mappings, e.g. ``(seed, condition, download)`` -> download time [s]) of
-    reference time / own time, and the number of pairs; pairs with a
-    non-finite time (an unfinished download) are left out. NaN without a pair.
+    reference time / own time, and the number of pairs. NaN without a pair.
     The keys must be sortable (the sum runs in key order: reproducible bits).
+
+    An unfinished download (a non-finite time) is slower than any finished
+    one, as in :func:`relative_score`: a pair where only the scheduler's
+    download did not finish makes the score 0, one where only the
+    reference's did makes it ``inf`` (both kinds: NaN), and a pair where
+    neither finished counts as a tie (ratio 1). Leaving such pairs out would
+    score a scheduler by the downloads it managed to finish.
 
     A ratio of medians pools downloads of different conditions, so its value
     depends on which condition's downloads happen to sit at the median: on the
     stress test's 72 downloads at 8 s it put FALCON 5.5 % behind minRTT
     where the paired ratios say 1.8 %."""
-    logs = [
-        math.log(reference[k] / mine[k])
-        for k in sorted(reference.keys() & mine.keys())
-        if math.isfinite(reference[k])
-        and math.isfinite(mine[k])
-        and reference[k] > 0
-        and mine[k] > 0
-    ]
-    return (math.exp(sum(logs) / len(logs)) if logs else math.nan), len(logs)
+    keys = sorted(reference.keys() & mine.keys())
+    logs, own_unfinished, ref_unfinished = [], 0, 0
+    for k in keys:
+        r_done, m_done = _finished(reference[k]), _finished(mine[k])
+        if r_done and m_done:
+            logs.append(math.log(reference[k] / mine[k]))
+        elif r_done:
+            own_unfinished += 1
+        elif m_done:
+            ref_unfinished += 1
+        else:
+            logs.append(0.0)
+    if not keys:
+        return math.nan, 0
+    if own_unfinished and ref_unfinished:
+        return math.nan, len(keys)
+    if own_unfinished:
+        return 0.0, len(keys)
+    if ref_unfinished:
+        return math.inf, len(keys)
+    return math.exp(sum(logs) / len(logs)), len(keys)
+
+
+def _finished(t) -> bool:
+    """A download time [s] of a download that finished (finite and positive)."""
+    return t is not None and math.isfinite(t) and t > 0
 
 
 def log_bin_edges(lo: float, hi: float, per_decade: int) -> list[float]:
@@ -564,6 +601,7 @@ def mean_ci(values) -> tuple[float, float]:
 
 __all__ = [
     "REFERENCE",
+    "ranked_median",
     "relative_score",
     "paired_score",
     "log_bin_edges",

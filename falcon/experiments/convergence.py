@@ -119,7 +119,6 @@ def bin_scores(records: list[dict], edges: list[float], ref_times: list[float]) 
     for b in range(len(edges) - 1):
         rs = groups.get(b, [])
         times = [r["download_time_s"] for r in rs]
-        finite = [t for t in times if math.isfinite(t)]
         rows.append(
             {
                 "bin": b,
@@ -130,7 +129,7 @@ def bin_scores(records: list[dict], edges: list[float], ref_times: list[float]) 
                 "median_packets": float(np.median([r["packets_before"] for r in rs]))
                 if rs
                 else math.nan,
-                "median_time_s": float(np.median(finite)) if finite else math.nan,
+                "median_time_s": common.ranked_median(times),
                 "score": common.relative_score(ref_times, times),
             }
         )
@@ -255,15 +254,12 @@ def run_convergence(
     # per run, the median time on B: shows whether a pooled median hides a bimodal spread of runs
     run_medians = {
         name: [
-            float(
-                np.nanmedian(
-                    [
-                        r["download_time_s"]
-                        for r in records
-                        if r["scheduler"] == name and r["run"] == run and r["phase"] == "B"
-                    ]
-                    or [math.nan]
-                )
+            common.ranked_median(
+                [
+                    r["download_time_s"]
+                    for r in records
+                    if r["scheduler"] == name and r["run"] == run and r["phase"] == "B"
+                ]
             )
             for run in range(sec["runs"])
         ]

@@ -199,7 +199,7 @@ def run_k_impact(
     ref_times = common.reference_times(
         ref, scen_b, app, [seed + 800_000 + i for i in range(ref_runs)]
     )
-    ref_median = float(np.nanmedian(ref_times)) if np.isfinite(ref_times).any() else math.nan
+    ref_median = common.ranked_median(ref_times)
     base_cfg = common.agent_config(
         sec["agent"], (sec.get("agent_overrides") or {}).get(sec["agent"])
     )
@@ -231,11 +231,10 @@ def run_k_impact(
                 selections += len(cells)
                 if trained is not None:
                     untrained += sum(1 for c in cells if c not in trained)
-            fin = [t for t in times if math.isfinite(t)]
             row = {
                 "k": int(k),
                 "n": len(times),
-                "median_time_s": float(np.median(fin)) if fin else math.nan,
+                "median_time_s": common.ranked_median(times),
                 "score": common.relative_score(ref_times, times),
                 "selections": selections,
                 "untrained_selections": untrained,

@@ -269,7 +269,7 @@ def _summary(times: Sequence[float]) -> dict:
         "n": int(len(t)),
         "unfinished": int(len(t) - len(fin)),
         "mean_time_s": float(fin.mean()) if len(fin) else math.nan,
-        "median_time_s": float(np.median(fin)) if len(fin) else math.nan,
+        "median_time_s": common.ranked_median(t),
     }
 
 

@@ -275,12 +275,11 @@ def _interval_row(
     theirs = [r for r in records if r["scheduler"] == reference and r["interval_s"] == iv]
     mine = [r for r in records if r["scheduler"] == name and r["interval_s"] == iv]
     t = [r["download_time_s"] for r in mine]
-    fin = [x for x in t if math.isfinite(x)]
     paired, n_pairs = common.paired_score(_by_download(theirs), _by_download(mine))
     return {
         "interval_s": iv,
         "n": len(mine),
-        "median_time_s": float(np.median(fin)) if fin else math.nan,
+        "median_time_s": common.ranked_median(t),
         "score": common.relative_score([r["download_time_s"] for r in theirs], t),
         "paired_score": paired,
         "pairs": n_pairs,
@@ -442,8 +441,8 @@ def _reference_of(records: list[dict], players: Mapping, names: list[str], iv: f
 
     def median(p):
         t = [r["download_time_s"] for r in records if r["scheduler"] == p and r["interval_s"] == iv]
-        fin = [x for x in t if math.isfinite(x)]
-        return float(np.median(fin)) if fin else math.inf
+        m = common.ranked_median(t)
+        return math.inf if math.isnan(m) else m
 
     return min(cands, key=median)
 
