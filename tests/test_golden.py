@@ -62,6 +62,11 @@ MACHINE = (
     "rate_hz",
     "selection_s",
 )
+#: summaries computed only from numbers the digest already covers (counts of
+#: conditions whose hashed ratio is within a bound): they cannot change unless
+#: a hashed number does, so leaving them out loses nothing, and a summary
+#: added later does not void the digests recorded on other machines (``also``)
+DERIVED = ("within_best_known",)
 
 
 def pinned(section: str, *agents: str) -> list[str]:
@@ -141,12 +146,13 @@ TINY_BANK = {
 
 
 def numbers(obj, path: str = "") -> list[tuple[str, str]]:
-    """``(key path, float.hex)`` of every number in ``obj`` outside :data:`MACHINE` keys, in order."""
+    """``(key path, float.hex)`` of every number in ``obj`` outside :data:`MACHINE` and
+    :data:`DERIVED` keys, in order."""
     if isinstance(obj, dict):
         return [
             x
             for k, v in obj.items()
-            if not any(m in str(k).lower() for m in MACHINE)
+            if not any(m in str(k).lower() for m in MACHINE) and k not in DERIVED
             for x in numbers(v, f"{path}/{k}")
         ]
     if isinstance(obj, (list, tuple)):

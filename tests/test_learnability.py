@@ -119,6 +119,15 @@ def test_quick_suite_end_to_end(compose, tmp_path):
         assert w["count"] == sum(
             r["schedulers"][n]["ratio"] <= 1.05 for r in data["results"].values()
         )
+    assert set(data["within_best_known"]) == {*learners, "crossfit_policy"}
+    for n, w in data["within_best_known"].items():
+        assert w["count"] == sum(
+            r["schedulers"][n]["ratio_best_known"] <= 1.05 for r in data["results"].values()
+        )
+        assert (
+            f"{n}: within 5 % of the best known on {w['count']}/{w['of']}"
+            in (out / "table.txt").read_text()
+        )
     table = (out / "table.txt").read_text()
     assert "suite score" in table and "t1_5g_wlan" in table and "against the best known" in table
     assert data["headroom"]["count"] == sum(r["has_headroom"] for r in data["results"].values())
@@ -557,6 +566,11 @@ def test_the_trace_aware_oracle_reruns_the_oracles_choice_on_fresh_noise(compose
     assert sec["oracle"]["resample"] is True
     res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
     assert res["schedulers"][-1] == TRACE_ORACLE
+    # the reach of the best known: the causal references' counts, the trace-aware oracle's too
+    assert set(res["within_best_known"]) == {"crossfit_policy", TRACE_ORACLE}
+    assert res["within_best_known"][TRACE_ORACLE]["count"] == sum(
+        r["schedulers"][TRACE_ORACLE]["ratio_best_known"] <= 1.05 for r in res["results"].values()
+    )
     quiet = res["results"]["quiet"]["schedulers"]
     # no delay or loss draws: the rerun is the very run, so nothing separates the two oracles
     assert (

@@ -134,6 +134,9 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
      "headroom": {"margin", "count", "of", "conditions": [str], "geometric_mean"},
      "headroom_captured": {<scheduler>: {"mean": float | null, "conditions": {<condition>: float | null}}},
      "within_best_rule": {<learner or deployed>: {"count": int, "of": int, "conditions": [str]}},
+     # the same against the best known, also for crossfit_policy and trace_aware_oracle (when run):
+     # how close a policy chosen per condition, and one that knows each seed's network, get
+     "within_best_known": {<learner, deployed or reference>: {"count", "of", "conditions"}},
      "resolvably_behind": {<learner or deployed>: {"count", "of", "conditions"}},   # interval above `within`
      "beats_minrtt": {"rule_conditions": [str], "learners": {<learner>: {"count", "of", "conditions"}}}}
 
