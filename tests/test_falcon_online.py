@@ -626,3 +626,68 @@ def test_tail_reinjection_copies_the_tail_and_never_finishes_later(bank):
 def test_tail_reinject_must_be_a_boolean(bank):
     with pytest.raises(ConfigError, match="tail_reinject"):
         falcon(bank, tail_reinject="yes")
+
+
+def completion_bank_on_path(path: int) -> MetaModelBank:
+    """A completion-MDP bank whose every model always chooses ``path`` (a
+    full one means wait), whatever the state."""
+    from envs.mdp import COMPLETION, n_inputs
+
+    grid = ConditionGrid(2)
+    spec = QNetSpec(n_inputs(2, COMPLETION), 2, (8, 8, 8))
+    base = np.concatenate([p[0].reshape(-1).numpy() for p in init_params(spec, 1, 0)])
+    w = split_row(base, spec)
+    w[-2][:] = 0.0
+    w[-1][:] = (1.0, 0.0) if path == 0 else (0.0, 1.0)
+    return MetaModelBank(grid, spec, np.tile(base, (grid.n_cells, 1)))
+
+
+def test_skip_dominated_waits_sends_where_the_wait_is_dominated():
+    """A model that always waits for the slow (300 ms) path: with
+    ``skip_dominated_waits`` no decision waits for it while the 10 ms path has
+    room, and every seed finishes sooner; the paper MDP's FALCON is unchanged."""
+    from baselines.dqn.policy import undominated_action
+    from envs.runner import run_episode
+
+    slow = completion_bank_on_path(1)
+
+    def runs(skip: bool) -> tuple[list[float], int]:
+        dominated, times = 0, []
+        for seed in range(3):
+            sched = falcon(slow, epsilon=0.0, skip_dominated_waits=skip)
+            decide = sched.decide
+
+            def watched(view, decide=decide):
+                nonlocal dominated
+                before = [(p.has_room, p.has_rtt_sample, p.srtt) for p in view.paths]
+                d = decide(view)
+                if d is None and not before[1][0] and before[0][0] and before[0][1]:
+                    dominated += before[0][2] <= before[1][2]
+                return d
+
+            sched.decide = watched
+            times.append(run_episode(TWO_PATHS, BULK, sched, seed).metrics["download_time_s"])
+        return times, dominated
+
+    (with_skip, none), (without, waits) = runs(True), runs(False)
+    assert none == 0 and waits > 0
+    assert all(a < b for a, b in zip(with_skip, without))
+
+    class Path:
+        def __init__(self, index, room, srtt, sampled=True):
+            self.index, self.has_room, self.srtt, self.has_rtt_sample = index, room, srtt, sampled
+
+    class View:
+        def __init__(self, *paths):
+            self.paths = paths
+
+    assert undominated_action(View(Path(0, True, 0.01), Path(1, False, 0.3)), 1) == 0
+    assert undominated_action(View(Path(0, True, 0.3), Path(1, False, 0.3)), 1) == 0  # a tie
+    assert undominated_action(View(Path(0, True, 0.3), Path(1, False, 0.01)), 1) == 1  # faster
+    assert undominated_action(View(Path(0, True, 0.01, False), Path(1, False, 0.3)), 1) == 1
+    assert undominated_action(View(Path(0, False, 0.01), Path(1, True, 0.3)), 1) == 1  # room
+
+
+def test_skip_dominated_waits_must_be_a_boolean(bank):
+    with pytest.raises(ConfigError, match="skip_dominated_waits"):
+        falcon(bank, skip_dominated_waits=1)

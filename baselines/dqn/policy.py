@@ -323,9 +323,15 @@ class DQNScheduler(Scheduler):
             if budget is not None:
                 self.record_budget = budget - 1
         a = probe_path(view)  # a probe needs no Q-values (nor an exploration draw)
-        _, d = credit.act(view, state, self._choose(state) if a is None else a, now, record)
+        if a is None:
+            a = self._completion_action(view, state)
+        _, d = credit.act(view, state, a, now, record)
         self.decisions += 1
         return d
+
+    def _completion_action(self, view: ConnectionView, state) -> int:
+        """The completion-MDP action on ``state`` (subclasses may refine the choice)."""
+        return self._choose(state)
 
     def _completion_features(
         self, view: ConnectionView, now: float, finish: float, vals: list
@@ -570,6 +576,25 @@ class DQNScheduler(Scheduler):
         st = dict(self.__dict__)
         st["_view"] = None  # never carry a live connection into a copy
         return st
+
+
+def undominated_action(view: ConnectionView, action: int) -> int:
+    """Completion MDP: ``action``, unless it waits for a path without room
+    while a path with room has an RTT sample and a smoothed RTT no larger:
+    then the path with room of the lowest smoothed RTT. A packet sent there
+    now arrives no later than the one the wait would send once the full path
+    has room, so the wait is dominated; a wait for a *faster* full path (ECF's
+    and BLEST's) is kept."""
+    paths = view.paths
+    waited = paths[action]
+    if waited.has_room:
+        return action
+    best = None
+    for p in paths:
+        if p.has_room and p.has_rtt_sample and p.srtt <= waited.srtt:
+            if best is None or p.srtt < best.srtt:
+                best = p
+    return action if best is None else best.index
 
 
 def greedy_scheduler(

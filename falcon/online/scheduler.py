@@ -108,7 +108,7 @@ from baselines.changepoint.detectors import PathChangeDetector
 from baselines.dqn.async_trainer import AsyncTrainer, calibrate
 from baselines.dqn.learner import BatchedDQN
 from baselines.dqn.network import NumpyQNet
-from baselines.dqn.policy import DQNScheduler
+from baselines.dqn.policy import DQNScheduler, undominated_action
 from baselines.dqn.replay import ReplayMemory
 from baselines.rule_based.common import minrtt_choice
 from baselines.rule_based.reinjection import tail_copy
@@ -229,6 +229,11 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
             that the last packets on a lossy or slowed path do not wait for
             its loss recovery; FALCON's network still places every new packet
             and retransmission (False: the paper's, no copies).
+        skip_dominated_waits: a wait the network chooses for a path without
+            room while a path with room has a smoothed RTT no larger sends on
+            that path instead (:func:`baselines.dqn.policy.undominated_action`;
+            the paper MDP commits a packet to its path and has no waits;
+            False: the paper's, every choice the network's).
         seed, reward, gamma, lr, batch_size, tau, loss, huber_delta, double_q,
         grad_clip, replay_capacity, technique: as :class:`DQNScheduler`
         (the network architecture is the bank's).
@@ -265,6 +270,7 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         offline: Mapping | None = None,
         max_events: int = 10_000,
         tail_reinject: bool = True,
+        skip_dominated_waits: bool = True,
         replay_capacity: int = 4096,
         reward: str | None = None,
         log_every: int = 5,
@@ -324,6 +330,11 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
             raise ConfigError(f"tail_reinject: expected true or false, got {tail_reinject!r}")
         #: the transport asks for decisions at the tail only of a scheduler that re-injects
         self.tail_reinject = self.reinjects = tail_reinject
+        if not isinstance(skip_dominated_waits, bool):
+            raise ConfigError(
+                f"skip_dominated_waits: expected true or false, got {skip_dominated_waits!r}"
+            )
+        self.skip_dominated_waits = skip_dominated_waits
         self.log_every = max(1, int(log_every))
         self._init_trainers(train_step_cost_s, continual_train_interval)
         self.recording = True
@@ -515,6 +526,10 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         state = np.array(self._observe(view), dtype=np.float32)
         return self._decide_per_packet(view, state)
 
+    def _completion_action(self, view, state) -> int:
+        a = self._choose(state)
+        return undominated_action(view, a) if self.skip_dominated_waits else a
+
     def on_transition(self, state, action, reward, next_state, done, time) -> None:
         self.replay.add(state, action, reward, next_state, done)
         if self.phase == DEPLOYED:
@@ -630,6 +645,8 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
             "continual_between": self.continual_between,
             "continual_train_interval": self.trainer.train_interval,
             "offline": self.offline_config,
+            "tail_reinject": self.tail_reinject,
+            "skip_dominated_waits": self.skip_dominated_waits,
         }
 
     def __deepcopy__(self, memo):
