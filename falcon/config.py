@@ -24,7 +24,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from falcon import schema as _schema  # noqa: F401  (registers the config schemas with Hydra)
 from falcon.paths import config_dir
 
@@ -147,7 +147,7 @@ def hydra_context() -> tuple[dict[str, str], set[str]]:
 
 def check_int(cfg, key: str, lo: int, where: str = "") -> int:
     value = cfg.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+    if not is_whole_number(value, lo):
         raise ConfigError(f"{where}{key}: expected an integer >= {lo}, got {value!r}")
     return value
 

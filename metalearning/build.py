@@ -36,7 +36,7 @@ import numpy as np
 from baselines.dqn.files import atomic_path
 from baselines.dqn.learner import DQNConfig
 from baselines.dqn.network import QNetSpec
-from envs.errors import ConfigError, FalconInputError
+from envs.errors import ConfigError, FalconInputError, is_whole_number
 from envs.mdp import COMPLETION, PACKET_RATE, n_inputs
 from envs.traces.guard import training_reads
 from metalearning.bank import MetaModelBank, read_bank_header
@@ -186,7 +186,7 @@ def _int(cfg: Mapping, key: str, default: int, lo: int) -> int:
     v = cfg.get(key, default)
     if v is None:
         v = default
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+    if not is_whole_number(v, lo):
         raise ConfigError(f"bank.{key}: expected an integer >= {lo}, got {v!r}")
     return v
 

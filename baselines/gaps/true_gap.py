@@ -27,7 +27,7 @@ import numpy as np
 
 from baselines.gaps.gap_rules import DEFAULT_MAX_GAP_PACKETS, FixedGap, check_max_gap
 from baselines.rule_based.common import fastest
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
@@ -98,7 +98,7 @@ def gap_deviation(realised_mean: float, true_gap_packets: float) -> tuple[float,
 def gap_grid(max_gap_packets: int, step: int) -> list[int]:
     """0, step, 2 step, ... and ``max_gap_packets`` itself."""
     max_gap_packets = check_max_gap("true_gap", max_gap_packets)
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+    if not is_whole_number(step, 1):
         raise ConfigError(f"true_gap.step: expected an integer >= 1 [packets], got {step!r}")
     grid = list(range(0, max_gap_packets + 1, step))
     if grid[-1] != max_gap_packets:
@@ -172,7 +172,7 @@ def true_gap(
 
     sweep(gap_grid(max_gap_packets, step))
     if refine_step is not None:
-        if isinstance(refine_step, bool) or not isinstance(refine_step, int) or refine_step < 1:
+        if not is_whole_number(refine_step, 1):
             raise ConfigError(
                 f"true_gap.refine_step: expected an integer >= 1 or null, got {refine_step!r}"
             )

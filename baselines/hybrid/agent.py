@@ -66,7 +66,7 @@ import numpy as np
 
 from baselines.dqn.learner import torch_threads
 from baselines.hybrid.features import N_FEATURES, SlotMeter, schedule_shares, slot_reward
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 
 if TYPE_CHECKING:  # torch: imported when training starts
@@ -136,7 +136,7 @@ def _check_options(
         ("warmup", warmup, 0),
         ("threads", threads, 1),
     ):
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        if not is_whole_number(v, lo):
             raise ConfigError(f"hybrid.{key}: must be an integer >= {lo}, got {v!r}")
 
 

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from baselines.gaps.network import mlp
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 
 #: the largest subflow count a replay pads to (the networks themselves take any count)
 MAX_SUBFLOWS = 8
@@ -50,7 +50,7 @@ class HybridNetConfig:
     def __post_init__(self):
         for key in ("n_features", "lstm_hidden"):
             v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            if not is_whole_number(v, 1):
                 raise ConfigError(f"hybrid.network.{key}: must be a positive integer, got {v!r}")
         try:
             hidden = tuple(int(h) for h in self.hidden)

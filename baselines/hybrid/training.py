@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 
 TRAIN_KEYS = (
     "samples",
@@ -125,7 +125,7 @@ def _checked_ranges(
 ) -> dict[str, tuple]:
     """Check :func:`fit`'s budget and drawing options (``slot_s``: the agent's slot [s]);
     returns the ``(lo, hi)`` range of each drawn path field, units in its name."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+    if not is_whole_number(samples, 1):
         raise ConfigError(f"hybrid.train.samples: must be a positive integer, got {samples!r}")
     if (
         isinstance(episode_s, bool)
@@ -136,7 +136,7 @@ def _checked_ranges(
             f"hybrid.train.episode_s: must be at least two slots ({2 * slot_s} s), "
             f"got {episode_s!r}"
         )
-    if isinstance(cross_flows, bool) or not isinstance(cross_flows, int) or cross_flows < 0:
+    if not is_whole_number(cross_flows, 0):
         raise ConfigError(f"hybrid.train.cross_flows: must be an integer >= 0, got {cross_flows!r}")
     ranges = {
         "bandwidth_mbps": _range("bandwidth_mbps", bandwidth_mbps, 0.0),

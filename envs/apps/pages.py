@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urldefrag
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from envs.traces.catalog import data_dir
 
 PAGE_NAMES = ("google", "github", "stackoverflow")
@@ -155,7 +155,7 @@ class PageModel:
                 bad(f"object #{i} has id {o.id}; ids must be 0..n-1 in order")
             if o.kind not in KINDS:
                 bad(f"object {i}: kind {o.kind!r} not in {KINDS}")
-            if not isinstance(o.size, int) or isinstance(o.size, bool) or o.size <= 0:
+            if not is_whole_number(o.size, 1):
                 bad(f"object {i}: size must be a positive integer of bytes, got {o.size!r}")
             if not (0 < o.weight <= 256):
                 bad(f"object {i}: weight must be in (0, 256], got {o.weight!r}")
@@ -284,9 +284,7 @@ def har_objects(har_path: str | os.PathLike, page_index: int | None = 0) -> list
     of each URL. Returns dicts with url, size (bytes), mime, kind, referer.
     A file that is not such a HAR raises a one-line ConfigError.
     """
-    if page_index is not None and (
-        isinstance(page_index, bool) or not isinstance(page_index, int) or page_index < 0
-    ):
+    if page_index is not None and not is_whole_number(page_index, 0):
         raise ConfigError(
             f"page {har_path}: page_index must be an integer >= 0 or None, got {page_index!r}"
         )

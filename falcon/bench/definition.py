@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from falcon.experiments.condition_lists import ALLOWED_SPLITS, check_list_files, trace_files
 from falcon.experiments.learnability_settings import check_conditions, check_shares
 from falcon.experiments.oracle import check_oracle
@@ -43,7 +43,7 @@ def _positive_int(sec: Mapping, key: str, allow_none: bool = False) -> int | Non
     v = sec.get(key)
     if v is None and allow_none:
         return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+    if not is_whole_number(v, 1):
         raise ConfigError(f"{JOB}.{key}: expected an integer >= 1, got {v!r}")
     return v
 

@@ -40,7 +40,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from falcon import cli
 from falcon.config import CONFIG_DIR
 from falcon.experiment import info
@@ -87,7 +87,7 @@ def checked_sets(sets, only) -> list[dict]:
 def runs_for(size: int, runs: int, by_size: Mapping, where: str = "runs_by_size") -> int:
     """Runs of a size: ``by_size[size]`` or ``runs``."""
     n = by_size.get(size, by_size.get(str(size), runs))
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not is_whole_number(n, 1):
         raise ConfigError(f"{where}.{size}: expected a positive integer, got {n!r}")
     return n
 
@@ -419,7 +419,7 @@ def run_fidelity_job(cfg) -> dict:
     sets = checked_sets(c["sets"], c["only"])
     sizes = checked_sizes(c["sizes_bytes"])
     runs = c["runs"]
-    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+    if not is_whole_number(runs, 1):
         raise ConfigError(f"runs: expected a positive integer, got {runs!r}")
     by_size = dict(c["runs_by_size"] or {})
     n_runs = {size: runs_for(size, runs, by_size) for size in sizes}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from envs.errors import ConfigError, FalconInputError
+from envs.errors import ConfigError, FalconInputError, is_whole_number
 
 #: list name -> the splits its trace files may have (None: a file the split does not list)
 ALLOWED_SPLITS: dict[str, tuple[str | None, ...]] = {
@@ -160,7 +160,7 @@ def recombined_tasks(tasks: Sequence[tuple], n: int, seed: int) -> list[tuple[di
     from envs.apps import normalise_app
     from falcon.experiments.learnability_settings import DEFAULT_APP
 
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+    if not is_whole_number(n, 0):
         raise ConfigError(f"train.recombined: expected a whole number >= 0, got {n!r}")
     if n == 0:
         return []

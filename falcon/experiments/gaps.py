@@ -72,7 +72,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from baselines.gaps.true_gap import GapRecorder, gap_deviation, true_gap
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from falcon.config import check_int
 from falcon.experiment import info
 from falcon.experiments import common, gaps_report
@@ -140,7 +140,7 @@ def _check_setting(s: Mapping, where: str) -> dict:
             )
     for k in ("buffer_packets", "buffer_bytes"):
         v = s.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+        if v is not None and not is_whole_number(v, 1):
             raise ConfigError(f"{where}.{k}: expected a positive integer or null, got {v!r}")
     if s.get("cc") not in CC_CHOICES:
         raise ConfigError(f"{where}.cc: expected one of {list(CC_CHOICES)}, got {s.get('cc')!r}")

@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from falcon.config import check_int, check_runtime
 from falcon.experiment import info
 from falcon.experiments import common, hybrid_report
@@ -170,11 +170,7 @@ def settings(cfg):
                     )
             if name == "exp6":
                 st = e.get("stragglers")
-                if (
-                    not isinstance(st, list)
-                    or not st
-                    or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in st)
-                ):
+                if not isinstance(st, list) or not st or any(not is_whole_number(x, 0) for x in st):
                     raise ConfigError(
                         f"stragglers: expected a non-empty list of counts >= 0, got {st!r}"
                     )

@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from envs.mdp import COMPLETION_UNIT
 from falcon.config import to_plain
 from falcon.experiment import info
@@ -164,18 +164,12 @@ def settings(cfg):
     cfg, sec = common.job_config(cfg, JOB)
     sec, scen_a, scen_b, app = ab_settings(cfg, sec, JOB)
     ks = sec.get("ks")
-    if (
-        not isinstance(ks, list)
-        or not ks
-        or any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in ks)
-    ):
+    if not isinstance(ks, list) or not ks or any(not is_whole_number(k, 0) for k in ks):
         raise ConfigError(
             f"{JOB}.ks: expected a list of non-negative integers (0: zero-shot), got {ks!r}"
         )
     subs = sec.get("subranges") or [1]
-    if not isinstance(subs, list) or any(
-        isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in subs
-    ):
+    if not isinstance(subs, list) or any(not is_whole_number(n, 1) for n in subs):
         raise ConfigError(f"{JOB}.subranges: expected a list of positive integers, got {subs!r}")
     frac = float(sec.get("min_k_fraction", 0.95))
     if not 0 < frac <= 1:

@@ -112,7 +112,7 @@ from baselines.dqn.policy import DQNScheduler, undominated_action
 from baselines.dqn.replay import ReplayMemory
 from baselines.rule_based.common import minrtt_choice
 from baselines.rule_based.reinjection import tail_copy
-from envs.errors import ConfigError
+from envs.errors import ConfigError, is_whole_number
 from envs.mdp import (
     observe_into,
 )
@@ -182,7 +182,7 @@ def _check_bank_mdp(bank, reward: str | None, unit: str | None) -> None:
 
 def _check_guard_every(guard_every) -> None:
     """Raise :class:`ConfigError` unless ``guard_every`` is an integer >= 2."""
-    if isinstance(guard_every, bool) or not isinstance(guard_every, int) or guard_every < 2:
+    if not is_whole_number(guard_every, 2):
         raise ConfigError(
             f"guard_every: expected an integer >= 2 (every n-th post-change transition "
             f"held out), got {guard_every!r}"
