@@ -136,6 +136,29 @@ def test_the_bank_file_round_trips_and_bad_files_are_one_line_errors(built, tmp_
         )
 
 
+def test_switch_agreement_holds_the_mode_unless_every_member_prefers_the_new_one():
+    from baselines.modes.learner import Ensemble
+
+    # two member networks: on state 0 both prefer mode 0; on state 1 their
+    # mean prefers mode 1 by 0.75, but the second member still prefers mode 0
+    tables = [
+        {0: [1.0, 0.0, 0.0, 0.0], 1: [0.0, 2.0, 0.0, 0.0]},
+        {0: [1.0, 0.0, 0.0, 0.0], 1: [0.5, 0.0, 0.0, 0.0]},
+    ]
+    nets = [lambda s, t=t: np.asarray(t[int(s[0])], np.float32) for t in tables]
+
+    def picks(agreement: bool) -> list[int]:
+        f = FalconModes(switch_agreement=agreement, switch_margin=0.1, **SMALL)
+        f._model = lambda cell: Ensemble(nets)
+        choose = f._chooser()
+        return [choose(np.array([x], np.float32)) for x in (0, 1, 1)]
+
+    assert picks(False) == [0, 1, 1]
+    assert picks(True) == [0, 0, 0]
+    with pytest.raises(ConfigError, match="switch_agreement: expected true or false"):
+        FalconModes(switch_agreement="yes", **SMALL)
+
+
 @pytest.mark.parametrize(
     "kw, msg",
     [
