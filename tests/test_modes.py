@@ -222,6 +222,23 @@ def test_every_constant_candidate_enters_the_selection(monkeypatch):
     assert kept[2] == 1 and kept[1] in (0, None)
 
 
+def test_a_policy_with_agreement_switches_only_when_every_member_agrees():
+    from baselines.modes.learner import Ensemble, ModePolicy, members_agree
+
+    # on state 0 both members prefer mode 0; on state 1 the mean prefers mode 1
+    # by 0.75 while the second member still prefers mode 0
+    tables = [{0: [1.0, 0.0], 1: [0.0, 2.0]}, {0: [1.0, 0.0], 1: [0.5, 0.0]}]
+    q = Ensemble([lambda s, t=t: np.asarray(t[int(s[0])], np.float32) for t in tables])
+    states = [np.array([x], np.float32) for x in (0, 1, 1)]
+    plain, agreeing = ModePolicy(q, 0.1), ModePolicy(q, 0.1, agree=True)
+    assert [plain(s) for s in states] == [0, 1, 1]
+    assert [agreeing(s) for s in states] == [0, 0, 0]
+    assert members_agree(q, states[0], 0, 1) and not members_agree(q, states[1], 1, 0)
+    assert members_agree(lambda s: np.zeros(2), states[1], 1, 0)  # no members: the mean decides
+    with pytest.raises(ConfigError, match="switch_agreement: expected true or false"):
+        DQNModes(switch_agreement=1)
+
+
 def test_hold_or_switch():
     q = np.array([1.0, 1.5, 0.2])
     assert hold_or_switch(q, None, 1.0) == 1

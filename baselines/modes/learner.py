@@ -93,15 +93,36 @@ ONLINE_REPLAY_CAPACITY = 50_000
 DEFAULT_MARGINS = (0.0, 0.1, 0.3, None)
 
 
+def members_agree(q, state: np.ndarray, new: int, old: int) -> bool:
+    """Every member network of the ensemble ``q`` values mode ``new`` above
+    ``old`` on ``state`` (a ``q`` without members: True)."""
+    nets = getattr(q, "nets", None)
+    if not nets:
+        return True
+    for net in nets:
+        v = net(state)
+        if not float(v[new]) > float(v[old]):
+            return False
+    return True
+
+
 class ModePolicy:
     """The chooser of one download: ``constant`` at every epoch if given, else
     ``first`` (if given) in the first epoch, then the argmax of ``q``, unless
-    the mode in force is within ``margin`` of it (:func:`hold_or_switch`)."""
+    the mode in force is within ``margin`` of it (:func:`hold_or_switch`), or
+    (``agree``) unless a member network of ``q`` disagrees with the switch
+    (:func:`members_agree`)."""
 
     def __init__(
-        self, q, margin: float = 0.0, constant: int | None = None, first: int | None = None
+        self,
+        q,
+        margin: float = 0.0,
+        constant: int | None = None,
+        first: int | None = None,
+        agree: bool = False,
     ) -> None:
         self.q, self.margin, self.constant, self.first = q, margin, constant, first
+        self.agree = agree
         self.current: int | None = None
 
     def __call__(self, state: np.ndarray) -> int:
@@ -110,8 +131,16 @@ class ModePolicy:
         if self.current is None and self.first is not None:
             self.current = self.first
             return self.current
-        self.current = hold_or_switch(self.q(state), self.current, self.margin)
-        return self.current
+        choice = hold_or_switch(self.q(state), self.current, self.margin)
+        if (
+            self.agree
+            and self.current is not None
+            and choice != self.current
+            and not members_agree(self.q, state, choice, self.current)
+        ):
+            choice = self.current
+        self.current = choice
+        return choice
 
 
 class Ensemble:
@@ -205,6 +234,7 @@ class DQNModes(Scheduler, Trainable):
         constant_candidates: int = 3,
         selection_statistic: str = "iqm",
         first_mode: str | None = None,
+        switch_agreement: bool = False,
         seed: int = 0,
         model: str | None = None,
     ) -> None:
@@ -236,6 +266,9 @@ class DQNModes(Scheduler, Trainable):
             cql_alpha=float(cql_alpha),
         )
         self.first_mode = first_mode
+        if not isinstance(switch_agreement, bool):
+            raise ConfigError(f"switch_agreement: expected true or false, got {switch_agreement!r}")
+        self.switch_agreement = switch_agreement
         self.seed = int(seed)
         self.q: Ensemble | None = None
         self.spec: QNetSpec | None = None
@@ -252,7 +285,9 @@ class DQNModes(Scheduler, Trainable):
             raise ConfigError(
                 f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)"
             )
-        return ModePolicy(self.q, self.switch_margin, self.constant_mode, self._first())
+        return ModePolicy(
+            self.q, self.switch_margin, self.constant_mode, self._first(), self.switch_agreement
+        )
 
     def _first(self) -> int | None:
         """The index of ``first_mode`` among the modes, or None."""
@@ -496,7 +531,9 @@ class DQNModes(Scheduler, Trainable):
 
         def evaluate(i: int, k: int) -> float:
             if i < nq:
-                policy = ModePolicy(self.q, self.margins[i], first=self._first())
+                policy = ModePolicy(
+                    self.q, self.margins[i], first=self._first(), agree=self.switch_agreement
+                )
             elif i < nq + nc:
                 policy = ModePolicy(None, constant=constants[i - nq])
             else:

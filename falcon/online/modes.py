@@ -90,7 +90,7 @@ import numpy as np
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet
 from baselines.modes.experience import Episode, collect_tasks, mc_transitions
-from baselines.modes.learner import Ensemble, hold_or_switch
+from baselines.modes.learner import Ensemble, hold_or_switch, members_agree
 from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
 from envs import run_episode as emulate
 from envs.errors import ConfigError, is_whole_number
@@ -233,9 +233,7 @@ class FalconModes(Scheduler, Trainable):
         ``old`` (``switch_agreement``; a mixture of cells: the mean decides)."""
         if self.selection == "mixture":
             return True
-        return all(
-            float(q[new]) > float(q[old]) for q in (n(state) for n in self._model(self.cell).nets)
-        )
+        return members_agree(self._model(self.cell), state, new, old)
 
     def _estimate(self) -> int | None:
         """The cell of the mean evidence (None: ``selection: global`` or no evidence yet)."""
