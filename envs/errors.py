@@ -31,3 +31,12 @@ def is_whole_number(value, lo: int) -> bool:
     """``value`` is an ``int`` (not a ``bool``) of at least ``lo``: the check
     behind a config key that counts something (episodes, steps, candidates)."""
     return not isinstance(value, bool) and isinstance(value, int) and value >= lo
+
+
+def check_flag(value, key: str) -> bool:
+    """``value`` if it is a ``bool``, else :class:`ConfigError` naming ``key``:
+    the check behind a config key that switches something on or off (no
+    ``"yes"`` or ``1`` taken for true)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    return value

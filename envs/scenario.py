@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from envs.errors import ConfigError, FalconInputError
+from envs.errors import ConfigError, FalconInputError, check_flag
 from envs.path_schedule import SCHEDULE_FIELDS
 from envs.path_sender import PACING_DEFAULTS
 from envs.plain import merge_defaults, plain_mapping
@@ -114,10 +114,7 @@ def normalise_pacing(value) -> dict:
             f"got {value!r}"
         )
     out = merge_defaults(PACING_DEFAULTS, value, "scenario.pacing")
-    if not isinstance(out["enabled"], bool):
-        raise ConfigError(
-            f"scenario.pacing.enabled: expected true or false, got {out['enabled']!r}"
-        )
+    check_flag(out["enabled"], "scenario.pacing.enabled")
     out["gain"] = _number(out["gain"], "scenario.pacing.gain", 0.0, lo_open=True)
     out["burst_packets"] = int(_number(out["burst_packets"], "scenario.pacing.burst_packets", 1))
     out["min_delay_ms"] = _number(out["min_delay_ms"], "scenario.pacing.min_delay_ms", 0.0)
@@ -175,8 +172,7 @@ def normalise_path(pcfg, i: int) -> dict:
     if p["trace_start_s"] != "random":
         p["trace_start_s"] = _number(p["trace_start_s"], f"{key}.trace_start_s", 0.0)
     for flag in ("trace_delay", "trace_loss"):
-        if not isinstance(p[flag], bool):
-            raise ConfigError(f"{key}.{flag}: expected true or false, got {p[flag]!r}")
+        check_flag(p[flag], f"{key}.{flag}")
     if p["return_bandwidth_mbps"] is not None:
         p["return_bandwidth_mbps"] = _number(
             p["return_bandwidth_mbps"], f"{key}.return_bandwidth_mbps", 0.0, lo_open=True
@@ -353,8 +349,7 @@ def normalise_scenario(cfg) -> dict:
                 f"scenario.{key}: expected a mapping of {sorted(SCENARIO_DEFAULTS[key])}, "
                 f"got {s[key]!r}"
             )
-    if not isinstance(s["hystart"], bool):
-        raise ConfigError(f"scenario.hystart: expected true or false, got {s['hystart']!r}")
+    check_flag(s["hystart"], "scenario.hystart")
     s["setup"] = normalise_setup(s["setup"])
     s["pacing"] = normalise_pacing(s["pacing"])
     s["ack"]["every"] = int(_number(s["ack"]["every"], "scenario.ack.every", 1))

@@ -69,7 +69,7 @@ path's RTT before its first data packet. Units: seconds.
 
 from __future__ import annotations
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, check_flag
 
 #: handshake name -> round trips of the initial path before the request leaves
 HANDSHAKE_RTTS: dict[str, int] = {"quic": 1, "gquic": 2, "tcp_tls": 2, "zero_rtt": 0, "none": 0}
@@ -120,8 +120,7 @@ def normalise_setup(value) -> dict:
             f"choose one of {list(HANDSHAKE_RTTS)}"
         )
     for key in ("rtt_samples", "handshake_link"):
-        if not isinstance(out[key], bool):
-            raise ConfigError(f"scenario.setup.{key}: expected true or false, got {out[key]!r}")
+        check_flag(out[key], f"scenario.setup.{key}")
     if not isinstance(out["path_validation"], bool) and out["path_validation"] != MUTUAL:
         raise ConfigError(
             f"scenario.setup.path_validation: expected true, false or {MUTUAL!r}, "

@@ -75,6 +75,13 @@ def test_tail_reinjection_without_copies_while_blocked_waits_for_credit():
         )
 
 
+def test_when_blocked_must_be_a_boolean():
+    from envs.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="when_blocked: expected true or false, got 'no'"):
+        make_scheduler("minrtt_xlink", when_blocked="no")
+
+
 def test_opportunistic_retransmission_fires_only_when_flow_control_blocks():
     blocked = _run(BLOCKED, "minrtt_or").metrics
     assert blocked["reinjected_bytes"] > 0

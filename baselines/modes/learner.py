@@ -60,7 +60,7 @@ from baselines.modes.scheduler import (
     mode_index,
 )
 from envs import run_episode
-from envs.errors import ConfigError, is_whole_number
+from envs.errors import ConfigError, check_flag, is_whole_number
 from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 
 #: what the Q-network is fitted to: ``mc``, each constant mode's return-to-go
@@ -70,10 +70,18 @@ from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 TARGETS = ("mc", "td")
 
 
-def hold_or_switch(q: np.ndarray, current: int | None, margin: float) -> int:
-    """The argmax of ``q``, or ``current`` where no mode beats it by more than ``margin``."""
+def hold_or_switch(
+    q: np.ndarray, current: int | None, margin: float, members=None, state=None
+) -> int:
+    """The argmax of ``q``, or ``current`` where no mode beats it by more than
+    ``margin``; with ``members`` (an ensemble, :func:`members_agree`) also
+    ``current`` unless every member values the argmax above it on ``state``."""
     best = int(np.argmax(q))
-    if current is None or q[best] > q[current] + margin:
+    if current is None:
+        return best
+    if q[best] > q[current] + margin and (
+        members is None or members_agree(members, state, best, current)
+    ):
         return best
     return current
 
@@ -131,16 +139,9 @@ class ModePolicy:
         if self.current is None and self.first is not None:
             self.current = self.first
             return self.current
-        choice = hold_or_switch(self.q(state), self.current, self.margin)
-        if (
-            self.agree
-            and self.current is not None
-            and choice != self.current
-            and not members_agree(self.q, state, choice, self.current)
-        ):
-            choice = self.current
-        self.current = choice
-        return choice
+        members = self.q if self.agree else None
+        self.current = hold_or_switch(self.q(state), self.current, self.margin, members, state)
+        return self.current
 
 
 class Ensemble:
@@ -266,9 +267,7 @@ class DQNModes(Scheduler, Trainable):
             cql_alpha=float(cql_alpha),
         )
         self.first_mode = first_mode
-        if not isinstance(switch_agreement, bool):
-            raise ConfigError(f"switch_agreement: expected true or false, got {switch_agreement!r}")
-        self.switch_agreement = switch_agreement
+        self.switch_agreement = check_flag(switch_agreement, "switch_agreement")
         self.seed = int(seed)
         self.q: Ensemble | None = None
         self.spec: QNetSpec | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from baselines.rule_based.fixed_split import check_share
-from envs.errors import ConfigError
+from envs.errors import ConfigError, check_flag
 from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
@@ -65,9 +65,7 @@ class SplitThreshold(Scheduler):
     ) -> None:
         self.share = check_share(share)
         self.threshold = check_threshold(threshold)
-        if not isinstance(reinject, bool):
-            raise ConfigError(f"reinject: expected true or false, got {reinject!r}")
-        self.reinjects = reinject
+        self.reinjects = check_flag(reinject, "reinject")
 
     def reset(self, view: ConnectionView) -> None:
         if len(view.paths) != 2:

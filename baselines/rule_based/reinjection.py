@@ -30,6 +30,7 @@ over the application's bytes).
 from __future__ import annotations
 
 from baselines.rule_based.common import minrtt_choice
+from envs.errors import check_flag
 from envs.scheduler import ConnectionView, Decision, Scheduler
 
 
@@ -96,7 +97,7 @@ class MinRTTTailReinjection(Scheduler):
     reinjects = True
 
     def __init__(self, when_blocked: bool = True) -> None:
-        self.when_blocked = bool(when_blocked)
+        self.when_blocked = check_flag(when_blocked, "when_blocked")
 
     def decide(self, view: ConnectionView) -> int | Decision | None:
         c = minrtt_choice(view.paths)

@@ -208,6 +208,17 @@ def references(sec: Mapping) -> list[str]:
     ]
 
 
+def _within(results: dict[str, dict], name: str, ratio: str, bound: float) -> dict:
+    """The conditions where scheduler ``name``'s ``ratio`` (``ratio`` or
+    ``ratio_best_known``) is at most ``bound``: their count, of how many, names."""
+    ok = [
+        c
+        for c, res in results.items()
+        if (r := res["schedulers"][name][ratio]) is not None and r <= bound
+    ]
+    return {"count": len(ok), "of": len(results), "conditions": ok}
+
+
 def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
     """Suite scores (against the best rule and the best known), within-``within`` counts,
     the headroom summary and the beats-minRTT summary."""
@@ -229,14 +240,9 @@ def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
             "mean": float(np.mean(vals)) if vals and len(vals) == len(per) else None,
             "conditions": per,
         }
-    within, behind = {}, {}
+    within = {n: _within(results, n, "ratio", sec["within"]) for n in scored(sec)}
+    behind = {}
     for n in scored(sec):
-        ok = [
-            c
-            for c in conds
-            if (r := results[c]["schedulers"][n]["ratio"]) is not None and r <= sec["within"]
-        ]
-        within[n] = {"count": len(ok), "of": len(conds), "conditions": ok}
         # resolvably more than `within` behind: the interval's lower end is above it
         out = [
             c
@@ -251,15 +257,9 @@ def suite_summary(results: dict[str, dict], sec: Mapping) -> dict:
     # network) and the cross-fitted policy get within `within` of it says what
     # a count of the scored schedulers can be
     reach = [n for n in (CROSSFIT, TRACE_ORACLE) if n in references(sec)]
-    within_known = {}
-    for n in [*scored(sec), *reach]:
-        ok = [
-            c
-            for c in conds
-            if (r := results[c]["schedulers"][n]["ratio_best_known"]) is not None
-            and r <= sec["within"]
-        ]
-        within_known[n] = {"count": len(ok), "of": len(conds), "conditions": ok}
+    within_known = {
+        n: _within(results, n, "ratio_best_known", sec["within"]) for n in [*scored(sec), *reach]
+    }
     rule_conds = [c for c in conds if results[c]["rule_beats_minrtt"]]
     beats = {}
     for n in scored(sec):

@@ -42,7 +42,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, check_flag
 
 ORACLE = "oracle"
 CROSSFIT = "crossfit_policy"
@@ -91,8 +91,7 @@ def check_oracle(value, where: str) -> dict | None:
     if len(set(map(str, thresholds))) != len(thresholds) or len(set(reinject)) != len(reinject):
         raise ConfigError(f"{where}: a threshold or reinject value is listed twice")
     resample = value.get("resample", False)
-    if not isinstance(resample, bool):
-        raise ConfigError(f"{where}.resample: expected true or false, got {resample!r}")
+    check_flag(resample, f"{where}.resample")
     out = {
         "thresholds": [None if t is None else float(t) for t in thresholds],
         "reinject": list(reinject),

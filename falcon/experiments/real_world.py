@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from baselines.palette import color
-from envs.errors import ConfigError
+from envs.errors import ConfigError, check_flag
 from envs.scenario import normalise_scenario
 from falcon import report
 from falcon.config import check_int, load_group, to_plain
@@ -247,9 +247,7 @@ def settings(cfg):
     sec["days"] = common.check_positive_int(sec, "days", 5)
     sec["downloads_per_day"] = common.check_positive_int(sec, "downloads_per_day", 10)
     persist = sec.get("persist_across_days", False)
-    if not isinstance(persist, bool):
-        raise ConfigError(f"{JOB}.persist_across_days: expected true or false, got {persist!r}")
-    sec["persist_across_days"] = persist
+    sec["persist_across_days"] = check_flag(persist, f"{JOB}.persist_across_days")
     sec["schedulers"] = common.check_schedulers(sec, JOB)
     morning = dict(sec.get("morning") or {})
     morning["agent"] = str(morning.get("agent") or "falcon")

@@ -90,10 +90,10 @@ import numpy as np
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet
 from baselines.modes.experience import Episode, collect_tasks, mc_transitions
-from baselines.modes.learner import Ensemble, hold_or_switch, members_agree
+from baselines.modes.learner import Ensemble, hold_or_switch
 from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
 from envs import run_episode as emulate
-from envs.errors import ConfigError, is_whole_number
+from envs.errors import ConfigError, check_flag, is_whole_number
 from envs.scheduler import ConnectionView, Decision, Scheduler, Trainable
 from metalearning.mode_bank import ModeBank, build_mode_bank
 
@@ -184,9 +184,7 @@ class FalconModes(Scheduler, Trainable):
         self.hidden = tuple(int(h) for h in hidden)
         self.n_cells, self.members = int(cells), int(members)
         self.first_mode, self.switch_margin = first_mode, float(switch_margin)
-        if not isinstance(switch_agreement, bool):
-            raise ConfigError(f"switch_agreement: expected true or false, got {switch_agreement!r}")
-        self.switch_agreement = switch_agreement
+        self.switch_agreement = check_flag(switch_agreement, "switch_agreement")
         self.selection, self.evidence_epochs = selection, int(evidence_epochs)
         self.finetune_steps, self.replay_capacity = int(finetune_steps), int(replay_capacity)
         self.config = DQNConfig(lr=float(finetune_lr), batch_size=int(batch_size), gamma=0.0)
@@ -228,13 +226,6 @@ class FalconModes(Scheduler, Trainable):
         w /= w.sum()
         return sum(w[c] * self._model(c)(state) for c in range(self.bank.n_cells) if w[c] > 1e-3)
 
-    def _members_agree(self, state: np.ndarray, new: int, old: int) -> bool:
-        """Every member network of the model in use values mode ``new`` above
-        ``old`` (``switch_agreement``; a mixture of cells: the mean decides)."""
-        if self.selection == "mixture":
-            return True
-        return members_agree(self._model(self.cell), state, new, old)
-
     def _estimate(self) -> int | None:
         """The cell of the mean evidence (None: ``selection: global`` or no evidence yet)."""
         if self.selection == "global" or not self._evidence:
@@ -252,13 +243,13 @@ class FalconModes(Scheduler, Trainable):
             if self.selection != "global":
                 self._evidence.append(self.bank.cell_log_probs(state))
             self.cell = self._estimate()
-            q = self._q(state)
-            choice = hold_or_switch(q, current[0], self.switch_margin)
-            if self.switch_agreement and current[0] is not None and choice != current[0]:
-                if not self._members_agree(state, choice, current[0]):
-                    choice = current[0]
-            current[0] = choice
-            return choice
+            # the members' agreement is the model in use's (a mixture of cells: the mean decides)
+            agree = self.switch_agreement and self.selection != "mixture"
+            members = self._model(self.cell) if agree else None
+            current[0] = hold_or_switch(
+                self._q(state), current[0], self.switch_margin, members, state
+            )
+            return current[0]
 
         return choose
 

@@ -112,7 +112,7 @@ from baselines.dqn.policy import DQNScheduler, undominated_action
 from baselines.dqn.replay import ReplayMemory
 from baselines.rule_based.common import minrtt_choice
 from baselines.rule_based.reinjection import tail_copy
-from envs.errors import ConfigError, is_whole_number
+from envs.errors import ConfigError, check_flag, is_whole_number
 from envs.mdp import (
     observe_into,
 )
@@ -326,15 +326,9 @@ class FalconScheduler(ChangeTriggers, FewShotAdaptation, DQNScheduler, Trainable
         )
         self.offline_config = None if offline is None else dict(offline)
         self.max_events = int(max_events)
-        if not isinstance(tail_reinject, bool):
-            raise ConfigError(f"tail_reinject: expected true or false, got {tail_reinject!r}")
         #: the transport asks for decisions at the tail only of a scheduler that re-injects
-        self.tail_reinject = self.reinjects = tail_reinject
-        if not isinstance(skip_dominated_waits, bool):
-            raise ConfigError(
-                f"skip_dominated_waits: expected true or false, got {skip_dominated_waits!r}"
-            )
-        self.skip_dominated_waits = skip_dominated_waits
+        self.tail_reinject = self.reinjects = check_flag(tail_reinject, "tail_reinject")
+        self.skip_dominated_waits = check_flag(skip_dominated_waits, "skip_dominated_waits")
         self.log_every = max(1, int(log_every))
         self._init_trainers(train_step_cost_s, continual_train_interval)
         self.recording = True
