@@ -23,6 +23,13 @@ after one untimed warm-up run that pays the lazy imports):
   the bank presets' network and MDP, a fresh network, eps 0.3, 512
   decisions per task) on ``--tasks`` tasks drawn over the condition grid;
   decisions per CPU-second;
+* ``gym_env``: the Gymnasium environment (:class:`envs.gym_env.MultipathSchedulingEnv`,
+  the completion MDP, 2 MB over the static 4G+5G pair) stepped one decision
+  at a time by a policy of the state (the path with the lower first
+  feature), resets included; steps per CPU-second;
+* ``vector_env``: the same policy as one array function over
+  :class:`envs.vector_env.MultipathVectorEnv` with ``VECTOR_ENVS``
+  instances (next-step autoreset), as many steps per repeat;
 * ``qnet_forward``: the per-decision Q-network forward pass and argmax of
   one state (:meth:`baselines.dqn.network.NumpyQNet.argmax`, the bank
   presets' 3 x 64 network and MDP, i.e. :class:`envs.dense.DenseForward`)
@@ -60,7 +67,19 @@ SCALING = tuple(f"paths_{n}" for n in PATH_COUNTS) + tuple(
 )
 #: states per batch of the ``qnet_forward`` workload's batched pass
 BATCH = 64
-WORKLOADS = ("minrtt", "first_with_room", "dqn_collect", "qnet_forward", *SCALING)
+#: instances of the ``vector_env`` workload
+VECTOR_ENVS = 64
+#: decisions per repeat of the ``gym_env`` and ``vector_env`` workloads
+ENV_STEPS = 128_000
+WORKLOADS = (
+    "minrtt",
+    "first_with_room",
+    "dqn_collect",
+    "qnet_forward",
+    "gym_env",
+    "vector_env",
+    *SCALING,
+)
 
 
 def _episodes(name: str, episodes: int, size: int) -> dict:
@@ -223,6 +242,48 @@ def _forward(states: int = 20_000) -> dict:
     }
 
 
+def _policy(obs):
+    """The environment workloads' policy, batched or not: the path whose
+    first feature is the lower (a function of the state, so that both cores
+    must emulate the same decisions to give the same checksum)."""
+    import numpy as np
+
+    obs = np.atleast_2d(obs)
+    return (obs[:, 0] > obs[:, obs.shape[1] // 2]).astype(np.int64)
+
+
+def _gym_env(steps: int = ENV_STEPS) -> dict:
+    from envs.gym_env import MultipathSchedulingEnv
+
+    env = MultipathSchedulingEnv(SCENARIO)
+    obs, _ = env.reset(seed=0)
+    n, check = 0, 0.0
+    t0 = time.process_time()
+    while n < steps:
+        obs, r, term, trunc, _ = env.step(int(_policy(obs)[0]))
+        n += 1
+        check += r
+        if term or trunc:
+            obs, _ = env.reset()
+    cpu = time.process_time() - t0
+    return {"per_cpu_s": n / cpu, "unit": "steps", "count": n, "checksum": check}
+
+
+def _vector_env(steps: int = ENV_STEPS, n_envs: int = VECTOR_ENVS) -> dict:
+    from envs.vector_env import MultipathVectorEnv
+
+    venv = MultipathVectorEnv(n_envs, SCENARIO, copy=False)
+    obs, _ = venv.reset(seed=0)
+    n, check = 0, 0.0
+    t0 = time.process_time()
+    while n < steps:
+        obs, r, *_ = venv.step(_policy(obs))
+        n += n_envs
+        check += float(r.sum())
+    cpu = time.process_time() - t0
+    return {"per_cpu_s": n / cpu, "unit": "steps", "count": n, "checksum": check}
+
+
 def run_single(workload: str, args) -> dict:
     """One workload on this interpreter's core."""
     import envs
@@ -231,6 +292,10 @@ def run_single(workload: str, args) -> dict:
         out = _collect(args.tasks)
     elif workload == "qnet_forward":
         out = _forward()
+    elif workload == "gym_env":
+        out = _gym_env()
+    elif workload == "vector_env":
+        out = _vector_env()
     elif workload in SCALING:
         out = _scaling(workload, args.episodes)
     else:

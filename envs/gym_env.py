@@ -112,7 +112,9 @@ any, draws; a ``reset()`` without a seed draws the emulator seed from
 ``self.np_random`` (in ``[0, 2**32)``), so a seeded sequence of resets
 reproduces its episodes bit for bit.
 
-Registered as ``falcon/MultipathScheduling-v0`` on import;
+Registered as ``falcon/MultipathScheduling-v0`` on import (its vector entry
+point, ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``, is
+:class:`envs.vector_env.MultipathVectorEnv`: N instances stepped in one call);
 :func:`register_rllib` registers it with Ray RLlib.
 """
 
@@ -306,6 +308,14 @@ class MultipathSchedulingEnv(gym.Env):
         a = int(action)
         if not 0 <= a < self.n_paths:
             raise ValueError(f"action {action!r} outside Discrete({self.n_paths})")
+        reward, terminated, truncated, info = self._step(a)
+        return self._observe(), reward, terminated, truncated, {} if info is None else info
+
+    def _step(self, a: int) -> tuple[float, bool, bool, dict | None]:
+        """One decision with the checked action ``a``: ``(reward, terminated,
+        truncated, the final info or None)``; the observation is read after it
+        (``_observe``, or :class:`envs.vector_env.MultipathVectorEnv` straight
+        into its batch)."""
         conn = self.connection
         sched = self._sched
         sim = self._sim
@@ -361,8 +371,8 @@ class MultipathSchedulingEnv(gym.Env):
                 reward += sched.close_episode(conn, sim.now, terminated)
                 info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
         else:
-            info = {}
-        return self._observe(), float(reward), terminated, truncated, info
+            info = None
+        return float(reward), terminated, truncated, info
 
     def close(self):
         self.emulation = self.connection = self.application = self._sim = None
@@ -395,20 +405,40 @@ class MultipathSchedulingEnv(gym.Env):
         self._pack(self._obs, 0, *observe_into(self.connection, self._vals))
         return self._obs.copy()
 
+    def _observe_into(self, row: np.ndarray) -> None:
+        """The observation written into ``row`` (a float32 row of a batch), the
+        values :meth:`_observe` returns."""
+        if self._completion:
+            state = self._sched.state
+            if len(state):
+                row[:] = state
+            else:
+                row.fill(0.0)
+        else:
+            self._pack(row, 0, *observe_into(self.connection, self._vals))
+
     @property
     def steps(self) -> int:
         """Decisions taken in the current episode."""
         return self._steps
 
 
-def _rllib_env_creator(env_config=None) -> MultipathSchedulingEnv:
-    return MultipathSchedulingEnv(**dict(env_config or {}))
+def _rllib_env_creator(env_config=None):
+    config = dict(env_config or {})
+    if "num_envs" in config:  # RLlib's gym_env_vectorize_mode="vector_entry_point"
+        from envs.vector_env import MultipathVectorEnv
+
+        return MultipathVectorEnv(**config)
+    return MultipathSchedulingEnv(**config)
 
 
 def register_rllib(name: str = "falcon-multipath") -> str:
     """Register the environment with Ray RLlib (``ray.tune.registry``) under
     ``name``; the RLlib ``env_config`` dict holds the constructor arguments.
-    Does not start Ray. Returns ``name``."""
+    With ``config.env_runners(gym_env_vectorize_mode="vector_entry_point")``
+    RLlib's env runners step :class:`envs.vector_env.MultipathVectorEnv`
+    (``num_envs_per_env_runner`` instances in one call) instead of a
+    ``SyncVectorEnv`` of single environments. Does not start Ray. Returns ``name``."""
     from ray.tune.registry import register_env
 
     register_env(name, _rllib_env_creator)
@@ -416,7 +446,11 @@ def register_rllib(name: str = "falcon-multipath") -> str:
 
 
 if ENV_ID not in gym.registry:
-    gym.register(id=ENV_ID, entry_point="envs.gym_env:MultipathSchedulingEnv")
+    gym.register(
+        id=ENV_ID,
+        entry_point="envs.gym_env:MultipathSchedulingEnv",
+        vector_entry_point="envs.vector_env:MultipathVectorEnv",
+    )
 
 
 __all__ = [
