@@ -191,7 +191,7 @@ def test_train_default_is_the_main_job(compose):
         "static_5g_wlan",
         "mobile_5g_5g",
     ]  # Fig. 2
-    assert plan.seeds == list(range(20))
+    assert plan.seeds == list(range(120))  # the paper's repetitions
     assert cfg.runtime.name == "local" and cfg.tracking.enabled
 
 

@@ -190,9 +190,30 @@ def check(name: str, obj) -> None:
     )
 
 
+#: jobs run on a bank of the completion MDP (19 inputs over two paths), so that
+#: FALCON's default path is checked too: its waits, skipped dominated waits and
+#: tail copies (the paper-MDP bank of the other jobs commits every packet)
+COMPLETION_JOBS = {
+    "main_completion": [
+        "experiment=main",
+        "runs=3",
+        "scenario_list=[static_5g_wlan,mobile_5g_5g]",
+        "agent_list=[falcon]",
+    ],
+}
+
+
 @pytest.fixture(scope="module")
 def small_bank():
     return MetaModelBank.initial(ConditionGrid(), QNetSpec(8, 2, (16, 16, 16)), seed=3)
+
+
+@pytest.fixture(scope="module")
+def completion_bank():
+    from envs.mdp import COMPLETION, n_inputs
+
+    spec = QNetSpec(n_inputs(2, COMPLETION), 2, (16, 16, 16))
+    return MetaModelBank.initial(ConditionGrid(), spec, seed=3)
 
 
 @pytest.mark.parametrize("job", list(JOBS))
@@ -220,6 +241,30 @@ def test_seeded_results_are_unchanged(job, compose, tmp_path, monkeypatch, small
     ):  # the summary: per scenario, app and scheduler, the statistics of every metric
         res = {k: v for k, v in res.items() if k not in ("schedulers_info",)}
     check(job, res)
+
+
+@pytest.mark.parametrize("job", list(COMPLETION_JOBS))
+def test_seeded_completion_mdp_results_are_unchanged(
+    job, compose, tmp_path, monkeypatch, completion_bank
+):
+    from falcon import bank_job
+    from falcon.train import run_train_job
+
+    bank_file = tmp_path / "bank.h5"
+    completion_bank.write(bank_file)
+    monkeypatch.setattr(bank_job, "ensure_bank", lambda cfg, runtime=None, progress=True: None)
+    cfg = compose(
+        "train",
+        [
+            *COMPLETION_JOBS[job],
+            "tracking=none",
+            "progress=false",
+            f"output={tmp_path / 'out'}",
+            f"bank.path={bank_file}",
+        ],
+    )
+    res = run_train_job(cfg)
+    check(job, {k: v for k, v in res.items() if k != "schedulers_info"})
 
 
 @pytest.mark.parametrize("job", list(EVALUATE_JOBS))
