@@ -296,6 +296,7 @@ def test_bad_condition_exits_2_before_training(run_cli, tmp_path, path0, message
             "agent_overrides: unknown agent 'nosuch'",
         ),
         (["learnability.rules=[nosuch]"], "unknown agent 'nosuch'"),
+        (["learnability.sequential=yes"], "learnability.sequential: expected true or false"),
     ],
 )
 def test_bad_settings_are_one_line_errors(compose, overrides, message):
@@ -612,3 +613,40 @@ def test_the_oracles_resample_key_is_checked():
     with pytest.raises(ConfigError, match=r"x.resample: expected true or false, got 'yes'"):
         check_oracle({"thresholds": [None], "reinject": [True], "resample": "yes"}, "x")
     assert "resample" not in check_oracle({"thresholds": [None], "reinject": [True]}, "x")
+
+
+def test_sequential_runs_a_deployed_schedulers_seeds_on_one_instance(monkeypatch):
+    """learnability.sequential: one scheduler for all seeds of a condition, and
+    its own run_episode (a learner keeps what it learned); a fresh one per seed
+    otherwise. A scheduler without memory gives the same times either way."""
+    import falcon.jobs
+    from baselines.rule_based.minrtt import MinRTT
+
+    made, episodes = [], []
+
+    class Remembering(MinRTT):
+        def run_episode(self, scenario, app, seed):
+            episodes.append((id(self), seed))
+            return envs.run_episode(scenario, app, self, seed).metrics
+
+    def instantiate(name, cfg, **objects):
+        made.append(name)
+        return Remembering()
+
+    monkeypatch.setattr(falcon.jobs, "instantiate_agent", instantiate)
+    base = dict(
+        condition=0,
+        condition_name="x",
+        scheduler="remembering",
+        kind="deployed",
+        scenario={"name": "x", "paths": [{"link": "4g"}, {"link": "5g"}]},
+        app={"kind": "bulk", "size_bytes": 100_000},
+        agent={"_target_": "unused"},
+        seeds=(3, 4, 5),
+    )
+    seq = lb.run_unit(lb.Unit(**base, sequential=True))["runs"]
+    assert made == ["remembering"] and [s for _, s in episodes] == [3, 4, 5]
+    assert len({i for i, _ in episodes}) == 1  # one instance ran all three
+    fresh = lb.run_unit(lb.Unit(**base))["runs"]
+    assert len(made) == 4 and len(episodes) == 3  # a fresh scheduler per seed, envs.run_episode
+    assert [r["download_time_s"] for r in seq] == [r["download_time_s"] for r in fresh]

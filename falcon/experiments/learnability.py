@@ -48,6 +48,12 @@ section ``learnability``):
    condition), each from a fresh scheduler (rules) or from a copy of the
    trained one (learners: as falcon.train evaluates; DQN-On keeps learning
    within each evaluation run, every run starting from the trained state).
+   With ``sequential: true`` each deployed scheduler instead runs a
+   condition's seeds in that order on one instance, and one that learns
+   online (its own ``run_episode``: FALCON's change detection, cell evidence
+   and fine-tuning) keeps what it learned from one download to the next, as
+   a client that downloads again and again over the same paths would; its
+   score then includes what it paid to learn.
    The metric is ``download_time_s`` (for the web page condition: the page
    load time). Seeds of condition ``i``: training ``train_seed + 1000 i``
    (``train_seed``: falcon.train's key, kept apart from the evaluation
@@ -100,7 +106,7 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
                   "fixed_split_shares": [float], "within", "beat_margin", "bulk_size_bytes",
                   "max_conditions", "agent_overrides", "agents": {name: agent config},
                   "oracle": {"thresholds": [float | null], "reinject": [bool], "resample": true (only when set)} | null, "headroom_margin",
-                  "split": str | null, "runtime": str, "evaluation": str},
+                  "split": str | null, "sequential": bool, "runtime": str, "evaluation": str},
      "schedulers": [rules..., "best_single_path", "best_fixed_split", "oracle", "crossfit_policy",
                     "trace_aware_oracle" (oracle.resample only), learners..., deployed...],
      "conditions": [{"index", "name", "scenario": {...as given}, "app": {...normalised},
@@ -220,6 +226,8 @@ class Unit:
     ] = ()  # oracle: the family members of this job (falcon.experiments.oracle)
     # trace-aware oracle: per seed the agent config the oracle chose (None: none finished)
     seed_agents: tuple[dict | None, ...] = ()
+    # deployed: every seed in order on one scheduler (learnability.sequential)
+    sequential: bool = False
 
 
 # ---------------------------------------------------------------- jobs
@@ -277,7 +285,15 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
             agent.pop("train", None)  # deployed as configured: never trained on the condition
             if "seed" in agent:
                 agent["seed"] = sec["seed"] + i
-            units.append(Unit(scheduler=name, kind="deployed", agent=agent, **base))
+            units.append(
+                Unit(
+                    scheduler=name,
+                    kind="deployed",
+                    agent=agent,
+                    sequential=sec["sequential"],
+                    **base,
+                )
+            )
     return units
 
 
@@ -423,6 +439,26 @@ def _times(unit: Unit, agent) -> list[dict]:
     return [_one_run(unit, k, agent) for k in range(len(unit.seeds))]
 
 
+def _sequential_times(unit: Unit) -> list[dict]:
+    """Every seed of ``unit`` in order on one scheduler (``learnability.sequential``):
+    a scheduler that learns online keeps what it learned from one download to
+    the next (its own ``run_episode``, :func:`falcon.experiments.common.download`)."""
+    from falcon.jobs import instantiate_agent
+
+    scheduler = instantiate_agent(unit.scheduler, unit.agent)
+    runs = []
+    for s in unit.seeds:
+        m = common.download(scheduler, unit.scenario, unit.app, s)
+        runs.append(
+            {
+                METRIC: m[METRIC],
+                "timed_out": m.get("timed_out", 0.0),
+                OVERHEAD: m.get(OVERHEAD, 0.0),
+            }
+        )
+    return runs
+
+
 def _trace_runs(unit: Unit) -> list[dict]:
     """Each seed's resampled run of the agent the oracle chose there (NaN: it chose none)."""
     missing = {METRIC: math.nan, "timed_out": 1.0, OVERHEAD: 0.0}
@@ -445,6 +481,8 @@ def run_unit(unit: Unit) -> dict:
         out["members"] = {label(**m): _times(unit, {**unit.agent, **m}) for m in unit.members}
     elif unit.kind == TRACE_ORACLE:
         out["runs"] = _trace_runs(unit)
+    elif unit.sequential:
+        out["runs"] = _sequential_times(unit)
     else:
         out["runs"] = _times(unit, agent)
     out["wall_s"] = time.perf_counter() - t0
@@ -593,6 +631,7 @@ def _run(sec, conditions, agents, generalists, runtime, progress, log, models_di
             "agent_overrides",
             "oracle",
             "headroom_margin",
+            "sequential",
         )
     }
     settings_out["split"] = sec.get("split")
@@ -600,9 +639,18 @@ def _run(sec, conditions, agents, generalists, runtime, progress, log, models_di
         seeds=list(units[0].seeds),
         agents=agents,
         runtime=rt["name"],
-        evaluation="every run from a fresh scheduler (rules; deployed schedulers as "
-        "configured, e.g. FALCON from its bank, adapting within the run) or a copy "
-        "of the trained one (learners; online learners keep learning within the run)",
+        evaluation=(
+            "every run from a fresh scheduler (rules; deployed schedulers as "
+            "configured, e.g. FALCON from its bank, adapting within the run"
+            + (
+                "; with sequential: true one deployed scheduler runs a condition's "
+                "seeds in order, keeping what it learns across them"
+                if sec["sequential"]
+                else ""
+            )
+            + ") or a copy of the trained one (learners; online learners keep "
+            "learning within the run)"
+        ),
     )
     cond_out = [
         {

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from envs.apps import normalise_app
-from envs.errors import ConfigError, FalconInputError
+from envs.errors import ConfigError, FalconInputError, check_flag
 from envs.scenario import normalise_scenario
 from falcon.config import Plan, check_int, check_runtime, group_options
 from falcon.experiments import common
@@ -40,6 +40,7 @@ SECTION_KEYS = (
     "oracle",
     "headroom_margin",
     "split",
+    "sequential",
 )
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -231,6 +232,7 @@ def settings(cfg):
     sec["bulk_size_bytes"] = _optional_int(sec, "bulk_size_bytes")
     sec["max_conditions"] = _optional_int(sec, "max_conditions")
     sec["agent_overrides"] = sec.get("agent_overrides") or {}
+    sec["sequential"] = check_flag(sec.get("sequential", False), f"{JOB}.sequential")
     sec["split"] = check_list_name(sec, JOB)
     check_learners(sec["split"], sec["learners"], JOB)
     conditions = check_conditions(sec.get("conditions"), sec["bulk_size_bytes"])
