@@ -50,16 +50,12 @@ from envs.gym_env import DECISION_REWARDS_KEY, MultipathSchedulingEnv
 
 
 class MultipathVectorEnv(VectorEnv):
-    """``num_envs`` multipath-scheduling emulations stepped together (module docstring).
-
-    Args:
-        num_envs: instances (>= 1).
-        scenario, app: as :class:`~envs.gym_env.MultipathSchedulingEnv`'s.
-        copy: return a copy of the observation batch (default); ``False``
-            returns the batch the next call overwrites (faster, as
-            Gymnasium's ``copy=False``).
-        **env_kwargs: every other keyword of the single environment.
-    """
+    """``num_envs`` (>= 1) multipath-scheduling emulations stepped together
+    (module docstring). ``scenario``, ``app`` and every other keyword
+    (``env_kwargs``) are :class:`~envs.gym_env.MultipathSchedulingEnv`'s;
+    ``copy=True`` (default) returns a copy of the observation batch,
+    ``copy=False`` the batch that the next call overwrites (faster, as
+    Gymnasium's ``copy=False``)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 

@@ -59,6 +59,7 @@ def suite_section(sec: Mapping, seed: int, split: str, names: list[str]) -> dict
         "max_conditions": None,
         "agent_overrides": {},
         "split": split,
+        "sequential": False,  # the benchmark's protocol: every run from a fresh scheduler
     }
 
 
