@@ -176,9 +176,10 @@ def test_rllib_env_runner_steps_the_vector_env():
 
     from envs.gym_env import register_rllib
 
+    small = {"kind": "bulk", "size_bytes": 30_000}  # ~25 decisions: episodes end and reset
     config = (
         DQNConfig()
-        .environment(register_rllib(), env_config={"scenario": SCENARIO, "app": APP})
+        .environment(register_rllib(), env_config={"scenario": SCENARIO, "app": small})
         .env_runners(num_envs_per_env_runner=3, gym_env_vectorize_mode="vector_entry_point")
     )
     runner = SingleAgentEnvRunner(config=config)
@@ -186,6 +187,7 @@ def test_rllib_env_runner_steps_the_vector_env():
     assert runner.env.unwrapped.num_envs == 3
     episodes = runner.sample(num_timesteps=300, random_actions=True)
     assert sum(len(e) for e in episodes) == 300
+    assert sum(e.is_done for e in episodes) >= 6  # every instance ended and reset more than once
     runner.stop()
     assert not ray.is_initialized()
 
