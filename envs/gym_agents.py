@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from envs.credit import CompletionCredit
+from envs.gym_core import CompletionCore
 from envs.mdp import (
     COMPLETION_UNIT,
     ack_credit,
@@ -113,63 +113,18 @@ class PacketAgent(Scheduler):
         return extra
 
 
-class CompletionAgent(Scheduler):
+class CompletionAgent(CompletionCore, Scheduler):
     """The completion MDP's side of the environment (:mod:`envs.mdp`): at a
     decision request it computes the state and stops the simulator; the
     action then goes through the MDP's decoding (probe, path or wait), and
-    the completion credit of every decision is collected per step."""
+    the completion credit of every decision is collected per step. Its work
+    is :class:`envs.gym_core.CompletionCore`'s, in the compiled core."""
 
     name = "gym-agent"
     reask_when_idle = False  # a wait is on a full path: its ACK asks again
 
     def __init__(self, hindsight_rtts: float, reward_unit: str = COMPLETION_UNIT):
-        self.hindsight_rtts = hindsight_rtts
-        self.reward_unit = reward_unit
-        self.action: int | None = None
-        self.requested = False
-        self.sim: EventClock | None = None
-        self.state: list[float] = []
-        self.credits: list[float] = []  # per step (decision), NaN while unknown
-        self.step_credit = 0.0
-        self._credit: CompletionCredit | None = None
-        self._steps: deque = deque()  # step index of each open record
-
-    def reset(self, view: ConnectionView) -> None:
-        self.sim = view.sim
-        self.action = None
-        self.requested = False
-        self.credits = []
-        self.step_credit = 0.0
-        self._credit = CompletionCredit(len(view.paths), self.hindsight_rtts, unit=self.reward_unit)
-        self._steps = deque()
-
-    def decide(self, view: ConnectionView) -> int | Decision | None:
-        a = self.action
-        now = self.sim.now
-        if a is None:
-            self.state = self._credit.observe(view, now)
-            self._take(self._credit.ready(view, now))
-            self.requested = True
-            self.sim.stop()
-            return None
-        self.action = None
-        _, d = self._credit.act(view, self.state, a, now)
-        self._steps.append(len(self.credits))
-        self.credits.append(math.nan)
-        return d
-
-    def _take(self, transitions) -> None:
-        for t in transitions:
-            i = self._steps.popleft()
-            self.credits[i] = t[2]
-            self.step_credit += t[2]
-
-    def close_episode(self, view: ConnectionView, now: float, done: bool) -> float:
-        """Close every open decision; returns the credits that became known."""
-        before = self.step_credit
-        self._take(self._credit.finish(view, now, done))
-        self.credits = [0.0 if c != c else c for c in self.credits]
-        return self.step_credit - before
+        CompletionCore.__init__(self, hindsight_rtts, reward_unit)
 
 
 __all__ = ["PacketAgent", "CompletionAgent"]

@@ -131,6 +131,7 @@ from gymnasium import spaces
 from envs.apps import normalise_app
 from envs.errors import ConfigError
 from envs.gym_agents import CompletionAgent, PacketAgent
+from envs.gym_core import advance, hand_over
 from envs.mdp import (  # the MDP's one home; re-exported here
     COMPLETION,
     COMPLETION_HIGH,
@@ -319,40 +320,11 @@ class MultipathSchedulingEnv(gym.Env):
         conn = self.connection
         sched = self._sched
         sim = self._sim
-        delivered0 = conn.delivered
-        t0 = sim.now
-        sched.ack_credit = 0.0
-        sched.ack_count = 0
-        if self._per_decision:
-            sched.begin_step()
-        elif self._completion:
-            sched.step_credit = 0.0
-        if sched.requested:
-            sched.requested = False
-            sched.action = a
-            # a request inside try_send stops the simulator again; until then
-            # a wait is a wait (Connection.try_send arms the pacer's wake-up)
-            sim.stopped = False
-            conn.try_send()  # consumes the action; may ask for the next one
-            # defensive: if the state changed so that no packet was sent, the
-            # action is dropped rather than applied to a later state
-            sched.action = None
-        self._advance()
-        self._steps += 1
-
-        if self._rew_goodput:  # inlined: the common case
-            reward = (conn.delivered - delivered0) * self._inv_payload
-        elif self._per_decision or self._completion:
-            reward = sched.step_credit
+        if self._completion:  # the hand-over and the run, in the compiled core
+            reward = hand_over(sched, conn, self.application, sim, a, self._until)
         else:
-            reward = step_reward(
-                self.reward_kind,
-                conn.delivered - delivered0,
-                sim.now - t0,
-                conn.payload,
-                sched.ack_credit,
-                sched.ack_count,
-            )
+            reward = self._packet_step(a)
+        self._steps += 1
 
         terminated = self.application.done
         truncated = not terminated and (
@@ -382,16 +354,44 @@ class MultipathSchedulingEnv(gym.Env):
     # ------------------------------------------------------------ internals
     def _advance(self) -> None:
         """Run the emulator until a decision is requested, the app completes,
-        the time limit passes or no event is left."""
+        the time limit passes or no event is left (:func:`envs.gym_core.advance`)."""
+        advance(self._sched, self.application, self._sim, self._until)
+
+    def _packet_step(self, a: int) -> float:
+        """The paper MDP's step (every reward but ``"completion"``): the
+        action handed over, the emulator run to the next request; its reward."""
+        conn = self.connection
         sched = self._sched
-        app = self.application
         sim = self._sim
-        until = self._until
-        while not sched.requested and not app.done:
-            if sim.now >= until or not sim.pending:
-                return
-            sim.run(until)  # Simulator.run clears `stopped` first: never call it
-            # with a request pending (handled by the loop condition)
+        delivered0 = conn.delivered
+        t0 = sim.now
+        sched.ack_credit = 0.0
+        sched.ack_count = 0
+        if self._per_decision:
+            sched.begin_step()
+        if sched.requested:
+            sched.requested = False
+            sched.action = a
+            # a request inside try_send stops the simulator again; until then
+            # a wait is a wait (Connection.try_send arms the pacer's wake-up)
+            sim.stopped = False
+            conn.try_send()  # consumes the action; may ask for the next one
+            # defensive: if the state changed so that no packet was sent, the
+            # action is dropped rather than applied to a later state
+            sched.action = None
+        self._advance()
+        if self._rew_goodput:  # inlined: the common case
+            return (conn.delivered - delivered0) * self._inv_payload
+        if self._per_decision:
+            return sched.step_credit
+        return step_reward(
+            self.reward_kind,
+            conn.delivered - delivered0,
+            sim.now - t0,
+            conn.payload,
+            sched.ack_credit,
+            sched.ack_count,
+        )
 
     def _observe(self) -> np.ndarray:
         if self._completion:  # the credit's float32 row ([] before any decision)

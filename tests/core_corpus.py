@@ -307,6 +307,24 @@ def shared_bottleneck_digest(seed: int) -> str:
     return _digest(*parts)
 
 
+def gym_digest(reward: str, seed: int) -> str:
+    """Three instances of the Gymnasium environment stepped as one vector
+    environment (:mod:`envs.vector_env`, next-step autoreset) by a policy of
+    the state: every observation, reward and end."""
+    from envs.vector_env import MultipathVectorEnv
+
+    venv = MultipathVectorEnv(
+        3, {"paths": [{"link": "4g"}, {"link": "5g"}]}, _bulk(60_000), reward=reward
+    )
+    obs, _ = venv.reset(seed=seed)
+    parts = [obs]
+    for _ in range(150):
+        obs, rew, term, trunc, _ = venv.step((obs[:, 0] > obs[:, obs.shape[1] // 2]).astype(int))
+        parts += [obs, rew, term, trunc]
+    venv.close()
+    return _digest(*parts)
+
+
 def digests(seeds=(0, 1)) -> dict[str, str]:
     out = {
         f"{name}/{seed}": episode_digest(sc, app, sched, seed)
@@ -314,6 +332,13 @@ def digests(seeds=(0, 1)) -> dict[str, str]:
         for seed in seeds
     }
     out.update({f"shared_bottleneck/{seed}": shared_bottleneck_digest(seed) for seed in seeds})
+    out.update(
+        {
+            f"gym_{reward}/{seed}": gym_digest(reward, seed)
+            for reward in ("completion", "goodput")
+            for seed in seeds
+        }
+    )
     return out
 
 
