@@ -20,6 +20,6 @@ cdef class CompletionCore:
     @cython.locals(i=Py_ssize_t, c=cython.double)
     cpdef _take(self, transitions)
 
-cpdef double hand_over(CompletionCore agent, Connection conn, object app, Simulator sim,
-                       long long action, double until) except? -1.0
+cpdef hand_over(object agent, Connection conn, object app, Simulator sim,
+                long long action, double until)
 cpdef advance(object agent, object app, Simulator sim, double until)

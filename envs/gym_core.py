@@ -3,9 +3,9 @@
 :class:`CompletionCore` is the data and the per-decision work of
 :class:`envs.gym_agents.CompletionAgent` (which adds the scheduler's class
 attributes); :func:`hand_over` is the part of
-:meth:`envs.gym_env.MultipathSchedulingEnv.step` between two decisions of
-the completion MDP: the action handed to the connection, the emulation run
-to the next decision request. Both run on every decision of the environment
+:meth:`envs.gym_env.MultipathSchedulingEnv.step` between two decisions (of
+either MDP): the action handed to the connection, the emulation run to the
+next decision request. Both run on every decision of the environment
 (and of its vector form), so they are in the compiled core: a decision then
 costs no Python frame of its own. The ``.py`` build is the reference, and
 both give the same episodes (``tests/test_gym_env.py``, ``tests/test_vector_env.py``).
@@ -78,11 +78,10 @@ class CompletionCore:
         return self.step_credit - before
 
 
-def hand_over(agent: CompletionCore, conn, app, sim, action: int, until: float) -> float:
-    """One step of the completion MDP: ``action`` to the decision asked for (if
-    one is), then the emulation run until the next request, the app's end, the
-    time limit ``until`` [s] or the last event; returns the step's credit."""
-    agent.step_credit = 0.0
+def hand_over(agent, conn, app, sim, action: int, until: float) -> None:
+    """One step of either MDP between two decisions: ``action`` to the decision
+    ``agent`` asked for (if it asked), then the emulation run until its next
+    request, the app's end, the time limit ``until`` [s] or the last event."""
     if agent.requested:
         agent.requested = False
         agent.action = action
@@ -94,7 +93,6 @@ def hand_over(agent: CompletionCore, conn, app, sim, action: int, until: float) 
         # action is dropped rather than applied to a later state
         agent.action = None
     advance(agent, app, sim, until)
-    return agent.step_credit
 
 
 def advance(agent, app, sim, until: float) -> None:

@@ -253,7 +253,6 @@ class MultipathSchedulingEnv(gym.Env):
             if self._completion
             else PacketAgent(ack_feedback=(reward == "ack_rate"), per_decision=self._per_decision)
         )
-        self._obs = np.zeros(n_in, dtype=np.float32)
         self._vals = [0.0] * n_in
         self._pack = struct.Struct(f"={n_in}f").pack_into
         self._rew_goodput = reward == "goodput"
@@ -320,8 +319,10 @@ class MultipathSchedulingEnv(gym.Env):
         conn = self.connection
         sched = self._sched
         sim = self._sim
-        if self._completion:  # the hand-over and the run, in the compiled core
-            reward = hand_over(sched, conn, self.application, sim, a, self._until)
+        if self._completion:
+            sched.step_credit = 0.0
+            hand_over(sched, conn, self.application, sim, a, self._until)
+            reward = sched.step_credit
         else:
             reward = self._packet_step(a)
         self._steps += 1
@@ -369,17 +370,7 @@ class MultipathSchedulingEnv(gym.Env):
         sched.ack_count = 0
         if self._per_decision:
             sched.begin_step()
-        if sched.requested:
-            sched.requested = False
-            sched.action = a
-            # a request inside try_send stops the simulator again; until then
-            # a wait is a wait (Connection.try_send arms the pacer's wake-up)
-            sim.stopped = False
-            conn.try_send()  # consumes the action; may ask for the next one
-            # defensive: if the state changed so that no packet was sent, the
-            # action is dropped rather than applied to a later state
-            sched.action = None
-        self._advance()
+        hand_over(sched, conn, self.application, sim, a, self._until)
         if self._rew_goodput:  # inlined: the common case
             return (conn.delivered - delivered0) * self._inv_payload
         if self._per_decision:
@@ -394,27 +385,23 @@ class MultipathSchedulingEnv(gym.Env):
         )
 
     def _observe(self) -> np.ndarray:
-        if self._completion:  # the credit's float32 row ([] before any decision)
-            state = self._sched.state
-            return (
-                np.array(state, np.float32) if len(state) else np.zeros(len(self._vals), np.float32)
-            )
-        # Python floats are packed straight into the preallocated float32
-        # buffer (struct is several times faster than numpy item or slice
-        # assignment for a handful of values); the caller gets a copy.
-        self._pack(self._obs, 0, *observe_into(self.connection, self._vals))
-        return self._obs.copy()
+        obs = np.empty(len(self._vals), np.float32)
+        self._observe_into(obs)
+        return obs
 
     def _observe_into(self, row: np.ndarray) -> None:
-        """The observation written into ``row`` (a float32 row of a batch), the
-        values :meth:`_observe` returns."""
-        if self._completion:
+        """The observation written into ``row`` (a float32 array, e.g. a row of
+        a batch)."""
+        if self._completion:  # the credit's float32 row ([] before any decision)
             state = self._sched.state
             if len(state):
                 row[:] = state
             else:
                 row.fill(0.0)
         else:
+            # Python floats are packed straight into the float32 buffer (struct
+            # is several times faster than numpy item or slice assignment for a
+            # handful of values)
             self._pack(row, 0, *observe_into(self.connection, self._vals))
 
     @property

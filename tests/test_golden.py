@@ -216,19 +216,20 @@ def completion_bank():
     return MetaModelBank.initial(ConditionGrid(), spec, seed=3)
 
 
-@pytest.mark.parametrize("job", list(JOBS))
-def test_seeded_results_are_unchanged(job, compose, tmp_path, monkeypatch, small_bank):
+@pytest.mark.parametrize("job", [*JOBS, *COMPLETION_JOBS])
+def test_seeded_results_are_unchanged(job, compose, tmp_path, monkeypatch, request):
     from falcon import bank_job
     from falcon.train import run_train_job
 
+    bank = request.getfixturevalue("completion_bank" if job in COMPLETION_JOBS else "small_bank")
     bank_file = tmp_path / "bank.h5"
-    small_bank.write(bank_file)
-    monkeypatch.setattr(common, "experiment_bank", lambda cfg, progress=True: small_bank)
+    bank.write(bank_file)
+    monkeypatch.setattr(common, "experiment_bank", lambda cfg, progress=True: bank)
     monkeypatch.setattr(bank_job, "ensure_bank", lambda cfg, runtime=None, progress=True: None)
     cfg = compose(
         "train",
         [
-            *JOBS[job],
+            *{**JOBS, **COMPLETION_JOBS}[job],
             "tracking=none",
             "progress=false",
             f"output={tmp_path / 'out'}",
@@ -236,35 +237,11 @@ def test_seeded_results_are_unchanged(job, compose, tmp_path, monkeypatch, small
         ],
     )
     res = run_train_job(cfg)
-    if (
-        job == "main"
-    ):  # the summary: per scenario, app and scheduler, the statistics of every metric
+    if job.startswith(
+        "main"
+    ):  # the summary: per scenario, app and scheduler, every metric's statistics
         res = {k: v for k, v in res.items() if k not in ("schedulers_info",)}
     check(job, res)
-
-
-@pytest.mark.parametrize("job", list(COMPLETION_JOBS))
-def test_seeded_completion_mdp_results_are_unchanged(
-    job, compose, tmp_path, monkeypatch, completion_bank
-):
-    from falcon import bank_job
-    from falcon.train import run_train_job
-
-    bank_file = tmp_path / "bank.h5"
-    completion_bank.write(bank_file)
-    monkeypatch.setattr(bank_job, "ensure_bank", lambda cfg, runtime=None, progress=True: None)
-    cfg = compose(
-        "train",
-        [
-            *COMPLETION_JOBS[job],
-            "tracking=none",
-            "progress=false",
-            f"output={tmp_path / 'out'}",
-            f"bank.path={bank_file}",
-        ],
-    )
-    res = run_train_job(cfg)
-    check(job, {k: v for k, v in res.items() if k != "schedulers_info"})
 
 
 @pytest.mark.parametrize("job", list(EVALUATE_JOBS))

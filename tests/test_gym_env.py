@@ -67,9 +67,9 @@ def test_spaces_and_initial_observation():
     np.testing.assert_allclose(obs[7], 0.333 / RTT_SCALE_S, rtol=1e-6)
     assert obs[1] == 0.0  # nothing in flight yet
     assert "emulator_seed" in info
-    # the returned observation is a copy, not the internal buffer
+    # the returned observation is the caller's own: writing it changes no later one
     obs[:] = -1
-    assert env._obs[0] != -1
+    assert env._observe()[0] != -1
 
 
 @pytest.mark.parametrize("policy", [lambda o, r: 0, random_policy], ids=["path0", "random"])

@@ -427,6 +427,11 @@ def _one_run(unit: Unit, k: int, agent, resampled: bool = False) -> dict:
             agent,
         )
     )["metrics"]
+    return _run_record(m)
+
+
+def _run_record(m: Mapping) -> dict:
+    """What the suite keeps of a run's metrics ``m``."""
     return {
         METRIC: m[METRIC],
         "timed_out": m.get("timed_out", 0.0),
@@ -446,17 +451,7 @@ def _sequential_times(unit: Unit) -> list[dict]:
     from falcon.jobs import instantiate_agent
 
     scheduler = instantiate_agent(unit.scheduler, unit.agent)
-    runs = []
-    for s in unit.seeds:
-        m = common.download(scheduler, unit.scenario, unit.app, s)
-        runs.append(
-            {
-                METRIC: m[METRIC],
-                "timed_out": m.get("timed_out", 0.0),
-                OVERHEAD: m.get(OVERHEAD, 0.0),
-            }
-        )
-    return runs
+    return [_run_record(common.download(scheduler, unit.scenario, unit.app, s)) for s in unit.seeds]
 
 
 def _trace_runs(unit: Unit) -> list[dict]:

@@ -232,7 +232,7 @@ def settings(cfg):
     sec["bulk_size_bytes"] = _optional_int(sec, "bulk_size_bytes")
     sec["max_conditions"] = _optional_int(sec, "max_conditions")
     sec["agent_overrides"] = sec.get("agent_overrides") or {}
-    sec["sequential"] = check_flag(sec.get("sequential", False), f"{JOB}.sequential")
+    sec["sequential"] = check_flag(sec.get("sequential"), f"{JOB}.sequential")
     sec["split"] = check_list_name(sec, JOB)
     check_learners(sec["split"], sec["learners"], JOB)
     conditions = check_conditions(sec.get("conditions"), sec["bulk_size_bytes"])
