@@ -53,7 +53,7 @@ from baselines.modes.experience import (
     mc_transitions,
     reward_constants,
 )
-from baselines.modes.features import n_inputs
+from baselines.modes.history import check_downloads, with_history
 from baselines.modes.learner import Ensemble
 from envs.errors import ConfigError
 from metalearning.reptile import _load_stack, _read_stack, initial_params, reptile_step
@@ -72,7 +72,9 @@ class ModeBank:
     log); ``cells[c][e]``: weight list ``[W0, b0, ...]`` of member ``e`` of
     cell ``c``; ``meta``: the members of ``Theta``, the meta-model of every
     task (the ``selection: global`` ablation); ``classifier`` / ``classifier_spec``:
-    the cell classifier; ``cell_tasks``: task indices per cell."""
+    the cell classifier; ``cell_tasks``: task indices per cell;
+    ``history_downloads``: the past downloads the condition memory of
+    :mod:`baselines.modes.history` summarises (0: the states have none)."""
 
     modes: list
     spec: QNetSpec
@@ -81,6 +83,7 @@ class ModeBank:
     classifier: list[np.ndarray]
     classifier_spec: QNetSpec
     cell_tasks: list[list[int]]
+    history_downloads: int = 0
 
     def __post_init__(self) -> None:
         self._q = [Ensemble([NumpyQNet(w, self.spec) for w in c]) for c in self.cells]
@@ -248,18 +251,25 @@ def build_mode_bank(
     meta_lr: float = 0.5,
     classifier_steps: int = 2000,
     training: str = "reptile",
+    history_downloads: int = 0,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[ModeBank, dict]:
-    """The bank of the module docstring from one behaviour log per task; ``(bank, metrics)``."""
+    """The bank of the module docstring from one behaviour log per task; ``(bank, metrics)``.
+    ``history_downloads`` > 0: the states carry the condition memory of
+    :mod:`baselines.modes.history` (each episode twice: no past, and up to
+    that many other episodes of its task as the past)."""
     config = config or DQNConfig(gamma=0.0)
     if len(logs) < 2:
         raise ConfigError(f"mode bank: needs at least 2 tasks, got {len(logs)}")
+    history_downloads = check_downloads(history_downloads)
+    if history_downloads:
+        logs = with_history(logs, history_downloads, seed)
     parts = [mc_transitions(ep, reward_constants(ep)[0]) for ep in logs]
     states = np.concatenate([p.states for p in parts])
     mean, spread = states.mean(0), np.maximum(states.std(0), 1e-3)
     spec = QNetSpec(
-        n_inputs(2),
+        states.shape[1],
         len(modes),
         tuple(int(h) for h in hidden),
         "relu",
@@ -306,6 +316,7 @@ def build_mode_bank(
         classifier,
         cls_spec,
         cell_tasks,
+        history_downloads,
     )
     hits = np.mean(
         [

@@ -4,7 +4,9 @@ Attributes: ``format``, ``format_version``, ``framework_version``,
 ``created``, ``modes`` (JSON, as :mod:`baselines.modes.files`), ``spec`` and
 ``classifier_spec`` (JSON of :class:`baselines.dqn.network.QNetSpec`),
 ``cell_tasks`` (JSON: task indices per cell), ``tasks`` (JSON: the tasks'
-``[scenario, app]``, what the bank was built from), ``members``. Datasets
+``[scenario, app]``, what the bank was built from), ``members``,
+``history_downloads`` (:mod:`baselines.modes.history`; absent in a bank
+written before it: 0). Datasets
 (float32, ``W`` ``[in, out]``): ``cells/<c>/<member>/W0, b0, ...``,
 ``meta/<member>/...`` (``Theta``) and ``classifier/...``. Written to a
 temporary file and renamed; read back with one-line errors
@@ -25,6 +27,7 @@ from baselines.dqn.files import (
     write_header,
 )
 from baselines.dqn.network import QNetSpec
+from baselines.modes.features import n_inputs
 from baselines.modes.files import (
     check_header,
     make_modes_from,
@@ -33,6 +36,7 @@ from baselines.modes.files import (
     read_net,
     write_net,
 )
+from baselines.modes.history import n_history_inputs
 from metalearning.mode_bank import ModeBank
 
 FORMAT = "falcon-mode-bank"
@@ -51,6 +55,7 @@ def write_bank(path, bank: ModeBank, tasks=()) -> Path:
             f.attrs["cell_tasks"] = json.dumps(bank.cell_tasks)
             f.attrs["tasks"] = json.dumps([list(t) for t in tasks], default=str)
             f.attrs["members"] = len(bank.meta)
+            f.attrs["history_downloads"] = int(bank.history_downloads)
             for c, members in enumerate(bank.cells):
                 for m, w in enumerate(members):
                     write_net(f, f"cells/{c}/{m}", w)
@@ -74,6 +79,9 @@ def read_bank(path) -> ModeBank:
             modes = make_modes_from(json.loads(f.attrs["modes"]))
             cell_tasks = json.loads(f.attrs["cell_tasks"])
             members = integer_attribute(f.attrs.get("members"), "members")
+            history = integer_attribute(f.attrs.get("history_downloads", 0), "history_downloads")
+            if history < 0:
+                raise ValueError(f"history_downloads is {history}, below 0")
             cells = [
                 [read_net(f, f"cells/{c}/{m}", spec, p) for m in range(members)]
                 for c in range(len(cell_tasks))
@@ -89,7 +97,13 @@ def read_bank(path) -> ModeBank:
             f"{p}: {spec.n_actions} Q-values for {len(modes)} modes, {cls_spec.n_actions} "
             f"classifier outputs for {len(cells)} cells, {members} members: inconsistent"
         )
-    return ModeBank(modes, spec, cells, meta, classifier, cls_spec, cell_tasks)
+    expected = n_inputs(2) + (n_history_inputs(2) if history else 0)
+    if spec.n_inputs != expected:
+        raise ModelFileError(
+            f"{p}: {spec.n_inputs} inputs, but {expected} for two paths with "
+            f"history_downloads {history}: inconsistent"
+        )
+    return ModeBank(modes, spec, cells, meta, classifier, cls_spec, cell_tasks, history)
 
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "write_bank", "read_bank"]

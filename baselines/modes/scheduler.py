@@ -117,13 +117,21 @@ def unacked_bytes(view: ConnectionView) -> float:
 
 class ModeScheduler(Scheduler):
     """Two paths; ``chooser(state) -> mode index`` at every epoch boundary
-    (module docstring). ``modes``: :func:`make_modes`' list."""
+    (module docstring). ``modes``: :func:`make_modes`' list; ``augment(state)
+    -> state``: entries appended to the observed state before the chooser
+    sees it and the trace keeps it (:class:`baselines.modes.history.DownloadHistory`)."""
 
     name = "modes"
     reinjects = True
 
-    def __init__(self, modes: Sequence, chooser: Callable[[np.ndarray], int]) -> None:
+    def __init__(
+        self,
+        modes: Sequence,
+        chooser: Callable[[np.ndarray], int],
+        augment: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> None:
         self.modes = list(modes)
+        self.augment = augment
         self.rules = {m: rule_scheduler(m) for m in self.modes if isinstance(m, str)}
         self.entries = [mode_entries(m, self.rules.get(m)) for m in self.modes]
         self.chooser = chooser
@@ -151,6 +159,8 @@ class ModeScheduler(Scheduler):
         if self._epoch_end < 0:
             self.observer.reset(view)
         state = self.observer.observe(view, *self.entries[self._mode])
+        if self.augment is not None:
+            state = self.augment(state)
         self._mode = int(self.chooser(state))
         if not 0 <= self._mode < len(self.modes):
             raise ConfigError(f"{self.name}: mode {self._mode} chosen, there are {len(self.modes)}")

@@ -69,6 +69,14 @@ bank per variant, zero-shot: the suite deploys a fresh copy per download):
   the stress experiment the paired scores at 0.3 s rose from 0.736 to 1.012
   (the medians' ratios moved by -0.03 to +0.03); the convergence
   experiment is unchanged.
+* ``history_downloads`` (:mod:`baselines.modes.history`, default 0): a
+  summary of what the paths did over the last 8 downloads (silent epochs,
+  the longest silence, the mean and spread of the delivery rate) joined to
+  every state, the bank trained on each episode with no past and with other
+  episodes of its task as the past. It lost on two banks: 1.055 and 1.078
+  fresh per run, 1.082 and 1.099 with the suite's ``sequential`` protocol
+  (where the memory carries), against 1.033 and 1.062 without; the cause
+  was not isolated (docs/explanation/falcon.md).
 * ``finetune_steps``: 16 steps after each download made one bin of the
   convergence experiment 0.786 of the best known (1.034 without): a
   download's epochs after its last change of mode are a few states of one
@@ -90,6 +98,7 @@ import numpy as np
 from baselines.dqn.learner import BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet
 from baselines.modes.experience import Episode, collect_tasks, mc_transitions
+from baselines.modes.history import DownloadHistory, check_downloads
 from baselines.modes.learner import Ensemble, hold_or_switch
 from baselines.modes.scheduler import DEFAULT_SHARES, ModeScheduler, make_modes, mode_index
 from envs import run_episode as emulate
@@ -142,6 +151,9 @@ class FalconModes(Scheduler, Trainable):
         finetune_steps: DQN steps after each download on the cell's replay (0: none).
         finetune_lr, batch_size: the fine-tuning's Adam step size and mini-batch.
         replay_capacity: transitions kept per cell for fine-tuning.
+        history_downloads: the past downloads on the same paths whose summary
+            joins every state (:mod:`baselines.modes.history`; 0: none); the
+            bank is built with it and must have the same.
         seed: the fine-tuning's mini-batches (the bank is built from ``fit``'s ``seed``).
         model: a built bank (``bank.h5`` or its folder) instead of building one.
     """
@@ -166,6 +178,7 @@ class FalconModes(Scheduler, Trainable):
         finetune_lr: float = 1e-3,
         batch_size: int = 64,
         replay_capacity: int = 4096,
+        history_downloads: int = 0,
         seed: int = 0,
         model: str | None = None,
     ) -> None:
@@ -188,6 +201,7 @@ class FalconModes(Scheduler, Trainable):
         self.selection, self.evidence_epochs = selection, int(evidence_epochs)
         self.finetune_steps, self.replay_capacity = int(finetune_steps), int(replay_capacity)
         self.config = DQNConfig(lr=float(finetune_lr), batch_size=int(batch_size), gamma=0.0)
+        self.history_downloads = check_downloads(history_downloads)
         self.seed = int(seed)
         self.bank: ModeBank | None = None
         self.tasks: list = []
@@ -204,6 +218,7 @@ class FalconModes(Scheduler, Trainable):
         self._times: deque = deque(maxlen=UNIT_MEMORY)
         self._rng = np.random.default_rng(self.seed)
         self._inner: ModeScheduler | None = None
+        self._history = DownloadHistory(self.history_downloads) if self.history_downloads else None
         self.cell: int | None = None
         self.cells_used: list[int | None] = []
         self.finetunes = 0
@@ -258,7 +273,11 @@ class FalconModes(Scheduler, Trainable):
             raise ConfigError(
                 f"{self.name}: no bank (build it with falcon.train, or give model=PATH)"
             )
-        self._inner = ModeScheduler(self.modes, self._chooser())
+        augment = None
+        if self._history is not None:
+            self._history.start()
+            augment = self._history.augment
+        self._inner = ModeScheduler(self.modes, self._chooser(), augment)
         self._inner.reset(view)
 
     def decide(self, view: ConnectionView) -> int | Decision | None:
@@ -346,6 +365,7 @@ class FalconModes(Scheduler, Trainable):
             meta_lr=meta_lr,
             classifier_steps=classifier_steps,
             training=training,
+            history_downloads=self.history_downloads,
             seed=seed,
             progress=say,
         )
@@ -370,6 +390,11 @@ class FalconModes(Scheduler, Trainable):
         if self.bank.modes != self.modes:
             raise ConfigError(
                 f"{self.name}: the bank {path} has the modes {self.bank.modes}, the config {self.modes}"
+            )
+        if self.bank.history_downloads != self.history_downloads:
+            raise ConfigError(
+                f"{self.name}: the bank {path} was built with history_downloads "
+                f"{self.bank.history_downloads}, the config has {self.history_downloads}"
             )
         self.members, self.n_cells = len(self.bank.meta), self.bank.n_cells
 
