@@ -7,6 +7,26 @@ import math
 import numpy as np
 
 
+def percentile(values, p: float) -> float:
+    """``float(np.percentile(values, p))`` (its default, linear interpolation
+    between the closest ranks), bit for bit, for finite values: NumPy's own
+    call costs about 35 us of argument handling, as much as a short
+    episode's whole emulation; a test checks the equality."""
+    s = np.sort(np.asarray(values, dtype=np.float64), axis=None)
+    n = len(s)
+    q = p / 100
+    virtual = (n - 1) * q  # NumPy's virtual index for its default method
+    if virtual >= n - 1:
+        return float(s[-1])
+    if virtual < 0:
+        return float(s[0])
+    i = math.floor(virtual)
+    a, b = float(s[i]), float(s[i + 1])
+    t = virtual - i
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
 def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
     """Flat dict of floats (schema in docs/reference/formats/scenario_schema.md).
 
@@ -45,7 +65,7 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
         else:  # thinned (a long connection): exact mean and max, p99 of the kept samples
             m["oqs_mean_bytes"] = conn.oqs_sum / conn.oqs_seen
             m["oqs_max_bytes"] = float(conn.oqs_peak)
-        m["oqs_p99_bytes"] = float(np.percentile(v, 99))
+        m["oqs_p99_bytes"] = percentile(v, 99)
     else:
         m["oqs_mean_bytes"] = m["oqs_p99_bytes"] = m["oqs_max_bytes"] = 0.0
     sent_total = sum(p.bytes_sent for p in conn.paths) or 1
@@ -60,5 +80,5 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
     times = [t for t in app.object_times() if not math.isnan(t)]
     if len(app.sizes) > 1 and times:
         m["object_time_mean_s"] = float(np.mean(times))
-        m["object_time_p95_s"] = float(np.percentile(times, 95))
+        m["object_time_p95_s"] = percentile(times, 95)
     return m

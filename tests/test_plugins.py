@@ -95,6 +95,30 @@ def test_the_example_plugins_are_found_by_their_entry_point_names(example):
     assert names["smooth_rtt"] == names["rate_split"] == "plugin" and names["minrtt"] == "builtin"
 
 
+def test_the_registry_is_built_once_and_again_when_what_it_reads_changes(example, monkeypatch):
+    from baselines import registry
+
+    builds = []
+    real = registry._registered
+    monkeypatch.setattr(
+        registry, "_registered", lambda *a: builds.append(1) or real(*a), raising=True
+    )
+    monkeypatch.setitem(registry._REGISTERED, "entry_points", None)
+    assert resolve_scheduler("smooth_rtt").origin == "plugin"
+    resolve_scheduler("minrtt")
+    builtins, _ = registry.registered()
+    builtins.pop("minrtt")  # a caller's copy: the kept answer is not touched
+    assert len(builds) == 1 and resolve_scheduler("minrtt").origin == "builtin"
+    # a new built-in, and a distribution put on sys.path, are seen at once
+    monkeypatch.setitem(SCHEDULERS, "minrtt_twin", SCHEDULERS["minrtt"])
+    assert resolve_scheduler("minrtt_twin").name == "minrtt_twin" and len(builds) == 2
+    site = write_dist(
+        example.parent / "site2", "falcon-other", "1.0", {"other": "extsched.smooth:SmoothedRTT"}
+    )
+    monkeypatch.syspath_prepend(str(site))
+    assert resolve_scheduler("other").distribution == "falcon-other" and len(builds) == 3
+
+
 def test_make_scheduler_knows_every_builtin_agent_class(tmp_path, monkeypatch):
     """Every class a configs/agent/*.yaml names is a make_scheduler built-in:
     baselines' table, or (the falcon layer's) an entry point of the project's
