@@ -15,6 +15,11 @@ group (``configs/agent/<name>.yaml`` ..., and the folders on ``hydra.searchpath`
 used wherever its name appears in the list; the other names are composed from
 their files as they are. If the command line selects ``agent=NAME`` and does
 not give ``agent_list``, that one agent runs (same for scenario and app).
+Outside a Hydra job (``hydra.compose`` in a notebook or a test) the
+selection's name is not recorded unless the config was composed with
+``return_hydra_config=True``; then a selection that equals a config file is
+matched to it, and one with overrides beside a list is a one-line error
+rather than dropped.
 """
 
 from __future__ import annotations
@@ -128,13 +133,18 @@ def load_groups(group: str, names: list[str]) -> list[DictConfig]:
     return [cfg[f"_falcon_{k}"] for k in range(len(names))]
 
 
-def hydra_context() -> tuple[dict[str, str], set[str]]:
-    """(group choices, keys overridden on the command line) of the running Hydra job."""
+def hydra_context(cfg: DictConfig | None = None) -> tuple[dict[str, str], set[str]]:
+    """(group choices, keys overridden on the command line) of the running Hydra
+    job; outside one, of ``cfg``'s own ``hydra`` node when it has one
+    (``hydra.compose(..., return_hydra_config=True)``), else nothing."""
     from hydra.core.hydra_config import HydraConfig
 
-    if not HydraConfig.initialized():
+    if HydraConfig.initialized():
+        hc = HydraConfig.get()
+    elif cfg is not None and cfg.get("hydra") is not None:
+        hc = cfg.hydra
+    else:
         return {}, set()
-    hc = HydraConfig.get()
     choices = {
         k: v for k, v in hc.runtime.choices.items() if v is not None and not k.startswith("hydra")
     }
@@ -179,12 +189,49 @@ def _entries(cfg, group: str, choices: dict, cli_keys: set) -> list[tuple[str, A
             raise ConfigError(f"{group}: none selected (give {group}=NAME or {list_key}=[...])")
         return [(chosen, cfg[group])]
     own = cfg.get(group) is not None
+    if own and group not in choices:  # outside a Hydra job: from the files, checked
+        listed = _load_listed(group, names)
+        _selected_name(cfg, group, listed)
+        return listed
+    return _load_listed(group, names, (chosen, cfg[group]) if own else None)
+
+
+def _load_listed(group: str, names: list[str], selected=None) -> list[tuple[str, Any]]:
+    """(name, config) of a list's names; ``selected`` (name, config) where its name appears."""
     if group == "agent":  # names of configs, plug-ins or import paths
         from falcon.plugins import resolve_agents
 
-        return resolve_agents(names, (chosen, cfg[group]) if own else None)
-    others = iter(load_groups(group, [n for n in names if not (n == chosen and own)]))
-    return [(n, cfg[group] if n == chosen and own else next(others)) for n in names]
+        return resolve_agents(names, selected)
+    others = iter(load_groups(group, [n for n in names if not (selected and n == selected[0])]))
+    return [(n, selected[1] if selected and n == selected[0] else next(others)) for n in names]
+
+
+def _selected_name(cfg, group: str, listed: list[tuple[str, Any]]) -> str | None:
+    """Outside a Hydra job (``hydra.compose`` without its ``hydra`` node), which
+    config ``group=`` selected is not recorded. ``listed``: the list's
+    (name, config) as loaded from their files. The listed name whose config
+    the selection equals, or None where the selection is none of them (an
+    unmodified other config, or an agent of another class: the list runs
+    without it, as in a job). A selection that equals no config file carries
+    overrides the list could not place: a one-line error, never a silent drop."""
+    mine = to_plain(cfg[group])
+    plain = [(n, to_plain(c)) for n, c in listed]
+    for name, c in plain:
+        if c == mine:
+            return name
+    if group == "agent" and all(
+        not isinstance(c, dict) or c.get("_target_") != mine.get("_target_") for _, c in plain
+    ):
+        return None
+    names = {n for n, _ in listed}
+    others = [o for o in group_options(group) if o not in names]
+    if any(to_plain(node) == mine for node in load_groups(group, others)):
+        return None
+    raise ConfigError(
+        f"{group}: the {group}= selection has overrides and {group}_list is given, but "
+        f"outside a Hydra job which listed name they belong to is not recorded: compose "
+        f"with return_hydra_config=True, or leave {group}_list out to run the selection alone"
+    )
 
 
 def check_runtime(rt) -> dict:
@@ -212,7 +259,7 @@ def make_plan(cfg: DictConfig, choices: dict | None = None, cli_keys: set | None
     command line) come from the running Hydra job when not given.
     """
     if choices is None or cli_keys is None:
-        hc_choices, hc_keys = hydra_context()
+        hc_choices, hc_keys = hydra_context(cfg)
         choices = hc_choices if choices is None else choices
         cli_keys = hc_keys if cli_keys is None else cli_keys
     runs = check_int(cfg, "runs", 1)

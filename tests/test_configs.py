@@ -122,6 +122,41 @@ def test_selected_agent_overrides_apply_inside_the_list(compose):
     assert agents["blest"]["lambda_init"] == 1.1 and "lambda_init" not in agents["minrtt"]
 
 
+def test_outside_a_job_an_overridden_selection_in_a_list_is_an_error_not_dropped(compose):
+    """hydra.compose records no group choices: make_plan matches the selection
+    to a config file; one with overrides cannot be placed in the list."""
+    cfg = compose("evaluate", ["agent=blest", "agent.lambda_init=1.1", "agent_list=[minrtt,blest]"])
+    with pytest.raises(ConfigError, match="agent= selection has overrides and agent_list"):
+        make_plan(cfg)
+    cfg = compose("evaluate", ["app=bulk", "app.size_bytes=5000", "app_list=[bulk,web]"])
+    with pytest.raises(ConfigError, match="app= selection has overrides and app_list"):
+        make_plan(cfg)
+    # an unmodified selection is matched (listed or not), an agent of another class ignored
+    for overrides in (
+        ["agent=blest", "agent_list=[minrtt,blest]"],
+        ["agent=ecf", "agent_list=[minrtt,blest]"],
+        ["agent=falcon", "agent_list=[falcon_paper]"],
+        ["agent=dqn_on", "agent.lr=0.5", "agent_list=[minrtt,blest]"],
+    ):
+        plan = make_plan(compose("evaluate", overrides))
+        assert [n for n, _ in plan.agents] == overrides[-1][len("agent_list=[") : -1].split(",")
+
+
+def test_a_composed_hydra_node_gives_the_choices_outside_a_job(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from falcon.config import CONFIG_DIR
+
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(
+            config_name="evaluate",
+            overrides=["agent=blest", "agent.lambda_init=1.1", "agent_list=[minrtt,blest]"],
+            return_hydra_config=True,
+        )
+    agents = dict(make_plan(cfg).agents)
+    assert agents["blest"]["lambda_init"] == 1.1 and "lambda_init" not in agents["minrtt"]
+
+
 def test_lists_of_scenarios_and_apps(compose):
     plan = _plan(
         compose, ["scenario_list=[static_4g_5g,static_4g_wlan]", "app_list=[bulk,web]", "runs=3"]
