@@ -379,7 +379,8 @@ class Connection(Recovery):
     def _on_pace_wake(self, _arg) -> None:
         if self.sim.now == self._pace_wake_at:  # else superseded by an earlier one
             self._pace_wake_at = INF
-            self._reask_at(None)
+            if not self.finished:  # _reask_at's body: a Python method call per wake saved
+                self.try_send()
 
     def _send_on(self, ps: PathSender, stream_id, gap) -> bool:
         """Send the next frame (:meth:`_next_frame`) on ``ps``; False if there is none."""
