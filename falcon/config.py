@@ -72,7 +72,11 @@ class Plan:
 
 
 def to_plain(node) -> Any:
-    """A resolved plain container from an OmegaConf node (plain values pass through)."""
+    """A resolved plain container from an OmegaConf node (plain values pass through).
+    A whole config composed with ``return_hydra_config=True`` leaves out its
+    ``hydra`` node: Hydra's own settings, some of which only a running job sets."""
+    if isinstance(node, DictConfig) and node._get_parent() is None and "hydra" in node:
+        node = OmegaConf.masked_copy(node, [k for k in node if k != "hydra"])
     if isinstance(node, DictConfig | ListConfig):
         return OmegaConf.to_container(node, resolve=True, throw_on_missing=True)
     return node

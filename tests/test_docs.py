@@ -12,10 +12,12 @@ builds the whole site with warnings as errors.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,6 +97,24 @@ def test_the_readme_scheduler_example_runs():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.fullmatch(r"download time \d+\.\d{3} s\n", done.stdout), done.stdout
+
+
+def test_the_api_pages_job_example_runs_and_places_the_override(tmp_path):
+    """docs/reference/api.md's example of a job run from Python, as written."""
+    api = (ROOT / "docs" / "reference" / "api.md").read_text()
+    code = code_block(section(api, "Running a job from Python"), "python")
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "FALCON_HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    output = Path(done.stdout.strip().splitlines()[-1])
+    assert output.is_relative_to(tmp_path)
+    assert "lambda_init: 1.1" in (output / "plan.yaml").read_text()
 
 
 def test_the_readme_results_block_is_the_main_jobs_json():
