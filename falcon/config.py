@@ -195,7 +195,7 @@ def _entries(cfg, group: str, choices: dict, cli_keys: set) -> list[tuple[str, A
     own = cfg.get(group) is not None
     if own and group not in choices:  # outside a Hydra job: from the files, checked
         listed = _load_listed(group, names)
-        _selected_name(cfg, group, listed)
+        _check_selection_placed(cfg, group, listed)
         return listed
     return _load_listed(group, names, (chosen, cfg[group]) if own else None)
 
@@ -210,27 +210,26 @@ def _load_listed(group: str, names: list[str], selected=None) -> list[tuple[str,
     return [(n, selected[1] if selected and n == selected[0] else next(others)) for n in names]
 
 
-def _selected_name(cfg, group: str, listed: list[tuple[str, Any]]) -> str | None:
+def _check_selection_placed(cfg, group: str, listed: list[tuple[str, Any]]) -> None:
     """Outside a Hydra job (``hydra.compose`` without its ``hydra`` node), which
-    config ``group=`` selected is not recorded. ``listed``: the list's
-    (name, config) as loaded from their files. The listed name whose config
-    the selection equals, or None where the selection is none of them (an
-    unmodified other config, or an agent of another class: the list runs
-    without it, as in a job). A selection that equals no config file carries
-    overrides the list could not place: a one-line error, never a silent drop."""
+    config ``group=`` selected is not recorded, so the list is loaded from its
+    files (``listed``: (name, config)). That loses nothing where the selection
+    equals a listed config, or is none of them (an unmodified other config, an
+    agent of another class: the list runs without it, as in a job). A
+    selection that equals no config file carries overrides the list could not
+    place: a one-line error, never a silent drop."""
     mine = to_plain(cfg[group])
-    plain = [(n, to_plain(c)) for n, c in listed]
-    for name, c in plain:
-        if c == mine:
-            return name
+    plain = [to_plain(c) for _, c in listed]
+    if mine in plain:
+        return
     if group == "agent" and all(
-        not isinstance(c, dict) or c.get("_target_") != mine.get("_target_") for _, c in plain
+        not isinstance(c, dict) or c.get("_target_") != mine.get("_target_") for c in plain
     ):
-        return None
+        return
     names = {n for n, _ in listed}
     others = [o for o in group_options(group) if o not in names]
     if any(to_plain(node) == mine for node in load_groups(group, others)):
-        return None
+        return
     raise ConfigError(
         f"{group}: the {group}= selection has overrides and {group}_list is given, but "
         f"outside a Hydra job which listed name they belong to is not recorded: compose "

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from baselines.dqn.files import ModelFileError
+from baselines.modes.features import n_inputs
+from baselines.modes.history import n_history_inputs, summarise
 from envs.errors import ConfigError
 from falcon.online.modes import FalconModes
 from metalearning.mode_bank import kmeans
@@ -222,3 +224,46 @@ def test_the_mixture_weights_every_cells_values_by_the_evidence(built):
     want = sum(w[c] * f.bank.q(c)(state) for c in range(2) if w[c] > 1e-3)
     assert np.allclose(f._q(state), want)
     assert len(f._evidence) == len(f._inner.trace)  # no first mode: every epoch is evidence
+
+
+# ---------------------------------------------------------------- condition memory
+@pytest.fixture(scope="module")
+def bank_path(tmp_path_factory):
+    """A bank built with the memory of baselines/modes/history.py (3 downloads)."""
+    f = FalconModes(cells=2, history_downloads=3, **SMALL)
+    f.fit(None, None, seed=0, **FIT)
+    return f.save(tmp_path_factory.mktemp("history_bank"))
+
+
+def test_falcon_modes_carries_the_memory_across_downloads_and_the_bank_records_it(bank_path):
+    bank = read_bank(bank_path)
+    assert bank.history_downloads == 3
+    assert bank.spec.n_inputs == n_inputs(2) + n_history_inputs(2)
+    f = FalconModes(cells=2, history_downloads=3, model=str(bank_path), **SMALL)
+    f.run_episode(*TASKS[0], seed=0)
+    first = [s for s, *_ in f._inner.trace]
+    f.run_episode(*TASKS[0], seed=1)
+    second = [s for s, *_ in f._inner.trace]
+    assert first[0].shape == (bank.spec.n_inputs,)
+    # the first download starts with no past; the second with the first's epochs
+    assert first[0][-1] == pytest.approx(np.log1p(summarise(first[0][None, :18]).epochs.sum()))
+    past = summarise(np.stack(first)[:, : n_inputs(2)])
+    assert second[0][-1] == pytest.approx(
+        np.log1p(past.epochs.sum() + summarise(second[0][None, :18]).epochs.sum())
+    )
+    # a bank and a config that disagree on the memory are an error, both ways
+    with pytest.raises(ConfigError, match="built with history_downloads 3, the config has 0"):
+        FalconModes(cells=2, model=str(bank_path), **SMALL)
+
+
+def test_a_bank_whose_inputs_do_not_match_its_memory_is_a_one_line_error(bank_path, tmp_path):
+    bad = tmp_path / "bank.h5"
+    bad.write_bytes(bank_path.read_bytes())
+    with h5py.File(bad, "a") as h:
+        h.attrs["history_downloads"] = 0
+    with pytest.raises(ModelFileError, match="27 inputs, but 18 for two paths"):
+        read_bank(bad)
+    with h5py.File(bad, "a") as h:
+        h.attrs["history_downloads"] = -2
+    with pytest.raises(ModelFileError, match="history_downloads is -2"):
+        read_bank(bad)

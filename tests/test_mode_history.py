@@ -1,14 +1,12 @@
 """The mode MDP's condition memory (baselines/modes/history.py): what the
-paths did over the last downloads, the same online and offline, and
-FALCON on the mode MDP carrying it across downloads."""
+paths did over the last downloads, the same online and offline (FALCON on
+the mode MDP carrying it across downloads: tests/test_falcon_modes.py)."""
 
 from __future__ import annotations
 
-import h5py
 import numpy as np
 import pytest
 
-from baselines.dqn.files import ModelFileError
 from baselines.modes.experience import Episode
 from baselines.modes.features import PATH_FEATURES, n_inputs
 from baselines.modes.history import (
@@ -21,8 +19,6 @@ from baselines.modes.history import (
     with_history,
 )
 from envs.errors import ConfigError
-from falcon.online.modes import FalconModes
-from metalearning.mode_bank_files import read_bank
 
 AGE = PATH_FEATURES.index("ack_age")
 DELIVERY = PATH_FEATURES.index("log_delivery")
@@ -116,59 +112,3 @@ def test_each_logged_episode_is_seen_with_no_past_and_with_other_episodes_as_its
         for a, b in zip(ta, tb, strict=True)
     )
     assert [len(t) for t in with_history(logs, 0, seed=1)] == [3, 2]  # no past: once each
-
-
-APP = {"kind": "bulk", "size_bytes": 600_000}
-GOOD, BAD = {"bandwidth_mbps": 30, "rtt_ms": 20}, {"bandwidth_mbps": 2, "rtt_ms": 60}
-TASKS = [({"paths": [GOOD, BAD]}, APP), ({"paths": [BAD, GOOD]}, APP)]
-SMALL = dict(shares=[0.0, 1.0], reinject=[False], rules=["minrtt", "redundant"], hidden=[16])
-FIT = dict(
-    tasks=TASKS,
-    seeds_per_mode=2,
-    switching_episodes=2,
-    meta_iterations=20,
-    cell_iterations=20,
-    classifier_steps=50,
-    progress=False,
-)
-
-
-@pytest.fixture(scope="module")
-def bank_path(tmp_path_factory):
-    f = FalconModes(cells=2, history_downloads=3, **SMALL)
-    f.fit(None, None, seed=0, **FIT)
-    return f.save(tmp_path_factory.mktemp("bank"))
-
-
-def test_falcon_modes_carries_the_memory_across_downloads_and_the_bank_records_it(bank_path):
-    bank = read_bank(bank_path)
-    assert bank.history_downloads == 3
-    assert bank.spec.n_inputs == n_inputs(2) + n_history_inputs(2)
-    f = FalconModes(cells=2, history_downloads=3, model=str(bank_path), **SMALL)
-    f.run_episode(*TASKS[0], seed=0)
-    first = [s for s, *_ in f._inner.trace]
-    f.run_episode(*TASKS[0], seed=1)
-    second = [s for s, *_ in f._inner.trace]
-    assert first[0].shape == (bank.spec.n_inputs,)
-    # the first download starts with no past; the second with the first's epochs
-    assert first[0][-1] == pytest.approx(np.log1p(summarise(first[0][None, :18]).epochs.sum()))
-    past = summarise(np.stack(first)[:, : n_inputs(2)])
-    assert second[0][-1] == pytest.approx(
-        np.log1p(past.epochs.sum() + summarise(second[0][None, :18]).epochs.sum())
-    )
-    # a bank and a config that disagree on the memory are an error, both ways
-    with pytest.raises(ConfigError, match="built with history_downloads 3, the config has 0"):
-        FalconModes(cells=2, model=str(bank_path), **SMALL)
-
-
-def test_a_bank_whose_inputs_do_not_match_its_memory_is_a_one_line_error(bank_path, tmp_path):
-    bad = tmp_path / "bank.h5"
-    bad.write_bytes(bank_path.read_bytes())
-    with h5py.File(bad, "a") as h:
-        h.attrs["history_downloads"] = 0
-    with pytest.raises(ModelFileError, match="27 inputs, but 18 for two paths"):
-        read_bank(bad)
-    with h5py.File(bad, "a") as h:
-        h.attrs["history_downloads"] = -2
-    with pytest.raises(ModelFileError, match="history_downloads is -2"):
-        read_bank(bad)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -118,17 +118,17 @@ def summarise(states: np.ndarray, n_paths: int = 2) -> Summary:
 
 
 def _entries(total: Summary) -> np.ndarray:
-    """The history entries from per-path totals ``[rows, n_paths]`` (both sides' arithmetic)."""
-    n_paths = total.epochs.shape[1]
-    out = np.empty((len(total.epochs), n_history_inputs(n_paths)), np.float32)
+    """The history entries from per-path totals ``[..., n_paths]`` (both sides' arithmetic)."""
+    n_paths = total.epochs.shape[-1]
+    out = np.empty((*total.epochs.shape[:-1], n_history_inputs(n_paths)), np.float32)
     k = len(HISTORY_PATH_FEATURES)
     n = np.maximum(total.epochs, 1.0)
     mean = total.delivery / n
-    out[:, 0 : k * n_paths : k] = total.silent / (total.epochs + 1.0)
-    out[:, 1 : k * n_paths : k] = np.minimum(total.max_age, _AGE_MAX)
-    out[:, 2 : k * n_paths : k] = mean
-    out[:, 3 : k * n_paths : k] = np.sqrt(np.maximum(total.delivery_sq / n - mean * mean, 0.0))
-    out[:, -1] = np.log1p(total.epochs.sum(1))
+    out[..., 0 : k * n_paths : k] = total.silent / (total.epochs + 1.0)
+    out[..., 1 : k * n_paths : k] = np.minimum(total.max_age, _AGE_MAX)
+    out[..., 2 : k * n_paths : k] = mean
+    out[..., 3 : k * n_paths : k] = np.sqrt(np.maximum(total.delivery_sq / n - mean * mean, 0.0))
+    out[..., -1] = np.log1p(total.epochs.sum(-1))
     return out
 
 
@@ -154,30 +154,22 @@ class DownloadHistory:
     def __init__(self, downloads: int, n_paths: int = 2) -> None:
         self.n_paths = n_paths
         self.past: deque[Summary] = deque(maxlen=check_downloads(downloads))
-        self.current = self._empty()
-        self._prior = self._empty()
+        self.current = self._prior = empty_summary(n_paths)
         self._seen = False
-
-    def _empty(self) -> Summary:
-        return empty_summary(self.n_paths)
 
     def start(self) -> None:
         """A new download starts: the one before joins the past (if it decided anything)."""
         if self._seen and self.past.maxlen:
             self.past.append(self.current)
-        self.current, self._seen = self._empty(), False
-        self._prior = self._empty()
-        for s in self.past:
-            self._prior = self._prior + s
+        self.current, self._seen = empty_summary(self.n_paths), False
+        self._prior = sum(self.past, empty_summary(self.n_paths))
 
     def augment(self, state: np.ndarray) -> np.ndarray:
         """``state`` with the history entries appended (this state counts as seen)."""
         state = np.asarray(state, np.float32)
         self.current = self.current + summarise(state, self.n_paths)
         self._seen = True
-        total = self._prior + self.current
-        entries = _entries(Summary(*(getattr(total, f.name)[None] for f in fields(Summary))))[0]
-        return np.concatenate([state, entries])
+        return np.concatenate([state, _entries(self._prior + self.current)])
 
 
 def with_history(
