@@ -8,6 +8,10 @@ after one untimed warm-up run that pays the lazy imports):
 * ``minrtt``: 2 MB bulk downloads over the static 4G+5G pair (Table I
   links, jitter and loss on, OLIA) with minRTT; emulated packets per
   CPU-second;
+* ``minrtt_traces``: the same over a real-trace pair (``TRACE_SCENARIO``: the
+  train list's LTE + Wi-Fi condition, a Raca 4G drive and an Aydin Wi-Fi
+  recording, random trace starts), where every packet's link service reads
+  the capacity trace and every episode loads the trace files;
 * ``first_with_room``: the same with a trivial Python callback
   (:class:`envs.scheduler.FirstWithRoom`): the emulator plus one Python call
   per decision;
@@ -59,6 +63,24 @@ import sys
 import time
 
 SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
+#: the ``minrtt_traces`` workload's paths (train files of data/traces/split.yaml)
+TRACE_SCENARIO = {
+    "name": "lte_wifi_traces",
+    "paths": [
+        {
+            "trace": "raca_4g_lte_2018/car/B_2018.01.17_09.10.11.csv",
+            "trace_start_s": "random",
+            "rtt_ms": 50,
+            "rtt_std_ms": 12,
+        },
+        {
+            "trace": "aydin_multipath_wifi_cellular/12_1_wifi.csv",
+            "trace_start_s": "random",
+            "rtt_ms": 20,
+            "rtt_std_ms": 6,
+        },
+    ],
+}
 #: the scaling table: number of paths of one connection, and of connections sharing one bottleneck
 PATH_COUNTS = (2, 4, 8)
 CONNECTION_COUNTS = (1, 8, 64)
@@ -73,6 +95,7 @@ VECTOR_ENVS = 64
 ENV_STEPS = 128_000
 WORKLOADS = (
     "minrtt",
+    "minrtt_traces",
     "first_with_room",
     "dqn_collect",
     "qnet_forward",
@@ -87,16 +110,20 @@ def _episodes(name: str, episodes: int, size: int) -> dict:
     from envs.runner import run_episode
     from envs.scheduler import FirstWithRoom
 
+    scenario = TRACE_SCENARIO if name == "minrtt_traces" else SCENARIO
+
     def sched():
-        return FirstWithRoom() if name == "first_with_room" else make_scheduler(name)
+        if name == "first_with_room":
+            return FirstWithRoom()
+        return make_scheduler("minrtt" if name == "minrtt_traces" else name)
 
     run_episode(
-        SCENARIO, {"kind": "bulk", "size_bytes": size}, sched(), 10**6
-    )  # warm-up (lazy imports)
+        scenario, {"kind": "bulk", "size_bytes": size}, sched(), 10**6
+    )  # warm-up (lazy imports, the trace files' first parse)
     packets, check = 0, 0.0
     t0 = time.process_time()
     for seed in range(episodes):
-        r = run_episode(SCENARIO, {"kind": "bulk", "size_bytes": size}, sched(), seed)
+        r = run_episode(scenario, {"kind": "bulk", "size_bytes": size}, sched(), seed)
         packets += r.metrics["packets_sent"]
         check += r.metrics["download_time_s"]
     cpu = time.process_time() - t0

@@ -45,8 +45,23 @@ def buffer_rate(cap: CapacityTrace) -> float:
     rate 89-90 %, Mahimahi's unlimited queue 94 %, with seconds of queueing.)"""
     if cap.is_constant:
         return cap.mean_rate
+    # a trace condition's episodes share one loaded trace (envs.traces.loaders caches
+    # them) and the rate is a function of it: computed once per trace object (the entry
+    # holds the object, so its id cannot be reused while the entry lives)
+    hit = _BUFFER_RATES.get(id(cap))
+    if hit is not None and hit[0] is cap:
+        return hit[1]
     rates, lengths = window_rates(cap, BUFFER_RATE_WINDOW_S)
-    return weighted_quantile(rates, lengths, BUFFER_RATE_QUANTILE)
+    rate = weighted_quantile(rates, lengths, BUFFER_RATE_QUANTILE)
+    if len(_BUFFER_RATES) >= BUFFER_RATE_CACHE_SIZE:
+        _BUFFER_RATES.pop(next(iter(_BUFFER_RATES)))  # the oldest entry
+    _BUFFER_RATES[id(cap)] = (cap, rate)
+    return rate
+
+
+#: :func:`buffer_rate` of the latest capacity traces, by object id: ``(trace, rate)``
+_BUFFER_RATES: dict = {}
+BUFFER_RATE_CACHE_SIZE = 64
 
 
 def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:

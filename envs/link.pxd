@@ -1,12 +1,14 @@
 # C types of envs/link.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
+from envs.traces.base cimport CapacityTrace, StepSeries
 
 cdef bint COMPILED
 # module constants as C doubles (a Python float compared with a C double is boxed)
 cdef double INF
 
 cdef class Link:
-    cdef public object capacity, _buffer_packets, _buffer_bytes, name
+    cdef public CapacityTrace capacity
+    cdef public object _buffer_packets, _buffer_bytes, name
     cdef public double _limit_packets, _limit_bytes
     cdef double[::1] _dep
     cdef long long[::1] _size
@@ -18,12 +20,13 @@ cdef class Link:
 
     cpdef _drain(self, double now)
     @cython.locals(departure=cython.double, start=cython.double, rate=cython.double, r=Py_ssize_t,
-                   c_now=cython.double, pos=cython.double)
+                   c_now=cython.double, pos=cython.double, cap=CapacityTrace)
     cpdef double admit(self, double now, long long size)
 
 cdef class DelayModel:
     cdef public double mean_rtt, cv, offset
-    cdef public object one_way_series, _rng
+    cdef public StepSeries one_way_series
+    cdef public object _rng
     cdef double[::1] _buf
     cdef public Py_ssize_t _i, _left
     @cython.locals(i=Py_ssize_t, mean=cython.double)
@@ -33,7 +36,8 @@ cdef class DelayModel:
 
 cdef class LossModel:
     cdef public double p, offset
-    cdef public object series, ge, _rng
+    cdef public StepSeries series
+    cdef public object ge, _rng
     cdef public bint _bad
     cdef double[::1] _buf
     cdef public Py_ssize_t _i

@@ -51,10 +51,15 @@ def test_package_data_comes_first(tmp_path, monkeypatch):
     (tmp_path / catalog.PACKAGED_DATA).mkdir()
     monkeypatch.setattr(paths.resources, "files", lambda package: tmp_path)
     monkeypatch.delenv(catalog.DATA_DIR_ENV, raising=False)
-    assert paths.config_dir() == tmp_path / paths.PACKAGED_CONFIGS
-    assert catalog.data_dir() == tmp_path / catalog.PACKAGED_DATA
-    monkeypatch.setenv(catalog.DATA_DIR_ENV, str(tmp_path / "mine"))
-    assert catalog.data_dir() == tmp_path / "mine"
+    # the installed data folder is found once per process: this one is a new install
+    catalog._installed_data_dir.cache_clear()
+    try:
+        assert paths.config_dir() == tmp_path / paths.PACKAGED_CONFIGS
+        assert catalog.data_dir() == tmp_path / catalog.PACKAGED_DATA
+        monkeypatch.setenv(catalog.DATA_DIR_ENV, str(tmp_path / "mine"))
+        assert catalog.data_dir() == tmp_path / "mine"
+    finally:
+        catalog._installed_data_dir.cache_clear()
 
 
 def test_missing_configs_are_one_line(tmp_path, monkeypatch):

@@ -186,6 +186,107 @@ def test_looping_and_inverse(rel):
             assert back == pytest.approx(t, abs=1e-6)
 
 
+def _edge_floats(rng) -> list[float]:
+    """Floats where a floor division or a modulo can go wrong: whole multiples,
+    their neighbours, signed zeros, tiny and huge values, and random ones."""
+    base = [0.0, -0.0, 1.0, -1.0, 0.1, 0.3, 2.5, 1e-300, -1e-300, 1e300, 7.0, 3.0000000000000004]
+    mult = [k * p for k in (1, 2, 3, 10, 1e6) for p in (0.1, 0.3, 0.7, 1.1)]
+    near = [np.nextafter(x, s) for x in mult for s in (-np.inf, np.inf)]
+    return base + mult + near + [-x for x in mult] + rng.uniform(-50, 50, 200).tolist()
+
+
+def test_the_lookup_arithmetic_is_pythons():
+    """The helpers the compiled trace lookups use (C's fmod, floor and a binary
+    search) give CPython's divmod, % and bisect, bit for bit (in either core)."""
+    from bisect import bisect_left, bisect_right
+
+    from envs.traces.base import _bisect_left, _bisect_right, _floor_div, _mod
+
+    rng = np.random.default_rng(0)
+    xs = _edge_floats(rng)
+    for x in xs:
+        for y in (0.1, 0.3, 1.0, 1.1, 7.0, 12.5, 1e-9, 3e7, -0.3, -2.0):
+            q, m = divmod(x, y)
+            assert (_floor_div(x, y), _mod(x, y)) == (q, m), (x, y)
+            assert str(_floor_div(x, y)) == str(q) and str(_mod(x, y)) == str(m), (x, y)  # signs
+            assert _mod(x, y) == x % y and str(_mod(x, y)) == str(x % y)
+    with pytest.raises(ZeroDivisionError):
+        _floor_div(1.0, 0.0)
+    cols = [
+        np.array([0.0]),
+        np.array([0.0, 0.5, 0.5000001, 2.0, 9.75]),
+        np.sort(rng.uniform(0, 5, 40)),
+    ]
+    for col in cols:
+        for x in [*col.tolist(), -1.0, 0.25, 2.0, 10.0, *rng.uniform(-1, 11, 50).tolist()]:
+            assert _bisect_right(col, x) == bisect_right(col.tolist(), x)
+            assert _bisect_left(col, x) == bisect_left(col.tolist(), x)
+
+
+def test_trace_lookups_equal_the_reference_arithmetic_and_survive_copies():
+    """cum_bytes, time_at and value_at against divmod and bisect on lists (the
+    .py module's own arithmetic), over several loops; a pickled or copied trace
+    looks up the same values (the compiled columns are rebuilt)."""
+    import copy
+    import pickle
+    from bisect import bisect_left, bisect_right
+
+    from envs.traces.base import StepSeries
+
+    cap = load_trace(RACA5).capacity
+    t_, r_ = cap.times.tolist(), cap.rates.tolist()
+    c_ = [0.0, *np.cumsum(cap.rates * np.diff([*t_, cap.period])).tolist()]
+
+    def cum(t):
+        loops, tt = divmod(t, cap.period)
+        i = bisect_right(t_, tt) - 1
+        return loops * cap.total + c_[i] + r_[i] * (tt - t_[i])
+
+    def inv(c):
+        loops, cc = divmod(c, cap.total)
+        i = bisect_left(c_, cc) - 1
+        return loops * cap.period if i < 0 else loops * cap.period + t_[i] + (cc - c_[i]) / r_[i]
+
+    series = StepSeries([0.0, 1.5, 4.0], [0.01, 0.0, 0.2], 6.0)
+    rng = np.random.default_rng(2)
+    ts = [*rng.uniform(0, 4 * cap.period, 400).tolist(), 0.0, cap.period, 3 * cap.period, *t_[:5]]
+    cs = [*rng.uniform(0, 4 * cap.total, 400).tolist(), 0.0, cap.total, *c_[:5]]
+    for twin in (cap, pickle.loads(pickle.dumps(cap)), copy.deepcopy(cap)):
+        assert [twin.cum_bytes(t) for t in ts] == [cum(t) for t in ts]
+        assert [twin.time_at(c) for c in cs] == [inv(c) for c in cs]
+    for twin in (series, pickle.loads(pickle.dumps(series)), copy.copy(series)):
+        got = [twin.value_at(t) for t in ts]
+        assert got == [[0.01, 0.0, 0.2][bisect_right([0.0, 1.5, 4.0], t % 6.0) - 1] for t in ts]
+    const = CapacityTrace.constant(3e6, name="c")
+    again = pickle.loads(pickle.dumps(const))
+    assert (again.is_constant, again.constant_rate, again.total, again.period) == (
+        True,
+        3e6,
+        3e6,
+        1.0,
+    )
+    assert again.cum_bytes(2.5) == const.cum_bytes(2.5) == 7.5e6 and again.time_at(6e6) == 2.0
+
+
+def test_the_buffer_rate_is_computed_once_per_trace_object():
+    """A trace condition's episodes share a loaded trace: its buffer rate is
+    kept, and another trace object (even equal) gets its own computation."""
+    from envs import emulation
+    from envs.traces.summary import weighted_quantile, window_rates
+
+    cap = load_trace(RACA4).capacity
+    want = weighted_quantile(
+        *window_rates(cap, emulation.BUFFER_RATE_WINDOW_S), emulation.BUFFER_RATE_QUANTILE
+    )
+    emulation._BUFFER_RATES.clear()
+    assert emulation.buffer_rate(cap) == want
+    emulation._BUFFER_RATES[id(cap)] = (cap, -1.0)  # a kept entry is what a second call returns
+    assert emulation.buffer_rate(cap) == -1.0
+    other = CapacityTrace(cap.times, cap.rates * 2, cap.period)
+    assert emulation.buffer_rate(other) == 2 * want
+    emulation._BUFFER_RATES.clear()
+
+
 # ---------------------------------------------------------------- options --
 
 
@@ -342,10 +443,15 @@ def test_constant():
 def test_a_constant_trace_has_the_general_constructors_fields(rate):
     fast, general = CapacityTrace.constant(rate, "c"), CapacityTrace([0.0], [rate], 1.0, "c")
     for field in CapacityTrace.__slots__:
+        if field.startswith("_"):
+            continue  # the lookups' columns: typed arrays in the compiled core, read below
         a, b = getattr(fast, field), getattr(general, field)
         assert (
             (np.array_equal(a, b) and a.dtype == b.dtype) if isinstance(a, np.ndarray) else a == b
         ), field
+    for t in (0.0, 0.4, 1.0, 2.75):
+        assert fast.cum_bytes(t) == general.cum_bytes(t)
+        assert fast.time_at(t * rate) == general.time_at(t * rate)
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="c: "):
             CapacityTrace.constant(bad, "c")
