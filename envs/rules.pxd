@@ -14,5 +14,8 @@ cpdef long long fastest_index(list paths) except? -3
 cpdef long long minrtt_unless_slower(list paths, double now) except? -3
 @cython.locals(n=cython.longlong, i=cython.longlong, k=cython.longlong, p=PathSender)
 cpdef long long round_robin_pick(list paths, double now, long long start) except? -3
+cpdef double predicted_delivery(PathSender p) except? -1.0
+@cython.locals(p0=PathSender, p1=PathSender, t=PathSender, o=PathSender, sent0=cython.longlong)
+cpdef long long split_pick(list paths, double now, double share, double threshold) except? -3
 @cython.locals(i=cython.longlong)
 cpdef native_decision(int rule, list paths, object scheduler, object view, double now)

@@ -14,7 +14,17 @@ then takes the decision here instead of calling ``decide``:
 * ``"minrtt_unless_slower"``: ``decide`` returns minRTT's choice unless that
   is a probed path slower than the fastest one (BLEST's and ECF's check,
   ``baselines.rule_based.common.slow_candidate``); only then is ``decide``
-  called.
+  called;
+* ``"fixed_split"`` and ``"split_threshold"`` (two paths): the split of
+  ``baselines.rule_based.fixed_split.FixedSplit`` (path 0 while its packets
+  sent < ``share`` x (both paths' + 1), the chosen path without room a
+  wait), and for ``split_threshold`` the exit of
+  ``baselines.rule_based.policy_family.SplitThreshold`` (the other path
+  while the chosen one's predicted delivery exceeds ``threshold`` times the
+  other's): :func:`split_pick`. ``decide`` is called only for the tail
+  re-injection of a ``SplitThreshold`` that re-injects. The learnability
+  suite's fixed splits and its oracle's family run these on every seed of
+  every condition.
 
 A subclass that overrides ``decide`` is not taken here (:func:`rule_code`),
 so a class's own Python ``decide`` always stays the reference: these
@@ -29,8 +39,14 @@ import math
 
 INF = math.inf
 #: ``native_rule`` names and their codes (0: none, ``decide`` is called)
-MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER = 1, 2, 3
-RULES = {"minrtt": MINRTT, "rr": ROUND_ROBIN, "minrtt_unless_slower": MINRTT_UNLESS_SLOWER}
+MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER, FIXED_SPLIT, SPLIT_THRESHOLD = 1, 2, 3, 4, 5
+RULES = {
+    "minrtt": MINRTT,
+    "rr": ROUND_ROBIN,
+    "minrtt_unless_slower": MINRTT_UNLESS_SLOWER,
+    "fixed_split": FIXED_SPLIT,
+    "split_threshold": SPLIT_THRESHOLD,
+}
 
 
 def rule_code(scheduler) -> int:
@@ -128,6 +144,35 @@ def round_robin_pick(paths: list, now: float, start: int) -> int:
     return -1
 
 
+def predicted_delivery(p) -> float:
+    """``baselines.rule_based.policy_family.predicted_delivery`` of the path
+    sender ``p``: half its srtt plus the time its window takes to drain the
+    bytes in flight and one more packet [s]."""
+    return p.srtt * (0.5 + (p.bytes_in_flight + p.mss) / p.cc.cwnd)
+
+
+def split_pick(paths: list, now: float, share: float, threshold: float) -> int:
+    """The split's path of two (module docstring; ``threshold`` infinite: the
+    fixed split), or -1 (wait) when it has no room at ``now`` [s]."""
+    p0 = paths[0]
+    p1 = paths[1]
+    sent0 = p0.packets_sent
+    if sent0 < share * (sent0 + p1.packets_sent + 1):
+        t = p0
+        o = p1
+    else:
+        t = p1
+        o = p0
+    if (
+        threshold < INF
+        and t.has_rtt_sample
+        and o.has_rtt_sample
+        and predicted_delivery(t) > threshold * predicted_delivery(o)
+    ):
+        t = o
+    return t.index if t.may_send(now) else -1
+
+
 def native_decision(rule: int, paths: list, scheduler, view, now: float):
     """The decision at ``now`` [s] of ``scheduler``, whose ``native_rule`` has code ``rule``
     (module docstring); ``view`` is the connection, for the ``decide`` of BLEST and ECF."""
@@ -141,6 +186,12 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float):
         i = minrtt_unless_slower(paths, now)
         if i == -2:
             return scheduler.decide(view)
+    elif rule == FIXED_SPLIT:
+        i = split_pick(paths, now, scheduler.share, INF)
+    elif rule == SPLIT_THRESHOLD:
+        if scheduler.reinjects and view.no_new_data:
+            return scheduler.decide(view)  # the tail re-injection
+        i = split_pick(paths, now, scheduler.share, scheduler.threshold)
     else:
         raise ValueError(f"unknown native rule code {rule}")
     return i if i >= 0 else None
@@ -154,4 +205,6 @@ __all__ = [
     "fastest_index",
     "minrtt_unless_slower",
     "round_robin_pick",
+    "predicted_delivery",
+    "split_pick",
 ]

@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from baselines import make_scheduler
-from envs.rules import MINRTT, MINRTT_UNLESS_SLOWER, ROUND_ROBIN, RULES, rule_code
+from baselines.rule_based.fixed_split import FixedSplit
+from baselines.rule_based.policy_family import SplitThreshold
+from envs.rules import (
+    FIXED_SPLIT,
+    MINRTT,
+    MINRTT_UNLESS_SLOWER,
+    ROUND_ROBIN,
+    RULES,
+    SPLIT_THRESHOLD,
+    rule_code,
+)
 from envs.runner import run_episode, setup_episode
 from envs.scheduler import FirstWithRoom, Scheduler
 
@@ -87,6 +97,31 @@ def test_native_rules_give_the_episodes_of_the_python_decide(name, scenario):
         assert digest(SCENARIOS[scenario], native, seed) == digest(SCENARIOS[scenario], twin, seed)
 
 
+#: the fixed splits and the oracle family's members (share, threshold, reinject)
+SPLITS = {
+    "fixed_0.3": (FixedSplit, {"share": 0.3}),
+    "fixed_1": (FixedSplit, {"share": 1.0}),
+    "exit_reinject": (SplitThreshold, {"share": 0.2, "threshold": 1.5, "reinject": True}),
+    "split_reinject": (SplitThreshold, {"share": 0.7, "threshold": None, "reinject": True}),
+    "exit_only": (SplitThreshold, {"share": 0.5, "threshold": 1.5}),
+    "exit_from_one_path": (SplitThreshold, {"share": 0.0, "threshold": 1.5}),
+}
+
+
+@pytest.mark.parametrize("split", sorted(SPLITS))
+@pytest.mark.parametrize("scenario", ["table1_4g_5g", "trace_pair", "small_window"])
+def test_the_splits_decided_natively_give_the_episodes_of_their_python_decide(split, scenario):
+    cls, kwargs = SPLITS[split]
+    twin_cls = type(
+        f"Python{cls.__name__}", (cls,), {"decide": lambda self, v: cls.decide(self, v)}
+    )
+    want = FIXED_SPLIT if cls is FixedSplit else SPLIT_THRESHOLD
+    for seed in (0, 1):
+        native, twin = cls(**kwargs), twin_cls(**kwargs)
+        assert rule_code(native) == want and rule_code(twin) == 0
+        assert digest(SCENARIOS[scenario], native, seed) == digest(SCENARIOS[scenario], twin, seed)
+
+
 def test_the_connection_takes_the_native_rule_and_round_robin_keeps_its_cursor():
     sched = make_scheduler("rr")
     emu, conn, _app, s = setup_episode(
@@ -109,7 +144,13 @@ def test_an_unknown_native_rule_is_named_and_an_overriding_subclass_is_not_nativ
 
     with pytest.raises(ValueError, match="fastest_ever"):
         rule_code(Odd())
-    assert set(RULES) == {"minrtt", "rr", "minrtt_unless_slower"}
+    assert set(RULES) == {
+        "minrtt",
+        "rr",
+        "minrtt_unless_slower",
+        "fixed_split",
+        "split_threshold",
+    }
     from baselines.gaps.gap_rules import BlestGap, EcfGap
 
     assert rule_code(BlestGap()) == 0 and rule_code(EcfGap()) == 0

@@ -45,6 +45,7 @@ class FixedSplit(Scheduler):
     """
 
     name = "fixed_split"
+    native_rule = "fixed_split"  # decided in the compiled core (envs.rules.split_pick)
 
     def __init__(self, share: float = 0.5) -> None:
         self.share = check_share(share)

@@ -59,6 +59,7 @@ class SplitThreshold(Scheduler):
     """
 
     name = "split_threshold"
+    native_rule = "split_threshold"  # decided in the compiled core (envs.rules.split_pick)
 
     def __init__(
         self, share: float = 0.5, threshold: float | None = None, reinject: bool = False
