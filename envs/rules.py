@@ -15,6 +15,10 @@ then takes the decision here instead of calling ``decide``:
   is a probed path slower than the fastest one (BLEST's and ECF's check,
   ``baselines.rule_based.common.slow_candidate``); only then is ``decide``
   called;
+* ``"minrtt_until_tail"``: ``decide`` returns minRTT's choice while new data
+  can be sent (``view.no_new_data`` false), as the re-injecting rules
+  ``minrtt_or`` and ``minrtt_xlink`` of ``baselines.rule_based.reinjection``
+  do; ``decide`` is called for the rest, their copies at the tail;
 * ``"fixed_split"`` and ``"split_threshold"`` (two paths): the split of
   ``baselines.rule_based.fixed_split.FixedSplit`` (path 0 while its packets
   sent < ``share`` x (both paths' + 1), the chosen path without room a
@@ -40,10 +44,12 @@ import math
 INF = math.inf
 #: ``native_rule`` names and their codes (0: none, ``decide`` is called)
 MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER, FIXED_SPLIT, SPLIT_THRESHOLD = 1, 2, 3, 4, 5
+MINRTT_UNTIL_TAIL = 6
 RULES = {
     "minrtt": MINRTT,
     "rr": ROUND_ROBIN,
     "minrtt_unless_slower": MINRTT_UNLESS_SLOWER,
+    "minrtt_until_tail": MINRTT_UNTIL_TAIL,
     "fixed_split": FIXED_SPLIT,
     "split_threshold": SPLIT_THRESHOLD,
 }
@@ -186,6 +192,10 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float):
         i = minrtt_unless_slower(paths, now)
         if i == -2:
             return scheduler.decide(view)
+    elif rule == MINRTT_UNTIL_TAIL:
+        if view.no_new_data:
+            return scheduler.decide(view)  # the tail: a copy, or a wait
+        i = minrtt_pick(paths, now)
     elif rule == FIXED_SPLIT:
         i = split_pick(paths, now, scheduler.share, INF)
     elif rule == SPLIT_THRESHOLD:

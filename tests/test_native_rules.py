@@ -15,6 +15,7 @@ from envs.rules import (
     FIXED_SPLIT,
     MINRTT,
     MINRTT_UNLESS_SLOWER,
+    MINRTT_UNTIL_TAIL,
     ROUND_ROBIN,
     RULES,
     SPLIT_THRESHOLD,
@@ -60,6 +61,8 @@ NATIVE = {
     "rr": ROUND_ROBIN,
     "blest": MINRTT_UNLESS_SLOWER,
     "ecf": MINRTT_UNLESS_SLOWER,
+    "minrtt_or": MINRTT_UNTIL_TAIL,
+    "minrtt_xlink": MINRTT_UNTIL_TAIL,
 }
 
 
@@ -148,6 +151,7 @@ def test_an_unknown_native_rule_is_named_and_an_overriding_subclass_is_not_nativ
         "minrtt",
         "rr",
         "minrtt_unless_slower",
+        "minrtt_until_tail",
         "fixed_split",
         "split_threshold",
     }

@@ -51,6 +51,7 @@ class MinRTTOpportunistic(Scheduler):
 
     name = "minrtt_or"
     reinjects = True
+    native_rule = "minrtt_until_tail"  # minRTT decided in the compiled core (envs.rules)
 
     def __init__(self, penalise: bool = True) -> None:
         self.penalise = bool(penalise)
@@ -95,6 +96,7 @@ class MinRTTTailReinjection(Scheduler):
 
     name = "minrtt_xlink"
     reinjects = True
+    native_rule = "minrtt_until_tail"  # minRTT decided in the compiled core (envs.rules)
 
     def __init__(self, when_blocked: bool = True) -> None:
         self.when_blocked = check_flag(when_blocked, "when_blocked")
