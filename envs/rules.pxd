@@ -18,4 +18,4 @@ cpdef double predicted_delivery(PathSender p) except? -1.0
 @cython.locals(p0=PathSender, p1=PathSender, t=PathSender, o=PathSender, sent0=cython.longlong)
 cpdef long long split_pick(list paths, double now, double share, double threshold) except? -3
 @cython.locals(i=cython.longlong)
-cpdef native_decision(int rule, list paths, object scheduler, object view, double now)
+cpdef native_decision(int rule, list paths, object scheduler, object view, double now, bint tail)

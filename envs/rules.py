@@ -179,9 +179,11 @@ def split_pick(paths: list, now: float, share: float, threshold: float) -> int:
     return t.index if t.may_send(now) else -1
 
 
-def native_decision(rule: int, paths: list, scheduler, view, now: float):
+def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: bool):
     """The decision at ``now`` [s] of ``scheduler``, whose ``native_rule`` has code ``rule``
-    (module docstring); ``view`` is the connection, for the ``decide`` of BLEST and ECF."""
+    (module docstring); ``view`` is the connection, for the ``decide`` the rule falls back
+    to; ``tail``: nothing new can be sent (``view.no_new_data``, which the connection
+    has just computed)."""
     if rule == MINRTT:
         i = minrtt_pick(paths, now)
     elif rule == ROUND_ROBIN:
@@ -193,13 +195,13 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float):
         if i == -2:
             return scheduler.decide(view)
     elif rule == MINRTT_UNTIL_TAIL:
-        if view.no_new_data:
+        if tail:
             return scheduler.decide(view)  # the tail: a copy, or a wait
         i = minrtt_pick(paths, now)
     elif rule == FIXED_SPLIT:
         i = split_pick(paths, now, scheduler.share, INF)
     elif rule == SPLIT_THRESHOLD:
-        if scheduler.reinjects and view.no_new_data:
+        if tail and scheduler.reinjects:
             return scheduler.decide(view)  # the tail re-injection
         i = split_pick(paths, now, scheduler.share, scheduler.threshold)
     else:

@@ -246,7 +246,7 @@ class Connection(Recovery):
             if self.native_rule == 0:
                 d = decide(self)
             else:
-                d = native_decision(self.native_rule, paths, self.scheduler, self, now)
+                d = native_decision(self.native_rule, paths, self.scheduler, self, now, tail)
             if d is None:
                 self._maybe_reask()
                 if (

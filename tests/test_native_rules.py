@@ -66,13 +66,14 @@ NATIVE = {
 }
 
 
-def python_twin(name: str) -> Scheduler:
-    """``name``'s scheduler with its own ``decide`` called for every decision (no native rule)."""
-    base = type(make_scheduler(name))
+def python_twin(scheduler: str | type, **kwargs) -> Scheduler:
+    """The scheduler (a registry name, or a class built with ``kwargs``) with its
+    own ``decide`` called for every decision (no native rule)."""
+    base = scheduler if isinstance(scheduler, type) else type(make_scheduler(scheduler))
     twin = type(
         f"Python{base.__name__}", (base,), {"decide": lambda self, view: base.decide(self, view)}
     )
-    return twin()
+    return twin(**kwargs)
 
 
 def digest(scenario: dict, scheduler: Scheduler, seed: int) -> str:
@@ -115,12 +116,9 @@ SPLITS = {
 @pytest.mark.parametrize("scenario", ["table1_4g_5g", "trace_pair", "small_window"])
 def test_the_splits_decided_natively_give_the_episodes_of_their_python_decide(split, scenario):
     cls, kwargs = SPLITS[split]
-    twin_cls = type(
-        f"Python{cls.__name__}", (cls,), {"decide": lambda self, v: cls.decide(self, v)}
-    )
     want = FIXED_SPLIT if cls is FixedSplit else SPLIT_THRESHOLD
     for seed in (0, 1):
-        native, twin = cls(**kwargs), twin_cls(**kwargs)
+        native, twin = cls(**kwargs), python_twin(cls, **kwargs)
         assert rule_code(native) == want and rule_code(twin) == 0
         assert digest(SCENARIOS[scenario], native, seed) == digest(SCENARIOS[scenario], twin, seed)
 
