@@ -21,7 +21,9 @@ the command says so and evaluates them.
 :mod:`falcon.evidence_job`), FALCON's online experiments (``convergence``,
 ``stress``, ``k_impact``, ``overhead``) or the learnability suite (``learnability``:
 rules, best fixed split and learners trained per condition,
-:mod:`falcon.experiments.learnability`) or the GAPS out-of-order queue
+:mod:`falcon.experiments.learnability`), how much of the per-download best
+mode the transport's view predicts (``predictability``,
+:mod:`falcon.experiments.predictability`) or the GAPS out-of-order queue
 experiment (``gaps``, :mod:`falcon.experiments.gaps`), HOP's deadline blocks
 (``hop``) or the hybrid MPTCP's distributed edge learning (``hybrid``), each
 ``falcon/experiments/<job>.py``.
@@ -50,7 +52,15 @@ from falcon.jobs import instantiate_agent, seed_globals
 #: jobs of falcon/experiments/<job>.py (each has run_job(cfg)): FALCON's online experiments
 ONLINE_EXPERIMENTS = ("convergence", "stress", "k_impact", "overhead", "real_world")
 #: every job of falcon/experiments/<job>.py: the online experiments and the learnability suite
-EXPERIMENTS = (*ONLINE_EXPERIMENTS, "learnability", "gaps", "hop", "hybrid", "srpt_toys")
+EXPERIMENTS = (
+    *ONLINE_EXPERIMENTS,
+    "learnability",
+    "predictability",
+    "gaps",
+    "hop",
+    "hybrid",
+    "srpt_toys",
+)
 
 
 def is_trainable(agent_cfg) -> bool:

@@ -10,7 +10,10 @@ Modules: :mod:`~baselines.modes.features` (the state),
 :mod:`~baselines.modes.files` (the model file),
 :mod:`~baselines.modes.gym_env` (the MDP as a Gymnasium environment),
 :mod:`~baselines.modes.online_dqn` (online DQN on it),
-:mod:`~baselines.modes.online` (DQN-On, torch or RLlib).
+:mod:`~baselines.modes.online` (DQN-On, torch or RLlib),
+:mod:`~baselines.modes.information` (how much of the per-download best mode
+the state predicts), :mod:`~baselines.modes.probe` (the probe candidate:
+a prefix, then the mode of the nearest probed states).
 """
 
 from baselines.modes.learner import DQNModes

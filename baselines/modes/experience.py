@@ -74,6 +74,19 @@ class _Behaviour:
         return self.current
 
 
+class Branch:
+    """A chooser: mode ``prefix`` for the first ``epochs`` epochs, then ``target``
+    held (the branches of one seed share the prefix, decision for decision)."""
+
+    def __init__(self, prefix: int, epochs: int, target: int):
+        self.prefix, self.epochs, self.target, self.epoch = prefix, epochs, target, 0
+
+    def __call__(self, state) -> int:
+        mode = self.prefix if self.epoch < self.epochs else self.target
+        self.epoch += 1
+        return mode
+
+
 def log_episode(scenario, app, modes, chooser, seed: int) -> Episode:
     """Run one download with ``chooser`` and return its log (an episode cut at
     the scenario's time limit is kept, ``truncated``, its download time the
@@ -105,21 +118,41 @@ def collect(
     switch_prob: float,
     progress=None,
     once: bool = False,
+    common_seeds: bool = False,
+    branches: int = 1,
 ) -> list[Episode]:
     """The behaviour log (module docstring); seeds ``seed + k``; ``once``: the
-    switching episodes change mode at most once."""
+    switching episodes change mode at most once; ``common_seeds``: every mode
+    is held on the same seeds ``seed, ..., seed + seeds_per_mode - 1`` (then
+    the switching episodes), else each mode on its own; ``branches`` > 1: the
+    switching episodes come in groups of that many on one seed, each a
+    random mode for a drawn number of epochs (at least one, geometric with
+    ``switch_prob``), then a different one of the group's distinct modes held
+    (:class:`Branch`): the values of several modes from the very same state."""
     rng = np.random.default_rng(seed)
     episodes, k = [], 0
     for mode in range(len(modes)):
+        if common_seeds:
+            k = 0
         for _ in range(int(seeds_per_mode)):
             episodes.append(
                 log_episode(scenario, app, modes, _Behaviour(len(modes), None, mode, 0.0), seed + k)
             )
             k += 1
-    for _ in range(int(switching_episodes)):
-        behaviour = _Behaviour(len(modes), rng, None, switch_prob, once)
-        episodes.append(log_episode(scenario, app, modes, behaviour, seed + k))
-        k += 1
+    if int(branches) > 1:
+        n = len(modes)
+        for _ in range(-(-int(switching_episodes) // int(branches))):
+            prefix, epochs = int(rng.integers(n)), int(rng.geometric(switch_prob))
+            for target in rng.choice(n, size=min(int(branches), n), replace=False):
+                episodes.append(
+                    log_episode(scenario, app, modes, Branch(prefix, epochs, int(target)), seed + k)
+                )
+            k += 1
+    else:
+        for _ in range(int(switching_episodes)):
+            behaviour = _Behaviour(len(modes), rng, None, switch_prob, once)
+            episodes.append(log_episode(scenario, app, modes, behaviour, seed + k))
+            k += 1
     if progress is not None:
         progress(
             f"modes: logged {len(episodes)} behaviour episodes, "
@@ -141,6 +174,8 @@ def collect_tasks(
     switch_prob: float,
     progress=None,
     once: bool = False,
+    common_seeds: bool = False,
+    branches: int = 1,
 ) -> list[list[Episode]]:
     """:func:`collect` on every ``(scenario, app)`` of ``tasks``, task ``i`` from
     the seed ``seed + TASK_SEED_STRIDE * i``; one log per task."""
@@ -155,6 +190,8 @@ def collect_tasks(
             switch_prob,
             progress,
             once,
+            common_seeds,
+            branches,
         )
         for i, (scen, app) in enumerate(tasks)
     ]
@@ -358,6 +395,7 @@ __all__ = [
     "Episode",
     "Transitions",
     "EPOCHS_PER_MEDIAN",
+    "Branch",
     "log_episode",
     "collect",
     "collect_tasks",

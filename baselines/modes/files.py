@@ -1,10 +1,14 @@
 """The mode scheduler's model file (HDF5, format ``falcon-modes-model``
-version 1): attributes ``format``, ``format_version``, ``framework_version``,
+version 2; version 1 files, which have no probe, are read too): attributes ``format``, ``format_version``, ``framework_version``,
 ``created``, ``modes`` (JSON ``[[share, reinject], ..., "rule", ...]``), ``spec`` (JSON of
 :class:`baselines.dqn.network.QNetSpec`), ``switch_margin`` (JSON number, or
 null for infinity), ``constant_mode`` (JSON mode index held instead of the
 Q-values, or null), ``members`` (the ensemble's size); datasets
-``weights/<member>/W0, b0, ...`` (float32, ``W`` ``[in, out]``). Written to a temporary file and renamed;
+``weights/<member>/W0, b0, ...`` (float32, ``W`` ``[in, out]``); ``probe``
+(JSON ``{"prefix": mode index, "epochs", "neighbours"}`` of the selected
+probe candidate, :mod:`baselines.modes.probe`, or null) with the datasets
+``probe/states`` ``[downloads, inputs]`` and ``probe/log_times``
+``[downloads, modes]`` (float64, log s). Written to a temporary file and renamed;
 read back with one-line errors (:class:`baselines.dqn.files.ModelFileError`).
 """
 
@@ -26,10 +30,13 @@ from baselines.dqn.files import (
     write_header,
 )
 from baselines.dqn.network import QNetSpec
+from baselines.modes.probe import ProbeModel
 from baselines.modes.scheduler import make_modes, mode_lists
 
 FORMAT = "falcon-modes-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: the versions this reader knows (1: no probe)
+READ_VERSIONS = (1, 2)
 
 
 def _name(k: int) -> str:
@@ -69,21 +76,32 @@ def model_file(path, default_name: str, what: str) -> Path:
     return p
 
 
-def check_header(f, p: Path, file_format: str, format_version: int) -> None:
-    """The ``format`` and ``format_version`` attributes of an open file are ours."""
+def check_header(f, p: Path, file_format: str, format_version: int | tuple[int, ...]) -> int:
+    """The ``format`` and ``format_version`` attributes of an open file are ours
+    (``format_version``: the version, or the versions, this reader knows); returns the version."""
     if f.attrs.get("format") != file_format:
         raise ModelFileError(f"{p}: not a {file_format} file (format {f.attrs.get('format')!r})")
     version = integer_attribute(f.attrs.get("format_version"), "format_version")
-    if version != format_version:
+    known = format_version if isinstance(format_version, tuple) else (format_version,)
+    if version not in known:
         raise ModelFileError(
-            f"{p}: {file_format} version {version}, this reader knows {format_version}"
+            f"{p}: {file_format} version {version}, this reader knows "
+            + ", ".join(str(v) for v in known)
         )
+    return version
 
 
 def write_model(
-    path, members, spec: QNetSpec, modes, switch_margin: float, constant_mode: int | None = None
+    path,
+    members,
+    spec: QNetSpec,
+    modes,
+    switch_margin: float,
+    constant_mode: int | None = None,
+    probe: ProbeModel | None = None,
 ) -> Path:
-    """Write a trained mode scheduler (``members``: each network's weight list) to ``path``; returns it."""
+    """Write a trained mode scheduler (``members``: each network's weight list;
+    ``probe``: the selected probe candidate, or None) to ``path``; returns it."""
     path = Path(path)
     with atomic_path(path) as tmp:
         with open_hdf5_for_writing(tmp) as f:
@@ -97,18 +115,31 @@ def write_model(
             f.attrs["members"] = len(members)
             for i, weights in enumerate(members):
                 write_net(f, f"weights/{i}", weights)
+            f.attrs["probe"] = json.dumps(
+                None
+                if probe is None
+                else {
+                    "prefix": probe.prefix,
+                    "epochs": probe.epochs,
+                    "neighbours": probe.neighbours,
+                }
+            )
+            if probe is not None:
+                f.create_dataset("probe/states", data=np.asarray(probe.states, np.float64))
+                f.create_dataset("probe/log_times", data=np.asarray(probe.log_times, np.float64))
     return path
 
 
 def read_model(path):
-    """``(members, spec, modes, switch_margin, constant_mode)`` of a file :func:`write_model`
-    wrote; a missing, foreign or damaged file is a one-line :class:`ModelFileError`."""
+    """``(members, spec, modes, switch_margin, constant_mode, probe)`` of a file
+    :func:`write_model` wrote (``probe``: a :class:`ProbeModel` or None); a
+    missing, foreign or damaged file is a one-line :class:`ModelFileError`."""
     import h5py
 
     p = model_file(path, "model.h5", "mode-scheduler model")
     try:
         with h5py.File(p, "r") as f:
-            check_header(f, p, FORMAT, FORMAT_VERSION)
+            version = check_header(f, p, FORMAT, READ_VERSIONS)
             spec = QNetSpec(**json.loads(f.attrs["spec"]))
             modes = make_modes_from(json.loads(f.attrs["modes"]))
             margin = json.loads(f.attrs["switch_margin"])
@@ -116,6 +147,7 @@ def read_model(path):
             constant = json.loads(f.attrs["constant_mode"])
             n = integer_attribute(f.attrs.get("members"), "members")
             members = [read_net(f, f"weights/{i}", spec, p) for i in range(n)]
+            probe = _read_probe(f, p, spec, len(modes)) if version >= 2 else None
     except ModelFileError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as e:
@@ -132,7 +164,37 @@ def read_model(path):
         raise ModelFileError(
             f"{p}: constant_mode {constant!r} is not one of the {len(modes)} modes"
         )
-    return members, spec, modes, margin, constant
+    return members, spec, modes, margin, constant, probe
+
+
+def _read_probe(f, p: Path, spec: QNetSpec, n_modes: int) -> ProbeModel | None:
+    """The ``probe`` attribute and datasets of an open file, checked."""
+    settings = json.loads(f.attrs["probe"])
+    if settings is None:
+        return None
+    if not isinstance(settings, dict) or set(settings) != {"prefix", "epochs", "neighbours"}:
+        raise ModelFileError(f"{p}: probe {settings!r}: expected prefix, epochs and neighbours")
+    states = np.asarray(f["probe/states"][()], np.float64)
+    logs = np.asarray(f["probe/log_times"][()], np.float64)
+    prefix, epochs, k = settings["prefix"], settings["epochs"], settings["neighbours"]
+    if (
+        not all(isinstance(v, int) and not isinstance(v, bool) for v in (prefix, epochs, k))
+        or not 0 <= prefix < n_modes
+        or epochs < 1
+        or k < 1
+    ):
+        raise ModelFileError(
+            f"{p}: probe {settings!r}: not a mode index, epochs >= 1, neighbours >= 1"
+        )
+    n = len(states)
+    if n < 1 or states.shape != (n, spec.n_inputs) or logs.shape != (n, n_modes):
+        raise ModelFileError(
+            f"{p}: probe data of shapes {states.shape} and {logs.shape}: expected "
+            f"[downloads, {spec.n_inputs}] and [downloads, {n_modes}]"
+        )
+    if not (np.isfinite(states).all() and np.isfinite(logs).all()):
+        raise ModelFileError(f"{p}: probe data: not finite")
+    return ProbeModel(prefix, epochs, k, states, logs)
 
 
 def modes_attribute(modes) -> str:
@@ -159,6 +221,7 @@ def make_modes_from(entries) -> list:
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "READ_VERSIONS",
     "write_model",
     "read_model",
     "modes_attribute",

@@ -13,7 +13,10 @@ is chosen from ``switch_margins`` by the lowest mean log download time on
 (:func:`baselines.dqn.selection.successive_halving`; seeds ``seed +
 VALIDATION_SEED_OFFSET + k``, disjoint from the logged ones and from an
 evaluation's ``0 .. runs-1``). A margin of infinity holds the first choice:
-the best mode for the condition's start.
+the best mode for the condition's start. Up to ``constant_candidates`` modes
+held throughout and, with ``probe``, a probe (:mod:`baselines.modes.probe`:
+a prefix mode for a few epochs, then the mode that was fastest from the
+nearest of many probed states, held) enter the same selection.
 
 Why a second MDP beside the completion MDP (:mod:`envs.mdp`): there the
 action is a path per packet and the reward a fluid prediction from the
@@ -30,7 +33,7 @@ the mode MDP).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +55,7 @@ from baselines.modes.experience import (
 )
 from baselines.modes.features import n_inputs
 from baselines.modes.online_dqn import check_online_train, online_dqn
+from baselines.modes.probe import ProbeChooser, ProbeModel, check_probe, fit_probe
 from baselines.modes.scheduler import (
     DEFAULT_RULES,
     DEFAULT_SHARES,
@@ -94,6 +98,9 @@ POLICY_ROUND_STRIDE = 5_000
 #: the online candidate's training downloads have the seeds ``seed + ONLINE_CANDIDATE_OFFSET
 #: + ONLINE_SEED_OFFSET + k`` (:mod:`baselines.modes.online_dqn`)
 ONLINE_CANDIDATE_OFFSET = 60_000
+#: the probe candidate's downloads have the seeds ``seed + PROBE_SEED_OFFSET + k``
+#: (:mod:`baselines.modes.probe`)
+PROBE_SEED_OFFSET = 80_000
 #: epochs the online candidate's replay keeps
 ONLINE_REPLAY_CAPACITY = 50_000
 
@@ -210,9 +217,15 @@ class DQNModes(Scheduler, Trainable):
             re-injects (``redundant``) keeps packets sent on a path that turns
             out to be in an outage from waiting for it. Applied when deployed
             and in the selection; not stored in the model file.
+        probe: null, or ``{prefix, epochs, seeds, neighbours}``
+            (:mod:`baselines.modes.probe`): one more candidate of the
+            selection, which runs the mode ``prefix`` for ``epochs`` epochs and
+            then holds the mode that was fastest from the nearest states of
+            ``seeds`` probed downloads of the training condition (one
+            condition only). Stored in the model file when selected.
         model: a saved model (``model.h5`` or its folder) instead of training;
             with ``constant_candidates: 0`` its Q-policy is deployed even
-            where its selection kept a constant mode (an ablation).
+            where its selection kept a constant mode or the probe (an ablation).
     """
 
     name = "dqn_modes"
@@ -236,6 +249,7 @@ class DQNModes(Scheduler, Trainable):
         selection_statistic: str = "iqm",
         first_mode: str | None = None,
         switch_agreement: bool = False,
+        probe: Mapping | None = None,
         seed: int = 0,
         model: str | None = None,
     ) -> None:
@@ -272,18 +286,23 @@ class DQNModes(Scheduler, Trainable):
         self.q: Ensemble | None = None
         self.spec: QNetSpec | None = None
         self._inner: ModeScheduler | None = None
+        self.probe_settings = check_probe(probe, self.modes, self.name)
+        #: the selected probe candidate (deployed instead of the Q-values), or None
+        self.probe_model: ProbeModel | None = None
         if model is not None:
             self.load(model)
         self._first()  # a first_mode that is not a mode: one error line now, not at the first decision
 
     # ------------------------------------------------------------ acting
-    def policy(self) -> ModePolicy:
-        """A fresh chooser for one download: the selected constant mode, or the
-        greedy mode of the mean Q-values with the selected switch margin."""
+    def policy(self) -> ModePolicy | ProbeChooser:
+        """A fresh chooser for one download: the selected probe or constant
+        mode, or the greedy mode of the mean Q-values with the selected switch margin."""
         if self.q is None:
             raise ConfigError(
                 f"{self.name}: no trained model (train it with falcon.train, or give model=PATH)"
             )
+        if self.probe_model is not None:
+            return self.probe_model.chooser()
         return ModePolicy(
             self.q, self.switch_margin, self.constant_mode, self._first(), self.switch_agreement
         )
@@ -308,6 +327,8 @@ class DQNModes(Scheduler, Trainable):
         seeds_per_mode: int = 24,
         switching_episodes: int = 120,
         switch_prob: float = 0.3,
+        common_seeds: bool = False,
+        branches: int = 1,
         gradient_steps: int = 4000,
         models: int = 4,
         validation_episodes: int = 128,
@@ -335,6 +356,11 @@ class DQNModes(Scheduler, Trainable):
         (episode ``k`` on task ``k mod n``, cost: mean log download time, so
         every task counts by its relative speed). The constant candidates are
         the modes with the lowest mean over tasks of their log median times.
+
+        ``common_seeds``: every mode is held on the same behaviour seeds (paired
+        comparisons: the constant candidates are ranked on the same networks);
+        ``branches`` > 1: the switching episodes branch several modes from one
+        seed's identical state (:func:`baselines.modes.experience.collect`).
 
         ``policy_rounds``: rounds of approximate policy iteration after the
         fit on the behaviour log (``target: mc`` only): each round logs
@@ -365,6 +391,16 @@ class DQNModes(Scheduler, Trainable):
             len(tasks), policy_rounds, online_episodes, online_epsilon,
             online_learning_starts, online_updates_per_step,
         )  # fmt: skip
+        if self.probe_settings and len(tasks) != 1:
+            raise ConfigError(f"{self.name}: probe trains on one condition, not on tasks")
+        if not isinstance(common_seeds, bool):
+            raise ConfigError(
+                f"{self.name}: common_seeds: expected true or false, got {common_seeds!r}"
+            )
+        if not is_whole_number(branches, 1):
+            raise ConfigError(
+                f"{self.name}: branches: expected a whole number >= 1, got {branches!r}"
+            )
         logs = collect_tasks(
             tasks,
             self.modes,
@@ -374,6 +410,8 @@ class DQNModes(Scheduler, Trainable):
             switch_prob,
             say,
             once=self.target == "mc",
+            common_seeds=common_seeds,
+            branches=branches,
         )
         parts, units = [], []
         for episodes in logs:
@@ -406,10 +444,11 @@ class DQNModes(Scheduler, Trainable):
             if self.constant_candidates
             else []
         )
+        probe = self._fit_probe(tasks, seed, say) if self.probe_settings else None
         best, record = self._select(
-            tasks, seed, int(validation_episodes), say, constants, online and online[0]
+            tasks, seed, int(validation_episodes), say, constants, online and online[0], probe
         )
-        online_selected = self._deploy(best, constants, online)
+        online_selected = self._deploy(best, constants, online, probe)
         out = {
             "tasks": float(len(tasks)),
             "behaviour_episodes": float(sum(len(e) for e in logs)),
@@ -420,6 +459,7 @@ class DQNModes(Scheduler, Trainable):
             "switch_margin": self.switch_margin if math.isfinite(self.switch_margin) else -1.0,
             "constant_mode": -1.0 if self.constant_mode is None else float(self.constant_mode),
             "online_selected": 1.0 if online_selected else 0.0,
+            "probe_selected": 1.0 if self.probe_model is not None else 0.0,
             "selected_mean_cost": float(record[best]["mean_cost"] or math.nan),
         }
         if log is not None:
@@ -455,10 +495,30 @@ class DQNModes(Scheduler, Trainable):
         )  # fmt: skip
         return Ensemble([NumpyQNet(weights, spec)]), spec
 
-    def _deploy(self, best: int, constants: Sequence[int], online) -> bool:
+    def _fit_probe(self, tasks, seed: int, say) -> ProbeModel:
+        """The probe candidate's data (:func:`baselines.modes.probe.fit_probe`) on the one task."""
+        assert self.probe_settings is not None and len(tasks) == 1
+        n = self.probe_settings["seeds"]
+        (scenario, app) = tasks[0]
+        model = fit_probe(
+            scenario,
+            app,
+            self.modes,
+            self.probe_settings,
+            [seed + PROBE_SEED_OFFSET + k for k in range(n)],
+        )
+        if say is not None:
+            say(f"{self.name}: probed {n} downloads x {len(self.modes)} modes")
+        return model
+
+    def _deploy(self, best: int, constants: Sequence[int], online, probe=None) -> bool:
         """Deploy the selection's candidate ``best`` (:meth:`_select`'s indices);
         True when it is the online candidate's."""
         nq, nc = len(self.margins), len(constants)
+        no = nq if online is not None else 0
+        self.probe_model = probe if probe is not None and best == nq + nc + no else None
+        if self.probe_model is not None:
+            return False
         self.constant_mode = constants[best - nq] if nq <= best < nq + nc else None
         if best < nq:
             self.switch_margin = self.margins[best]
@@ -516,20 +576,27 @@ class DQNModes(Scheduler, Trainable):
             losses.append(loss.detach().numpy())
         return [learner.get_weights(m) for m in range(n_models)], losses
 
-    def _select(self, tasks, seed: int, budget: int, say, constants: Sequence[int], online=None):
+    def _select(
+        self, tasks, seed: int, budget: int, say, constants: Sequence[int], online=None, probe=None
+    ):
         """The candidate with the lowest ``selection_statistic`` of its log
         download times on validation episodes (episode ``k`` on task ``k mod
         len(tasks)``): a switch margin
         (index into ``margins``), or, index ``len(margins) + j``, holding the
         mode ``constants[j]``, or, index ``len(margins) + len(constants) + m``,
-        the Q-values ``online`` with the switch margin ``margins[m]``."""
+        the Q-values ``online`` with the switch margin ``margins[m]``, or, the
+        last index, the ``probe``."""
         nq, nc = len(self.margins), len(constants)
-        n = nq + nc + (nq if online is not None else 0)
+        no = nq if online is not None else 0
+        n = nq + nc + no + (1 if probe is not None else 0)
         if n == 1:
             return 0, [{"candidate": 0, "episodes": 0, "mean_cost": None, "cost": None}]
 
         def evaluate(i: int, k: int) -> float:
-            if i < nq:
+            policy: ModePolicy | ProbeChooser
+            if probe is not None and i == nq + nc + no:
+                policy = probe.chooser()
+            elif i < nq:
                 policy = ModePolicy(
                     self.q, self.margins[i], first=self._first(), agree=self.switch_agreement
                 )
@@ -559,16 +626,21 @@ class DQNModes(Scheduler, Trainable):
             self.modes,
             self.switch_margin,
             self.constant_mode,
+            self.probe_model,
         )
 
     def load(self, path) -> None:
-        members, self.spec, self.modes, self.switch_margin, self.constant_mode = files.read_model(
-            path
+        members, self.spec, self.modes, self.switch_margin, self.constant_mode, probe = (
+            files.read_model(path)
         )
+        self.probe_model = probe
         self.margins = [self.switch_margin]
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in members])
-        if not self.constant_candidates:  # deploy the Q-policy, not the selected constant mode
+        if (
+            not self.constant_candidates
+        ):  # deploy the Q-policy, not the selected constant mode or probe
             self.constant_mode = None
+            self.probe_model = None
 
 
 __all__ = ["DQNModes", "ModePolicy", "TARGETS", "Ensemble", "hold_or_switch", "check_margins"]

@@ -128,16 +128,24 @@ def in_sample_tasks(name, where: str) -> list[tuple[dict, dict]]:
     return _list_tasks(name, "train", where, takes="a generalist trains on train files only")
 
 
-def _list_tasks(name: str, files_of: str, where: str, takes: str | None = None) -> list:
-    """``[(scenario, app), ...]`` of the list ``configs/conditions/<name>.yaml``,
-    after :func:`check_list_files` (the files a list ``files_of`` may hold)."""
+def list_conditions(
+    name: str, where: str, files_of: str | None = None, takes: str | None = None
+) -> list:
+    """The checked conditions (``{name, scenario, app}``, the app normalised)
+    of the list ``configs/conditions/<name>.yaml``, after
+    :func:`check_list_files` (the files a list ``files_of``, default ``name``, may hold)."""
     from falcon.config import load_group, to_plain
     from falcon.experiments.learnability_settings import check_conditions
 
     sec = to_plain(load_group("conditions", name)).get("learnability") or {}
     conditions = check_conditions(sec.get("conditions"), None)
-    check_list_files(conditions, files_of, where, takes)
-    return [(c["scenario"], c["app"]) for c in conditions]
+    check_list_files(conditions, name if files_of is None else files_of, where, takes)
+    return conditions
+
+
+def _list_tasks(name: str, files_of: str, where: str, takes: str | None = None) -> list:
+    """``[(scenario, app), ...]`` of :func:`list_conditions`."""
+    return [(c["scenario"], c["app"]) for c in list_conditions(name, where, files_of, takes)]
 
 
 def recombined_tasks(tasks: Sequence[tuple], n: int, seed: int) -> list[tuple[dict, dict]]:
@@ -221,6 +229,7 @@ def check_learners(name: str, learners: Sequence[str], job: str) -> None:
 
 
 __all__ = [
+    "list_conditions",
     "ALLOWED_SPLITS",
     "NO_LEARNERS",
     "check_list_name",
