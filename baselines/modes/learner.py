@@ -391,16 +391,7 @@ class DQNModes(Scheduler, Trainable):
             len(tasks), policy_rounds, online_episodes, online_epsilon,
             online_learning_starts, online_updates_per_step,
         )  # fmt: skip
-        if self.probe_settings and len(tasks) != 1:
-            raise ConfigError(f"{self.name}: probe trains on one condition, not on tasks")
-        if not isinstance(common_seeds, bool):
-            raise ConfigError(
-                f"{self.name}: common_seeds: expected true or false, got {common_seeds!r}"
-            )
-        if not is_whole_number(branches, 1):
-            raise ConfigError(
-                f"{self.name}: branches: expected a whole number >= 1, got {branches!r}"
-            )
+        self._check_behaviour(len(tasks), common_seeds, branches)
         logs = collect_tasks(
             tasks,
             self.modes,
@@ -465,6 +456,19 @@ class DQNModes(Scheduler, Trainable):
         if log is not None:
             log({f"train/{self.name}/{k}": v for k, v in out.items()}, None)
         return out
+
+    def _check_behaviour(self, n_tasks: int, common_seeds, branches) -> None:
+        """The behaviour log's ``common_seeds`` and ``branches``, and a probe on one task only."""
+        if self.probe_settings and n_tasks != 1:
+            raise ConfigError(f"{self.name}: probe trains on one condition, not on tasks")
+        if not isinstance(common_seeds, bool):
+            raise ConfigError(
+                f"{self.name}: common_seeds: expected true or false, got {common_seeds!r}"
+            )
+        if not is_whole_number(branches, 1):
+            raise ConfigError(
+                f"{self.name}: branches: expected a whole number >= 1, got {branches!r}"
+            )
 
     def _check_rounds_and_online(
         self, n_tasks, policy_rounds, online_episodes, epsilon, learning_starts, updates
