@@ -175,7 +175,7 @@ def test_the_study_on_a_validation_condition(tmp_path):
     [
         ({"list": "test"}, "reporting only"),
         ({"names": ["nowhere"]}, "not in the validation list"),
-        ({"prefix": "rr"}, "not one of the agent's modes"),
+        ({"prefix": "rr"}, "prefix: 'rr' is not one of the modes"),
         ({"agent": "minrtt"}, "not an agent of the mode MDP"),
         ({"seeds": 2}, "at least 3"),
         ({"epochs": 0}, "epochs"),

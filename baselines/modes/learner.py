@@ -222,7 +222,8 @@ class DQNModes(Scheduler, Trainable):
             selection, which runs the mode ``prefix`` for ``epochs`` epochs and
             then holds the mode that was fastest from the nearest states of
             ``seeds`` probed downloads of the training condition (one
-            condition only). Stored in the model file when selected.
+            condition only; its prefix, not ``first_mode``, opens its
+            downloads). Stored in the model file when selected.
         model: a saved model (``model.h5`` or its folder) instead of training;
             with ``constant_candidates: 0`` its Q-policy is deployed even
             where its selection kept a constant mode or the probe (an ablation).

@@ -51,14 +51,19 @@ def check_probe(value, modes: Sequence, owner: str) -> dict | None:
             raise ConfigError(
                 f"{owner}.probe.{key}: expected a whole number >= {lo}, got {out[key]!r}"
             )
-    prefix = out["prefix"]
-    key = tuple(prefix) if isinstance(prefix, list | tuple) else prefix
+    out["prefix"] = mode_position(modes, out["prefix"], f"{owner}.probe.prefix")
+    return out
+
+
+def mode_position(modes: Sequence, value, where: str) -> int:
+    """The index of ``value`` (a rule name, or a ``[share, reinject]`` pair) among ``modes``;
+    one that is not a mode is an error naming ``where`` and the modes."""
+    key = tuple(value) if isinstance(value, list | tuple) else value
     if isinstance(key, tuple) and len(key) == 2:
         key = (float(key[0]), bool(key[1]))
     if key not in list(modes):
-        raise ConfigError(f"{owner}.probe.prefix: {prefix!r} is not one of its modes {list(modes)}")
-    out["prefix"] = list(modes).index(key)
-    return out
+        raise ConfigError(f"{where}: {value!r} is not one of the modes {list(modes)}")
+    return list(modes).index(key)
 
 
 def knn_log_times(data_z: np.ndarray, logs: np.ndarray, z: np.ndarray, k: int) -> np.ndarray:
@@ -127,4 +132,12 @@ def fit_probe(scenario, app, modes: Sequence, probe: Mapping, seeds: Sequence[in
     )
 
 
-__all__ = ["DEFAULTS", "check_probe", "knn_log_times", "ProbeModel", "ProbeChooser", "fit_probe"]
+__all__ = [
+    "DEFAULTS",
+    "check_probe",
+    "mode_position",
+    "knn_log_times",
+    "ProbeModel",
+    "ProbeChooser",
+    "fit_probe",
+]

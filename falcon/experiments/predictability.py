@@ -79,16 +79,6 @@ def _modes(sec: Mapping) -> list:
     return make_modes(agent["shares"], agent.get("reinject", [False, True]), agent["rules"])
 
 
-def _prefix_index(modes: list, prefix) -> int:
-    """The index of ``prefix`` (a rule name, or a ``[share, reinject]`` pair) among ``modes``."""
-    key = tuple(prefix) if isinstance(prefix, list | tuple) else prefix
-    if isinstance(key, tuple) and len(key) == 2:
-        key = (float(key[0]), bool(key[1]))
-    if key not in modes:
-        raise ConfigError(f"{JOB}.prefix: {prefix!r} is not one of the agent's modes {modes}")
-    return modes.index(key)
-
-
 def _condition_job(job: tuple) -> dict:
     """One condition's study (a worker of :func:`falcon.runtime.run_jobs`)."""
     from baselines.modes.information import branch_outcomes, summarise
@@ -106,6 +96,7 @@ def run_study(
     sec: Mapping, seed: int, runtime: Mapping | None = None, progress: bool = True
 ) -> dict:
     """The study (module docstring) as its results dict."""
+    from baselines.modes.probe import mode_position
     from falcon.runtime import run_jobs
 
     for key in ("seeds", "epochs", "neighbours"):
@@ -119,7 +110,7 @@ def run_study(
         raise ConfigError(f"{JOB}.ridge: expected a number >= 0, got {sec.get('ridge')!r}")
     conditions = _conditions(sec)
     modes = _modes(sec)
-    prefix = _prefix_index(modes, sec["prefix"])
+    prefix = mode_position(modes, sec["prefix"], f"{JOB}.prefix")
     seeds = [int(seed) + SEED_OFFSET + k for k in range(sec["seeds"])]
     jobs = [
         (c, modes, prefix, sec["epochs"], seeds, float(sec["ridge"]), sec["neighbours"])
