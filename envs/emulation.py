@@ -10,6 +10,7 @@ and validation stay in :mod:`envs.scenario`.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -45,23 +46,21 @@ def buffer_rate(cap: CapacityTrace) -> float:
     rate 89-90 %, Mahimahi's unlimited queue 94 %, with seconds of queueing.)"""
     if cap.is_constant:
         return cap.mean_rate
-    # a trace condition's episodes share one loaded trace (envs.traces.loaders caches
-    # them) and the rate is a function of it: computed once per trace object (the entry
-    # holds the object, so its id cannot be reused while the entry lives)
-    hit = _BUFFER_RATES.get(id(cap))
-    if hit is not None and hit[0] is cap:
-        return hit[1]
-    rates, lengths = window_rates(cap, BUFFER_RATE_WINDOW_S)
-    rate = weighted_quantile(rates, lengths, BUFFER_RATE_QUANTILE)
-    if len(_BUFFER_RATES) >= BUFFER_RATE_CACHE_SIZE:
-        _BUFFER_RATES.pop(next(iter(_BUFFER_RATES)))  # the oldest entry
-    _BUFFER_RATES[id(cap)] = (cap, rate)
-    return rate
+    return _trace_buffer_rate(cap)
 
 
-#: :func:`buffer_rate` of the latest capacity traces, by object id: ``(trace, rate)``
-_BUFFER_RATES: dict = {}
+#: capacity traces whose :func:`buffer_rate` is kept
 BUFFER_RATE_CACHE_SIZE = 64
+
+
+@functools.lru_cache(maxsize=BUFFER_RATE_CACHE_SIZE)
+def _trace_buffer_rate(cap: CapacityTrace) -> float:
+    """:func:`buffer_rate` of a capacity trace. A trace condition's episodes share
+    one loaded trace (envs.traces.loaders caches them) and the rate is a function of
+    it, so it is kept per trace object (traces hash by identity; the cache holds the
+    object, so its id cannot be reused while the entry lives)."""
+    rates, lengths = window_rates(cap, BUFFER_RATE_WINDOW_S)
+    return weighted_quantile(rates, lengths, BUFFER_RATE_QUANTILE)
 
 
 def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:

@@ -278,13 +278,14 @@ def test_the_buffer_rate_is_computed_once_per_trace_object():
     want = weighted_quantile(
         *window_rates(cap, emulation.BUFFER_RATE_WINDOW_S), emulation.BUFFER_RATE_QUANTILE
     )
-    emulation._BUFFER_RATES.clear()
+    cache = emulation._trace_buffer_rate
+    cache.cache_clear()
     assert emulation.buffer_rate(cap) == want
-    emulation._BUFFER_RATES[id(cap)] = (cap, -1.0)  # a kept entry is what a second call returns
-    assert emulation.buffer_rate(cap) == -1.0
+    assert emulation.buffer_rate(cap) == want and cache.cache_info().hits == 1  # kept
     other = CapacityTrace(cap.times, cap.rates * 2, cap.period)
     assert emulation.buffer_rate(other) == 2 * want
-    emulation._BUFFER_RATES.clear()
+    assert cache.cache_info().misses == 2  # another object: computed again
+    cache.cache_clear()
 
 
 # ---------------------------------------------------------------- options --

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from baselines.modes.experience import Branch, log_episode
-from baselines.modes.probe import knn_log_times
+from baselines.modes.probe import knn_log_times, standardisation
 from envs.errors import ConfigError
 
 #: a gap (best held - per-download best) below this share of the best held
@@ -77,12 +77,6 @@ def branch_outcomes(
     return {"times": times, "states": np.stack(states).astype(np.float64), "ended_in_prefix": ended}
 
 
-def _standardised(states: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(mean, scale)`` of ``states[rows]`` per entry (scale at least 1e-6)."""
-    x = states[rows]
-    return x.mean(0), np.maximum(x.std(0), 1e-6)
-
-
 def predicted_choices(
     states: np.ndarray, times: np.ndarray, method: str, ridge: float = 3.0, neighbours: int = 10
 ) -> np.ndarray:
@@ -96,7 +90,7 @@ def predicted_choices(
     out = np.zeros(n, dtype=np.int64)
     for i in range(n):
         rest = np.array([j for j in range(n) if j != i])
-        mean, scale = _standardised(states, rest)
+        mean, scale = standardisation(states[rest])
         z_rest = (states[rest] - mean) / scale
         z_i = (states[i] - mean) / scale
         if method == "ridge":

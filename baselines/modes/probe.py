@@ -45,13 +45,20 @@ def check_probe(value, modes: Sequence, owner: str) -> dict | None:
     unknown = sorted(set(value) - set(DEFAULTS))
     if unknown:
         raise ConfigError(f"{owner}.probe: unknown keys {unknown} (known: {list(DEFAULTS)})")
-    out = {**DEFAULTS, **dict(value)}
+    return check_probe_settings({**DEFAULTS, **dict(value)}, modes, f"{owner}.probe")
+
+
+def check_probe_settings(settings: Mapping, modes: Sequence, where: str) -> dict:
+    """:data:`DEFAULTS`' keys of ``settings`` checked (``seeds`` at least 3: the
+    predictability study leaves one out of each fit), with ``prefix`` resolved
+    to a mode index; errors name ``where``."""
+    out = {key: settings.get(key) for key in DEFAULTS}
     for key, lo in (("epochs", 1), ("seeds", 3), ("neighbours", 1)):
         if not is_whole_number(out[key], lo):
             raise ConfigError(
-                f"{owner}.probe.{key}: expected a whole number >= {lo}, got {out[key]!r}"
+                f"{where}.{key}: expected a whole number, at least {lo}, got {out[key]!r}"
             )
-    out["prefix"] = mode_position(modes, out["prefix"], f"{owner}.probe.prefix")
+    out["prefix"] = mode_position(modes, out["prefix"], f"{where}.prefix")
     return out
 
 
@@ -64,6 +71,11 @@ def mode_position(modes: Sequence, value, where: str) -> int:
     if key not in list(modes):
         raise ConfigError(f"{where}: {value!r} is not one of the modes {list(modes)}")
     return list(modes).index(key)
+
+
+def standardisation(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, scale)`` per entry of ``states`` [rows, entries] (scale at least 1e-6)."""
+    return states.mean(0), np.maximum(states.std(0), 1e-6)
 
 
 def knn_log_times(data_z: np.ndarray, logs: np.ndarray, z: np.ndarray, k: int) -> np.ndarray:
@@ -88,8 +100,7 @@ class ProbeModel:
     def __post_init__(self) -> None:
         self.states = np.asarray(self.states, np.float64)
         self.log_times = np.asarray(self.log_times, np.float64)
-        self.mean = self.states.mean(0)
-        self.scale = np.maximum(self.states.std(0), 1e-6)
+        self.mean, self.scale = standardisation(self.states)
         self._z = (self.states - self.mean) / self.scale
 
     def choose(self, state: np.ndarray) -> int:
@@ -135,7 +146,9 @@ def fit_probe(scenario, app, modes: Sequence, probe: Mapping, seeds: Sequence[in
 __all__ = [
     "DEFAULTS",
     "check_probe",
+    "check_probe_settings",
     "mode_position",
+    "standardisation",
     "knn_log_times",
     "ProbeModel",
     "ProbeChooser",

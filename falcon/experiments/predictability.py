@@ -96,24 +96,18 @@ def run_study(
     sec: Mapping, seed: int, runtime: Mapping | None = None, progress: bool = True
 ) -> dict:
     """The study (module docstring) as its results dict."""
-    from baselines.modes.probe import mode_position
+    from baselines.modes.probe import check_probe_settings
     from falcon.runtime import run_jobs
 
-    for key in ("seeds", "epochs", "neighbours"):
-        if isinstance(sec.get(key), bool) or not isinstance(sec.get(key), int) or sec[key] < 1:
-            raise ConfigError(f"{JOB}.{key}: expected a whole number >= 1, got {sec.get(key)!r}")
-    if sec["seeds"] < 3:
-        raise ConfigError(
-            f"{JOB}.seeds: at least 3 (one is left out of each fit), got {sec['seeds']}"
-        )
-    if not isinstance(sec.get("ridge"), int | float) or not sec["ridge"] >= 0:
-        raise ConfigError(f"{JOB}.ridge: expected a number >= 0, got {sec.get('ridge')!r}")
+    ridge = sec.get("ridge")
+    if isinstance(ridge, bool) or not isinstance(ridge, int | float) or not ridge >= 0:
+        raise ConfigError(f"{JOB}.ridge: expected a number >= 0, got {ridge!r}")
     conditions = _conditions(sec)
     modes = _modes(sec)
-    prefix = mode_position(modes, sec["prefix"], f"{JOB}.prefix")
-    seeds = [int(seed) + SEED_OFFSET + k for k in range(sec["seeds"])]
+    probe = check_probe_settings(sec, modes, JOB)  # the probe's prefix, epochs, seeds, neighbours
+    seeds = [int(seed) + SEED_OFFSET + k for k in range(probe["seeds"])]
     jobs = [
-        (c, modes, prefix, sec["epochs"], seeds, float(sec["ridge"]), sec["neighbours"])
+        (c, modes, probe["prefix"], probe["epochs"], seeds, float(ridge), probe["neighbours"])
         for c in conditions
     ]
     t0 = time.perf_counter()
@@ -124,7 +118,7 @@ def run_study(
         "job": JOB,
         "settings": {**dict(sec), "seed": int(seed), "seed_offset": SEED_OFFSET},
         "modes": [str(m) for m in modes],
-        "prefix_mode": str(modes[prefix]),
+        "prefix_mode": str(modes[probe["prefix"]]),
         "conditions": {c["name"]: r for c, r in zip(conditions, results)},
         "wall_s": time.perf_counter() - t0,
     }
