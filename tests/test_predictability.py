@@ -192,15 +192,18 @@ from baselines.dqn.files import ModelFileError  # noqa: E402
 from baselines.modes.files import read_model  # noqa: E402
 from baselines.modes.probe import ProbeChooser, ProbeModel, check_probe  # noqa: E402
 
+PROBE = {"prefix": "minrtt", "epochs": 2, "seeds": 3, "neighbours": 10}
+
 
 @pytest.mark.parametrize(
     "value, match",
     [
-        ({"colour": 1}, "unknown keys"),
-        ({"epochs": 0}, "epochs"),
-        ({"seeds": 2}, "seeds"),
-        ({"neighbours": 0}, "neighbours"),
-        ({"prefix": "rr"}, "prefix"),
+        ({**PROBE, "colour": 1}, "unknown keys"),
+        ({**PROBE, "epochs": 0}, "epochs"),
+        ({**PROBE, "seeds": 2}, "seeds"),
+        ({**PROBE, "neighbours": 0}, "neighbours"),
+        ({**PROBE, "prefix": "rr"}, "prefix"),
+        ({"prefix": "minrtt", "epochs": 2}, r"missing keys \['seeds', 'neighbours'\]"),
         ([1, 2], "mapping"),
     ],
 )
@@ -213,7 +216,7 @@ def test_the_probe_settings_are_checked(value, match):
 
 def test_the_probe_holds_its_prefix_then_the_mode_of_the_nearest_states():
     assert check_probe(None, MODES, "x") is None
-    settings = check_probe({"prefix": [0.5, False], "epochs": 2}, MODES, "x")
+    settings = check_probe({**PROBE, "prefix": [0.5, False]}, MODES, "x")
     assert settings["prefix"] == MODES.index((0.5, False)) and settings["neighbours"] == 10
     states = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
     logs = np.log(
@@ -313,7 +316,7 @@ def test_a_probe_trains_on_one_condition():
         shares=[0.0, 1.0],
         reinject=[False],
         rules=["minrtt"],
-        probe={"prefix": "minrtt", "seeds": 3},
+        probe=PROBE,
     )
     with pytest.raises(ConfigError, match="probe trains on one condition"):
         agent.fit(

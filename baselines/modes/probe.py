@@ -31,28 +31,32 @@ import numpy as np
 
 from envs.errors import ConfigError, is_whole_number
 
-#: the probe's keys and their defaults (``probe:`` of a mode agent config)
-DEFAULTS = {"prefix": "ecf", "epochs": 2, "seeds": 60, "neighbours": 10}
+#: the probe's keys (``probe:`` of a mode agent config; their values are
+#: configs/agent/dqn_modes_probe.yaml's)
+KEYS = ("prefix", "epochs", "seeds", "neighbours")
 
 
 def check_probe(value, modes: Sequence, owner: str) -> dict | None:
-    """``probe:`` (null, or a mapping of :data:`DEFAULTS`' keys) checked, with
+    """``probe:`` (null, or a mapping of exactly :data:`KEYS`) checked, with
     ``prefix`` resolved to a mode index; None when off."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{owner}.probe: expected null or a mapping of {list(DEFAULTS)}")
-    unknown = sorted(set(value) - set(DEFAULTS))
+        raise ConfigError(f"{owner}.probe: expected null or a mapping of {list(KEYS)}")
+    unknown = sorted(set(value) - set(KEYS))
     if unknown:
-        raise ConfigError(f"{owner}.probe: unknown keys {unknown} (known: {list(DEFAULTS)})")
-    return check_probe_settings({**DEFAULTS, **dict(value)}, modes, f"{owner}.probe")
+        raise ConfigError(f"{owner}.probe: unknown keys {unknown} (known: {list(KEYS)})")
+    return check_probe_settings(value, modes, f"{owner}.probe")
 
 
 def check_probe_settings(settings: Mapping, modes: Sequence, where: str) -> dict:
-    """:data:`DEFAULTS`' keys of ``settings`` checked (``seeds`` at least 3: the
-    predictability study leaves one out of each fit), with ``prefix`` resolved
-    to a mode index; errors name ``where``."""
-    out = {key: settings.get(key) for key in DEFAULTS}
+    """:data:`KEYS` of ``settings``, each given, checked (``seeds`` at least 3:
+    the predictability study leaves one out of each fit), with ``prefix``
+    resolved to a mode index; errors name ``where``."""
+    missing = [key for key in KEYS if key not in settings]
+    if missing:
+        raise ConfigError(f"{where}: missing keys {missing} (needs {list(KEYS)})")
+    out = {key: settings[key] for key in KEYS}
     for key, lo in (("epochs", 1), ("seeds", 3), ("neighbours", 1)):
         if not is_whole_number(out[key], lo):
             raise ConfigError(
@@ -144,7 +148,7 @@ def fit_probe(scenario, app, modes: Sequence, probe: Mapping, seeds: Sequence[in
 
 
 __all__ = [
-    "DEFAULTS",
+    "KEYS",
     "check_probe",
     "check_probe_settings",
     "mode_position",
