@@ -12,6 +12,10 @@ after one untimed warm-up run that pays the lazy imports):
   train list's LTE + Wi-Fi condition, a Raca 4G drive and an Aydin Wi-Fi
   recording, random trace starts), where every packet's link service reads
   the capacity trace and every episode loads the trace files;
+* ``modes``: the mode MDP's scheduler (:class:`baselines.modes.scheduler.ModeScheduler`,
+  ``dqn_modes``' ten share modes and four rules) over the same real-trace pair,
+  its chooser walking the modes five at a time, one per epoch: what the mode
+  learners' behaviour, validation and evaluation downloads run;
 * ``first_with_room``: the same with a trivial Python callback
   (:class:`envs.scheduler.FirstWithRoom`): the emulator plus one Python call
   per decision;
@@ -96,6 +100,7 @@ ENV_STEPS = 128_000
 WORKLOADS = (
     "minrtt",
     "minrtt_traces",
+    "modes",
     "first_with_room",
     "dqn_collect",
     "qnet_forward",
@@ -110,11 +115,13 @@ def _episodes(name: str, episodes: int, size: int) -> dict:
     from envs.runner import run_episode
     from envs.scheduler import FirstWithRoom
 
-    scenario = TRACE_SCENARIO if name == "minrtt_traces" else SCENARIO
+    scenario = TRACE_SCENARIO if name in ("minrtt_traces", "modes") else SCENARIO
 
     def sched():
         if name == "first_with_room":
             return FirstWithRoom()
+        if name == "modes":
+            return _mode_scheduler()
         return make_scheduler("minrtt" if name == "minrtt_traces" else name)
 
     run_episode(
@@ -128,6 +135,20 @@ def _episodes(name: str, episodes: int, size: int) -> dict:
         check += r.metrics["download_time_s"]
     cpu = time.process_time() - t0
     return {"per_cpu_s": packets / cpu, "unit": "packets", "count": packets, "checksum": check}
+
+
+def _mode_scheduler():
+    """The ``modes`` workload's scheduler: ``dqn_modes``' modes, a chooser that walks them."""
+    from baselines.modes.scheduler import DEFAULT_RULES, ModeScheduler, make_modes
+
+    modes = make_modes(rules=DEFAULT_RULES)
+    epochs = [0]
+
+    def walk(state) -> int:
+        epochs[0] += 1
+        return (5 * epochs[0]) % len(modes)
+
+    return ModeScheduler(modes, walk)
 
 
 def _paths(n: int) -> dict:

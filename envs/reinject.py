@@ -6,9 +6,11 @@ The copy is of the frame in flight longest (earliest sent) among those that
 are in flight as their only copy on the other paths; marking its record
 *shared* (:mod:`envs.sent`) lets the connection count an acknowledgement of
 either copy once and skip the retransmission of a lost copy whose twin was
-acknowledged. The receiver keeps the first copy to arrive. Re-injections are
-rare next to ordinary sends, so these functions stay plain Python in both
-cores.
+acknowledged. The receiver keeps the first copy to arrive. The connection
+asks :func:`possible` at every decision with nothing new to send when its
+scheduler re-injects, so these functions are part of the compiled core
+(``reinject.pxd``): a re-injecting scheduler (the mode MDP's, ``minrtt_or``,
+the oracle family's tail copies) spends most of a download's tail there.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def candidate(conn, path: int):
             cursor[i] = q.sent.hi
             continue
         cursor[i] = pn
-        t = q.sent[pn][0]
+        t = q.sent.time_sent(pn)
         if t < best_t:
             best_t = t
             best = (i, pn)
@@ -54,7 +56,10 @@ def sent_time(conn, path: int):
 
 def possible(conn) -> bool:
     """Some open path could carry a copy of a frame in flight on another path."""
-    return any(p.is_open and candidate(conn, p.index) is not None for p in conn.paths)
+    for p in conn.paths:  # a loop, not any() over a generator: the compiled core runs it in C
+        if p.is_open and candidate(conn, p.index) is not None:
+            return True
+    return False
 
 
 def send_copy(conn, ps) -> bool:

@@ -28,7 +28,15 @@ then takes the decision here instead of calling ``decide``:
   other's): :func:`split_pick`. ``decide`` is called only for the tail
   re-injection of a ``SplitThreshold`` that re-injects. The learnability
   suite's fixed splits and its oracle's family run these on every seed of
-  every condition.
+  every condition;
+* ``"modes"`` (two paths): the mode MDP's scheduler
+  (``baselines.modes.scheduler.ModeScheduler``, or a scheduler whose
+  ``mode_scheduler`` is one) between two epoch boundaries: :func:`mode_decision`
+  notes the paths' newly acknowledged payload as its epoch observer's
+  ``track`` does, then runs the mode in force: a share mode's split, or a
+  rule mode's own native rule (``decide`` for a rule without one), and a
+  share mode's tail re-injection (:func:`tail_pick`). Only the epoch's first
+  decision (the state and the chooser) calls ``decide``.
 
 A subclass that overrides ``decide`` is not taken here (:func:`rule_code`),
 so a class's own Python ``decide`` always stays the reference: these
@@ -41,10 +49,13 @@ from __future__ import annotations
 
 import math
 
+from envs.reinject import source
+from envs.scheduler import Decision
+
 INF = math.inf
 #: ``native_rule`` names and their codes (0: none, ``decide`` is called)
 MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER, FIXED_SPLIT, SPLIT_THRESHOLD = 1, 2, 3, 4, 5
-MINRTT_UNTIL_TAIL = 6
+MINRTT_UNTIL_TAIL, MODES = 6, 7
 RULES = {
     "minrtt": MINRTT,
     "rr": ROUND_ROBIN,
@@ -52,6 +63,7 @@ RULES = {
     "minrtt_until_tail": MINRTT_UNTIL_TAIL,
     "fixed_split": FIXED_SPLIT,
     "split_threshold": SPLIT_THRESHOLD,
+    "modes": MODES,
 }
 
 
@@ -179,6 +191,83 @@ def split_pick(paths: list, now: float, share: float, threshold: float) -> int:
     return t.index if t.may_send(now) else -1
 
 
+def tail_pick(paths: list, view, now: float) -> int:
+    """``baselines.rule_based.policy_family.tail_decision``'s path of two: the one with
+    room at ``now`` [s] and the earlier :func:`predicted_delivery` (ties: path 0) whose
+    re-injection has a frame to copy, then the other; -1 when neither."""
+    p0 = paths[0]
+    p1 = paths[1]
+    if predicted_delivery(p0) <= predicted_delivery(p1):
+        a = p0
+        b = p1
+    else:
+        a = p1
+        b = p0
+    if a.may_send(now) and source(view, a.index) is not None:
+        return a.index
+    if b.may_send(now) and source(view, b.index) is not None:
+        return b.index
+    return -1
+
+
+def mode_decision(paths: list, scheduler, view, now: float, tail: bool):
+    """The decision at ``now`` [s] of a mode scheduler (``native_rule = "modes"``,
+    module docstring): the same decision, with the same side effects on its
+    observer, counts and rule, as its ``decide``, which is called at an epoch's
+    first decision only; ``tail``: nothing new can be sent.
+
+    The scheduler's ``mode_scheduler`` (None: itself) has ``_epoch_end`` [s],
+    ``_mode`` (the index in force), per mode ``_mode_shares`` (path 0's share),
+    ``_mode_reinject`` (a share mode's tail re-injection), ``_mode_rules`` (the
+    rule scheduler of a rule mode, else None) and ``_mode_codes`` (that rule's
+    :func:`rule_code`), the split's ``_counts`` and the ``observer`` whose
+    ``snapshot`` and ``last_ack`` lists it tracks.
+    """
+    ms = scheduler.mode_scheduler
+    if ms is None:
+        ms = scheduler
+    end = ms._epoch_end
+    if end < 0.0 or now >= end:
+        return scheduler.decide(view)
+    observer = ms.observer
+    snapshot = observer.snapshot
+    last_ack = observer.last_ack
+    i = 0
+    for p in paths:  # the observer's track
+        a = p.payload_bytes_acked
+        if a != snapshot[i]:
+            snapshot[i] = a
+            last_ack[i] = now
+        i += 1
+    m = ms._mode
+    rule = ms._mode_rules[m]
+    if rule is not None:
+        if tail and not rule.reinjects:
+            return None
+        code = ms._mode_codes[m]
+        if code == 0:
+            return rule.decide(view)
+        return native_decision(code, paths, rule, view, now, tail)
+    if tail:
+        if not ms._mode_reinject[m]:
+            return None
+        i = tail_pick(paths, view, now)
+        return None if i < 0 else Decision(i, reinject=True)
+    counts = ms._counts
+    c0 = counts[0]
+    c1 = counts[1]
+    share = ms._mode_shares[m]
+    t = 0 if c0 < share * (c0 + c1 + 1) else 1
+    p = paths[t]
+    if not p.may_send(now):
+        return None
+    if t == 0:
+        counts[0] = c0 + 1
+    else:
+        counts[1] = c1 + 1
+    return t
+
+
 def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: bool):
     """The decision at ``now`` [s] of ``scheduler``, whose ``native_rule`` has code ``rule``
     (module docstring); ``view`` is the connection, for the ``decide`` the rule falls back
@@ -204,6 +293,8 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: b
         if tail and scheduler.reinjects:
             return scheduler.decide(view)  # the tail re-injection
         i = split_pick(paths, now, scheduler.share, scheduler.threshold)
+    elif rule == MODES:
+        return mode_decision(paths, scheduler, view, now, tail)
     else:
         raise ValueError(f"unknown native rule code {rule}")
     return i if i >= 0 else None
@@ -211,6 +302,8 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: b
 
 __all__ = [
     "native_decision",
+    "mode_decision",
+    "tail_pick",
     "RULES",
     "rule_code",
     "minrtt_pick",

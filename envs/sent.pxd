@@ -12,6 +12,7 @@ cdef class SentPackets:
     cpdef add(self, long long pn, double t_sent, long long size, long long sid, long long off,
               long long length, bint shared)
     cpdef bint has(self, long long pn)
+    cpdef double time_sent(self, long long pn) except? -1.0
     @cython.locals(copies=cython.longlong, mask=cython.longlong, lo=cython.longlong)
     cpdef long long take(self, long long pn)
     cpdef bint shared(self, long long pn)

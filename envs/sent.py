@@ -70,6 +70,12 @@ class SentPackets:
         """Packet ``pn`` is in flight."""
         return self.lo <= pn < self.hi and self.state[pn & self.mask] != 0
 
+    def time_sent(self, pn: int) -> float:
+        """When packet ``pn``, in flight, was sent [s] (``self[pn][0]`` without the tuple)."""
+        if not self.has(pn):
+            raise KeyError(pn)
+        return self.t_sent[pn & self.mask]
+
     def take(self, pn: int) -> int:
         """Remove packet ``pn`` if it is in flight, and say how many copies its frame has
         had: 0 (it is not in flight), 1 (the only one) or 2 (several: shared). Its row

@@ -71,8 +71,8 @@ def test_the_first_epoch_holds_the_first_mode(built):
     _, _, path = built
     f = FalconModes(cells=2, first_mode="redundant", selection="bank", model=str(path), **SMALL)
     f.run_episode(*TASKS[0], seed=0)
-    assert f._inner.trace[0][1] == f.modes.index("redundant")
-    assert len(f._evidence) == len(f._inner.trace) - 1  # the held epoch adds no evidence
+    assert f.mode_scheduler.trace[0][1] == f.modes.index("redundant")
+    assert len(f._evidence) == len(f.mode_scheduler.trace) - 1  # the held epoch adds no evidence
     with pytest.raises(ConfigError, match="first_mode 'blest' is not one of its modes"):
         FalconModes(first_mode="blest", **SMALL)
 
@@ -218,12 +218,12 @@ def test_the_mixture_weights_every_cells_values_by_the_evidence(built):
     _, _, path = built
     f = FalconModes(cells=2, selection="mixture", model=str(path), **SMALL)
     f.run_episode(*TASKS[0], seed=0)
-    state = f._inner.trace[-1][0]
+    state = f.mode_scheduler.trace[-1][0]
     z = np.mean(f._evidence, axis=0)
     w = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
     want = sum(w[c] * f.bank.q(c)(state) for c in range(2) if w[c] > 1e-3)
     assert np.allclose(f._q(state), want)
-    assert len(f._evidence) == len(f._inner.trace)  # no first mode: every epoch is evidence
+    assert len(f._evidence) == len(f.mode_scheduler.trace)  # no first mode: every epoch is evidence
 
 
 # ---------------------------------------------------------------- condition memory
@@ -241,9 +241,9 @@ def test_falcon_modes_carries_the_memory_across_downloads_and_the_bank_records_i
     assert bank.spec.n_inputs == n_inputs(2) + n_history_inputs(2)
     f = FalconModes(cells=2, history_downloads=3, model=str(bank_path), **SMALL)
     f.run_episode(*TASKS[0], seed=0)
-    first = [s for s, *_ in f._inner.trace]
+    first = [s for s, *_ in f.mode_scheduler.trace]
     f.run_episode(*TASKS[0], seed=1)
-    second = [s for s, *_ in f._inner.trace]
+    second = [s for s, *_ in f.mode_scheduler.trace]
     assert first[0].shape == (bank.spec.n_inputs,)
     # the first download starts with no past; the second with the first's epochs
     assert first[0][-1] == pytest.approx(np.log1p(summarise(first[0][None, :18]).epochs.sum()))

@@ -16,6 +16,7 @@ from envs.rules import (
     MINRTT,
     MINRTT_UNLESS_SLOWER,
     MINRTT_UNTIL_TAIL,
+    MODES,
     ROUND_ROBIN,
     RULES,
     SPLIT_THRESHOLD,
@@ -152,6 +153,7 @@ def test_an_unknown_native_rule_is_named_and_an_overriding_subclass_is_not_nativ
         "minrtt_until_tail",
         "fixed_split",
         "split_threshold",
+        "modes",
     }
     from baselines.gaps.gap_rules import BlestGap, EcfGap
 
@@ -159,3 +161,68 @@ def test_an_unknown_native_rule_is_named_and_an_overriding_subclass_is_not_nativ
     opted_out = type("OptedOut", (type(make_scheduler("minrtt")),), {"native_rule": None})
     # the base class declares native_rule = None (it is abstract: a minimal subclass)
     assert rule_code(opted_out()) == 0 and rule_code(FirstWithRoom()) == 0
+
+
+#: every kind of mode: shares with and without tail re-injection, and rules
+#: decided natively (minRTT, round robin, BLEST / ECF, the re-injecting ones) or not (redundant)
+MODE_RULES = ("ecf", "blest", "minrtt", "rr", "minrtt_xlink", "minrtt_or", "redundant")
+
+
+def cycling_chooser(n_modes: int, step: int):
+    """A chooser that walks the modes, ``step`` at a time: every mode in force at some epoch."""
+    k = [0]
+
+    def choose(state) -> int:
+        k[0] += 1
+        return ((k[0] - 1) * step) % n_modes
+
+    return choose
+
+
+@pytest.mark.parametrize("scenario", ["table1_4g_5g", "trace_pair", "small_window"])
+@pytest.mark.parametrize("step", [1, 5, 7])  # with the three scenarios: every mode in force
+def test_the_mode_scheduler_decided_natively_gives_the_episodes_and_states_of_its_decide(
+    scenario, step
+):
+    from baselines.modes.scheduler import ModeScheduler, make_modes
+
+    modes = make_modes(rules=MODE_RULES)
+    for seed in (0, 1):
+        native = ModeScheduler(modes, cycling_chooser(len(modes), step))
+        twin = python_twin(ModeScheduler, modes=modes, chooser=cycling_chooser(len(modes), step))
+        assert rule_code(native) == MODES and rule_code(twin) == 0
+        assert digest(SCENARIOS[scenario], native, seed) == digest(SCENARIOS[scenario], twin, seed)
+        # the epochs' states: the observer tracked the same acknowledgements at the same times
+        assert len(native.trace) == len(twin.trace) >= 3
+        for (s1, m1, t1, u1), (s2, m2, t2, u2) in zip(native.trace, twin.trace):
+            assert s1.tobytes() == s2.tobytes() and (m1, t1, u1) == (m2, t2, u2)
+
+
+@pytest.mark.parametrize("scenario", ["table1_4g_5g", "trace_pair", "small_window"])
+def test_a_held_share_mode_copies_the_tail_natively_as_its_decide_does(scenario):
+    """The whole download in one share mode with tail re-injection: many copies, each
+    on the path the Python ``tail_decision`` would pick."""
+    from baselines.modes.scheduler import ModeScheduler, make_modes
+
+    modes = make_modes()
+    for mode in [(0.0, True), (0.5, True), (0.75, True)]:
+        held = modes.index(mode)
+        native = ModeScheduler(modes, lambda state, held=held: held)
+        twin = python_twin(ModeScheduler, modes=modes, chooser=lambda state, held=held: held)
+        assert digest(SCENARIOS[scenario], native, 0) == digest(SCENARIOS[scenario], twin, 0)
+
+
+def test_the_mode_learners_decide_through_their_mode_scheduler_natively():
+    from baselines.modes.learner import DQNModes
+    from baselines.modes.scheduler import ModeScheduler
+    from falcon.online.modes import FalconModes
+
+    assert rule_code(FalconModes()) == MODES
+    agent = DQNModes()
+    assert rule_code(agent) == MODES
+    # its policy replaced by the cycling chooser: the episode of a mode scheduler alone
+    agent.policy = lambda: cycling_chooser(len(agent.modes), 3)
+    for scenario in ("table1_4g_5g", "trace_pair"):
+        alone = ModeScheduler(agent.modes, cycling_chooser(len(agent.modes), 3))
+        assert digest(SCENARIOS[scenario], agent, 0) == digest(SCENARIOS[scenario], alone, 0)
+        assert agent.mode_scheduler.trace[-1][1] == alone.trace[-1][1]

@@ -231,6 +231,8 @@ class DQNModes(Scheduler, Trainable):
 
     name = "dqn_modes"
     reinjects = True
+    #: its decisions are its mode scheduler's, the compiled core's between epochs (envs.rules)
+    native_rule = "modes"
 
     def __init__(
         self,
@@ -286,7 +288,8 @@ class DQNModes(Scheduler, Trainable):
         self.seed = int(seed)
         self.q: Ensemble | None = None
         self.spec: QNetSpec | None = None
-        self._inner: ModeScheduler | None = None
+        #: the download's mode scheduler (made at reset), which takes every decision
+        self.mode_scheduler: ModeScheduler | None = None
         self.probe_settings = check_probe(probe, self.modes, self.name)
         #: the selected probe candidate (deployed instead of the Q-values), or None
         self.probe_model: ProbeModel | None = None
@@ -313,11 +316,11 @@ class DQNModes(Scheduler, Trainable):
         return mode_index(self.modes, self.first_mode, self.name)
 
     def reset(self, view: ConnectionView) -> None:
-        self._inner = ModeScheduler(self.modes, self.policy())
-        self._inner.reset(view)
+        self.mode_scheduler = ModeScheduler(self.modes, self.policy())
+        self.mode_scheduler.reset(view)
 
     def decide(self, view: ConnectionView) -> int | Decision | None:
-        return self._inner.decide(view)
+        return self.mode_scheduler.decide(view)
 
     # ------------------------------------------------------------ training
     def fit(

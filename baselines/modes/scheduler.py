@@ -30,6 +30,7 @@ from baselines.modes.features import EpochObserver
 from baselines.rule_based.fixed_split import check_share
 from baselines.rule_based.policy_family import tail_decision
 from envs.errors import ConfigError
+from envs.rules import rule_code
 from envs.scheduler import ConnectionView, Decision, Scheduler
 
 #: shortest and longest decision epoch [s]
@@ -123,6 +124,12 @@ class ModeScheduler(Scheduler):
 
     name = "modes"
     reinjects = True
+    #: between epoch boundaries the compiled core runs the mode in force
+    #: (envs.rules.mode_decision: the split and its tail copies, or the rule's own
+    #: native rule), as :meth:`decide` does; an epoch's first decision calls :meth:`decide`
+    native_rule = "modes"
+    #: the mode scheduler envs.rules.mode_decision reads (None: this one)
+    mode_scheduler = None
 
     def __init__(
         self,
@@ -134,6 +141,11 @@ class ModeScheduler(Scheduler):
         self.augment = augment
         self.rules = {m: rule_scheduler(m) for m in self.modes if isinstance(m, str)}
         self.entries = [mode_entries(m, self.rules.get(m)) for m in self.modes]
+        # per mode, what envs.rules.mode_decision reads
+        self._mode_rules = [self.rules.get(m) if isinstance(m, str) else None for m in self.modes]
+        self._mode_codes = [rule_code(r) if r is not None else 0 for r in self._mode_rules]
+        self._mode_shares = [-1.0 if isinstance(m, str) else float(m[0]) for m in self.modes]
+        self._mode_reinject = [not isinstance(m, str) and bool(m[1]) for m in self.modes]
         self.chooser = chooser
         self.observer = EpochObserver()
         self.trace: list[tuple[np.ndarray, int, float, float]] = []

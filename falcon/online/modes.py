@@ -160,6 +160,8 @@ class FalconModes(Scheduler, Trainable):
 
     name = "falcon_modes"
     reinjects = True
+    #: its decisions are its mode scheduler's, the compiled core's between epochs (envs.rules)
+    native_rule = "modes"
 
     def __init__(
         self,
@@ -217,7 +219,8 @@ class FalconModes(Scheduler, Trainable):
         self._replay: dict = {}
         self._times: deque = deque(maxlen=UNIT_MEMORY)
         self._rng = np.random.default_rng(self.seed)
-        self._inner: ModeScheduler | None = None
+        #: the download's mode scheduler (made at reset), which takes every decision
+        self.mode_scheduler: ModeScheduler | None = None
         self._history = DownloadHistory(self.history_downloads) if self.history_downloads else None
         self.cell: int | None = None
         self.cells_used: list[int | None] = []
@@ -277,23 +280,23 @@ class FalconModes(Scheduler, Trainable):
         if self._history is not None:
             self._history.start()
             augment = self._history.augment
-        self._inner = ModeScheduler(self.modes, self._chooser(), augment)
-        self._inner.reset(view)
+        self.mode_scheduler = ModeScheduler(self.modes, self._chooser(), augment)
+        self.mode_scheduler.reset(view)
 
     def decide(self, view: ConnectionView) -> int | Decision | None:
-        return self._inner.decide(view)
+        return self.mode_scheduler.decide(view)
 
     # ------------------------------------------------------------ few-shot
     def run_episode(self, scenario, app, seed: int) -> dict:
         """One download, then the few-shot step on it (module docstring); its metrics."""
         m = emulate(scenario, app, self, seed=seed).metrics
         self.cells_used.append(self.cell)
-        if self.finetune_steps and self._inner is not None and self._inner.trace:
+        if self.finetune_steps and self.mode_scheduler is not None and self.mode_scheduler.trace:
             self._adapt(m)
         return m
 
     def _adapt(self, metrics) -> None:
-        states, chosen, times, unacked = zip(*self._inner.trace)
+        states, chosen, times, unacked = zip(*self.mode_scheduler.trace)
         t = float(metrics["download_time_s"])
         end = t if math.isfinite(t) else float(metrics["elapsed_s"])
         self._times.append(end)
