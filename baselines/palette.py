@@ -59,7 +59,6 @@ COLORS: dict[str, str] = {
     "dqn_modes": "#a55194",
     "dqn_modes_general": "#9c9ede",
     "dqn_modes_on": "#e7ba52",
-    "dqn_modes_probe": "#de9ed7",
     # FALCON
     "falcon": "#d62728",
     "falcon_n": "#ff9896",

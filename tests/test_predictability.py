@@ -339,19 +339,16 @@ def test_no_share_is_captured_of_a_gap_of_almost_nothing():
     assert all(s["predicted"][m]["captured"] is None for m in ("ridge", "knn"))
 
 
-def test_the_probe_agent_config_is_dqn_modes_with_the_probe():
+def test_dqn_modes_deploys_its_probe_by_default_and_probe_null_is_the_ablation():
     from falcon.config import load_group, to_plain
     from falcon.jobs import instantiate_agent
 
-    plain = to_plain(load_group("agent", "dqn_modes"))
-    probed = to_plain(load_group("agent", "dqn_modes_probe"))
-    assert plain["probe"] is None and {k: v for k, v in probed.items() if k != "probe"} == {
-        k: v for k, v in plain.items() if k != "probe"
-    }
-    agent = instantiate_agent("dqn_modes_probe", probed)
+    cfg = to_plain(load_group("agent", "dqn_modes"))
+    agent = instantiate_agent("dqn_modes", cfg)
     assert agent.probe_settings == {
         "prefix": agent.modes.index("ecf"),
         "epochs": 2,
         "seeds": 60,
         "neighbours": 10,
     }
+    assert instantiate_agent("dqn_modes", {**cfg, "probe": None}).probe_settings is None

@@ -32,7 +32,7 @@ import numpy as np
 from envs.errors import ConfigError, is_whole_number
 
 #: the probe's keys (``probe:`` of a mode agent config; their values are
-#: configs/agent/dqn_modes_probe.yaml's)
+#: configs/agent/dqn_modes.yaml's)
 KEYS = ("prefix", "epochs", "seeds", "neighbours")
 
 
