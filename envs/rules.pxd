@@ -1,6 +1,9 @@
 # C types of envs/rules.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
 from envs.path_sender cimport PathSender
+from envs.credit cimport CompletionCredit
+from envs.explore cimport EpsilonDraws
+from envs.dense cimport DenseForward
 
 # module constants as C doubles (a Python float compared with a C double is boxed)
 cdef double INF
@@ -23,5 +26,10 @@ cpdef long long tail_pick(list paths, object view, double now) except? -3
                c0=cython.longlong, c1=cython.longlong, a=cython.longlong, t=cython.longlong,
                share=cython.double, p=PathSender, snapshot=list, last_ack=list, counts=list)
 cpdef mode_decision(list paths, object scheduler, object view, double now, bint tail)
+@cython.locals(p=PathSender)
+cpdef long long probe_index(list paths, double now) except? -3
+@cython.locals(record=cython.bint, credit=CompletionCredit, draws=EpsilonDraws, dense=DenseForward,
+               a=cython.longlong, ready=list)
+cpdef completion_decision(list paths, object scheduler, object view, double now)
 @cython.locals(i=cython.longlong)
 cpdef native_decision(int rule, list paths, object scheduler, object view, double now, bint tail)

@@ -36,7 +36,16 @@ then takes the decision here instead of calling ``decide``:
   ``track`` does, then runs the mode in force: a share mode's split, or a
   rule mode's own native rule (``decide`` for a rule without one), and a
   share mode's tail re-injection (:func:`tail_pick`). Only the epoch's first
-  decision (the state and the chooser) calls ``decide``.
+  decision (the state and the chooser) calls ``decide``;
+* ``"completion_dqn"``: a DQN scheduler on the completion MDP
+  (``baselines.dqn.policy.DQNScheduler``, the bank's task collector, DQN-Off
+  and DQN-On): :func:`completion_decision` observes the state, hands the
+  completed transitions to its ``on_transition``, probes a never-used path,
+  draws the exploration and takes the Q-network's greedy action, as its
+  ``_decide_completion`` does; ``decide`` is called when the scheduler says
+  its decision is not this one (``_native_completion`` false: another MDP,
+  or a subclass that changes the choice), with a behaviour policy, and at
+  the decision that ends a recording budget.
 
 A subclass that overrides ``decide`` is not taken here (:func:`rule_code`),
 so a class's own Python ``decide`` always stays the reference: these
@@ -55,7 +64,7 @@ from envs.scheduler import Decision
 INF = math.inf
 #: ``native_rule`` names and their codes (0: none, ``decide`` is called)
 MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER, FIXED_SPLIT, SPLIT_THRESHOLD = 1, 2, 3, 4, 5
-MINRTT_UNTIL_TAIL, MODES = 6, 7
+MINRTT_UNTIL_TAIL, MODES, COMPLETION_DQN = 6, 7, 8
 RULES = {
     "minrtt": MINRTT,
     "rr": ROUND_ROBIN,
@@ -64,6 +73,7 @@ RULES = {
     "fixed_split": FIXED_SPLIT,
     "split_threshold": SPLIT_THRESHOLD,
     "modes": MODES,
+    "completion_dqn": COMPLETION_DQN,
 }
 
 
@@ -268,6 +278,54 @@ def mode_decision(paths: list, scheduler, view, now: float, tail: bool):
     return t
 
 
+def probe_index(paths: list, now: float) -> int:
+    """``envs.mdp.probe_path``: the first path with room at ``now`` [s] that never
+    sent a packet; -1 if none."""
+    for p in paths:
+        if p.packets_sent == 0 and p.may_send(now):
+            return p.index
+    return -1
+
+
+def completion_decision(paths: list, scheduler, view, now: float):
+    """The decision at ``now`` [s] of a completion-MDP DQN scheduler
+    (``native_rule = "completion_dqn"``, module docstring): the same decision,
+    with the same records, draws and counters, as its ``_decide_completion``.
+
+    The scheduler has ``_native_completion`` (this function may decide for
+    it), ``behaviour``, ``recording``, ``record_budget``, ``_credit`` (its
+    :class:`envs.credit.CompletionCredit`), ``on_transition``, ``_draws`` (its
+    :class:`envs.explore.EpsilonDraws`), ``epsilon``, ``qnet`` (whose
+    ``_dense`` is an :class:`envs.dense.DenseForward`) and ``decisions``.
+    """
+    if not scheduler._native_completion or scheduler.behaviour is not None:
+        return scheduler.decide(view)
+    record = scheduler.recording
+    budget = scheduler.record_budget
+    if record and budget is not None and budget <= 0:
+        return scheduler.decide(view)  # the budget's last decision closes the log
+    credit = scheduler._credit
+    state = credit.observe(view, now, record)
+    if record:
+        ready = credit.ready(view, now)
+        if ready:
+            on_transition = scheduler.on_transition
+            for t in ready:
+                on_transition(*t)
+        if budget is not None:
+            scheduler.record_budget = budget - 1
+    a = probe_index(paths, now)  # a probe needs no Q-values (nor an exploration draw)
+    if a < 0:
+        draws = scheduler._draws
+        a = draws.explore(scheduler.epsilon, len(paths))
+        if a < 0:
+            dense = scheduler.qnet._dense
+            a = dense.argmax(state)
+    d = credit.act(view, state, a, now, record)[1]
+    scheduler.decisions += 1
+    return d
+
+
 def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: bool):
     """The decision at ``now`` [s] of ``scheduler``, whose ``native_rule`` has code ``rule``
     (module docstring); ``view`` is the connection, for the ``decide`` the rule falls back
@@ -295,6 +353,8 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: b
         i = split_pick(paths, now, scheduler.share, scheduler.threshold)
     elif rule == MODES:
         return mode_decision(paths, scheduler, view, now, tail)
+    elif rule == COMPLETION_DQN:
+        return completion_decision(paths, scheduler, view, now)
     else:
         raise ValueError(f"unknown native rule code {rule}")
     return i if i >= 0 else None
@@ -304,6 +364,8 @@ __all__ = [
     "native_decision",
     "mode_decision",
     "tail_pick",
+    "completion_decision",
+    "probe_index",
     "RULES",
     "rule_code",
     "minrtt_pick",

@@ -12,6 +12,7 @@ from baselines import make_scheduler
 from baselines.rule_based.fixed_split import FixedSplit
 from baselines.rule_based.policy_family import SplitThreshold
 from envs.rules import (
+    COMPLETION_DQN,
     FIXED_SPLIT,
     MINRTT,
     MINRTT_UNLESS_SLOWER,
@@ -154,6 +155,7 @@ def test_an_unknown_native_rule_is_named_and_an_overriding_subclass_is_not_nativ
         "fixed_split",
         "split_threshold",
         "modes",
+        "completion_dqn",
     }
     from baselines.gaps.gap_rules import BlestGap, EcfGap
 
@@ -226,3 +228,47 @@ def test_the_mode_learners_decide_through_their_mode_scheduler_natively():
         alone = ModeScheduler(agent.modes, cycling_chooser(len(agent.modes), 3))
         assert digest(SCENARIOS[scenario], agent, 0) == digest(SCENARIOS[scenario], alone, 0)
         assert agent.mode_scheduler.trace[-1][1] == alone.trace[-1][1]
+
+
+def _collector(cls=None, epsilon: float = 0.3):
+    from baselines.dqn.network import QNetSpec
+    from envs.mdp import COMPLETION, n_inputs
+    from metalearning.collect import TaskCollector
+
+    spec = QNetSpec(n_inputs(2, COMPLETION), 2, (16, 16))
+    return (cls or TaskCollector)(spec, epsilon)
+
+
+@pytest.mark.parametrize("scenario", ["table1_4g_5g", "trace_pair", "small_window"])
+@pytest.mark.parametrize("decisions", [64, 5000])  # the budget ends the log / the download does
+def test_a_completion_dqn_decided_natively_logs_the_experience_of_its_python_decide(
+    scenario, decisions
+):
+    """The bank's task collector (a DQNScheduler on the completion MDP): the same
+    transitions, bit for bit, exploration draws and Q-network choices included."""
+    from metalearning.collect import TaskCollector
+
+    native = _collector()
+    twin = python_twin(TaskCollector, spec=native.spec, epsilon=0.3)
+    assert rule_code(native) == COMPLETION_DQN and rule_code(twin) == 0
+    sc = {"max_duration_s": 20.0, **SCENARIOS[scenario]}
+    for seed in (0, 1):
+        a = native.collect(sc, None, seed, decisions)
+        b = twin.collect(sc, None, seed, decisions)
+        assert native._native_completion
+        assert a.n == b.n > 0 and all(x.tobytes() == y.tobytes() for x, y in zip(a, b))
+        assert native.last_info["decisions"] == twin.last_info["decisions"]
+
+
+def test_a_dqn_subclass_that_changes_the_choice_keeps_its_python_decision():
+    from metalearning.collect import TaskCollector
+
+    class Stubborn(TaskCollector):
+        def _choose(self, state) -> int:
+            return 1
+
+    sched = _collector(Stubborn, epsilon=0.0)
+    exp = sched.collect({"max_duration_s": 20.0, **SCENARIOS["table1_4g_5g"]}, None, 0, 64)
+    assert rule_code(sched) == COMPLETION_DQN and not sched._native_completion
+    # every decision but the probe of path 0 (never used yet) is its own path 1
+    assert (exp.actions[1:] == 1).all()

@@ -78,6 +78,9 @@ CONFIG_FILE = "agent.json"
 ADAPTER_REWARDS = ALL_REWARDS
 #: pending per-path decisions kept for the packet_rate reward (older ones are dropped)
 MAX_PENDING = 100_000
+#: the completion-MDP decision's methods: a subclass that keeps all of them has its
+#: decisions taken in the compiled core (envs.rules.completion_decision)
+NATIVE_HOOKS = ("_decide_completion", "_completion_action", "_choose")
 
 
 def _hidden(hidden) -> tuple[int, ...]:
@@ -118,6 +121,9 @@ class DQNScheduler(Scheduler):
     """
 
     name = "dqn"
+    #: on the completion MDP, the compiled core takes the decisions that _decide_completion
+    #: would (envs.rules.completion_decision) while _native_completion says it may
+    native_rule = "completion_dqn"
 
     def __init__(
         self,
@@ -184,6 +190,8 @@ class DQNScheduler(Scheduler):
         self._credit: CompletionCredit | None = None
         self._pending: list[deque] = []  # per path: decisions waiting for their packet's fate
         self._last_rec: list | None = None
+        #: envs.rules.completion_decision may take the decisions (set at reset)
+        self._native_completion = False
         #: compute rewards and emit transitions (learning or logging)
         self.recording = False
         #: optional experience recorder (baselines.dqn.experience.ExperienceRecorder)
@@ -252,10 +260,19 @@ class DQNScheduler(Scheduler):
         if self.behaviour is not None:
             self.behaviour.reset(view)
         self._vals = [0.0] * (4 * n)
+        # the default state writer goes to the credit as is: no Python frame per state
+        features = (
+            None
+            if type(self)._completion_features is DQNScheduler._completion_features
+            else self._completion_features
+        )
         self._credit = (
-            CompletionCredit(n, self.hindsight_rtts, self._completion_features, self.reward_unit)
+            CompletionCredit(n, self.hindsight_rtts, features, self.reward_unit)
             if self._completion
             else None
+        )
+        self._native_completion = self._completion and all(
+            getattr(type(self), hook) is getattr(DQNScheduler, hook) for hook in NATIVE_HOOKS
         )
         self._prev_state = None
         self._t_prev = view.now
