@@ -25,8 +25,8 @@ then takes the decision here instead of calling ``decide``:
   wait), and for ``split_threshold`` the exit of
   ``baselines.rule_based.policy_family.SplitThreshold`` (the other path
   while the chosen one's predicted delivery exceeds ``threshold`` times the
-  other's): :func:`split_pick`. ``decide`` is called only for the tail
-  re-injection of a ``SplitThreshold`` that re-injects. The learnability
+  other's): :func:`split_pick`, and the tail re-injection of a
+  ``SplitThreshold`` that re-injects: :func:`tail_pick`. The learnability
   suite's fixed splits and its oracle's family run these on every seed of
   every condition;
 * ``"modes"`` (two paths): the mode MDP's scheduler
@@ -348,8 +348,9 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: b
     elif rule == FIXED_SPLIT:
         i = split_pick(paths, now, scheduler.share, INF)
     elif rule == SPLIT_THRESHOLD:
-        if tail and scheduler.reinjects:
-            return scheduler.decide(view)  # the tail re-injection
+        if tail and scheduler.reinjects:  # the tail re-injection (tail_decision)
+            i = tail_pick(paths, view, now)
+            return Decision(i, reinject=True) if i >= 0 else None
         i = split_pick(paths, now, scheduler.share, scheduler.threshold)
     elif rule == MODES:
         return mode_decision(paths, scheduler, view, now, tail)
