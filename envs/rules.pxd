@@ -21,10 +21,10 @@ cpdef double predicted_delivery(PathSender p) except? -1.0
 @cython.locals(p0=PathSender, p1=PathSender, t=PathSender, o=PathSender, sent0=cython.longlong)
 cpdef long long split_pick(list paths, double now, double share, double threshold) except? -3
 @cython.locals(p0=PathSender, p1=PathSender, a=PathSender, b=PathSender)
-cpdef long long tail_pick(list paths, object view, double now) except? -3
+cpdef object tail_copy(list paths, object view, double now)
 @cython.locals(end=cython.double, i=cython.longlong, m=cython.longlong, code=cython.int,
                c0=cython.longlong, c1=cython.longlong, a=cython.longlong, t=cython.longlong,
-               share=cython.double, p=PathSender, snapshot=list, last_ack=list, counts=list)
+               share=cython.double, reinject=cython.double, p=PathSender, snapshot=list, last_ack=list, counts=list)
 cpdef mode_decision(list paths, object scheduler, object view, double now, bint tail)
 @cython.locals(p=PathSender)
 cpdef long long probe_index(list paths, double now) except? -3

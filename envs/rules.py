@@ -26,7 +26,7 @@ then takes the decision here instead of calling ``decide``:
   ``baselines.rule_based.policy_family.SplitThreshold`` (the other path
   while the chosen one's predicted delivery exceeds ``threshold`` times the
   other's): :func:`split_pick`, and the tail re-injection of a
-  ``SplitThreshold`` that re-injects: :func:`tail_pick`. The learnability
+  ``SplitThreshold`` that re-injects: :func:`tail_copy`. The learnability
   suite's fixed splits and its oracle's family run these on every seed of
   every condition;
 * ``"modes"`` (two paths): the mode MDP's scheduler
@@ -35,7 +35,7 @@ then takes the decision here instead of calling ``decide``:
   notes the paths' newly acknowledged payload as its epoch observer's
   ``track`` does, then runs the mode in force: a share mode's split, or a
   rule mode's own native rule (``decide`` for a rule without one), and a
-  share mode's tail re-injection (:func:`tail_pick`). Only the epoch's first
+  share mode's tail re-injection (:func:`tail_copy`). Only the epoch's first
   decision (the state and the chooser) calls ``decide``;
 * ``"completion_dqn"``: a DQN scheduler on the completion MDP
   (``baselines.dqn.policy.DQNScheduler``, the bank's task collector, DQN-Off
@@ -201,10 +201,11 @@ def split_pick(paths: list, now: float, share: float, threshold: float) -> int:
     return t.index if t.may_send(now) else -1
 
 
-def tail_pick(paths: list, view, now: float) -> int:
-    """``baselines.rule_based.policy_family.tail_decision``'s path of two: the one with
-    room at ``now`` [s] and the earlier :func:`predicted_delivery` (ties: path 0) whose
-    re-injection has a frame to copy, then the other; -1 when neither."""
+def tail_copy(paths: list, view, now: float):
+    """``baselines.rule_based.policy_family.tail_decision`` of two paths: a copy
+    (``Decision(path, reinject=True)``) on the one with room at ``now`` [s] and
+    the earlier :func:`predicted_delivery` (ties: path 0) whose re-injection has
+    a frame to copy, else on the other; None (wait) when neither can."""
     p0 = paths[0]
     p1 = paths[1]
     if predicted_delivery(p0) <= predicted_delivery(p1):
@@ -214,10 +215,10 @@ def tail_pick(paths: list, view, now: float) -> int:
         a = p1
         b = p0
     if a.may_send(now) and source(view, a.index) is not None:
-        return a.index
+        return Decision(a.index, reinject=True)
     if b.may_send(now) and source(view, b.index) is not None:
-        return b.index
-    return -1
+        return Decision(b.index, reinject=True)
+    return None
 
 
 def mode_decision(paths: list, scheduler, view, now: float, tail: bool):
@@ -227,9 +228,9 @@ def mode_decision(paths: list, scheduler, view, now: float, tail: bool):
     first decision only; ``tail``: nothing new can be sent.
 
     The scheduler's ``mode_scheduler`` (None: itself) has ``_epoch_end`` [s],
-    ``_mode`` (the index in force), per mode ``_mode_shares`` (path 0's share),
-    ``_mode_reinject`` (a share mode's tail re-injection), ``_mode_rules`` (the
-    rule scheduler of a rule mode, else None) and ``_mode_codes`` (that rule's
+    ``_mode`` (the index in force), per mode ``entries`` (a share mode's share
+    of path 0 and 1.0 if it re-injects its tail), ``_mode_rules`` (the rule
+    scheduler of a rule mode, else None) and ``_mode_codes`` (that rule's
     :func:`rule_code`), the split's ``_counts`` and the ``observer`` whose
     ``snapshot`` and ``last_ack`` lists it tracks.
     """
@@ -258,15 +259,12 @@ def mode_decision(paths: list, scheduler, view, now: float, tail: bool):
         if code == 0:
             return rule.decide(view)
         return native_decision(code, paths, rule, view, now, tail)
+    share, reinject = ms.entries[m]
     if tail:
-        if not ms._mode_reinject[m]:
-            return None
-        i = tail_pick(paths, view, now)
-        return None if i < 0 else Decision(i, reinject=True)
+        return tail_copy(paths, view, now) if reinject else None
     counts = ms._counts
     c0 = counts[0]
     c1 = counts[1]
-    share = ms._mode_shares[m]
     t = 0 if c0 < share * (c0 + c1 + 1) else 1
     p = paths[t]
     if not p.may_send(now):
@@ -348,9 +346,8 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: b
     elif rule == FIXED_SPLIT:
         i = split_pick(paths, now, scheduler.share, INF)
     elif rule == SPLIT_THRESHOLD:
-        if tail and scheduler.reinjects:  # the tail re-injection (tail_decision)
-            i = tail_pick(paths, view, now)
-            return Decision(i, reinject=True) if i >= 0 else None
+        if tail and scheduler.reinjects:
+            return tail_copy(paths, view, now)
         i = split_pick(paths, now, scheduler.share, scheduler.threshold)
     elif rule == MODES:
         return mode_decision(paths, scheduler, view, now, tail)
@@ -364,7 +361,7 @@ def native_decision(rule: int, paths: list, scheduler, view, now: float, tail: b
 __all__ = [
     "native_decision",
     "mode_decision",
-    "tail_pick",
+    "tail_copy",
     "completion_decision",
     "probe_index",
     "RULES",

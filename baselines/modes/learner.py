@@ -644,9 +644,7 @@ class DQNModes(Scheduler, Trainable):
         self.probe_model = probe
         self.margins = [self.switch_margin]
         self.q = Ensemble([NumpyQNet(w, self.spec) for w in members])
-        if (
-            not self.constant_candidates
-        ):  # deploy the Q-policy, not the selected constant mode or probe
+        if not self.constant_candidates:  # the Q-policy, not the kept constant mode or probe
             self.constant_mode = None
             self.probe_model = None
 

@@ -141,11 +141,9 @@ class ModeScheduler(Scheduler):
         self.augment = augment
         self.rules = {m: rule_scheduler(m) for m in self.modes if isinstance(m, str)}
         self.entries = [mode_entries(m, self.rules.get(m)) for m in self.modes]
-        # per mode, what envs.rules.mode_decision reads
+        # per mode, what envs.rules.mode_decision reads beside entries
         self._mode_rules = [self.rules.get(m) if isinstance(m, str) else None for m in self.modes]
         self._mode_codes = [rule_code(r) if r is not None else 0 for r in self._mode_rules]
-        self._mode_shares = [-1.0 if isinstance(m, str) else float(m[0]) for m in self.modes]
-        self._mode_reinject = [not isinstance(m, str) and bool(m[1]) for m in self.modes]
         self.chooser = chooser
         self.observer = EpochObserver()
         self.trace: list[tuple[np.ndarray, int, float, float]] = []

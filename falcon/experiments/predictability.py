@@ -69,14 +69,15 @@ def _conditions(sec: Mapping) -> list[dict]:
 
 
 def _modes(sec: Mapping) -> list:
-    """The modes of the agent config ``sec["agent"]`` (shares x reinject, then rules)."""
-    from baselines.modes import make_modes
+    """The modes of the agent config ``sec["agent"]``: those the agent itself makes."""
     from falcon.config import load_group, to_plain
+    from falcon.jobs import instantiate_agent
 
-    agent = to_plain(load_group("agent", str(sec["agent"])))
-    if "shares" not in agent or "rules" not in agent:
-        raise ConfigError(f"{JOB}.agent: {sec['agent']!r} is not an agent of the mode MDP")
-    return make_modes(agent["shares"], agent.get("reinject", [False, True]), agent["rules"])
+    name = str(sec["agent"])
+    modes = getattr(instantiate_agent(name, to_plain(load_group("agent", name))), "modes", None)
+    if modes is None:
+        raise ConfigError(f"{JOB}.agent: {name!r} is not an agent of the mode MDP")
+    return list(modes)
 
 
 def _condition_job(job: tuple) -> dict:
