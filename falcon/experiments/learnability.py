@@ -124,6 +124,8 @@ and 1 - ``headroom_margin``, the best known as a bar), ``models/<condition>/<lea
              "path": 0 | 1,
              # oracle, crossfit_policy, trace_aware_oracle: per seed the candidate it took ("share=..,threshold=..,reinject=.." or a rule)
              "chosen": [str | null], "chosen_counts": {str: int}, "candidates": int,
+             # oracle only: every candidate's time per seed (null: did not finish)
+             "candidate_times_s": {<candidate>: [float | null]},
              # learners and deployed ones: the ratio against the best rule with 95 %
              # bootstrap intervals over the seeds (falcon.compare.compare_to_references)
              "vs_best_rule": {"best", "n", "ratio", "ratio_ci", "paired", "paired_ci"} | null,

@@ -93,6 +93,11 @@ def _oracle(out: dict[str, dict], sec: Mapping) -> dict[str, dict]:
         )
     for ref in refs.values():
         ref.update(wall_s=out[ORACLE]["wall_s"], candidates=len(runs))
+    # every candidate's time per seed (null: did not finish), for references
+    # chosen on another run's candidates (falcon.experiments.transfer)
+    refs[ORACLE]["candidate_times_s"] = {
+        k: report.describe(v, unfinished="last")["values"] for k, v in times.items()
+    }
     return refs
 
 
