@@ -82,6 +82,7 @@ def test_the_twin_policy_holds_what_won_on_the_twin_and_is_scored_on_the_target(
     twin = out["suite"][tr.TWIN]
     assert twin["conditions"] == 2 and twin["within_best_known"] == 1
     assert twin["score_best_rule"] == pytest.approx(math.sqrt(2.0 * 1.0))
+    assert out["target_best_rule"] == "r" and "r (best rule over the list)" in tr.table(out)
     assert out["suite"]["r"]["score_best_rule"] == pytest.approx(1.0)  # the best rule over the list
     assert out["suite"]["oracle"]["within_best_known"] == 2
     assert out["source"]["split"] == "train" and len(out["source"]["sha256"]) == 64

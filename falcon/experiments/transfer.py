@@ -35,6 +35,8 @@ the test split (its files are for reporting only) nor the target's split
     {"job": "transfer", "source": {"path", "sha256", "split", "seeds": [int]},
      "target": {"path", "sha256", "split", "seeds": [int]}, "within": float,
      "single": str,                                   # the single policy's candidate
+     "single_source_score": float | null,             # its suite score on the source
+     "target_best_rule": str | null,                  # the rule of the lowest suite score on the target
      "conditions": {<target condition>: {
          "best_rule_s": float, "best_known_s": float,
          "twin": {"candidate": str, "source_median_s": float, "median_s": float | null,
@@ -242,6 +244,7 @@ def transfer(source_path: str | Path, target_path: str | Path) -> dict:
         "within": within,
         "single": single,
         "single_source_score": single_score if math.isfinite(single_score) else None,
+        "target_best_rule": _best_single_rule(target),
         "conditions": conditions,
         "suite": suite,
     }
@@ -294,6 +297,8 @@ def table(result: Mapping) -> str:
         f"{'x best known':>12s} {'within':>7s}",
     ]
     for name, row in result["suite"].items():
+        if name == result["target_best_rule"]:
+            name = f"{name} (best rule over the list)"
         lines.append(
             f"{name:36s} {f(row['score_best_rule']):>11s} {f(row['score_best_known']):>12s}"
             f" {row['within_best_known']:>3d} / {row['conditions']}"
