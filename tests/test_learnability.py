@@ -650,3 +650,78 @@ def test_sequential_runs_a_deployed_schedulers_seeds_on_one_instance(monkeypatch
     fresh = lb.run_unit(lb.Unit(**base))["runs"]
     assert len(made) == 4 and len(episodes) == 3  # a fresh scheduler per seed, envs.run_episode
     assert [r["download_time_s"] for r in seq] == [r["download_time_s"] for r in fresh]
+
+
+def _random_dqn_off(folder, seed: int):
+    agent = make_scheduler("dqn_off", seed=seed)
+    agent.build(2)
+    agent.save(folder)
+
+
+def test_a_deployed_model_named_per_condition_is_each_conditions_own(compose, tmp_path):
+    """``{condition}`` in a deployed scheduler's model: each condition deploys the
+    model of its name (models trained per condition on another list)."""
+    from falcon.experiments.condition_lists import list_conditions
+    from falcon.experiments.learnability_settings import CONDITION_FIELD
+
+    listed = [c["name"] for c in list_conditions("dev", "test")]
+    for seed, name in enumerate(listed):  # every listed condition's model is checked
+        _random_dqn_off(tmp_path / name, seed)
+    names = listed[:2]
+    template = f"{tmp_path}/{CONDITION_FIELD}"
+    overrides = [
+        "runs=2",
+        "learnability.max_conditions=2",
+        "learnability.bulk_size_bytes=200000",
+        "learnability.rules=[minrtt]",
+        "learnability.learners=[]",
+        "learnability.deployed=[dqn_off]",
+        "learnability.fixed_split_shares=[0.0,1.0]",
+        "learnability.oracle=false",
+    ]
+    cfg = _deploy(
+        compose, *overrides, f"learnability.agent_overrides={{dqn_off: {{model: '{template}'}}}}"
+    )
+    _, sec, conds, agents = lb.settings(cfg)
+    units = [u for u in lb.make_units(conds, agents, sec) if u.kind == "deployed"]
+    assert [u.agent["model"] for u in units] == [f"{tmp_path}/{n}" for n in names]
+    res = lb.run_learnability(sec, conds, agents, {"name": "local", "workers": 1}, progress=False)
+    for c in conds:  # each condition's times are those of its own model
+        own = [
+            envs.run_episode(
+                c["scenario"],
+                c["app"],
+                make_scheduler("dqn_off", model=str(tmp_path / c["name"])),
+                s,
+            ).metrics["download_time_s"]
+            for s in sec_seeds(sec)
+        ]
+        assert (
+            res["results"][c["name"]]["schedulers"]["dqn_off"]["download_time_s"]["values"] == own
+        )
+    # a condition without its model fails before anything runs, naming the file
+    (tmp_path / names[1] / "model.h5").unlink()
+    with pytest.raises(ConfigError, match=f"{tmp_path}/{names[1]}") as e:
+        lb.settings(cfg)
+    assert "\n" not in str(e.value)
+    # the field is for deployed schedulers only
+    with pytest.raises(ConfigError, match=r"\{condition\} is for deployed schedulers"):
+        lb.settings(
+            _deploy(
+                compose,
+                *overrides[:-3],
+                "learnability.deployed=[]",
+                "learnability.learners=[dqn_off]",
+                f"learnability.agent_overrides={{dqn_off: {{model: '{template}'}}}}",
+            )
+        )
+
+
+def sec_seeds(sec) -> list[int]:
+    return list(range(sec["seed"], sec["seed"] + sec["runs"]))
+
+
+def _deploy(compose, *extra):
+    return compose(
+        "train", ["experiment=learnability", "progress=false", "runtime.workers=1", *extra]
+    )

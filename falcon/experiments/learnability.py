@@ -42,7 +42,11 @@ section ``learnability``):
    every scheduler of ``deployed`` (default FALCON), evaluated as
    configured without training on the condition (FALCON: deployed from the
    run's ``bank=`` preset, built first when missing, adapting online within
-   each run) and scored like the learners.
+   each run) and scored like the learners. A deployed scheduler's
+   ``model`` may name ``{condition}``, replaced by each condition's name:
+   models trained per condition on another list (its ``models/`` folder),
+   each deployed on the condition of the same name, e.g.
+   ``{dqn_modes: {model: 'runs/train/models/{condition}/dqn_modes'}}``.
 3. **Runs.** Every scheduler runs ``runs`` downloads with the seeds
    ``seed, ..., seed + runs - 1`` (the same for every scheduler and
    condition), each from a fresh scheduler (rules) or from a copy of the
@@ -193,6 +197,7 @@ from falcon.experiments.learnability_settings import (
     OVERHEAD,
     SCHEMA_VERSION,
     check_condition,
+    condition_agent,
     settings,
 )
 from falcon.experiments.oracle import (
@@ -283,7 +288,7 @@ def make_units(conditions: list[dict], agents: dict[str, dict], sec: Mapping) ->
                 )
             )
         for name in sec["deployed"]:
-            agent = dict(agents[name])
+            agent = condition_agent(agents[name], c["name"])
             agent.pop("train", None)  # deployed as configured: never trained on the condition
             if "seed" in agent:
                 agent["seed"] = sec["seed"] + i

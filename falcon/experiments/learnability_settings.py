@@ -262,12 +262,47 @@ def with_run_bank(agents: dict[str, dict], cfg) -> dict[str, dict]:
     return dict(plan.agents)
 
 
+#: in a deployed scheduler's ``model``, replaced by each condition's name: models
+#: trained per condition on another list, deployed on the conditions of the same name
+CONDITION_FIELD = "{condition}"
+
+
+def condition_agent(agent: Mapping, condition: str) -> dict:
+    """``agent`` with :data:`CONDITION_FIELD` in its ``model`` replaced by ``condition``."""
+    model = agent.get("model")
+    if isinstance(model, str) and CONDITION_FIELD in model:
+        return {**agent, "model": model.replace(CONDITION_FIELD, condition)}
+    return dict(agent)
+
+
+def _per_condition(agents: Mapping[str, dict], deployed, conditions) -> list[tuple[str, dict]]:
+    """The deployed agents whose ``model`` names :data:`CONDITION_FIELD`, once per
+    condition (each model file is then loaded and checked); a learner's is an error."""
+    out = []
+    for name, agent in agents.items():
+        model = agent.get("model")
+        if not (isinstance(model, str) and CONDITION_FIELD in model):
+            continue
+        if name not in deployed:
+            raise ConfigError(
+                f"{JOB}.agent_overrides.{name}.model: {CONDITION_FIELD} is for deployed "
+                f"schedulers (learnability.deployed), {name} is not one"
+            )
+        for c in conditions:
+            out.append((f"{name}@{c['name']}", condition_agent(agent, c["name"])))
+    return out
+
+
 def validate(conditions: list[dict], agents: dict[str, dict], sec: Mapping) -> None:
     """Build every scenario (traces) and app (pages) once and instantiate
-    every agent and share, as falcon.train checks its plan."""
+    every agent and share, as falcon.train checks its plan (an agent whose
+    ``model`` names :data:`CONDITION_FIELD` once per condition)."""
     from falcon.experiment import validate_plan
 
+    per_condition = _per_condition(agents, sec["deployed"], conditions)
+    templated = {n.split("@")[0] for n, _ in per_condition}
     shares = [(f"{FIXED}@{s:g}", {**agents[FIXED], "share": s}) for s in sec["fixed_split_shares"]]
+    shares += per_condition
     if sec.get(
         "oracle"
     ):  # one member per (threshold, reinject) pair: the others differ by share only
@@ -276,7 +311,7 @@ def validate(conditions: list[dict], agents: dict[str, dict], sec: Mapping) -> N
     plan = Plan(
         scenarios=[(c["name"], c["scenario"]) for c in conditions],
         apps=[(c["name"], c["app"]) for c in conditions],
-        agents=[(n, a) for n, a in agents.items() if n not in (FIXED, FAMILY)] + shares,
+        agents=[(n, a) for n, a in agents.items() if n not in (FIXED, FAMILY, *templated)] + shares,
         seeds=[sec["seed"]],
     )
     validate_plan(plan)
@@ -293,6 +328,8 @@ __all__ = [
     "METRIC",
     "CONDITION_KEYS",
     "SECTION_KEYS",
+    "CONDITION_FIELD",
+    "condition_agent",
     "check_condition",
     "check_conditions",
     "check_shares",
