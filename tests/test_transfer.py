@@ -12,7 +12,9 @@ from envs.errors import ConfigError
 from falcon.experiments import transfer as tr
 
 
-def _run(split: str, conditions: dict, rules=("r",), within: float = 1.05) -> dict:
+def _run(
+    split: str, conditions: dict, rules=("r",), within: float = 1.05, bw: float = 10.0
+) -> dict:
     """A learnability results file's shape: ``conditions`` maps a name to
     ``{candidate: times per seed}`` (rules are candidates too)."""
     results = {}
@@ -39,6 +41,10 @@ def _run(split: str, conditions: dict, rules=("r",), within: float = 1.05) -> di
     return {
         "job": "learnability",
         "settings": {"split": split, "within": within, "rules": list(rules), "seeds": [0, 1, 2]},
+        "conditions": [
+            {"name": n, "scenario": {"paths": [{"bandwidth_mbps": bw}]}, "app": {}}
+            for n in conditions
+        ],
         "schedulers": [*rules, "oracle"],
         "results": results,
         "suite_score": scores,
@@ -66,7 +72,7 @@ TARGET = {
 
 def test_the_twin_policy_holds_what_won_on_the_twin_and_is_scored_on_the_target(tmp_path):
     src = _write(tmp_path, "src", _run("train", SOURCE))
-    tgt = _write(tmp_path, "tgt", _run("validation", TARGET))
+    tgt = _write(tmp_path, "tgt", _run("validation", TARGET, bw=20.0))
     out = tr.transfer(src, tgt)
     a, b, c = (out["conditions"][n] for n in "abc")
     assert a["twin"]["candidate"] == "share=1" and a["twin"]["source_median_s"] == 1.0
@@ -92,7 +98,8 @@ def test_an_unfinished_median_is_never_the_choice(tmp_path):
     source = {"a": {"r": [2.0, 2.0, 2.0], "fast_but_cut": [0.5, None, None]}}
     target = {"a": {"r": [2.0, 2.0, 2.0], "fast_but_cut": [0.5, 0.5, 0.5]}}
     out = tr.transfer(
-        _write(tmp_path, "s", _run("train", source)), _write(tmp_path, "t", _run("test", target))
+        _write(tmp_path, "s", _run("train", source)),
+        _write(tmp_path, "t", _run("test", target, bw=20.0)),
     )
     assert out["conditions"]["a"]["twin"]["candidate"] == "r"
 
@@ -106,21 +113,27 @@ def test_an_unfinished_median_is_never_the_choice(tmp_path):
 )
 def test_splits_that_cannot_transfer_are_refused(tmp_path, source_split, target_split, message):
     src = _write(tmp_path, "src", _run(source_split, SOURCE))
-    tgt = _write(tmp_path, "tgt", _run(target_split, TARGET))
+    tgt = _write(tmp_path, "tgt", _run(target_split, TARGET, bw=20.0))
     with pytest.raises(ConfigError, match=message):
         tr.transfer(src, tgt)
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):
     good = _write(tmp_path, "good", _run("train", SOURCE))
-    no_times = _run("validation", TARGET)
+    no_times = _run("validation", TARGET, bw=20.0)
     del no_times["results"]["b"]["schedulers"]["oracle"]["candidate_times_s"]
     other = dict(TARGET, b={"r": [1.0] * 3, "y": [1.0] * 3, "x": [1.0] * 3})
     (tmp_path / "broken.json").write_text("{not json")
     (tmp_path / "other_job.json").write_text(json.dumps({"job": "convergence"}))
+    same = _write(tmp_path, "same", _run("validation", TARGET))  # a and b as in the source
+    trace = {"paths": [{"trace": "mahimahi_cellular_lte/ATT-LTE-driving.down"}]}
+    source_trace = _run("train", SOURCE)
+    target_trace = _run("validation", TARGET, bw=20.0)
+    source_trace["conditions"][0]["scenario"] = target_trace["conditions"][2]["scenario"] = trace
     cases = [
+        (same, r"shares \['condition a', 'condition b'\]"),
         (_write(tmp_path, "no_times", no_times), "condition 'b' has no candidate times"),
-        (_write(tmp_path, "other", _run("validation", other)), "its candidates differ"),
+        (_write(tmp_path, "other", _run("validation", other, bw=20.0)), "its candidates differ"),
         (tmp_path / "broken.json", "not a JSON file"),
         (tmp_path / "other_job.json", "not a learnability results file"),
         (tmp_path / "missing", "no learnability.json there"),
@@ -129,6 +142,10 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
         with pytest.raises(ConfigError, match=message) as e:
             tr.transfer(good, target)
         assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="ATT-LTE-driving.down"):  # one trace file in both
+        tr.transfer(
+            _write(tmp_path, "src_trace", source_trace), _write(tmp_path, "tgt_trace", target_trace)
+        )
 
 
 def test_the_suite_records_every_candidate_and_the_command_transfers_between_lists(

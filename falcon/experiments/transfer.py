@@ -28,7 +28,8 @@ seed), so nothing runs again::
 writes ``OUT/transfer.json`` and ``OUT/transfer.txt`` (per condition and
 suite scores beside the target's own references). The source may not be
 the test split (its files are for reporting only) nor the target's split
-(a choice made on the target's files is the cross-fitted policy's job).
+(a choice made on the target's files is the cross-fitted policy's job),
+and the two runs may share no trace file and no whole condition.
 
 ``transfer.json`` (times in s; null where undefined)::
 
@@ -161,6 +162,23 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _shared_networks(source: Mapping, target: Mapping) -> list[str]:
+    """The trace files both runs' conditions use, and the target's conditions run
+    in the source too (the same name, scenario and app)."""
+    from falcon.experiments.condition_lists import trace_files
+
+    def files(run):
+        return {f for c in run["conditions"] for _, f in trace_files(c["scenario"])}
+
+    same = {c["name"]: (c["scenario"], c["app"]) for c in source["conditions"]}
+    repeated = [
+        f"condition {c['name']}"
+        for c in target["conditions"]
+        if same.get(c["name"]) == (c["scenario"], c["app"])
+    ]
+    return sorted(files(source) & files(target)) + repeated
+
+
 def _check_pair(source: Mapping, target: Mapping, src: Path, tgt: Path) -> None:
     s_split, t_split = source["settings"].get("split"), target["settings"].get("split")
     if s_split == REPORTING_SPLIT:
@@ -172,6 +190,12 @@ def _check_pair(source: Mapping, target: Mapping, src: Path, tgt: Path) -> None:
         raise ConfigError(
             f"transfer: source and target both ran the {s_split} list; a choice made on the "
             "target's own files is the cross-fitted policy (learnability.json's crossfit_policy)"
+        )
+    shared = _shared_networks(source, target)
+    if shared:
+        raise ConfigError(
+            f"transfer: {tgt} shares {shared[:3]} with the source {src}; a choice made on "
+            "the target's own networks is not a transfer"
         )
     first = next(iter(source["results"]))
     labels = set(_candidates(source, first))
