@@ -267,30 +267,29 @@ def with_run_bank(agents: dict[str, dict], cfg) -> dict[str, dict]:
 CONDITION_FIELD = "{condition}"
 
 
+def _names_condition(agent: Mapping) -> bool:
+    model = agent.get("model")
+    return isinstance(model, str) and CONDITION_FIELD in model
+
+
 def condition_agent(agent: Mapping, condition: str) -> dict:
     """``agent`` with :data:`CONDITION_FIELD` in its ``model`` replaced by ``condition``."""
-    model = agent.get("model")
-    if isinstance(model, str) and CONDITION_FIELD in model:
-        return {**agent, "model": model.replace(CONDITION_FIELD, condition)}
+    if _names_condition(agent):
+        return {**agent, "model": agent["model"].replace(CONDITION_FIELD, condition)}
     return dict(agent)
 
 
-def _per_condition(agents: Mapping[str, dict], deployed, conditions) -> list[tuple[str, dict]]:
-    """The deployed agents whose ``model`` names :data:`CONDITION_FIELD`, once per
-    condition (each model file is then loaded and checked); a learner's is an error."""
-    out = []
-    for name, agent in agents.items():
-        model = agent.get("model")
-        if not (isinstance(model, str) and CONDITION_FIELD in model):
-            continue
+def _templated(agents: Mapping[str, dict], deployed) -> list[str]:
+    """The agents whose ``model`` names :data:`CONDITION_FIELD` (deployed ones only:
+    a learner's is an error)."""
+    names = [name for name, agent in agents.items() if _names_condition(agent)]
+    for name in names:
         if name not in deployed:
             raise ConfigError(
                 f"{JOB}.agent_overrides.{name}.model: {CONDITION_FIELD} is for deployed "
                 f"schedulers (learnability.deployed), {name} is not one"
             )
-        for c in conditions:
-            out.append((f"{name}@{c['name']}", condition_agent(agent, c["name"])))
-    return out
+    return names
 
 
 def validate(conditions: list[dict], agents: dict[str, dict], sec: Mapping) -> None:
@@ -299,10 +298,14 @@ def validate(conditions: list[dict], agents: dict[str, dict], sec: Mapping) -> N
     ``model`` names :data:`CONDITION_FIELD` once per condition)."""
     from falcon.experiment import validate_plan
 
-    per_condition = _per_condition(agents, sec["deployed"], conditions)
-    templated = {n.split("@")[0] for n, _ in per_condition}
+    templated = _templated(agents, sec["deployed"])
     shares = [(f"{FIXED}@{s:g}", {**agents[FIXED], "share": s}) for s in sec["fixed_split_shares"]]
-    shares += per_condition
+    # each condition's model is loaded and checked
+    shares += [
+        (f"{n}@{c['name']}", condition_agent(agents[n], c["name"]))
+        for n in templated
+        for c in conditions
+    ]
     if sec.get(
         "oracle"
     ):  # one member per (threshold, reinject) pair: the others differ by share only

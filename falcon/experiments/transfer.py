@@ -65,6 +65,7 @@ from pathlib import Path
 
 from envs.errors import ConfigError
 from falcon import report
+from falcon.experiments.learnability_report import geometric_mean
 from falcon.experiments.learnability_settings import METRIC
 from falcon.experiments.oracle import BEST_SINGLE, ORACLE
 
@@ -133,8 +134,8 @@ def single_choice(source: Mapping) -> tuple[str, float]:
     return best, math.exp(logs[best] / n) if math.isfinite(logs[best]) else math.inf
 
 
-def _scored(values: Sequence, best_rule: float, best_known: float, within: float) -> dict:
-    m = report.describe(values, unfinished="last")["median"]
+def _scored(m: float | None, best_rule: float, best_known: float, within: float) -> dict:
+    """A median [s] (None: unfinished) against a target condition's best rule and best known."""
     return {
         "median_s": m,
         "ratio": None if m is None else m / best_rule,
@@ -143,23 +144,31 @@ def _scored(values: Sequence, best_rule: float, best_known: float, within: float
     }
 
 
-def _geomean(xs: Sequence[float | None]) -> float | None:
-    if not xs or any(x is None or not x > 0 for x in xs):
-        return None
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+def _candidate_scored(res: Mapping, pick: str, within: float) -> dict:
+    """The candidate ``pick`` on a target condition's results ``res``."""
+    values = res["schedulers"][ORACLE]["candidate_times_s"][pick]
+    m = report.describe(values, unfinished="last")["median"]
+    scored = _scored(m, res["best_rule"]["median_s"], res["best_known"]["median_s"], within)
+    return {"candidate": pick, **scored}
 
 
 def _suite_row(entries: Sequence[dict]) -> dict:
     return {
-        "score_best_rule": _geomean([e["ratio"] for e in entries]),
-        "score_best_known": _geomean([e["ratio_best_known"] for e in entries]),
+        "score_best_rule": geometric_mean([e["ratio"] for e in entries]),
+        "score_best_known": geometric_mean([e["ratio_best_known"] for e in entries]),
         "within_best_known": int(sum(bool(e["within"]) for e in entries)),
         "conditions": len(entries),
     }
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _side(run: Mapping, path: Path) -> dict:
+    """What ``transfer.json`` records of one input run."""
+    return {
+        "path": str(path),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "split": run["settings"].get("split"),
+        "seeds": run["settings"].get("seeds"),
+    }
 
 
 def _shared_networks(source: Mapping, target: Mapping) -> list[str]:
@@ -221,63 +230,55 @@ def transfer(source_path: str | Path, target_path: str | Path) -> dict:
     single, single_score = single_choice(source)
     conditions: dict[str, dict] = {}
     for name, res in target["results"].items():
-        best_rule, best_known = res["best_rule"]["median_s"], res["best_known"]["median_s"]
-        times = _candidates(target, name)
-        entry: dict = {"best_rule_s": best_rule, "best_known_s": best_known, "twin": None}
+        entry: dict = {
+            "best_rule_s": res["best_rule"]["median_s"],
+            "best_known_s": res["best_known"]["median_s"],
+            "twin": None,
+        }
         if name in twins:
             pick, source_median = twins[name]
             entry["twin"] = {
-                "candidate": pick,
+                **_candidate_scored(res, pick, within),
                 "source_median_s": source_median if math.isfinite(source_median) else None,
-                **_scored(times[pick], best_rule, best_known, within),
             }
-        entry["single"] = {
-            "candidate": single,
-            **_scored(times[single], best_rule, best_known, within),
-        }
+        entry["single"] = _candidate_scored(res, single, within)
         conditions[name] = entry
     paired = [n for n, e in conditions.items() if e["twin"] is not None]
     suite = {
         TWIN: _suite_row([conditions[n]["twin"] for n in paired]),
         SINGLE: _suite_row([conditions[n]["single"] for n in paired]),
     }
-    for name in _target_rows(target):
-        rows = []
-        for n in paired:
-            res = target["results"][n]
-            med = res["schedulers"][name][METRIC]["median"]
-            bk = res["best_known"]["median_s"]
-            rows.append(
-                {
-                    "ratio": None if med is None else med / res["best_rule"]["median_s"],
-                    "ratio_best_known": None if med is None else med / bk,
-                    "within": med is not None and med <= within * bk,
-                }
-            )
-        suite[name] = _suite_row(rows)
-    side = lambda run, path: {  # noqa: E731
-        "path": str(path),
-        "sha256": _sha256(path),
-        "split": run["settings"].get("split"),
-        "seeds": run["settings"].get("seeds"),
-    }
+    best_rule_name = _best_single_rule(target)
+    for name in _target_rows(target, best_rule_name):
+        results = [target["results"][n] for n in paired]
+        suite[name] = _suite_row(
+            [
+                _scored(
+                    r["schedulers"][name][METRIC]["median"],
+                    r["best_rule"]["median_s"],
+                    r["best_known"]["median_s"],
+                    within,
+                )
+                for r in results
+            ]
+        )
     return {
         "job": "transfer",
-        "source": side(source, src),
-        "target": side(target, tgt),
+        "source": _side(source, src),
+        "target": _side(target, tgt),
         "within": within,
         "single": single,
         "single_source_score": single_score if math.isfinite(single_score) else None,
-        "target_best_rule": _best_single_rule(target),
+        "target_best_rule": best_rule_name,
         "conditions": conditions,
         "suite": suite,
     }
 
 
-def _target_rows(target: Mapping) -> list[str]:
-    """The target's rows beside the transfer references: the rule of the lowest
-    suite score over its list, then its references (not the best single path) and
-    scored schedulers present on every condition, in its order."""
+def _target_rows(target: Mapping, best_rule: str | None) -> list[str]:
+    """The target's rows beside the transfer references: ``best_rule`` (the rule of
+    the lowest suite score over its list), then its references (not the best single
+    path) and scored schedulers present on every condition, in its order."""
     rules = target["settings"]["rules"]
     others = [
         n
@@ -286,7 +287,6 @@ def _target_rows(target: Mapping) -> list[str]:
         and n != BEST_SINGLE
         and all(n in r["schedulers"] for r in target["results"].values())
     ]
-    best_rule = _best_single_rule(target)
     return ([best_rule] if best_rule else []) + others
 
 
