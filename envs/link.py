@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from envs.traces.base import CapacityTrace, StepSeries
-from envs.wire import ROWS, column, regrown
+from envs.wire import ROWS, columns, regrown
 
 INF = math.inf
 #: random draws are made in blocks of _BLOCK, each drawn in _SUB-draw parts as
@@ -92,8 +92,8 @@ class Link:
         self.buffer_packets = buffer_packets
         self.buffer_bytes = buffer_bytes
         self.name = name
-        self._dep = column("d", ROWS)  # the queue (class docstring): departure time [s]
-        self._size = column("q", ROWS)  # and size [bytes] of each admitted packet
+        # the queue (class docstring): departure time [s] and size [bytes] of each admitted packet
+        self._dep, self._size = columns("dq", ROWS)
         self._head = 0
         self._n = 0
         self._mask = ROWS - 1

@@ -1,6 +1,6 @@
 # C types of envs/receiver.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
-from envs.sim cimport Simulator
+from envs.sim cimport Simulator, Handler
 from envs.streams cimport RecvStream
 from envs.wire cimport AckWire, DataWire
 from envs.path_sender cimport PathSender
@@ -12,7 +12,10 @@ cdef class RecvPathState:
     cdef public long long count, largest
     cdef public double largest_recv_time, return_delay, ack_deadline, timer_pending_at
 
-cdef class Receiver:
+# the connection's event numbers (envs/events.py) as C integers
+cdef long long DATA_ARRIVAL, ACK_ARRIVAL, ACK_TIMER
+
+cdef class Receiver(Handler):
     cdef public Simulator sim
     cdef public list rx_paths, paths, data_wires, ack_wires
     cdef public dict recv_streams, send_streams
@@ -23,10 +26,13 @@ cdef class Receiver:
     cdef public long long oqs, delivered, ack_every, ack_size, fc_window, fc_max_window, _rx_max_data, _epoch_start_offset
     cdef public double max_ack_delay, _epoch_start_time
     cdef public bint record_oqs, fc_autotune
-    cdef public object app, _data_event, _ack_event
+    cdef public object app
+    cdef long long _rs_sid
+    cdef RecvStream _rs
+    cdef public long long _hid  # the connection's number as an event handler (envs.sim.Simulator.register)
 
     @cython.locals(rp=RecvPathState, st=RecvStream, w=DataWire, acks=AckWire, r=Py_ssize_t, nxt=cython.longlong, pn=cython.longlong,
-                   sid=cython.longlong, off=cython.longlong, length=cython.longlong, now=cython.double,
+                   sid=cython.longlong, off=cython.longlong, seg=cython.longlong, length=cython.longlong, now=cython.double,
                    immediate=cython.bint)
     cpdef _data_arrival(self, long long pidx)
     @cython.locals(oqs=cython.longlong, n=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t)

@@ -11,7 +11,9 @@ import math
 
 import numpy as np
 
-from envs.wire import ROWS, AckWire, DataWire, column, moved
+from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL
+from envs.sim import Handler
+from envs.wire import ROWS, AckWire, DataWire, columns, moved
 
 INF = math.inf
 
@@ -35,8 +37,9 @@ class RecvPathState:
         self.timer_pending_at = INF  # time of the ACK-timer event in the heap, if any
 
 
-class Receiver:
-    """Data arrival, reassembly, flow-control updates and ACK sending."""
+class Receiver(Handler):
+    """Data arrival, reassembly, flow-control updates and ACK sending. Its events go
+    to the connection's :meth:`envs.transport.Connection.handle` (:mod:`envs.events`)."""
 
     def _init_receiver(
         self,
@@ -54,6 +57,7 @@ class Receiver:
         self.ack_every = max(1, int(ack_every))
         self.max_ack_delay = max_ack_delay
         self.ack_size = ack_size
+        self._rs_sid, self._rs = -1, None  # the receive stream of the last data packet
         self.rx_paths = [RecvPathState() for _ in self.paths]
         # what is on each path's wire (envs.wire): data packets and ACK frames, oldest first
         self.data_wires = [DataWire() for _ in self.paths]
@@ -68,8 +72,8 @@ class Receiver:
         # the out-of-order queue [bytes] and its kept samples (_record_oqs)
         self.oqs = 0
         self.record_oqs = record_oqs
-        self._oqs_t = column("d", ROWS)  # kept samples: time [s]
-        self._oqs_v = column("q", ROWS)  # and queue [bytes]; the first oqs_kept rows
+        # kept samples: time [s] and queue [bytes]; the first oqs_kept rows
+        self._oqs_t, self._oqs_v = columns("dq", ROWS)
         self.oqs_kept = 0
         self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1
@@ -88,7 +92,7 @@ class Receiver:
 
     def _data_arrival(self, pidx) -> None:
         w = self.data_wires[pidx]
-        r = w.arrive(self.sim, self._data_event, pidx)
+        r = w.arrive(self.sim, self._hid, DATA_ARRIVAL, pidx)
         pn = w.pn[r]
         sid = w.sid[r]
         off = w.off[r]
@@ -105,16 +109,21 @@ class Receiver:
         if pn > rp.largest:
             rp.largest = pn
             rp.largest_recv_time = now
-        st = self.recv_streams[sid]
+        if sid == self._rs_sid:  # the stream of the packet before (a dict lookup saved)
+            st = self._rs
+        else:
+            st = self.recv_streams[sid]
+            self._rs_sid = sid
+            self._rs = st
         nxt = st.next_offset
         if off == nxt:
             nxt += length
-            ooo = st.ooo
-            if ooo:
-                while nxt in ooo:
-                    seg = ooo.pop(nxt)
+            if st.ooo_count:
+                seg = st.ooo_pop(nxt)
+                while seg >= 0:
                     self.oqs -= seg
                     nxt += seg
+                    seg = st.ooo_pop(nxt)
             self.delivered += nxt - st.next_offset
             st.next_offset = nxt
             if self._rx_max_data - self.delivered <= 0.75 * self.fc_window:
@@ -123,8 +132,7 @@ class Receiver:
                 st.complete_time = now
                 if self.app is not None:
                     self.app.on_stream_complete(sid, now)
-        elif off > nxt and off not in st.ooo:
-            st.ooo[off] = length
+        elif off > nxt and st.ooo_put(off, length):
             self.oqs += length
         if self.record_oqs:
             self._record_oqs(now)
@@ -136,7 +144,7 @@ class Receiver:
             # a later deadline re-arms itself (see _on_ack_timer)
             if rp.timer_pending_at == INF:
                 rp.timer_pending_at = rp.ack_deadline
-                self.sim.schedule(rp.ack_deadline, self._on_ack_timer, pidx)
+                self.sim.schedule_event(rp.ack_deadline, self._hid, ACK_TIMER, pidx)
 
     def _consume(self, now: float) -> None:
         """Called when a quarter of the flow-control window has been consumed
@@ -164,7 +172,7 @@ class Receiver:
                 self._send_ack(pidx, now)
         elif rp.ack_deadline < INF:
             rp.timer_pending_at = rp.ack_deadline
-            self.sim.schedule(rp.ack_deadline, self._on_ack_timer, pidx)
+            self.sim.schedule_event(rp.ack_deadline, self._hid, ACK_TIMER, pidx)
 
     def _record_oqs(self, now: float) -> None:
         """One sample of the out-of-order queue [bytes] per data packet.
@@ -230,7 +238,7 @@ class Receiver:
             arrival,
             self.sim.reserve(),
         )
-        acks.queue_first(self.sim, self._ack_event, pidx)
+        acks.queue_first(self.sim, self._hid, ACK_ARRIVAL, pidx)
         rp.count = 0
         rp.ack_deadline = INF
 

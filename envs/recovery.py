@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from envs.events import ACK_ARRIVAL, LOSS_TIMER
 from envs.path_sender import K_GRANULARITY, PathSender
 from envs.receiver import Receiver
 from envs.sent import live_frames
@@ -33,7 +34,7 @@ class Recovery(Receiver):
         ps.timer_deadline = deadline
         if deadline < ps.timer_pending_at:
             ps.timer_pending_at = deadline
-            self.sim.schedule(deadline, self._on_timer, ps)
+            self.sim.schedule_event(deadline, self._hid, LOSS_TIMER, ps.index)
 
     def _set_loss_detection_timer(self, ps: PathSender) -> None:
         if ps.loss_time < INF:
@@ -51,7 +52,7 @@ class Recovery(Receiver):
     def _ack_frame(self, pidx) -> None:
         """Process the oldest ACK frame of path ``pidx`` (:class:`envs.wire.AckWire`)."""
         acks = self.ack_wires[pidx]
-        r = acks.arrive(self.sim, self._ack_event, pidx)
+        r = acks.arrive(self.sim, self._hid, ACK_ARRIVAL, pidx)
         npn = acks.npn[r]
         if self.finished:
             acks.skip_pns(npn)

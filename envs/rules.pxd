@@ -7,6 +7,8 @@ from envs.dense cimport DenseForward
 
 # module constants as C doubles (a Python float compared with a C double is boxed)
 cdef double INF
+# the rule codes (envs/rule_codes.py) as C integers
+cdef int MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER, FIXED_SPLIT, SPLIT_THRESHOLD, MINRTT_UNTIL_TAIL, MODES, COMPLETION_DQN
 
 @cython.locals(best=cython.longlong, best_srtt=cython.double, probe=cython.longlong,
                probe_sent=cython.longlong, i=cython.longlong, p=PathSender)

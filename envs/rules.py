@@ -4,7 +4,7 @@ with. With them, an episode of these schedulers makes no Python call per
 packet (``python -m benchmarks.emulator_speed``).
 
 A scheduler opts in with a class attribute ``native_rule`` naming what its
-``decide`` does (:data:`RULES`); :meth:`envs.transport.Connection.try_send`
+``decide`` does (:data:`envs.rule_codes.RULES`); :meth:`envs.transport.Connection.try_send`
 then takes the decision here instead of calling ``decide``:
 
 * ``"minrtt"``: ``decide`` returns :func:`minrtt_pick` (``-1``: wait);
@@ -59,26 +59,24 @@ from __future__ import annotations
 import math
 
 from envs.reinject import source
+from envs.rule_codes import (
+    COMPLETION_DQN,
+    FIXED_SPLIT,
+    MINRTT,
+    MINRTT_UNLESS_SLOWER,
+    MINRTT_UNTIL_TAIL,
+    MODES,
+    ROUND_ROBIN,
+    RULES,
+    SPLIT_THRESHOLD,
+)
 from envs.scheduler import Decision
 
 INF = math.inf
-#: ``native_rule`` names and their codes (0: none, ``decide`` is called)
-MINRTT, ROUND_ROBIN, MINRTT_UNLESS_SLOWER, FIXED_SPLIT, SPLIT_THRESHOLD = 1, 2, 3, 4, 5
-MINRTT_UNTIL_TAIL, MODES, COMPLETION_DQN = 6, 7, 8
-RULES = {
-    "minrtt": MINRTT,
-    "rr": ROUND_ROBIN,
-    "minrtt_unless_slower": MINRTT_UNLESS_SLOWER,
-    "minrtt_until_tail": MINRTT_UNTIL_TAIL,
-    "fixed_split": FIXED_SPLIT,
-    "split_threshold": SPLIT_THRESHOLD,
-    "modes": MODES,
-    "completion_dqn": COMPLETION_DQN,
-}
 
 
 def rule_code(scheduler) -> int:
-    """The code of ``scheduler``'s ``native_rule`` (:data:`RULES`), or 0 if it
+    """The code of ``scheduler``'s ``native_rule`` (:data:`envs.rule_codes.RULES`), or 0 if it
     has none or a subclass overrides the ``decide`` of the class declaring it."""
     for klass in type(scheduler).__mro__:
         if "native_rule" in vars(klass):
@@ -364,7 +362,6 @@ __all__ = [
     "tail_copy",
     "completion_decision",
     "probe_index",
-    "RULES",
     "rule_code",
     "minrtt_pick",
     "fastest_index",

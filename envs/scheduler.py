@@ -131,7 +131,7 @@ class Scheduler(ABC):
     #: asks again 1 ms later, since no ACK or loss will wake it up
     reask_when_idle: bool = True
     #: what :meth:`decide` computes, when the compiled core can take the
-    #: decision without calling it (a name of :data:`envs.rules.RULES`);
+    #: decision without calling it (a name of :data:`envs.rule_codes.RULES`);
     #: None: :meth:`decide` is called for every decision
     native_rule: str | None = None
     #: the scheduler may answer ``Decision(path, reinject=True)`` (module docstring):

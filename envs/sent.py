@@ -23,7 +23,7 @@ number order.
 
 from __future__ import annotations
 
-from envs.wire import ROWS, column, moved
+from envs.wire import ROWS, columns, moved
 
 #: record states, which are also the number of copies its frame has had (1, or 2 for
 #: several: :meth:`SentPackets.take`); the methods compare with these literals, since
@@ -37,12 +37,9 @@ class SentPackets:
     __slots__ = ("t_sent", "size", "sid", "off", "length", "state", "lo", "hi", "n", "mask")
 
     def __init__(self):
-        self.t_sent = column("d", ROWS)
-        self.size = column("q", ROWS)
-        self.sid = column("q", ROWS)
-        self.off = column("q", ROWS)
-        self.length = column("q", ROWS)
-        self.state = column("q", ROWS)
+        self.t_sent, self.size, self.sid, self.off, self.length, self.state = columns(
+            "dqqqqq", ROWS
+        )
         self.lo = 0  # oldest packet number that may be in flight [pn]
         self.hi = 0  # next packet number
         self.n = 0  # packets in flight

@@ -3,6 +3,9 @@ cimport cython
 
 cdef bint COMPILED
 
+cdef class Handler:
+    cpdef handle(self, long long kind, long long arg)
+
 cdef class Simulator:
     cdef public double now
     cdef public list heap
@@ -15,14 +18,25 @@ cdef class Simulator:
     cdef double[::1] _time
     cdef long long[::1] _order, _slot, _free
     cdef list _cb, _arg
+    # numbered events (envs/sim.py's module docstring)
+    cdef long long[::1] _kind, _hid, _iarg
+    cdef list _handlers, _event_callbacks
 
     @cython.locals(n=cython.longlong, collecting=cython.bint)
     cpdef double run(self, double until=*)
     cpdef schedule(self, double time, object callback, object arg=*)
     cpdef long long reserve(self)
     cpdef schedule_reserved(self, double time, long long seq, object callback, object arg=*)
-    @cython.locals(s=Py_ssize_t, i=Py_ssize_t, parent=Py_ssize_t, pt=cython.double)
+    @cython.locals(s=Py_ssize_t)
     cpdef _push(self, double time, long long seq, object callback, object arg)
+    cpdef long long register(self, Handler handler) except -1
+    cpdef schedule_event(self, double time, long long handler, long long kind, long long arg)
+    cpdef schedule_event_reserved(self, double time, long long seq, long long handler, long long kind, long long arg)
+    @cython.locals(s=Py_ssize_t)
+    cpdef _push_event(self, double time, long long seq, long long handler, long long kind, long long arg)
+    @cython.locals(i=Py_ssize_t, parent=Py_ssize_t, pt=cython.double)
+    cpdef _sift_up(self, double time, long long seq, Py_ssize_t s)
     @cython.locals(s=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, c=Py_ssize_t, lt=cython.double, ct=cython.double,
-                   t2=cython.double, lo=cython.longlong, ls=Py_ssize_t)
+                   t2=cython.double, lo=cython.longlong, ls=Py_ssize_t, kind=cython.longlong, h=Py_ssize_t,
+                   iarg=cython.longlong, handler=Handler)
     cdef _pop_and_call(self)

@@ -1,10 +1,10 @@
 # C types of envs/transport.py for the compiled emulator core (setup.py, envs/_core.py).
-# Event callbacks (_on_ack, _on_timer, ...) stay Python methods: a bound method
-# goes into the event heap, and a cpdef method taken as a value would not be one.
+# The connection's events reach it as numbers (envs/events.py) through handle, a C
+# method; the event callbacks (_on_ack, _on_timer, ...) are the .py core's.
 cimport cython
-from envs.path_sender cimport PathSender
+from envs.path_sender cimport PathSender, pace_wake_time
 from envs.recovery cimport Recovery
-from envs.streams cimport SendStream
+from envs.streams cimport SendStream, any_holes, wrr_pick
 from envs.link cimport Path
 from envs.sent cimport SentPackets
 from envs.wire cimport AckWire, DataWire
@@ -13,6 +13,8 @@ from envs.sim cimport Simulator
 
 # module constants as C numbers (a Python float compared with a C double is boxed)
 cdef double INF, REASK_DELAY
+# the connection's event numbers (envs/events.py) as C integers
+cdef long long ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_WAKE, REASK
 
 cdef class Connection(Recovery):
     cdef public object name, _blocked
@@ -27,11 +29,18 @@ cdef class Connection(Recovery):
     cdef public int native_rule
 
     cpdef bint _has_data(self)
-    @cython.locals(ps=PathSender, p=PathSender, st=SendStream, iv=list, credit=cython.longlong,
+    @cython.locals(ps=PathSender, p=PathSender, st=SendStream, front=cython.bint,
                    length=cython.longlong, off=cython.longlong, now=cython.double, tail=cython.bint)
     cpdef try_send(self)
     @cython.locals(t=cython.double)
     cpdef _arm_pace_wake(self, double now)
+    @cython.locals(p=PathSender)
+    cpdef _maybe_reask(self)
+    @cython.locals(st=SendStream, credit=cython.longlong)
+    cpdef _next_frame(self, object stream_id, object gap)
+    cpdef bint _send_on(self, PathSender ps, object stream_id, object gap) except -1
+    cpdef _pace_wake(self)
+    cpdef handle(self, long long kind, long long arg)
     @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double,
                    path=Path, arrival=cython.double, wire=DataWire, sim=Simulator)
     cpdef _transmit(self, PathSender ps, long long sid, long long off, long long length, bint shared)

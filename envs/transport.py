@@ -22,6 +22,7 @@ import math
 from collections import deque
 
 from envs import reinject
+from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_WAKE, REASK
 from envs.path_sender import PathSender, pace_wake_time
 from envs.recovery import ACKED_PRUNE_MIN, Recovery
 from envs.rules import native_decision, rule_code
@@ -68,8 +69,8 @@ class Connection(Recovery):
         self.name = name
         self.scheduler = scheduler
         self.native_rule = rule_code(scheduler)  # envs.rules: decisions without a Python call
-        # the per-packet events' callbacks, bound once (binding a method allocates)
-        self._data_event, self._ack_event = self._on_data_arrival, self._on_ack
+        # the per-packet events and timers go to this connection as numbers (envs.events)
+        self._hid = sim.register(self)
         self.mss = packet_size
         self.payload = packet_size - header_bytes
         if self.payload <= 0:
@@ -126,10 +127,10 @@ class Connection(Recovery):
 
     def close(self) -> None:
         """Drop what ties a finished connection into reference cycles (its
-        application and scheduler, which may hold it, and its bound event
-        callbacks), so that reference counting frees it (``envs.scenario.Emulation.close``)."""
+        application and scheduler, which may hold it), so that reference counting
+        frees it (``envs.scenario.Emulation.close``; the simulator's
+        :meth:`envs.sim.Simulator.clear` forgets the connection as an event handler)."""
         self.app = self.scheduler = None
-        self._data_event = self._ack_event = None
 
     # ----------------------------------------------------------- views
     @property
@@ -200,6 +201,7 @@ class Connection(Recovery):
         st = SendStream(stream_id, size, weight, priority, self.sim.now)
         self.send_streams[stream_id] = st
         self.recv_streams[stream_id] = RecvStream(size)
+        self._rs_sid = -1  # the receiver's cached stream may be one this replaces
         self.active.append(st)
         self._pending_new += size
         if send:
@@ -216,7 +218,6 @@ class Connection(Recovery):
     def try_send(self) -> None:
         """Ask the scheduler for decisions while there is data and a path to take it."""
         paths = self.paths
-        decide = self.scheduler.decide
         now = self.sim.now
         while True:
             blocked = self._blocked
@@ -244,7 +245,7 @@ class Connection(Recovery):
                 self._arm_pace_wake(now)
                 return
             if self.native_rule == 0:
-                d = decide(self)
+                d = self.scheduler.decide(self)
             else:
                 d = native_decision(self.native_rule, paths, self.scheduler, self, now, tail)
             if d is None:
@@ -273,28 +274,16 @@ class Connection(Recovery):
                 self._arm_pace_wake(now)
                 return
             active = self.active
-            if (
-                sid is None
-                and not gap
-                and not self.retx
-                and len(active) == 1
-                and active[0].unsent[0][0] == active[0].sent_offset
-            ):
-                # inlined common case: the only stream's next in-order data, credit > 0 (above)
+            if sid is None and not gap and not self.retx and len(active) == 1:
                 st = active[0]
-                iv = st.unsent[0]
-                credit = self.max_data - self.fc_consumed
-                length = iv[1] - iv[0]
-                if self.payload < length:
-                    length = self.payload
-                if credit < length:
-                    length = credit
-                off = iv[0]
-                iv[0] = off + length
-                if iv[0] >= iv[1]:
-                    st.unsent.pop(0)
-                st.unsent_bytes -= length
-                st.sent_offset = iv[0] if iv[0] > st.sent_offset else st.sent_offset
+                front = st.n_ranges > 0 and st._lo[0] == st.sent_offset
+            else:
+                front = False
+            if front:
+                # inlined common case: the only stream's next in-order data, credit > 0 (above)
+                length = st.unsent_bytes
+                off = st.take_front(self.payload, self.max_data - self.fc_consumed)
+                length -= st.unsent_bytes
                 if st.unsent_bytes <= 0:
                     active.pop()
                 self._pending_new -= length
@@ -338,7 +327,11 @@ class Connection(Recovery):
             st = wrr_pick(self.active)
         if credit <= 0 and st.hole_bytes <= 0:
             # no credit: only holes below a stream's highest offset can go
-            st = next((x for x in active if x.hole_bytes > 0), None)
+            st = None
+            for x in active:
+                if x.hole_bytes > 0:
+                    st = x
+                    break
             if st is None:
                 return None
             gap = 0
@@ -360,7 +353,7 @@ class Connection(Recovery):
             if p.bytes_in_flight > 0:
                 return
         self._reask_pending = True
-        self.sim.schedule(self.sim.now + REASK_DELAY, self._reask, None)
+        self.sim.schedule_event(self.sim.now + REASK_DELAY, self._hid, REASK, 0)
 
     def _reask(self, _arg) -> None:
         self._reask_pending = False
@@ -374,9 +367,12 @@ class Connection(Recovery):
         t = pace_wake_time(self.paths, now)
         if t < self._pace_wake_at:
             self._pace_wake_at = t
-            self.sim.schedule(t, self._on_pace_wake, None)
+            self.sim.schedule_event(t, self._hid, PACE_WAKE, 0)
 
     def _on_pace_wake(self, _arg) -> None:
+        self._pace_wake()
+
+    def _pace_wake(self) -> None:
         if self.sim.now == self._pace_wake_at:  # else superseded by an earlier one
             self._pace_wake_at = INF
             if not self.finished:  # _reask_at's body: a Python method call per wake saved
@@ -415,16 +411,49 @@ class Connection(Recovery):
         if arrival >= 0.0:  # else dropped or lost
             wire = self.data_wires[ps.index]
             wire.push(pn, sid, off, length, path.last_return_delay, arrival, sim.reserve())
-            wire.queue_first(sim, self._data_event, ps.index)
+            wire.queue_first(sim, self._hid, DATA_ARRIVAL, ps.index)
         # the PTO deadline moves with every send; a timer event is queued only if none is (_arm)
         if ps.loss_time == INF:
             deadline = now + ps.pto_base * (1 << ps.pto_count)
             ps.timer_deadline = deadline
             if deadline < ps.timer_pending_at:
                 ps.timer_pending_at = deadline
-                sim.schedule(deadline, self._on_timer, ps)
+                sim.schedule_event(deadline, self._hid, LOSS_TIMER, ps.index)
 
-    # ----------------------------------------------------------- timers
+    # ----------------------------------------------------------- events
+    def event_callbacks(self) -> tuple:
+        """The callback of each event number of :mod:`envs.events` (:class:`envs.sim.Handler`)."""
+        callbacks = [None] * (REASK + 1)
+        callbacks[DATA_ARRIVAL] = self._on_data_arrival
+        callbacks[ACK_ARRIVAL] = self._on_ack
+        callbacks[ACK_TIMER] = self._on_ack_timer
+        callbacks[LOSS_TIMER] = self._on_loss_timer
+        callbacks[PACE_WAKE] = self._on_pace_wake
+        callbacks[REASK] = self._reask
+        return tuple(callbacks)
+
+    def handle(self, kind: int, arg: int) -> None:
+        """Run event ``kind`` of :mod:`envs.events` with ``arg`` (what
+        :meth:`event_callbacks` gives for it does the same, through Python calls)."""
+        if kind == DATA_ARRIVAL:
+            self._data_arrival(arg)
+        elif kind == ACK_ARRIVAL:
+            self._ack_frame(arg)
+        elif kind == PACE_WAKE:
+            self._pace_wake()
+        elif kind == ACK_TIMER:
+            self._on_ack_timer(arg)
+        elif kind == LOSS_TIMER:
+            self._on_timer(self.paths[arg])
+        elif kind == REASK:
+            self._reask(None)
+        else:
+            raise ValueError(f"unknown connection event {kind}")
+
+    def _on_loss_timer(self, pidx) -> None:
+        """Event: path ``pidx``'s loss-detection timer."""
+        self._on_timer(self.paths[pidx])
+
     def _on_timer(self, ps: PathSender) -> None:
         now = self.sim.now
         if now != ps.timer_pending_at:

@@ -13,10 +13,10 @@ cdef class _Wire:
     cdef long long[::1] seq
     cdef public Py_ssize_t head, count, mask
 
-    cpdef _init_ring(self)
-    cpdef queue_first(self, Simulator sim, object on_arrival, long long pidx)
+    cpdef _init_ring(self, double[::1] due, long long[::1] seq)
+    cpdef queue_first(self, Simulator sim, long long handler, long long kind, long long pidx)
     @cython.locals(r=Py_ssize_t)
-    cpdef Py_ssize_t arrive(self, Simulator sim, object on_arrival, long long pidx)
+    cpdef Py_ssize_t arrive(self, Simulator sim, long long handler, long long kind, long long pidx)
     @cython.locals(r=Py_ssize_t)
     cpdef Py_ssize_t pop(self)
     cpdef _grow_ring(self)

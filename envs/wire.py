@@ -46,6 +46,16 @@ def column(kind: str, n: int):
     return [0.0] * n if kind == "d" else [0] * n
 
 
+def columns(kinds: str, n: int) -> list:
+    """One :func:`column` of ``n`` zeros per letter of ``kinds`` ('d' float, 'q' int). The
+    compiled core carves them from one allocation: one NumPy call and one zeroing for a
+    whole ring (an episode builds a few dozen columns)."""
+    if not COMPILED:
+        return [column(kind, n) for kind in kinds]
+    block = np.zeros((len(kinds), n), np.int64)
+    return [block[i].view(np.float64) if kind == "d" else block[i] for i, kind in enumerate(kinds)]
+
+
 def regrown(col, kind: str, head: int, count: int):
     """The ``count`` rows of ring column ``col`` from row ``head`` on, in order from row 0
     of a column twice as long."""
@@ -89,25 +99,32 @@ class _Wire:
 
     __slots__ = ("due", "seq", "head", "count", "mask")
 
-    def _init_ring(self) -> None:
-        self.due = column("d", ROWS)
-        self.seq = column("q", ROWS)
+    def _init_ring(self, due, seq) -> None:
+        """An empty ring of ``ROWS`` rows whose arrival times and sequence numbers are
+        the columns ``due`` and ``seq`` (:func:`columns`)."""
+        self.due = due
+        self.seq = seq
         self.head = 0
         self.count = 0
         self.mask = ROWS - 1
 
-    def queue_first(self, sim, on_arrival, pidx: int) -> None:
+    def queue_first(self, sim, handler: int, kind: int, pidx: int) -> None:
         """After a push: if the new entry is the only one on the wire, queue its
-        arrival event ``on_arrival(pidx)`` in ``sim`` (else the one before it will)."""
+        arrival, event ``kind`` of registered ``handler`` with argument ``pidx``, in
+        ``sim`` (:meth:`envs.sim.Simulator.schedule_event`; else the one before it will)."""
         if self.count == 1:
-            sim.schedule_reserved(self.due[self.head], self.seq[self.head], on_arrival, pidx)
+            sim.schedule_event_reserved(
+                self.due[self.head], self.seq[self.head], handler, kind, pidx
+            )
 
-    def arrive(self, sim, on_arrival, pidx: int) -> int:
+    def arrive(self, sim, handler: int, kind: int, pidx: int) -> int:
         """The oldest entry's arrival event runs: remove the entry (:meth:`pop`), queue
         the next one's arrival, and return the entry's row."""
         r = self.pop()
         if self.count:
-            sim.schedule_reserved(self.due[self.head], self.seq[self.head], on_arrival, pidx)
+            sim.schedule_event_reserved(
+                self.due[self.head], self.seq[self.head], handler, kind, pidx
+            )
         return r
 
     def pop(self) -> int:
@@ -133,12 +150,10 @@ class DataWire(_Wire):
     __slots__ = ("pn", "sid", "off", "length", "return_delay")
 
     def __init__(self):
-        self.pn = column("q", ROWS)
-        self.sid = column("q", ROWS)
-        self.off = column("q", ROWS)
-        self.length = column("q", ROWS)
-        self.return_delay = column("d", ROWS)
-        self._init_ring()
+        self.pn, self.sid, self.off, self.length, self.return_delay, due, seq = columns(
+            "qqqqddq", ROWS
+        )
+        self._init_ring(due, seq)
 
     def push(
         self, pn: int, sid: int, off: int, length: int, return_delay: float, due: float, seq: int
@@ -200,13 +215,10 @@ class AckWire(_Wire):
     )
 
     def __init__(self):
-        self.largest = column("q", ROWS)
-        self.ack_delay = column("d", ROWS)
-        self.max_data = column("q", ROWS)
-        self.oqs = column("q", ROWS)
-        self.npn = column("q", ROWS)
-        self._init_ring()
-        self.pns = column("q", ROWS)
+        self.largest, self.ack_delay, self.max_data, self.oqs, self.npn, due, seq, self.pns = (
+            columns("qdqqqdqq", ROWS)
+        )
+        self._init_ring(due, seq)
         self.pn_head = 0
         self.pn_count = 0
         self.pn_mask = ROWS - 1

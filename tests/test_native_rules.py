@@ -11,7 +11,7 @@ import pytest
 from baselines import make_scheduler
 from baselines.rule_based.fixed_split import FixedSplit
 from baselines.rule_based.policy_family import SplitThreshold
-from envs.rules import (
+from envs.rule_codes import (
     COMPLETION_DQN,
     FIXED_SPLIT,
     MINRTT,
@@ -21,8 +21,8 @@ from envs.rules import (
     ROUND_ROBIN,
     RULES,
     SPLIT_THRESHOLD,
-    rule_code,
 )
+from envs.rules import rule_code
 from envs.runner import run_episode, setup_episode
 from envs.scheduler import FirstWithRoom, Scheduler
 
