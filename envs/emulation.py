@@ -28,6 +28,7 @@ from envs.path_schedule import (
 )
 from envs.plain import plain_mapping
 from envs.scenario import normalise_scenario
+from envs.seeds import ChildSeed, generator
 from envs.sim import Simulator
 from envs.traces.base import CapacityTrace, PathTrace
 from envs.traces.summary import weighted_quantile, window_rates
@@ -63,7 +64,7 @@ def _trace_buffer_rate(cap: CapacityTrace) -> float:
     return weighted_quantile(rates, lengths, BUFFER_RATE_QUANTILE)
 
 
-def load_path_trace(spec, seed_seq: np.random.SeedSequence) -> PathTrace:
+def load_path_trace(spec, seed_seq: ChildSeed | np.random.SeedSequence) -> PathTrace:
     """A path's capacity from ``trace`` (file) or ``synthetic`` (generator) config."""
     from envs.traces import load_trace, synthetic
     from envs.traces.catalog import resolve_trace_path
@@ -130,7 +131,9 @@ class Emulation:
 
     All randomness derives from ``seed`` through ``numpy.random.SeedSequence``
     children taken in build order, so a scenario plus a seed reproduces a run
-    bit for bit.
+    bit for bit: path ``k``'s trace, delay and loss draw from the grandchildren
+    ``(k, 0)``, ``(k, 1)`` and ``(k, 2)`` of ``SeedSequence(seed)``, computed
+    without building the SeedSequence objects (:class:`envs.seeds.ChildSeed`).
 
     A shared link (``shared_link``) is built once, by the first path naming
     it: its capacity, a scheduled ``bandwidth_mbps`` included, and its buffer.
@@ -142,19 +145,27 @@ class Emulation:
     def __init__(self, seed: int = 0):
         self.sim = Simulator()
         self.seed = int(seed)
-        self._seq = np.random.SeedSequence(self.seed)
+        if self.seed < 0:
+            raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
+        self._children = 0  # children of SeedSequence(seed) taken (one per path built)
         self.shared_links: dict[str, Link] = {}
         #: per shared link, the bandwidth schedule its builder gave it (:func:`envs.path_schedule.bandwidth_steps`; None: none)
         self._shared_steps: dict[str, tuple | None] = {}
         self.connections: list[Connection] = []
 
-    def _child(self) -> np.random.SeedSequence:
-        return self._seq.spawn(1)[0]
+    def _child(self) -> tuple[ChildSeed, ChildSeed, ChildSeed]:
+        """The next child's three children (``SeedSequence(seed).spawn(1)[0].spawn(3)``)."""
+        k = self._children
+        self._children = k + 1
+        return (
+            ChildSeed(self.seed, (k, 0)),
+            ChildSeed(self.seed, (k, 1)),
+            ChildSeed(self.seed, (k, 2)),
+        )
 
     def build_path(self, p: dict, scenario: dict) -> Path:
         """Simulator objects of one normalised path config ``p``."""
-        child = self._child()
-        trace_seq, delay_seq, loss_seq = child.spawn(3)
+        trace_seq, delay_seq, loss_seq = self._child()
         if p["bandwidth_mbps"] is not None:
             ptrace = PathTrace(
                 CapacityTrace.constant(p["bandwidth_mbps"] * 1e6 / 8, name=p["name"])
@@ -167,7 +178,7 @@ class Emulation:
         loss_series = ptrace.loss if p["trace_loss"] else None
         offset = p["trace_start_s"]
         if offset == "random":
-            offset = float(np.random.default_rng(trace_seq).uniform(0.0, ptrace.capacity.period))
+            offset = float(generator(trace_seq).uniform(0.0, ptrace.capacity.period))
         schedule = p.get("schedule")
         segments = (
             resolve_schedule(p, schedule, delay_series is not None, loss_series is not None)
@@ -178,12 +189,10 @@ class Emulation:
             p, scenario, ptrace, segments, offset, delay_series
         )
         cv = p["rtt_std_ms"] / p["rtt_ms"]
-        delay = DelayModel(
-            p["rtt_ms"] / 1000, cv, np.random.default_rng(delay_seq), delay_series, offset
-        )
+        delay = DelayModel(p["rtt_ms"] / 1000, cv, generator(delay_seq), delay_series, offset)
         loss = LossModel(
             p["loss"],
-            np.random.default_rng(loss_seq),
+            generator(loss_seq),
             loss_series,
             p["ge"] if p["loss_model"] == "gilbert_elliott" else None,
             offset,

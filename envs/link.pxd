@@ -6,6 +6,7 @@ cdef bint COMPILED
 # module constants as C doubles (a Python float compared with a C double is boxed)
 cdef double INF
 
+@cython.final
 cdef class Link:
     cdef public CapacityTrace capacity
     cdef public object _buffer_packets, _buffer_bytes, name
@@ -23,6 +24,7 @@ cdef class Link:
                    c_now=cython.double, pos=cython.double, cap=CapacityTrace)
     cpdef double admit(self, double now, long long size)
 
+@cython.final
 cdef class DelayModel:
     cdef public double mean_rtt, cv, offset
     cdef public StepSeries one_way_series
@@ -34,6 +36,7 @@ cdef class DelayModel:
     cpdef _draw_part(self)
     cpdef _gamma(self, Py_ssize_t n)
 
+@cython.final
 cdef class LossModel:
     cdef public double p, offset
     cdef public StepSeries series

@@ -9,6 +9,7 @@ from envs.sent cimport SentPackets
 # K_GRANULARITY stays a Python float for importers, _GRANULARITY is its typed copy
 cdef double INF, _GRANULARITY
 
+@cython.final
 cdef class PathSender:
     cdef public long long index
     cdef public Path path

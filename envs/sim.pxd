@@ -6,6 +6,7 @@ cdef bint COMPILED
 cdef class Handler:
     cpdef handle(self, long long kind, long long arg)
 
+@cython.final
 cdef class Simulator:
     cdef public double now
     cdef public list heap
@@ -29,7 +30,7 @@ cdef class Simulator:
     cpdef schedule_reserved(self, double time, long long seq, object callback, object arg=*)
     @cython.locals(s=Py_ssize_t)
     cpdef _push(self, double time, long long seq, object callback, object arg)
-    cpdef long long register(self, Handler handler) except -1
+    cpdef Py_ssize_t register(self, Handler handler) except -1
     cpdef schedule_event(self, double time, long long handler, long long kind, long long arg)
     cpdef schedule_event_reserved(self, double time, long long seq, long long handler, long long kind, long long arg)
     @cython.locals(s=Py_ssize_t)

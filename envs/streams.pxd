@@ -1,6 +1,7 @@
 # C types of envs/streams.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
 
+@cython.final
 cdef class SendStream:
     cdef public object stream_id, weight, priority, release_time
     cdef public long long size, unsent_bytes, sent_offset, n_ranges
@@ -13,7 +14,7 @@ cdef class SendStream:
                    end=cython.longlong, used=cython.longlong)
     cpdef tuple take(self, long long max_len, object gap=*, object credit=*)
     @cython.locals(off=cython.longlong, length=cython.longlong, end=cython.longlong)
-    cpdef long long take_front(self, long long max_len, long long credit) except? -1
+    cpdef Py_ssize_t take_front(self, long long max_len, long long credit) except? -1
     @cython.locals(n=Py_ssize_t, i=Py_ssize_t)
     cpdef _insert(self, Py_ssize_t k, long long lo, long long hi)
     @cython.locals(n=Py_ssize_t, i=Py_ssize_t)
@@ -21,6 +22,7 @@ cdef class SendStream:
 
 cdef bint COMPILED
 
+@cython.final
 cdef class RecvStream:
     cdef public long long size, next_offset, ooo_count
     cdef public double complete_time
@@ -32,7 +34,7 @@ cdef class RecvStream:
     @cython.locals(mask=Py_ssize_t, i=Py_ssize_t)
     cpdef bint ooo_put(self, long long off, long long length) except -1
     @cython.locals(mask=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, home=Py_ssize_t, length=cython.longlong)
-    cpdef long long ooo_pop(self, long long off) except? -2
+    cpdef Py_ssize_t ooo_pop(self, long long off) except? -2
     @cython.locals(cap=Py_ssize_t, k=Py_ssize_t, i=Py_ssize_t, old_keys=cython.longlong[::1], old_vals=cython.longlong[::1])
     cpdef _grow(self)
 
