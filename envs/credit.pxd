@@ -2,7 +2,7 @@
 # the completion credit's per-path estimates, predictions and state rows.
 cimport cython
 from envs.path_sender cimport PathSender
-from envs.mdp cimport probe_path, decode_action, estimates_into, raw_finish
+from envs.mdp cimport probe_path, decode_action, estimates_into, raw_finish, _completion_features
 
 cdef bint COMPILED
 cdef Py_ssize_t STATE_ROWS
@@ -24,6 +24,7 @@ cdef class CompletionCredit:
     cpdef list _raw(self, view, double now)
     @cython.locals(r=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, rows=cython.float[:, ::1])
     cpdef _state_row(self, list vals)
+    cpdef list _features(self, view, double now, double finish)
     @cython.locals(largest=cython.double, finish=cython.double)
     cpdef observe(self, view, double now, bint record=*)
     cpdef tuple act(self, view, state, long long action, double now, bint record=*)

@@ -24,6 +24,7 @@ from envs.mdp import (
     COMPLETION_SCALE_S,
     COMPLETION_UNIT,
     HINDSIGHT_RTTS,
+    _completion_features,
     check_reward_unit,
     completion_features_into,
     decode_action,
@@ -138,13 +139,20 @@ class CompletionCredit:
         row[:] = vals
         return row
 
+    def _features(self, view, now: float, finish: float) -> list:
+        """The state writer's values at ``now`` [s] (``finish``: the predicted completion [s]);
+        the default writer is called as the compiled core's typed function, not through Python."""
+        if self.features is completion_features_into:
+            return _completion_features(view, now, finish, self._vals)
+        return self.features(view, now, finish, self._vals)
+
     def observe(self, view, now: float, record: bool = True):
         """The state at a decision (a float32 row); with ``record``, the
         previous decision's record gets it as its next state."""
         largest = estimates_into(view, self._srtt, self._rate)
         raw = self._raw(view, now)
         finish = raw_finish(raw, self._srtt, self._rate, self._order)
-        state = self._state_row(self.features(view, now, finish, self._vals))
+        state = self._state_row(self._features(view, now, finish))
         if record and self._last is not None:
             self._last[4] = raw
             self._last[5] = state
@@ -218,7 +226,7 @@ class CompletionCredit:
             estimates_into(view, self._srtt, self._rate)
             raw = last[2]
             r = (raw_finish(raw, self._srtt, self._rate, self._order) - now) / self._unit_s(view)
-            state = self._state_row(self.features(view, now, now, self._vals))
+            state = self._state_row(self._features(view, now, now))
             out.append((last[0], last[1], r, state, bool(done), raw[0]))
         self._open.clear()
         self._last = None

@@ -290,6 +290,10 @@ class MultipathSchedulingEnv(gym.Env):
             int(seed) if seed is not None else int(self.np_random.integers(0, 2**32))
         )
         sched = self._sched
+        if self.emulation is not None:
+            # the finished emulation's queued events and event handler tie it into
+            # reference cycles: dropped, reference counting frees it (envs/sim.py)
+            self.emulation.sim.clear()
         emu, conn, application, s = setup_episode(s, app, sched, self.emulator_seed)
         self.emulation, self.connection, self.application, self.scenario = emu, conn, application, s
         self._sim = emu.sim

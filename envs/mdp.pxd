@@ -2,7 +2,11 @@
 # the completion MDP's per-decision state, prediction and credit. A view's
 # paths are the connection's PathSender objects.
 cimport cython
+# math.log1p as a C call (the libm function Python's math.log1p calls)
+from libc cimport math
 from envs.path_sender cimport PathSender
+
+cdef double INF
 
 cpdef tuple path_estimates(view)
 

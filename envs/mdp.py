@@ -75,6 +75,8 @@ from envs.errors import ConfigError
 
 # ------------------------------------------------------------------ paper MDP
 #: RTT unit of the observation [s]: RTTs are given in units of 100 ms.
+#: (a C double in the compiled module, whose ``math`` is C's: envs/mdp.pxd)
+INF = float("inf")
 RTT_SCALE_S = 0.1
 #: Rate unit of the window/RTT features [packets per RTT_SCALE_S]:
 #: 1000 packets per 100 ms (~108 Mbit/s with 1350-byte packets).
@@ -240,8 +242,8 @@ def estimates_into(view, srtt, rate) -> float:
     paths = view.paths
     n = len(paths)
     probed = 0
-    best_srtt = math.inf
-    best_rate = -math.inf
+    best_srtt = INF
+    best_rate = -INF
     for i in range(n):
         p = paths[i]
         d = p.srtt
@@ -314,7 +316,7 @@ def raw_finish(raw: list, srtt, rate, order) -> float:
         order[j] = i
     rate_sum = 0.0  # water-filling over the paths in that order
     weighted = 0.0
-    t = math.inf
+    t = INF
     for k in range(n):
         i = order[k]
         start = now + srtt[i]

@@ -47,6 +47,7 @@ from gymnasium.vector.utils import batch_space
 
 from envs.errors import ConfigError, is_whole_number
 from envs.gym_env import DECISION_REWARDS_KEY, MultipathSchedulingEnv
+from envs.sim import collector_paused
 
 
 class MultipathVectorEnv(VectorEnv):
@@ -139,6 +140,19 @@ class MultipathVectorEnv(VectorEnv):
         for i, a in enumerate(acts):  # all checked before any instance steps
             if not 0 <= a < n_paths:
                 raise ValueError(f"actions: instance {i}'s action {a} is outside [0, {n_paths})")
+        with collector_paused():  # the instances' steps make no reference cycles (envs/sim.py)
+            infos = self._step_all(acts)
+        return (
+            self._out(self._obs),
+            self._rewards.copy(),
+            self._terminated.copy(),
+            self._truncated.copy(),
+            infos,
+        )
+
+    def _step_all(self, acts: list) -> dict:
+        """Step instance ``i`` with action ``acts[i]`` (or autoreset it), writing its row
+        of the batch; returns the step's infos."""
         infos: dict = {}
         rows, rewards = self._rows, self._rewards
         terminated, truncated, autoreset = self._terminated, self._truncated, self._autoreset
@@ -159,13 +173,7 @@ class MultipathVectorEnv(VectorEnv):
             if info is not None:
                 autoreset[i] = True
                 infos = self._add_final_info(infos, info, i)
-        return (
-            self._out(self._obs),
-            rewards.copy(),
-            terminated.copy(),
-            truncated.copy(),
-            infos,
-        )
+        return infos
 
     def close_extras(self, **kwargs) -> None:
         for env in getattr(self, "envs", ()):  # () when the constructor raised
