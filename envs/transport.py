@@ -423,7 +423,7 @@ class Connection(Recovery):
     # ----------------------------------------------------------- events
     def event_callbacks(self) -> tuple:
         """The callback of each event number of :mod:`envs.events` (:class:`envs.sim.Handler`)."""
-        callbacks = [None] * (REASK + 1)
+        callbacks: list = [None] * (REASK + 1)
         callbacks[DATA_ARRIVAL] = self._on_data_arrival
         callbacks[ACK_ARRIVAL] = self._on_ack
         callbacks[ACK_TIMER] = self._on_ack_timer
