@@ -39,5 +39,6 @@ cdef class Simulator:
     cpdef _sift_up(self, double time, long long seq, Py_ssize_t s)
     @cython.locals(s=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, c=Py_ssize_t, lt=cython.double, ct=cython.double,
                    t2=cython.double, lo=cython.longlong, ls=Py_ssize_t, kind=cython.longlong, h=Py_ssize_t,
+                   end=Py_ssize_t, j=Py_ssize_t, b=Py_ssize_t,
                    iarg=cython.longlong, handler=Handler)
     cdef _pop_and_call(self)
