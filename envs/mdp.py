@@ -247,7 +247,7 @@ def estimates_into(view, srtt, rate) -> float:
     for i in range(n):
         p = paths[i]
         d = p.srtt
-        r = p.cc.cwnd / p.mss * pay / d
+        r = p.cwnd / p.mss * pay / d
         srtt[i] = d
         rate[i] = r
         if p.has_rtt_sample:
@@ -346,7 +346,7 @@ def _completion_features(view, now: float, finish: float, vals: list) -> list:
     k = 0
     for p in view.paths:
         srtt = p.srtt
-        cwnd = p.cc.cwnd
+        cwnd = p.cwnd
         vals[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), COMPLETION_HIGH)
         vals[k + 1] = _clip(p.bytes_in_flight / cwnd, 0.0, 2.0)
         vals[k + 2] = 1.0 if p.may_send(now) else 0.0
