@@ -28,6 +28,7 @@ cdef class Simulator:
     cpdef schedule(self, double time, object callback, object arg=*)
     cpdef long long reserve(self)
     cpdef schedule_reserved(self, double time, long long seq, object callback, object arg=*)
+    cpdef Py_ssize_t _take_slot(self) except -1
     @cython.locals(s=Py_ssize_t)
     cpdef _push(self, double time, long long seq, object callback, object arg)
     cpdef Py_ssize_t register(self, Handler handler) except -1

@@ -264,21 +264,22 @@ class Simulator:
     # (_order[i]) and slot (_slot[i], where its callback and argument are): the
     # comparisons of a sift read neighbouring positions, not slots scattered
     # over the arrays (several events per connection wait in the queue).
-    def _push(self, time: float, seq: int, callback, arg) -> None:
+    def _take_slot(self) -> int:
+        """A free slot for a new event (the slots double when none is left)."""
         if self._nfree == 0:
             self._grow()
         self._nfree -= 1
-        s = self._free[self._nfree]
+        return self._free[self._nfree]
+
+    def _push(self, time: float, seq: int, callback, arg) -> None:
+        s = self._take_slot()
         self._cb[s] = callback
         self._arg[s] = arg
         self._kind[s] = 0
         self._sift_up(time, seq, s)
 
     def _push_event(self, time: float, seq: int, handler: int, kind: int, arg: int) -> None:
-        if self._nfree == 0:
-            self._grow()
-        self._nfree -= 1
-        s = self._free[self._nfree]
+        s = self._take_slot()
         self._kind[s] = kind
         self._hid[s] = handler
         self._iarg[s] = arg
@@ -312,8 +313,6 @@ class Simulator:
             self._cb[s] = None
             self._arg[s] = None
         else:
-            callback = None
-            arg = None
             h = self._hid[s]
             iarg = self._iarg[s]
         self.now = self._time[0]

@@ -444,7 +444,7 @@ class Connection(Recovery):
         elif kind == ACK_TIMER:
             self._on_ack_timer(arg)
         elif kind == LOSS_TIMER:
-            self._on_timer(self.paths[arg])
+            self._on_loss_timer(arg)
         elif kind == REASK:
             self._reask(None)
         else:
