@@ -109,6 +109,19 @@ def test_same_seed_same_trajectory_different_seed_differs():
     np.testing.assert_array_equal(r1, r4)
 
 
+def test_reset_drops_the_finished_emulations_events():
+    """A reset clears the previous emulation's simulator: its queued events and its
+    connection as an event handler, which would tie it into reference cycles."""
+    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env.reset(seed=1)
+    for _ in range(5):
+        env.step(0)
+    old = env.emulation.sim
+    assert old.pending > 0
+    env.reset(seed=2)
+    assert env.emulation.sim is not old and old.pending == 0
+
+
 def test_chosen_path_carries_the_packet():
     env = MultipathSchedulingEnv(SCENARIO, APP, reward="goodput")
     env.reset(seed=5)
