@@ -40,6 +40,25 @@ COMPILED = not __file__.endswith(".py")
 STATE_ROWS = 256
 
 
+class Decision:
+    """One decision recorded by :class:`CompletionCredit`: its ``state`` and
+    ``action``, its raw prediction inputs ``raw`` (:func:`envs.mdp.raw_finish`)
+    and the end of its hindsight horizon ``due`` [s]; once the next decision is
+    observed, that one's ``raw_next`` and ``next_state``. (In the compiled core
+    a record is not tracked by the cyclic garbage collector: it refers only to
+    float lists and state rows, so it cannot be part of a cycle.)"""
+
+    __slots__ = ("state", "action", "raw", "due", "raw_next", "next_state")
+
+    def __init__(self, state, action: int, raw: list, due: float):
+        self.state = state
+        self.action = action
+        self.raw = raw
+        self.due = due
+        self.raw_next = None
+        self.next_state = None
+
+
 class CompletionCredit:
     """Per-connection bookkeeping of the completion reward (module docstring).
 
@@ -73,7 +92,8 @@ class CompletionCredit:
         self.hindsight_rtts = float(hindsight_rtts)
         self.n_paths = n_paths
         self.last_send = [0.0] * n_paths
-        self._vals = [0.0] * n_inputs(n_paths, COMPLETION)
+        self._vals = [0.0] * n_inputs(n_paths, COMPLETION)  # a features writer's list
+        self._dvals = array("d", bytes(8 * len(self._vals)))  # the state being written
         # the latest path estimates (envs.mdp.estimates_into), and raw_finish's scratch
         self._srtt = array("d", bytes(8 * n_paths))
         self._rate = array("d", bytes(8 * n_paths))
@@ -82,7 +102,11 @@ class CompletionCredit:
         self._block = None
         self._rows = None
         self._row = STATE_ROWS
-        # records: [state, action, raw, due_time, raw_next, next_state] (raw: envs.mdp.raw_finish)
+        # the latest observed state: row _state_at of _state_block (-1: none yet)
+        self._state_block = None
+        self._state_rows = None
+        self._state_at = -1
+        # the recorded decisions (Decision) whose transitions are not out yet, oldest first
         self._open: deque = deque()
         self._last = None
 
@@ -97,6 +121,8 @@ class CompletionCredit:
             self._pending_due,
             self._block,
             self._row,
+            self._state_block,
+            self._state_at,
         )
         return _rebuilt_credit, ((self.n_paths, self.hindsight_rtts, self.features, unit), state)
 
@@ -110,8 +136,11 @@ class CompletionCredit:
             self._pending_due,
             self._block,
             self._row,
+            self._state_block,
+            self._state_at,
         ) = state
         self._rows = self._block
+        self._state_rows = self._state_block
 
     def _raw(self, view, now: float) -> list:
         """The raw record of a decision at ``now`` (:func:`envs.mdp.raw_finish`)."""
@@ -121,8 +150,8 @@ class CompletionCredit:
             raw.append(1.0 if p.bytes_in_flight > 0 else 0.0)
         return raw
 
-    def _state_row(self, vals: list):
-        """A new float32 row holding ``vals`` (the class docstring)."""
+    def _state_row(self):
+        """A new float32 row holding the state just written (``_dvals``; the class docstring)."""
         r = self._row
         k = len(self._vals)
         if r >= STATE_ROWS:
@@ -131,20 +160,25 @@ class CompletionCredit:
             r = 0
         self._row = r + 1
         if COMPILED:
+            vals = self._dvals
             rows = self._rows
             for j in range(k):
                 rows[r, j] = vals[j]
-            return self._block[r]
-        row = self._block[r]
-        row[:] = vals
-        return row
+        else:
+            self._block[r] = self._dvals
+        return self._block[r]
 
-    def _features(self, view, now: float, finish: float) -> list:
-        """The state writer's values at ``now`` [s] (``finish``: the predicted completion [s]);
-        the default writer is called as the compiled core's typed function, not through Python."""
+    def _features(self, view, now: float, finish: float) -> None:
+        """The state writer's values at ``now`` [s] (``finish``: the predicted completion [s]),
+        written into ``_dvals``; the default writer is called as the compiled core's typed
+        function, not through Python."""
         if self.features is completion_features_into:
-            return _completion_features(view, now, finish, self._vals)
-        return self.features(view, now, finish, self._vals)
+            _completion_features(view, now, finish, self._dvals)
+            return
+        vals = self.features(view, now, finish, self._vals)
+        out = self._dvals
+        for j in range(len(out)):
+            out[j] = vals[j]
 
     def observe(self, view, now: float, record: bool = True):
         """The state at a decision (a float32 row); with ``record``, the
@@ -152,13 +186,34 @@ class CompletionCredit:
         largest = estimates_into(view, self._srtt, self._rate)
         raw = self._raw(view, now)
         finish = raw_finish(raw, self._srtt, self._rate, self._order)
-        state = self._state_row(self._features(view, now, finish))
-        if record and self._last is not None:
-            self._last[4] = raw
-            self._last[5] = state
+        self._features(view, now, finish)
+        state = self._state_row()
+        self._state_block = self._block
+        self._state_rows = self._rows
+        self._state_at = self._row - 1
+        last = self._last
+        if record and last is not None:
+            last.raw_next = raw
+            last.next_state = state
         self._pending_raw = raw
         self._pending_due = now + self.hindsight_rtts * largest
         return state
+
+    def state_into(self, row) -> None:
+        """Copy the latest state :meth:`observe` returned into ``row`` (float32,
+        ``n_inputs`` long; zeros before the first)."""
+        k = len(self._vals)
+        at = self._state_at
+        if at < 0:
+            for j in range(k):
+                row[j] = 0.0
+            return
+        if COMPILED:
+            rows = self._state_rows
+            for j in range(k):
+                row[j] = rows[at, j]
+        else:
+            row[:] = self._state_block[at]
 
     @property
     def has_open_decision(self) -> bool:
@@ -182,7 +237,7 @@ class CompletionCredit:
         if sent:
             self.last_send[action] = now
         if record:
-            rec = [state, action, self._pending_raw, self._pending_due, None, None]
+            rec = Decision(state, action, self._pending_raw, self._pending_due)
             self._open.append(rec)
             self._last = rec
         else:
@@ -202,32 +257,41 @@ class CompletionCredit:
         rewarded with the path estimates of now."""
         out = []
         opened = self._open
-        if not opened or opened[0][4] is None or not (final or opened[0][3] <= now):
+        if not opened:
+            return out
+        rec = opened[0]
+        if rec.raw_next is None or not (final or rec.due <= now):
             return out  # none ready: the common case, without the estimates
         srtt, rate, order = self._srtt, self._rate, self._order
         estimates_into(view, srtt, rate)
         unit = self._unit_s(view)
-        while opened and opened[0][4] is not None and (final or opened[0][3] <= now):
-            s, a, raw, due, raw_next, s_next = opened.popleft()
+        while True:
+            opened.popleft()
+            raw = rec.raw
             r = (
-                raw_finish(raw, srtt, rate, order) - raw_finish(raw_next, srtt, rate, order)
+                raw_finish(raw, srtt, rate, order) - raw_finish(rec.raw_next, srtt, rate, order)
             ) / unit
-            out.append((s, a, r, s_next, False, raw[0]))
-        return out
+            out.append((rec.state, rec.action, r, rec.next_state, False, raw[0]))
+            if not opened:
+                return out
+            rec = opened[0]
+            if rec.raw_next is None or not (final or rec.due <= now):
+                return out
 
     def finish(self, view, now: float, done: bool) -> list[tuple]:
         """Close the episode: every open transition, the last one rewarded with
         the real completion (``now``) against its prediction."""
         last = self._last
-        if last is not None and last[4] is None:
+        if last is not None and last.raw_next is None:
             self._open.pop()
         out = self.ready(view, now, final=True)
-        if last is not None and last[4] is None:
+        if last is not None and last.raw_next is None:
             estimates_into(view, self._srtt, self._rate)
-            raw = last[2]
+            raw = last.raw
             r = (raw_finish(raw, self._srtt, self._rate, self._order) - now) / self._unit_s(view)
-            state = self._state_row(self._features(view, now, now))
-            out.append((last[0], last[1], r, state, bool(done), raw[0]))
+            self._features(view, now, now)
+            state = self._state_row()
+            out.append((last.state, last.action, r, state, bool(done), raw[0]))
         self._open.clear()
         self._last = None
         return out
@@ -239,4 +303,4 @@ def _rebuilt_credit(args: tuple, state: tuple) -> CompletionCredit:
     return credit
 
 
-__all__ = ["CompletionCredit", "STATE_ROWS"]
+__all__ = ["CompletionCredit", "Decision", "STATE_ROWS"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from envs.gym_core import CompletionCore
+from envs.gym_core import CompletionCore, DecisionAgent
 from envs.mdp import (
     COMPLETION_UNIT,
     ack_credit,
@@ -18,7 +18,7 @@ from envs.mdp import (
 from envs.scheduler import ConnectionView, Decision, EventClock, Scheduler
 
 
-class PacketAgent(Scheduler):
+class PacketAgent(DecisionAgent, Scheduler):
     """Answers decision requests with the action the environment set; with none
     set it flags the request, stops the simulator and waits."""
 
@@ -27,8 +27,7 @@ class PacketAgent(Scheduler):
     reask_when_idle = False
 
     def __init__(self, ack_feedback: bool, per_decision: bool = False):
-        self.action: int | None = None  # pending action, consumed by decide()
-        self.requested = False  # a decision is needed now
+        DecisionAgent.__init__(self)  # the pending action, consumed by decide(); the request flag
         # read by the Connection at construction: per-packet ACK callbacks
         # only for the ack_rate and packet_rate rewards
         self.wants_packet_feedback = ack_feedback or per_decision

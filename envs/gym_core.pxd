@@ -5,10 +5,13 @@ from envs.credit cimport CompletionCredit
 from envs.sim cimport Simulator
 from envs.transport cimport Connection
 
-cdef class CompletionCore:
-    cdef public double hindsight_rtts
-    cdef public object reward_unit, action, state, _steps
+cdef class DecisionAgent:
+    cdef public object action
     cdef public bint requested
+
+cdef class CompletionCore(DecisionAgent):
+    cdef public double hindsight_rtts
+    cdef public object reward_unit, state, _steps
     cdef public Simulator sim
     cdef public list credits
     cdef public double step_credit
@@ -20,6 +23,25 @@ cdef class CompletionCore:
     @cython.locals(i=Py_ssize_t, c=cython.double)
     cpdef _take(self, transitions)
 
-cpdef hand_over(object agent, Connection conn, object app, Simulator sim,
+cpdef hand_over(DecisionAgent agent, Connection conn, object app, Simulator sim,
                 long long action, double until)
-cpdef advance(object agent, object app, Simulator sim, double until)
+cpdef advance(DecisionAgent agent, object app, Simulator sim, double until)
+
+cdef class EpisodeRun:
+    cdef public DecisionAgent agent
+    cdef public Connection conn
+    cdef public object app
+    cdef public Simulator sim
+    cdef public double until, reward
+    cdef public long long max_steps, steps
+
+    @cython.locals(agent=CompletionCore)
+    cpdef int step(self, long long action) except -1
+    cpdef int count(self, bint requested) except -1
+
+@cython.locals(i=Py_ssize_t)
+cpdef Py_ssize_t first_bad_action(long long[::1] actions, long long n) except -2
+
+@cython.locals(i=Py_ssize_t, run=EpisodeRun, outcome=cython.int, agent=CompletionCore, ended=Py_ssize_t)
+cpdef Py_ssize_t step_runs(list runs, long long[::1] actions, float[:, ::1] obs, double[::1] rewards,
+                signed char[::1] outcomes) except -1

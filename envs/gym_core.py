@@ -18,8 +18,21 @@ from collections import deque
 
 from envs.credit import CompletionCredit
 
+#: a decision's credit while it is unknown (one NaN object, not a module lookup per decision)
+_UNKNOWN = math.nan
 
-class CompletionCore:
+
+class DecisionAgent:
+    """What the step between two decisions reads and writes of either MDP's
+    agent (:func:`hand_over`): the pending action and whether the agent asked
+    for a decision."""
+
+    def __init__(self):
+        self.action = None  # the pending action (an int), consumed by decide()
+        self.requested = False  # a decision is needed now
+
+
+class CompletionCore(DecisionAgent):
     """At a decision request it computes the state and stops the simulator;
     the action then goes through the MDP's decoding (probe, path or wait),
     and the completion credit of every decision is collected per step."""
@@ -27,8 +40,7 @@ class CompletionCore:
     def __init__(self, hindsight_rtts: float, reward_unit: str):
         self.hindsight_rtts = hindsight_rtts
         self.reward_unit = reward_unit
-        self.action = None  # the pending action (an int), consumed by decide()
-        self.requested = False  # a decision is needed now
+        DecisionAgent.__init__(self)
         self.sim = None
         self.state: list | object = []
         self.credits: list[float] = []  # per step (decision), NaN while unknown
@@ -58,7 +70,7 @@ class CompletionCore:
         self.action = None
         _, d = credit.act(view, self.state, a, now)
         self._steps.append(len(self.credits))
-        self.credits.append(math.nan)
+        self.credits.append(_UNKNOWN)
         return d
 
     def _take(self, transitions) -> None:
@@ -76,6 +88,83 @@ class CompletionCore:
         self._take(self._credit.finish(view, now, done))
         self.credits = [0.0 if c != c else c for c in self.credits]
         return self.step_credit - before
+
+
+#: outcomes of :meth:`EpisodeRun.step` (and :meth:`EpisodeRun.count`)
+RUNNING = 0
+TERMINATED = 1
+TRUNCATED = 2
+
+
+class EpisodeRun:
+    """One episode of the environment, as the step between two decisions needs it:
+    the agent, connection, app and simulator, the time limit ``until`` [s], the
+    decision limit ``max_steps`` (-1: none) and the decisions taken (``steps``).
+    :class:`envs.gym_env.MultipathSchedulingEnv` makes one at every reset; the
+    vector environment steps a batch of them in one call (:func:`step_runs`)."""
+
+    def __init__(self, agent, conn, app, sim, until: float, max_steps: int):
+        self.agent = agent
+        self.conn = conn
+        self.app = app
+        self.sim = sim
+        self.until = until
+        self.max_steps = max_steps
+        self.steps = 0
+        self.reward = 0.0  # the completion MDP's reward of the latest step
+
+    def step(self, action: int) -> int:
+        """One decision of the completion MDP (the agent is a
+        :class:`CompletionCore`): ``action`` handed over, the emulation run to
+        the next request; its reward in ``reward``. Returns the outcome."""
+        agent = self.agent  # typed as the CompletionCore it must be (gym_core.pxd)
+        agent.step_credit = 0.0
+        hand_over(agent, self.conn, self.app, self.sim, action, self.until)
+        self.reward = agent.step_credit
+        return self.count(agent.requested)
+
+    def count(self, requested: bool) -> int:
+        """Count the decision just taken (``requested``: the agent asks for the
+        next one); returns :data:`TERMINATED` when the app completed,
+        :data:`TRUNCATED` when the emulation stopped without a request (time
+        limit, no event left) or ``max_steps`` is reached, else :data:`RUNNING`."""
+        self.steps += 1
+        if self.app.done:
+            return TERMINATED
+        if not requested or 0 <= self.max_steps <= self.steps:
+            return TRUNCATED
+        return RUNNING
+
+
+def first_bad_action(actions, n: int) -> int:
+    """The index of the first of ``actions`` (int64) outside ``[0, n)``, or -1."""
+    for i in range(len(actions)):
+        if not 0 <= actions[i] < n:
+            return i
+    return -1
+
+
+def step_runs(runs: list, actions, obs, rewards, outcomes) -> int:
+    """One completion-MDP decision of every run of ``runs`` that is not None:
+    run ``i`` takes ``actions[i]`` (int64) and writes its reward into
+    ``rewards[i]`` (float64), its outcome into ``outcomes[i]`` (int8) and, while
+    it runs on, its next state into row ``i`` of ``obs`` (float32). Returns how
+    many runs ended. The vector environment's step, without a Python frame per
+    instance."""
+    ended = 0
+    for i in range(len(runs)):
+        run = runs[i]
+        if run is None:
+            continue
+        outcome = run.step(int(actions[i]))  # (a Python int in the .py core too)
+        rewards[i] = run.reward
+        outcomes[i] = outcome
+        if outcome == RUNNING:
+            agent = run.agent
+            agent._credit.state_into(obs[i])
+        else:
+            ended += 1
+    return ended
 
 
 def hand_over(agent, conn, app, sim, action: int, until: float) -> None:
@@ -105,4 +194,14 @@ def advance(agent, app, sim, until: float) -> None:
         # with a request pending (handled by the loop condition)
 
 
-__all__ = ["CompletionCore", "hand_over", "advance"]
+__all__ = [
+    "CompletionCore",
+    "EpisodeRun",
+    "step_runs",
+    "first_bad_action",
+    "hand_over",
+    "advance",
+    "RUNNING",
+    "TERMINATED",
+    "TRUNCATED",
+]

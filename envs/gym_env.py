@@ -131,7 +131,7 @@ from gymnasium import spaces
 from envs.apps import normalise_app
 from envs.errors import ConfigError
 from envs.gym_agents import CompletionAgent, PacketAgent
-from envs.gym_core import advance, hand_over
+from envs.gym_core import RUNNING, TERMINATED, EpisodeRun, advance, hand_over
 from envs.mdp import (  # the MDP's one home; re-exported here
     COMPLETION,
     COMPLETION_HIGH,
@@ -263,7 +263,7 @@ class MultipathSchedulingEnv(gym.Env):
         self.emulator_seed: int | None = None
         self._sim = None
         self._until = 0.0
-        self._steps = 0
+        self._run: EpisodeRun | None = None  # the current episode (envs.gym_core)
         self._over = True
         self._inv_payload = 1.0
 
@@ -301,7 +301,14 @@ class MultipathSchedulingEnv(gym.Env):
             self.max_duration_s if self.max_duration_s is not None else s["max_duration_s"]
         )
         self._inv_payload = 1.0 / conn.payload
-        self._steps = 0
+        self._run = EpisodeRun(
+            sched,
+            conn,
+            application,
+            emu.sim,
+            self._until,
+            -1 if self.max_steps is None else self.max_steps,
+        )
         self._over = False
         self._advance()  # the app started; run to the first decision request
         return self._observe(), {"emulator_seed": self.emulator_seed}
@@ -320,36 +327,34 @@ class MultipathSchedulingEnv(gym.Env):
         truncated, the final info or None)``; the observation is read after it
         (``_observe``, or :class:`envs.vector_env.MultipathVectorEnv` straight
         into its batch)."""
-        conn = self.connection
-        sched = self._sched
-        sim = self._sim
+        run = self._run
         if self._completion:
-            sched.step_credit = 0.0
-            hand_over(sched, conn, self.application, sim, a, self._until)
-            reward = sched.step_credit
+            outcome = run.step(a)
+            reward = run.reward
         else:
             reward = self._packet_step(a)
-        self._steps += 1
+            outcome = run.count(self._sched.requested)
+        if outcome == RUNNING:
+            return float(reward), False, False, None
+        return self._end(reward, outcome)
 
-        terminated = self.application.done
-        truncated = not terminated and (
-            not sched.requested or (self.max_steps is not None and self._steps >= self.max_steps)
-        )
-        if terminated or truncated:
-            self._over = True
-            info = {
-                "metrics": episode_metrics(conn, self.application, sim.now),
-                "episode_steps": self._steps,
-            }
-            if self._per_decision:
-                reward += sched.close_episode(sim.now)
-                info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
-            elif self._completion:
-                reward += sched.close_episode(conn, sim.now, terminated)
-                info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
-        else:
-            info = None
-        return float(reward), terminated, truncated, info
+    def _end(self, reward: float, outcome: int) -> tuple[float, bool, bool, dict]:
+        """The last step's ``(reward, terminated, truncated, final info)``, from its
+        reward so far and its outcome (:meth:`envs.gym_core.EpisodeRun.count`)."""
+        conn, sched, sim = self.connection, self._sched, self._sim
+        terminated = outcome == TERMINATED
+        self._over = True
+        info = {
+            "metrics": episode_metrics(conn, self.application, sim.now),
+            "episode_steps": self._run.steps,
+        }
+        if self._per_decision:
+            reward += sched.close_episode(sim.now)
+            info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
+        elif self._completion:
+            reward += sched.close_episode(conn, sim.now, terminated)
+            info[DECISION_REWARDS_KEY] = np.asarray(sched.credits, dtype=np.float32)
+        return float(reward), terminated, not terminated, info
 
     def close(self):
         self.emulation = self.connection = self.application = self._sim = None
@@ -396,12 +401,8 @@ class MultipathSchedulingEnv(gym.Env):
     def _observe_into(self, row: np.ndarray) -> None:
         """The observation written into ``row`` (a float32 array, e.g. a row of
         a batch)."""
-        if self._completion:  # the credit's float32 row ([] before any decision)
-            state = self._sched.state
-            if len(state):
-                row[:] = state
-            else:
-                row.fill(0.0)
+        if self._completion:  # the credit's float32 row (zeros before any decision)
+            self._sched._credit.state_into(row)
         else:
             # Python floats are packed straight into the float32 buffer (struct
             # is several times faster than numpy item or slice assignment for a
@@ -411,7 +412,7 @@ class MultipathSchedulingEnv(gym.Env):
     @property
     def steps(self) -> int:
         """Decisions taken in the current episode."""
-        return self._steps
+        return 0 if self._run is None else self._run.steps
 
 
 def _rllib_env_creator(env_config=None):

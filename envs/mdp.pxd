@@ -7,11 +7,12 @@ from libc cimport math
 from envs.path_sender cimport PathSender
 
 cdef double INF
+cdef bint COMPILED
 
 cpdef tuple path_estimates(view)
 
 @cython.locals(p=PathSender, paths=list, pay=cython.longlong, n=Py_ssize_t, i=Py_ssize_t, probed=Py_ssize_t,
-               d=cython.double, r=cython.double, best_srtt=cython.double, best_rate=cython.double,
+               d=cython.double, cwnd=cython.double, r=cython.double, best_srtt=cython.double, best_rate=cython.double,
                largest=cython.double)
 cpdef double estimates_into(view, double[::1] srtt, double[::1] rate) except? -1.0
 
@@ -23,8 +24,11 @@ cpdef double raw_finish(list raw, double[::1] srtt, double[::1] rate, long long[
 cpdef double _clip(double x, double lo, double hi)
 
 @cython.locals(p=PathSender, k=Py_ssize_t, srtt=cython.double, cwnd=cython.double)
-cpdef list _completion_features(view, double now, double finish, list vals)
+cpdef int _completion_features(view, double now, double finish, double[::1] out) except -1
 
 cpdef object probe_path(view)
 
 cpdef object decode_action(view, long long action)
+
+@cython.locals(ps=PathSender)
+cdef bint _has_room(object p) except -1

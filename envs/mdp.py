@@ -72,11 +72,17 @@ import math
 from array import array
 
 from envs.errors import ConfigError
+from envs.path_sender import PathSender
 
 # ------------------------------------------------------------------ paper MDP
 #: RTT unit of the observation [s]: RTTs are given in units of 100 ms.
 #: (a C double in the compiled module, whose ``math`` is C's: envs/mdp.pxd)
 INF = float("inf")
+#: True in the compiled module (an extension's ``__file__`` is not the ``.py``): a view's
+#: paths are then the core's ``PathSender`` objects (a final class, mdp.pxd), whose window
+#: and room the functions below read through C rather than through the properties that
+#: the ``.py`` module reads (and that duck-typed path views, e.g. a decision log's, provide)
+COMPILED = not __file__.endswith(".py")
 RTT_SCALE_S = 0.1
 #: Rate unit of the window/RTT features [packets per RTT_SCALE_S]:
 #: 1000 packets per 100 ms (~108 Mbit/s with 1350-byte packets).
@@ -247,7 +253,11 @@ def estimates_into(view, srtt, rate) -> float:
     for i in range(n):
         p = paths[i]
         d = p.srtt
-        r = p.cwnd / p.mss * pay / d
+        if COMPILED:
+            cwnd = p.cc.cwnd
+        else:
+            cwnd = p.cwnd
+        r = cwnd / p.mss * pay / d
         srtt[i] = d
         rate[i] = r
         if p.has_rtt_sample:
@@ -337,29 +347,36 @@ def completion_features_into(view, now: float, finish: float, vals: list) -> lis
     """Write the completion-MDP state (module docstring) into ``vals``
     (``8 * n_paths + 3`` floats) and return it. ``finish``: the predicted
     completion time [s] (:func:`predicted_finish`)."""
-    return _completion_features(view, now, finish, vals)
+    out = array("d", bytes(8 * len(vals)))
+    _completion_features(view, now, finish, out)
+    vals[:] = out
+    return vals
 
 
-def _completion_features(view, now: float, finish: float, vals: list) -> list:
-    # the body of completion_features_into, typed in mdp.pxd (a typed function
-    # cannot be passed around as a value there, and features writers are)
+def _completion_features(view, now: float, finish: float, out) -> int:
+    """The body of :func:`completion_features_into`, written into ``out`` (an
+    array of doubles; typed in mdp.pxd, where a typed function cannot be passed
+    around as a value, and features writers are). Returns 0."""
     k = 0
     for p in view.paths:
         srtt = p.srtt
-        cwnd = p.cwnd
-        vals[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), COMPLETION_HIGH)
-        vals[k + 1] = _clip(p.bytes_in_flight / cwnd, 0.0, 2.0)
-        vals[k + 2] = 1.0 if p.may_send(now) else 0.0
-        vals[k + 3] = _clip(srtt / 0.1, 0.0, 10.0)
-        vals[k + 4] = _clip(p.rttvar / srtt, 0.0, 3.0)
-        vals[k + 5] = p.packets_lost / (p.packets_sent + 1.0)
-        vals[k + 6] = _clip((now + srtt - finish) / 0.1, -10.0, 10.0)
-        vals[k + 7] = 1.0 if p.has_rtt_sample else 0.0
+        if COMPILED:
+            cwnd = p.cc.cwnd
+        else:
+            cwnd = p.cwnd
+        out[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), COMPLETION_HIGH)
+        out[k + 1] = _clip(p.bytes_in_flight / cwnd, 0.0, 2.0)
+        out[k + 2] = 1.0 if p.may_send(now) else 0.0
+        out[k + 3] = _clip(srtt / 0.1, 0.0, 10.0)
+        out[k + 4] = _clip(p.rttvar / srtt, 0.0, 3.0)
+        out[k + 5] = p.packets_lost / (p.packets_sent + 1.0)
+        out[k + 6] = _clip((now + srtt - finish) / 0.1, -10.0, 10.0)
+        out[k + 7] = 1.0 if p.has_rtt_sample else 0.0
         k += 8
-    vals[k] = _clip((finish - now) / 0.1, 0.0, 30.0)
-    vals[k + 1] = math.log1p(view.pending_bytes / 1e5)
-    vals[k + 2] = _clip(view.send_window / 1e6, 0.0, 10.0)
-    return vals
+    out[k] = _clip((finish - now) / 0.1, 0.0, 30.0)
+    out[k + 1] = math.log1p(view.pending_bytes / 1e5)
+    out[k + 2] = _clip(view.send_window / 1e6, 0.0, 10.0)
+    return 0
 
 
 def check_reward_unit(unit) -> str:
@@ -376,7 +393,7 @@ def probe_path(view) -> int | None:
     prediction nor the agent can judge it (every rule-based scheduler
     probes unused paths first, too)."""
     for p in view.paths:
-        if p.packets_sent == 0 and p.has_room:
+        if p.packets_sent == 0 and _has_room(p):
             return p.index
     return None
 
@@ -385,7 +402,16 @@ def decode_action(view, action: int):
     """Completion MDP: the path ``action`` if it has room (window and pacing
     budget), else None (wait; the connection asks again at the next ACK,
     loss, pacer or app event)."""
-    return action if view.paths[action].has_room else None
+    return action if _has_room(view.paths[action]) else None
+
+
+def _has_room(p) -> bool:
+    """``p.has_room``, read through C for the core's own paths (a duck-typed path
+    view, e.g. a test's, is read through its property)."""
+    if type(p) is PathSender:
+        ps = p
+        return ps.may_send(ps.clock.now)
+    return p.has_room
 
 
 __all__ = [

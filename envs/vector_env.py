@@ -46,6 +46,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from envs.errors import ConfigError, is_whole_number
+from envs.gym_core import RUNNING, TERMINATED, first_bad_action, step_runs
 from envs.gym_env import DECISION_REWARDS_KEY, MultipathSchedulingEnv
 from envs.sim import collector_paused
 
@@ -89,6 +90,13 @@ class MultipathVectorEnv(VectorEnv):
         self._terminated = np.zeros(self.num_envs, np.bool_)
         self._truncated = np.zeros(self.num_envs, np.bool_)
         self._autoreset = np.zeros(self.num_envs, np.bool_)
+        self._outcomes = np.zeros(self.num_envs, np.int8)  # envs.gym_core.EpisodeRun.step's
+        # the completion MDP's instances step in one compiled call (envs.gym_core.step_runs):
+        # the current episode of each instance, None while it waits for its autoreset
+        self._completion = first._completion
+        self._runs: list = [None] * self.num_envs
+        self._ended = 0  # instances whose episode ended at the previous step
+        self._pending_resets = False  # some instance waits for its autoreset
         self._started = False
 
     # ------------------------------------------------------------------ API
@@ -117,6 +125,7 @@ class MultipathVectorEnv(VectorEnv):
             env = self.envs[i]
             _, info = env.reset(seed=seeds[i], options=options or None)
             env._observe_into(self._rows[i])
+            self._runs[i] = env._run
             infos = self._add_info(infos, info, int(i))
         self._terminated[mask] = False
         self._truncated[mask] = False
@@ -135,13 +144,17 @@ class MultipathVectorEnv(VectorEnv):
                 f"actions: expected an integer array of shape ({self.num_envs},), "
                 f"got {acts.dtype} {acts.shape}"
             )
-        acts = acts.tolist()
-        n_paths = self.n_paths
-        for i, a in enumerate(acts):  # all checked before any instance steps
-            if not 0 <= a < n_paths:
-                raise ValueError(f"actions: instance {i}'s action {a} is outside [0, {n_paths})")
+        acts = np.ascontiguousarray(acts, np.int64)
+        i = first_bad_action(acts, self.n_paths)
+        if i >= 0:  # all checked before any instance steps
+            raise ValueError(
+                f"actions: instance {i}'s action {acts[i]} is outside [0, {self.n_paths})"
+            )
         with collector_paused():  # the instances' steps make no reference cycles (envs/sim.py)
-            infos = self._step_all(acts)
+            if self._completion:
+                infos = self._step_runs(acts)
+            else:
+                infos = self._step_all(acts.tolist())
         return (
             self._out(self._obs),
             self._rewards.copy(),
@@ -149,6 +162,49 @@ class MultipathVectorEnv(VectorEnv):
             self._truncated.copy(),
             infos,
         )
+
+    def _step_runs(self, acts: np.ndarray) -> dict:
+        """The completion MDP's :meth:`_step_all`: the instances that run on step in one
+        compiled call (:func:`envs.gym_core.step_runs`), then those that ended or
+        autoreset are handled one by one."""
+        outcomes, rewards = self._outcomes, self._rewards
+        if self._ended:  # the flags of the previous step's ends, cleared
+            outcomes.fill(RUNNING)
+            self._terminated.fill(False)
+            self._truncated.fill(False)
+        ended = step_runs(self._runs, acts, self._obs, rewards, outcomes)  # None: skipped
+        infos: dict = {}
+        if self._pending_resets:
+            for i in np.flatnonzero(self._autoreset):
+                infos = self._autoreset_one(infos, int(i))
+                self._runs[i] = self.envs[i]._run
+            self._pending_resets = False
+        self._ended = ended
+        if not ended:
+            return infos
+        self._pending_resets = True
+        np.equal(outcomes, TERMINATED, out=self._terminated)
+        np.not_equal(outcomes, RUNNING, out=self._truncated)
+        self._truncated &= ~self._terminated
+        for i in np.flatnonzero(outcomes != RUNNING):
+            i = int(i)
+            env = self.envs[i]
+            r, _, _, info = env._end(rewards[i], int(outcomes[i]))
+            env._observe_into(self._rows[i])
+            rewards[i] = r
+            self._autoreset[i] = True
+            self._runs[i] = None
+            infos = self._add_final_info(infos, info, i)
+        return infos
+
+    def _autoreset_one(self, infos: dict, i: int) -> dict:
+        """Reset instance ``i`` whose episode ended at the previous step (module docstring)."""
+        env = self.envs[i]
+        _, info = env.reset()
+        env._observe_into(self._rows[i])
+        self._rewards[i] = 0.0
+        self._terminated[i] = self._truncated[i] = self._autoreset[i] = False
+        return self._add_info(infos, info, i)
 
     def _step_all(self, acts: list) -> dict:
         """Step instance ``i`` with action ``acts[i]`` (or autoreset it), writing its row
@@ -159,11 +215,7 @@ class MultipathVectorEnv(VectorEnv):
         for i, a in enumerate(acts):
             env = self.envs[i]
             if autoreset[i]:
-                _, info = env.reset()
-                env._observe_into(rows[i])
-                rewards[i] = 0.0
-                terminated[i] = truncated[i] = autoreset[i] = False
-                infos = self._add_info(infos, info, i)
+                infos = self._autoreset_one(infos, i)
                 continue
             r, te, tr, info = env._step(a)
             env._observe_into(rows[i])

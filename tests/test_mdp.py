@@ -150,6 +150,39 @@ def test_the_credit_predicts_with_path_estimates_and_predicted_finish_bit_for_bi
     assert len(checked) > 200
 
 
+def test_the_credit_copies_its_latest_state_and_pickles_its_open_decisions():
+    """``state_into`` writes the state ``observe`` returned last (zeros before the
+    first); a credit copied mid-episode, open decisions included, closes them
+    exactly as the original does."""
+    import pickle
+
+    from envs.gym_env import MultipathSchedulingEnv
+
+    row = np.full(19, 7.0, np.float32)
+    CompletionCredit(2).state_into(row)
+    assert not row.any()
+    env = MultipathSchedulingEnv(SCENARIO, APP)
+    obs, _ = env.reset(seed=4)
+    for t in range(40):
+        obs, *_ = env.step(t % 2)
+    credit = env._sched._credit
+    credit.state_into(row)
+    np.testing.assert_array_equal(row, obs)
+    np.testing.assert_array_equal(row, env._sched.state)
+    twin = pickle.loads(pickle.dumps(credit))
+    n_open = len(credit._open)
+    assert n_open > 1 and len(twin._open) == n_open
+    now = env._sim.now
+    mine, theirs = (c.finish(env.connection, now, False) for c in (credit, twin))
+    assert len(mine) == len(theirs) == n_open
+    for a, b in zip(mine, theirs):
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[3], b[3])
+        assert a[1:3] + a[4:] == b[1:3] + b[4:]
+    twin.state_into(row)  # finish wrote a state row of its own, not an observed one
+    np.testing.assert_array_equal(row, obs)
+
+
 def test_sending_late_on_the_slow_path_costs_more_than_waiting():
     """The credit's core: with estimates fixed, a packet that would finish after
     the fast path could finish everything is charged the difference."""

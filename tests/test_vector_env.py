@@ -94,6 +94,45 @@ def test_vector_env_gives_the_single_environments_trajectories(kwargs):
     assert ends >= n  # every instance ended at least once and was reset
 
 
+def test_completion_instances_that_end_apart_keep_the_single_trajectories():
+    """The completion MDP's compiled batch step (envs.gym_core.step_runs): instances
+    truncated by max_steps at different times (one restarted by a reset mask), some
+    waiting for their autoreset while the others step, give the single environments'
+    observations, rewards and flags."""
+    n, kwargs = 3, {"max_steps": 25}
+    venv = MultipathVectorEnv(n, SCENARIO, APP, **kwargs)
+    singles = [MultipathSchedulingEnv(SCENARIO, APP, **kwargs) for _ in range(n)]
+    obs, _ = venv.reset(seed=3)
+    single_obs = np.stack([env.reset(seed=3 + i)[0] for i, env in enumerate(singles)])
+    done = [False] * n
+    ends = 0
+    for t in range(80):
+        if t == 10:  # instance 1 starts over: its episode ends 10 steps after the others'
+            obs, _ = venv.reset(seed=11, options={"reset_mask": np.array([False, True, False])})
+            single_obs[1] = singles[1].reset(seed=12)[0]
+            np.testing.assert_array_equal(obs, single_obs)
+        acts = policy(obs)
+        obs, rew, term, trunc, info = venv.step(acts)
+        for i, env in enumerate(singles):
+            if done[i]:
+                o, _ = env.reset()
+                r, te, tr, fin = 0.0, False, False, {}
+                done[i] = False
+            else:
+                o, r, te, tr, fin = env.step(int(acts[i]))
+                done[i] = te or tr
+            single_obs[i] = o
+            np.testing.assert_array_equal(obs[i], o)
+            assert (rew[i], term[i], trunc[i]) == (r, te, tr)
+            if done[i]:
+                ends += 1
+                assert info["episode_steps"][i] == fin["episode_steps"] == 25
+                np.testing.assert_array_equal(
+                    info[DECISION_REWARDS_KEY][i], fin[DECISION_REWARDS_KEY]
+                )
+    assert ends >= 2 * n
+
+
 def test_vector_env_spaces_and_autoreset():
     venv = MultipathVectorEnv(4, SCENARIO, APP, max_steps=5)
     assert venv.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
@@ -160,6 +199,8 @@ def test_vector_env_errors():
     steps_before = [e.steps for e in venv.envs]
     with pytest.raises(ValueError, match=r"instance 1's action 2 is outside \[0, 2\)"):
         venv.step(np.array([0, 2]))
+    with pytest.raises(ValueError, match=r"instance 0's action -1 is outside \[0, 2\)"):
+        venv.step(np.array([-1, 0]))
     assert [e.steps for e in venv.envs] == steps_before  # nothing stepped
     with pytest.raises(ValueError, match="one per instance"):
         venv.reset(seed=[1, 2, 3])
