@@ -60,6 +60,8 @@ def extensions() -> list:
             path[:-3].replace("/", "."),
             [path],
             extra_compile_args=VECTORISED.get(path, CFLAGS),
+            # a module's C helpers (envs/dense.py: dense_layer.h) rebuild it when they change
+            depends=[str(h) for h in Path(path).parent.glob(Path(path).stem + "_*.h")],
             optional=True,
         )
         for path in COMPILED
