@@ -18,6 +18,7 @@ cdef class DenseForward:
 
     cpdef q_values(self, x)
     cpdef long long argmax(self, x)
+    cpdef long long argmax_row(self, const float[::1] x) except? -1
     cpdef _input(self, x)
     @cython.locals(p=cython.float[::1], sizes=cython.int[::1], buf=cython.float[::1], off=cython.float[::1], inv=cython.float[::1],
                    width=Py_ssize_t, n=Py_ssize_t, m=Py_ssize_t, i=Py_ssize_t,

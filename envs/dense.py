@@ -121,6 +121,18 @@ class DenseForward:
             return self._argmax_at(self._forward(x))
         return int(self._reference(x).argmax())
 
+    def argmax_row(self, x) -> int:
+        """:meth:`argmax` of ``x``, a contiguous float32 row of ``n_in`` values (typed in
+        the compiled build, where it is read as it is: no conversion, no Python checks;
+        a learned scheduler's state row)."""
+        if x.shape[0] != self.n_in:
+            raise ConfigError(
+                f"dense network: an input of {x.shape[0]} values, expected {self.n_in}"
+            )
+        if _COMPILED:
+            return self._argmax_at(self._forward(x))
+        return int(self._reference(np.asarray(x, dtype=np.float32)).argmax())
+
     def _input(self, x) -> np.ndarray:
         if (
             type(x) is not np.ndarray

@@ -6,7 +6,7 @@
  * each lane is one output's sum, in the same order as a scalar loop, bit for bit
  * (setup.py compiles without fused multiply-add contraction).
  *
- * On x86-64 Linux with GCC or Clang the function is compiled twice, for AVX2 and for
+ * On x86-64 Linux (glibc) with GCC or Clang the function is compiled twice, for AVX2 and for
  * the baseline instruction set, and the loader picks the one the CPU runs
  * (target_clones): eight lanes instead of four where AVX2 is there, while a wheel
  * still runs on any x86-64. `x` and `y` are distinct halves of the scratch buffer,
@@ -16,7 +16,8 @@
 
 #include <stddef.h>
 
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+/* ifunc, which target_clones needs, is glibc's (Python.h, included first, defines __GLIBC__) */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__)
 #define FALCON_DENSE_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define FALCON_DENSE_CLONES

@@ -316,7 +316,8 @@ def completion_decision(paths: list, scheduler, view, now: float):
         a = draws.explore(scheduler.epsilon, len(paths))
         if a < 0:
             dense = scheduler.qnet._dense
-            a = dense.argmax(state)
+            # the state's row read in place (it is the credit's latest observed state)
+            a = dense.argmax_row(credit._state_rows[credit._state_at])
     d = credit.act(view, state, a, now, record)[1]
     scheduler.decisions += 1
     return d

@@ -73,6 +73,8 @@ def test_the_forward_pass_sums_left_to_right_in_float32(build):
             assert got.dtype == np.float32 and got.shape == (sizes[-1],)
             assert np.array_equal(got, want), (sizes, got, want)
             assert net.argmax(x) == int(want.argmax())
+            rows = np.stack([x * 0, x])  # a state row of a block, read in place
+            assert net.argmax_row(rows[1]) == int(want.argmax())
 
 
 @pytest.mark.skipif(envs.core_kind() != "compiled", reason="the compiled core is not built")
@@ -148,6 +150,8 @@ def test_a_wrong_input_size_is_rejected():
     net = dense.DenseForward([np.ones((3, 2), np.float32), np.zeros(2, np.float32)])
     with pytest.raises(ConfigError, match=r"shape \(4,\)"):
         net.argmax(np.ones(4, np.float32))
+    with pytest.raises(ConfigError, match="an input of 4 values, expected 3"):
+        net.argmax_row(np.ones(4, np.float32))
 
 
 def test_numpy_qnet_acts_through_the_dense_forward_pass():
