@@ -89,6 +89,8 @@ def test_a_built_package_finds_its_configs_and_data_anywhere(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     assert (lib / "falcon" / "_configs" / "evaluate.yaml").is_file()
     assert (lib / "envs" / "_data" / "traces" / "split.yaml").is_file()
+    # the compiled core's declarations and C helpers ship too (a build from the package)
+    assert (lib / "envs" / "dense.pxd").is_file() and (lib / "envs" / "dense_layer.h").is_file()
     code = (
         "import falcon, envs\n"
         "from hydra import compose, initialize_config_dir\n"
