@@ -5,10 +5,13 @@
 attributes); :func:`hand_over` is the part of
 :meth:`envs.gym_env.MultipathSchedulingEnv.step` between two decisions (of
 either MDP): the action handed to the connection, the emulation run to the
-next decision request. Both run on every decision of the environment
-(and of its vector form), so they are in the compiled core: a decision then
-costs no Python frame of its own. The ``.py`` build is the reference, and
-both give the same episodes (``tests/test_gym_env.py``, ``tests/test_vector_env.py``).
+next decision request. :class:`EpisodeRun` holds one episode's agent,
+connection, app and simulator and takes the completion MDP's step through
+them; :func:`step_runs` steps a batch of episodes in one call (the vector
+environment's step). All run on every decision of the environment (and of its
+vector form), so they are in the compiled core: a decision then costs no
+Python frame of its own. The ``.py`` build is the reference, and both give
+the same episodes (``tests/test_gym_env.py``, ``tests/test_vector_env.py``).
 """
 
 from __future__ import annotations
@@ -195,6 +198,7 @@ def advance(agent, app, sim, until: float) -> None:
 
 
 __all__ = [
+    "DecisionAgent",
     "CompletionCore",
     "EpisodeRun",
     "step_runs",
