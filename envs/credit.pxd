@@ -7,7 +7,6 @@ from envs.mdp cimport probe_path, decode_action, estimates_into, raw_finish, _co
 cdef bint COMPILED
 cdef Py_ssize_t STATE_ROWS
 
-@cython.no_gc
 @cython.final
 cdef class Decision:
     cdef public object state, next_state
@@ -35,10 +34,9 @@ cdef class CompletionCredit:
     cpdef _state_row(self)
     @cython.locals(j=Py_ssize_t, out=cython.double[::1])
     cpdef _features(self, view, double now, double finish)
-    @cython.locals(k=Py_ssize_t, j=Py_ssize_t, at=Py_ssize_t, rows=cython.float[:, ::1])
+    cpdef const float[::1] latest_state(self)
     cpdef state_into(self, float[::1] row)
-    @cython.locals(largest=cython.double, finish=cython.double)
-    @cython.locals(last=Decision)
+    @cython.locals(largest=cython.double, finish=cython.double, last=Decision)
     cpdef observe(self, view, double now, bint record=*)
     cpdef tuple act(self, view, state, long long action, double now, bint record=*)
     @cython.locals(rec=Decision)

@@ -44,9 +44,7 @@ class Decision:
     """One decision recorded by :class:`CompletionCredit`: its ``state`` and
     ``action``, its raw prediction inputs ``raw`` (:func:`envs.mdp.raw_finish`)
     and the end of its hindsight horizon ``due`` [s]; once the next decision is
-    observed, that one's ``raw_next`` and ``next_state``. (In the compiled core
-    a record is not tracked by the cyclic garbage collector: it refers only to
-    float lists and state rows, so it cannot be part of a cycle.)"""
+    observed, that one's ``raw_next`` and ``next_state``."""
 
     __slots__ = ("state", "action", "raw", "due", "raw_next", "next_state")
 
@@ -199,21 +197,19 @@ class CompletionCredit:
         self._pending_due = now + self.hindsight_rtts * largest
         return state
 
+    def latest_state(self):
+        """The latest state :meth:`observe` returned, read in place (a typed row of
+        the credit's block in the compiled core, no Python object); only after an
+        observation."""
+        return self._state_rows[self._state_at]
+
     def state_into(self, row) -> None:
         """Copy the latest state :meth:`observe` returned into ``row`` (float32,
         ``n_inputs`` long; zeros before the first)."""
-        k = len(self._vals)
-        at = self._state_at
-        if at < 0:
-            for j in range(k):
-                row[j] = 0.0
-            return
-        if COMPILED:
-            rows = self._state_rows
-            for j in range(k):
-                row[j] = rows[at, j]
+        if self._state_at < 0:
+            row[:] = 0.0
         else:
-            row[:] = self._state_block[at]
+            row[:] = self.latest_state()
 
     @property
     def has_open_decision(self) -> bool:

@@ -262,7 +262,6 @@ class MultipathSchedulingEnv(gym.Env):
         self.scenario: dict | None = None
         self.emulator_seed: int | None = None
         self._sim = None
-        self._until = 0.0
         self._run: EpisodeRun | None = None  # the current episode (envs.gym_core)
         self._over = True
         self._inv_payload = 1.0
@@ -297,16 +296,14 @@ class MultipathSchedulingEnv(gym.Env):
         emu, conn, application, s = setup_episode(s, app, sched, self.emulator_seed)
         self.emulation, self.connection, self.application, self.scenario = emu, conn, application, s
         self._sim = emu.sim
-        self._until = (
-            self.max_duration_s if self.max_duration_s is not None else s["max_duration_s"]
-        )
+        until = self.max_duration_s if self.max_duration_s is not None else s["max_duration_s"]
         self._inv_payload = 1.0 / conn.payload
         self._run = EpisodeRun(
             sched,
             conn,
             application,
             emu.sim,
-            self._until,
+            until,
             -1 if self.max_steps is None else self.max_steps,
         )
         self._over = False
@@ -365,7 +362,7 @@ class MultipathSchedulingEnv(gym.Env):
     def _advance(self) -> None:
         """Run the emulator until a decision is requested, the app completes,
         the time limit passes or no event is left (:func:`envs.gym_core.advance`)."""
-        advance(self._sched, self.application, self._sim, self._until)
+        advance(self._sched, self.application, self._sim, self._run.until)
 
     def _packet_step(self, a: int) -> float:
         """The paper MDP's step (every reward but ``"completion"``): the
@@ -379,7 +376,7 @@ class MultipathSchedulingEnv(gym.Env):
         sched.ack_count = 0
         if self._per_decision:
             sched.begin_step()
-        hand_over(sched, conn, self.application, sim, a, self._until)
+        hand_over(sched, conn, self.application, sim, a, self._run.until)
         if self._rew_goodput:  # inlined: the common case
             return (conn.delivered - delivered0) * self._inv_payload
         if self._per_decision:

@@ -7,12 +7,11 @@ from libc cimport math
 from envs.path_sender cimport PathSender
 
 cdef double INF
-cdef bint COMPILED
 
 cpdef tuple path_estimates(view)
 
 @cython.locals(p=PathSender, paths=list, pay=cython.longlong, n=Py_ssize_t, i=Py_ssize_t, probed=Py_ssize_t,
-               d=cython.double, cwnd=cython.double, r=cython.double, best_srtt=cython.double, best_rate=cython.double,
+               d=cython.double, r=cython.double, best_srtt=cython.double, best_rate=cython.double,
                largest=cython.double)
 cpdef double estimates_into(view, double[::1] srtt, double[::1] rate) except? -1.0
 
@@ -30,5 +29,7 @@ cpdef object probe_path(view)
 
 cpdef object decode_action(view, long long action)
 
+@cython.locals(ps=PathSender)
+cdef double _window(object p) except? -1.0
 @cython.locals(ps=PathSender)
 cdef bint _has_room(object p) except -1

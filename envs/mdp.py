@@ -74,15 +74,11 @@ from array import array
 from envs.errors import ConfigError
 from envs.path_sender import PathSender
 
-# ------------------------------------------------------------------ paper MDP
-#: RTT unit of the observation [s]: RTTs are given in units of 100 ms.
 #: (a C double in the compiled module, whose ``math`` is C's: envs/mdp.pxd)
 INF = float("inf")
-#: True in the compiled module (an extension's ``__file__`` is not the ``.py``): a view's
-#: paths are then the core's ``PathSender`` objects (a final class, mdp.pxd), whose window
-#: and room the functions below read through C rather than through the properties that
-#: the ``.py`` module reads (and that duck-typed path views, e.g. a decision log's, provide)
-COMPILED = not __file__.endswith(".py")
+
+# ------------------------------------------------------------------ paper MDP
+#: RTT unit of the observation [s]: RTTs are given in units of 100 ms.
 RTT_SCALE_S = 0.1
 #: Rate unit of the window/RTT features [packets per RTT_SCALE_S]:
 #: 1000 packets per 100 ms (~108 Mbit/s with 1350-byte packets).
@@ -253,11 +249,7 @@ def estimates_into(view, srtt, rate) -> float:
     for i in range(n):
         p = paths[i]
         d = p.srtt
-        if COMPILED:
-            cwnd = p.cc.cwnd
-        else:
-            cwnd = p.cwnd
-        r = cwnd / p.mss * pay / d
+        r = _window(p) / p.mss * pay / d
         srtt[i] = d
         rate[i] = r
         if p.has_rtt_sample:
@@ -360,10 +352,7 @@ def _completion_features(view, now: float, finish: float, out) -> int:
     k = 0
     for p in view.paths:
         srtt = p.srtt
-        if COMPILED:
-            cwnd = p.cc.cwnd
-        else:
-            cwnd = p.cwnd
+        cwnd = _window(p)
         out[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), COMPLETION_HIGH)
         out[k + 1] = _clip(p.bytes_in_flight / cwnd, 0.0, 2.0)
         out[k + 2] = 1.0 if p.may_send(now) else 0.0
@@ -405,9 +394,19 @@ def decode_action(view, action: int):
     return action if _has_room(view.paths[action]) else None
 
 
+# A view's paths are the core's PathSender objects (a final class), whose window and
+# room the compiled module reads through C; duck-typed path views (a decision log's,
+# a test's) are read through their properties, which compute the same.
+def _window(p) -> float:
+    """``p.cwnd`` [bytes]."""
+    if type(p) is PathSender:
+        ps = p
+        return ps.cc.cwnd
+    return p.cwnd
+
+
 def _has_room(p) -> bool:
-    """``p.has_room``, read through C for the core's own paths (a duck-typed path
-    view, e.g. a test's, is read through its property)."""
+    """``p.has_room``."""
     if type(p) is PathSender:
         ps = p
         return ps.may_send(ps.clock.now)

@@ -316,8 +316,7 @@ def completion_decision(paths: list, scheduler, view, now: float):
         a = draws.explore(scheduler.epsilon, len(paths))
         if a < 0:
             dense = scheduler.qnet._dense
-            # the state's row read in place (it is the credit's latest observed state)
-            a = dense.argmax_row(credit._state_rows[credit._state_at])
+            a = dense.argmax_row(credit.latest_state())  # `state`'s row, read in place
     d = credit.act(view, state, a, now, record)[1]
     scheduler.decisions += 1
     return d

@@ -46,7 +46,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from envs.errors import ConfigError, is_whole_number
-from envs.gym_core import RUNNING, TERMINATED, first_bad_action, step_runs
+from envs.gym_core import RUNNING, TERMINATED, TRUNCATED, first_bad_action, step_runs
 from envs.gym_env import DECISION_REWARDS_KEY, MultipathSchedulingEnv
 from envs.sim import collector_paused
 
@@ -95,8 +95,7 @@ class MultipathVectorEnv(VectorEnv):
         # the current episode of each instance, None while it waits for its autoreset
         self._completion = first._completion
         self._runs: list = [None] * self.num_envs
-        self._ended = 0  # instances whose episode ended at the previous step
-        self._pending_resets = False  # some instance waits for its autoreset
+        self._ended = 0  # instances whose episode ended at the previous step (they reset now)
         self._started = False
 
     # ------------------------------------------------------------------ API
@@ -168,24 +167,21 @@ class MultipathVectorEnv(VectorEnv):
         compiled call (:func:`envs.gym_core.step_runs`), then those that ended or
         autoreset are handled one by one."""
         outcomes, rewards = self._outcomes, self._rewards
-        if self._ended:  # the flags of the previous step's ends, cleared
+        previous_ends = self._ended
+        if previous_ends:  # the flags of the previous step's ends, cleared
             outcomes.fill(RUNNING)
             self._terminated.fill(False)
             self._truncated.fill(False)
-        ended = step_runs(self._runs, acts, self._obs, rewards, outcomes)  # None: skipped
+        self._ended = step_runs(self._runs, acts, self._obs, rewards, outcomes)  # None: skipped
         infos: dict = {}
-        if self._pending_resets:
+        if previous_ends:  # those instances reset now (next-step autoreset)
             for i in np.flatnonzero(self._autoreset):
                 infos = self._autoreset_one(infos, int(i))
                 self._runs[i] = self.envs[i]._run
-            self._pending_resets = False
-        self._ended = ended
-        if not ended:
+        if not self._ended:
             return infos
-        self._pending_resets = True
         np.equal(outcomes, TERMINATED, out=self._terminated)
-        np.not_equal(outcomes, RUNNING, out=self._truncated)
-        self._truncated &= ~self._terminated
+        np.equal(outcomes, TRUNCATED, out=self._truncated)
         for i in np.flatnonzero(outcomes != RUNNING):
             i = int(i)
             env = self.envs[i]
