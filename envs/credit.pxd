@@ -2,7 +2,11 @@
 # the completion credit's per-path estimates, predictions and state rows.
 cimport cython
 from envs.path_sender cimport PathSender
-from envs.mdp cimport probe_path, decode_action, estimates_into, raw_finish, _completion_features
+from envs.mdp cimport (probe_path, decode_action, estimates_into, raw_finish, _completion_features,
+                       _paths, _payload, _pending_bytes)
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *op)
 
 cdef bint COMPILED
 cdef Py_ssize_t STATE_ROWS
@@ -17,7 +21,7 @@ cdef class Decision:
 cdef class CompletionCredit:
     cdef public object features
     cdef public double hindsight_rtts
-    cdef public bint per_packet
+    cdef public bint per_packet, keep_states
     cdef public Py_ssize_t n_paths
     cdef public list last_send, _vals
     cdef public object _open, _pending_raw, _block, _state_block
@@ -35,6 +39,7 @@ cdef class CompletionCredit:
     @cython.locals(j=Py_ssize_t, out=cython.double[::1])
     cpdef _features(self, view, double now, double finish)
     cpdef const float[::1] latest_state(self)
+    @cython.locals(rows=cython.float[:, ::1], r=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t)
     cpdef state_into(self, float[::1] row)
     @cython.locals(largest=cython.double, finish=cython.double, last=Decision)
     cpdef observe(self, view, double now, bint record=*)
@@ -47,3 +52,5 @@ cdef class CompletionCredit:
     @cython.locals(r=cython.double, unit=cython.double, srtt=cython.double[::1], rate=cython.double[::1],
                    order=cython.longlong[::1], rec=Decision, raw=list)
     cpdef list ready(self, view, double now, bint final=*)
+
+cdef void _untrack(object obj)

@@ -15,16 +15,26 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from typing import Any
 
 import numpy as np
 
 from envs.errors import ConfigError
+
+try:  # the compiled build's cast and directives (the .py build never runs the cast)
+    import cython
+except ImportError:  # pragma: no cover - the .py build installed without Cython
+    from envs._cython_stub import cython  # type: ignore[assignment]
+
 from envs.mdp import (
     COMPLETION,
     COMPLETION_SCALE_S,
     COMPLETION_UNIT,
     HINDSIGHT_RTTS,
     _completion_features,
+    _paths,
+    _payload,
+    _pending_bytes,
     check_reward_unit,
     completion_features_into,
     decode_action,
@@ -38,6 +48,18 @@ from envs.mdp import (
 COMPILED = not __file__.endswith(".py")
 #: float32 state rows allocated at a time by :class:`CompletionCredit`
 STATE_ROWS = 256
+#: ``deque.popleft`` looked up once: the compiled core calls it without a method lookup
+_popleft = deque.popleft
+
+
+def _untrack(obj) -> None:
+    """Take ``obj``, a record that holds floats or float32 rows and so can be in no
+    reference cycle, off the cyclic collector's lists (the compiled core; reference
+    counting still frees it). An environment stepped from Python keeps the collector
+    on, and the records, which live for a hindsight horizon each, made it scan
+    (and count towards its full collections) two objects per decision."""
+    if COMPILED:
+        PyObject_GC_UnTrack(cython.cast(cython.p_void, obj))  # type: ignore[name-defined]  # noqa: F821
 
 
 class Decision:
@@ -55,6 +77,7 @@ class Decision:
         self.due = due
         self.raw_next = None
         self.next_state = None
+        _untrack(self)
 
 
 class CompletionCredit:
@@ -68,7 +91,8 @@ class CompletionCredit:
     passed: ``hindsight_rtts`` times the largest smoothed RTT at the decision.
 
     States are float32 rows ``[n_inputs]`` (each a view of a block of
-    :data:`STATE_ROWS` rows, never written again once handed out); the
+    :data:`STATE_ROWS` rows, never written again once handed out; None
+    throughout with ``states=False``, when only the rewards are wanted); the
     predictions are :func:`envs.mdp.estimates_into` and
     :func:`envs.mdp.raw_finish` over the credit's typed per-path arrays.
     """
@@ -79,6 +103,7 @@ class CompletionCredit:
         hindsight_rtts: float = HINDSIGHT_RTTS,
         features=None,
         unit: str = COMPLETION_UNIT,
+        states: bool = True,
     ):
         #: ``features(view, now, finish, vals) -> vals``: the state writer
         #: (default :func:`completion_features_into`; FALCON-S passes its
@@ -87,6 +112,10 @@ class CompletionCredit:
         if not hindsight_rtts >= 0.0:
             raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
         self.per_packet = check_reward_unit(unit) == "packet"
+        #: False: the transitions carry None for their states (for a caller that needs
+        #: only the rewards, as the Gymnasium environment, which reads the state with
+        #: state_into): no row object per decision
+        self.keep_states = bool(states)
         self.hindsight_rtts = float(hindsight_rtts)
         self.n_paths = n_paths
         self.last_send = [0.0] * n_paths
@@ -122,7 +151,10 @@ class CompletionCredit:
             self._state_block,
             self._state_at,
         )
-        return _rebuilt_credit, ((self.n_paths, self.hindsight_rtts, self.features, unit), state)
+        return _rebuilt_credit, (
+            (self.n_paths, self.hindsight_rtts, self.features, unit, self.keep_states),
+            state,
+        )
 
     def _set_state(self, state: tuple) -> None:
         (
@@ -142,14 +174,18 @@ class CompletionCredit:
 
     def _raw(self, view, now: float) -> list:
         """The raw record of a decision at ``now`` (:func:`envs.mdp.raw_finish`)."""
-        raw = [now, float(view.pending_bytes)]
+        raw = [now, float(_pending_bytes(view))]
         raw.extend(self.last_send)
-        for p in view.paths:
+        for p in _paths(view):
             raw.append(1.0 if p.bytes_in_flight > 0 else 0.0)
+        _untrack(raw)
         return raw
 
+    @cython.boundscheck(False)  # rows and state are k long, r < STATE_ROWS: in range
+    @cython.wraparound(False)
     def _state_row(self):
-        """A new float32 row holding the state just written (``_dvals``; the class docstring)."""
+        """A new float32 row holding the state just written (``_dvals``; the class
+        docstring); None without :attr:`keep_states` (the row is written all the same)."""
         r = self._row
         k = len(self._vals)
         if r >= STATE_ROWS:
@@ -164,7 +200,7 @@ class CompletionCredit:
                 rows[r, j] = vals[j]
         else:
             self._block[r] = self._dvals
-        return self._block[r]
+        return self._block[r] if self.keep_states else None
 
     def _features(self, view, now: float, finish: float) -> None:
         """The state writer's values at ``now`` [s] (``finish``: the predicted completion [s]),
@@ -179,8 +215,8 @@ class CompletionCredit:
             out[j] = vals[j]
 
     def observe(self, view, now: float, record: bool = True):
-        """The state at a decision (a float32 row); with ``record``, the
-        previous decision's record gets it as its next state."""
+        """The state at a decision (a float32 row; None without :attr:`keep_states`);
+        with ``record``, the previous decision's record gets it as its next state."""
         largest = estimates_into(view, self._srtt, self._rate)
         raw = self._raw(view, now)
         finish = raw_finish(raw, self._srtt, self._rate, self._order)
@@ -203,11 +239,21 @@ class CompletionCredit:
         observation."""
         return self._state_rows[self._state_at]
 
+    @cython.boundscheck(False)  # the row's length is checked: in range
+    @cython.wraparound(False)
     def state_into(self, row) -> None:
         """Copy the latest state :meth:`observe` returned into ``row`` (float32,
         ``n_inputs`` long; zeros before the first)."""
         if self._state_at < 0:
             row[:] = 0.0
+        elif COMPILED:  # element by element: no memoryview slice of the block
+            rows: Any = self._state_rows
+            r = self._state_at
+            k = rows.shape[1]
+            if row.shape[0] != k:
+                raise ValueError(f"state_into: a row of {k} values, got {row.shape[0]}")
+            for j in range(k):
+                row[j] = rows[r, j]
         else:
             row[:] = self.latest_state()
 
@@ -246,7 +292,7 @@ class CompletionCredit:
         total = 0.0
         for i in range(self.n_paths):
             total += self._rate[i]
-        return view.payload / total if total > 0.0 else COMPLETION_SCALE_S
+        return _payload(view) / total if total > 0.0 else COMPLETION_SCALE_S
 
     def ready(self, view, now: float, final: bool = False) -> list[tuple]:
         """Transitions whose horizon has passed (all closed ones if ``final``),
@@ -262,7 +308,7 @@ class CompletionCredit:
         estimates_into(view, srtt, rate)
         unit = self._unit_s(view)
         while True:
-            opened.popleft()
+            _popleft(opened)
             raw = rec.raw
             r = (
                 raw_finish(raw, srtt, rate, order) - raw_finish(rec.raw_next, srtt, rate, order)

@@ -11,7 +11,8 @@ cdef class DecisionAgent:
 
 cdef class CompletionCore(DecisionAgent):
     cdef public double hindsight_rtts
-    cdef public object reward_unit, state, _steps
+    cdef public object reward_unit, state
+    cdef public Py_ssize_t _credited
     cdef public Simulator sim
     cdef public list credits
     cdef public double step_credit
@@ -20,12 +21,11 @@ cdef class CompletionCore(DecisionAgent):
     cpdef reset(self, view)
     @cython.locals(credit=CompletionCredit, now=cython.double)
     cpdef decide(self, view)
-    @cython.locals(i=Py_ssize_t, c=cython.double)
+    @cython.locals(c=cython.double)
     cpdef _take(self, transitions)
 
-cpdef hand_over(DecisionAgent agent, Connection conn, object app, Simulator sim,
-                long long action, double until)
-cpdef advance(DecisionAgent agent, object app, Simulator sim, double until)
+cpdef hand_over(DecisionAgent agent, Connection conn, Simulator sim, long long action, double until)
+cpdef advance(DecisionAgent agent, Connection conn, Simulator sim, double until)
 
 cdef class EpisodeRun:
     cdef public DecisionAgent agent

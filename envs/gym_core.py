@@ -17,7 +17,6 @@ the same episodes (``tests/test_gym_env.py``, ``tests/test_vector_env.py``).
 from __future__ import annotations
 
 import math
-from collections import deque
 
 from envs.credit import CompletionCredit
 
@@ -49,7 +48,9 @@ class CompletionCore(DecisionAgent):
         self.credits: list[float] = []  # per step (decision), NaN while unknown
         self.step_credit = 0.0
         self._credit: CompletionCredit | None = None
-        self._steps: deque = deque()  # step index of each open record
+        # the step (index of credits) the next closed transition rewards: the records
+        # close in the order they were opened, one per step
+        self._credited = 0
 
     def reset(self, view) -> None:
         self.sim = view.sim
@@ -57,8 +58,11 @@ class CompletionCore(DecisionAgent):
         self.requested = False
         self.credits = []
         self.step_credit = 0.0
-        self._credit = CompletionCredit(len(view.paths), self.hindsight_rtts, unit=self.reward_unit)
-        self._steps = deque()
+        # only the rewards come out of the credit: the observation is read with state_into
+        self._credit = CompletionCredit(
+            len(view.paths), self.hindsight_rtts, unit=self.reward_unit, states=False
+        )
+        self._credited = 0
 
     def decide(self, view):
         a = self.action
@@ -72,15 +76,14 @@ class CompletionCore(DecisionAgent):
             return None
         self.action = None
         _, d = credit.act(view, self.state, a, now)
-        self._steps.append(len(self.credits))
         self.credits.append(_UNKNOWN)
         return d
 
     def _take(self, transitions) -> None:
         for t in transitions:
-            i = self._steps.popleft()
             c = t[2]
-            self.credits[i] = c
+            self.credits[self._credited] = c
+            self._credited += 1
             self.step_credit += c
 
     def close_episode(self, view, now: float, done: bool) -> float:
@@ -122,7 +125,7 @@ class EpisodeRun:
         the next request; its reward in ``reward``. Returns the outcome."""
         agent = self.agent  # typed as the CompletionCore it must be (gym_core.pxd)
         agent.step_credit = 0.0
-        hand_over(agent, self.conn, self.app, self.sim, action, self.until)
+        hand_over(agent, self.conn, self.sim, action, self.until)
         self.reward = agent.step_credit
         return self.count(agent.requested)
 
@@ -132,7 +135,7 @@ class EpisodeRun:
         :data:`TRUNCATED` when the emulation stopped without a request (time
         limit, no event left) or ``max_steps`` is reached, else :data:`RUNNING`."""
         self.steps += 1
-        if self.app.done:
+        if self.conn.finished:  # the app completed (App._finish)
             return TERMINATED
         if not requested or 0 <= self.max_steps <= self.steps:
             return TRUNCATED
@@ -170,7 +173,7 @@ def step_runs(runs: list, actions, obs, rewards, outcomes) -> int:
     return ended
 
 
-def hand_over(agent, conn, app, sim, action: int, until: float) -> None:
+def hand_over(agent, conn, sim, action: int, until: float) -> None:
     """One step of either MDP between two decisions: ``action`` to the decision
     ``agent`` asked for (if it asked), then the emulation run until its next
     request, the app's end, the time limit ``until`` [s] or the last event."""
@@ -184,13 +187,14 @@ def hand_over(agent, conn, app, sim, action: int, until: float) -> None:
         # defensive: if the state changed so that no packet was sent, the
         # action is dropped rather than applied to a later state
         agent.action = None
-    advance(agent, app, sim, until)
+    advance(agent, conn, sim, until)
 
 
-def advance(agent, app, sim, until: float) -> None:
-    """Run the emulator until ``agent`` requests a decision, the app completes,
+def advance(agent, conn, sim, until: float) -> None:
+    """Run the emulator until ``agent`` requests a decision, the app completes
+    (connection ``conn`` is ``finished``: :meth:`envs.apps.base.App._finish`),
     the time limit ``until`` [s] passes or no event is left."""
-    while not agent.requested and not app.done:
+    while not agent.requested and not conn.finished:
         if sim.now >= until or not sim.pending:
             return
         sim.run(until)  # Simulator.run clears `stopped` first: never call it

@@ -290,10 +290,13 @@ class MultipathSchedulingEnv(gym.Env):
         )
         sched = self._sched
         if self.emulation is not None:
-            # the finished emulation's queued events and event handler tie it into
-            # reference cycles: dropped, reference counting frees it (envs/sim.py)
-            self.emulation.sim.clear()
-        emu, conn, application, s = setup_episode(s, app, sched, self.emulator_seed)
+            # the finished emulation's queued events, event handlers and the
+            # connection's app tie it into reference cycles: dropped, reference
+            # counting frees it (envs/sim.py, Emulation.close)
+            self.emulation.close()
+        emu, conn, application, s = setup_episode(
+            s, app, sched, self.emulator_seed, normalised=True
+        )
         self.emulation, self.connection, self.application, self.scenario = emu, conn, application, s
         self._sim = emu.sim
         until = self.max_duration_s if self.max_duration_s is not None else s["max_duration_s"]
@@ -354,6 +357,8 @@ class MultipathSchedulingEnv(gym.Env):
         return float(reward), terminated, not terminated, info
 
     def close(self):
+        if self.emulation is not None:
+            self.emulation.close()
         self.emulation = self.connection = self.application = self._sim = None
         self._sched.sim = None
         self._over = True
@@ -362,7 +367,7 @@ class MultipathSchedulingEnv(gym.Env):
     def _advance(self) -> None:
         """Run the emulator until a decision is requested, the app completes,
         the time limit passes or no event is left (:func:`envs.gym_core.advance`)."""
-        advance(self._sched, self.application, self._sim, self._run.until)
+        advance(self._sched, self.connection, self._sim, self._run.until)
 
     def _packet_step(self, a: int) -> float:
         """The paper MDP's step (every reward but ``"completion"``): the
@@ -376,7 +381,7 @@ class MultipathSchedulingEnv(gym.Env):
         sched.ack_count = 0
         if self._per_decision:
             sched.begin_step()
-        hand_over(sched, conn, self.application, sim, a, self._run.until)
+        hand_over(sched, conn, sim, a, self._run.until)
         if self._rew_goodput:  # inlined: the common case
             return (conn.delivered - delivered0) * self._inv_payload
         if self._per_decision:

@@ -5,6 +5,7 @@ cimport cython
 # math.log1p as a C call (the libm function Python's math.log1p calls)
 from libc cimport math
 from envs.path_sender cimport PathSender
+from envs.recovery cimport Recovery, pending_bytes_of, send_window_of
 
 cdef double INF
 
@@ -33,3 +34,12 @@ cpdef object decode_action(view, long long action)
 cdef double _window(object p) except? -1.0
 @cython.locals(ps=PathSender)
 cdef bint _has_room(object p) except -1
+@cython.locals(ps=PathSender)
+cdef double _packets_sent(object p) except? -1.0
+@cython.locals(c=Recovery)
+cpdef list _paths(object view)
+@cython.locals(c=Recovery)
+cpdef long long _payload(object view) except? -1
+# doubles: a duck-typed view's numbers are read as Python would
+cpdef double _pending_bytes(object view) except? -1.0
+cdef double _send_window(object view) except? -1.0

@@ -70,9 +70,16 @@ from __future__ import annotations
 
 import math
 from array import array
+from typing import Any
 
 from envs.errors import ConfigError
 from envs.path_sender import PathSender
+
+try:  # the compiled build's directives (the .py build runs the functions as written)
+    import cython
+except ImportError:  # pragma: no cover - the .py build installed without Cython
+    from envs._cython_stub import cython  # type: ignore[assignment]
+from envs.recovery import Recovery, pending_bytes_of, send_window_of
 
 #: (a C double in the compiled module, whose ``math`` is C's: envs/mdp.pxd)
 INF = float("inf")
@@ -236,13 +243,20 @@ def path_estimates(view) -> tuple[list[float], list[float]]:
     return srtts.tolist(), rates.tolist()
 
 
+# The per-decision functions below index their arrays unchecked in the compiled core
+# (boundscheck, wraparound off): each checks its arguments' lengths first, and every
+# index is then in range by construction.
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def estimates_into(view, srtt, rate) -> float:
     """:func:`path_estimates` written into ``srtt`` and ``rate`` (arrays of
     the paths' length; typed in the compiled core); returns the largest
     estimated srtt [s]."""
-    pay = view.payload
-    paths = view.paths
+    pay = _payload(view)
+    paths = _paths(view)
     n = len(paths)
+    if n == 0 or len(srtt) < n or len(rate) < n:
+        raise ValueError(f"estimates_into: {n} paths, arrays of {len(srtt)} and {len(rate)}")
     probed = 0
     best_srtt = INF
     best_rate = -INF
@@ -289,6 +303,8 @@ def predicted_finish(now: float, unsent: float, last_send, in_flight, srtts, rat
     return raw_finish(raw, array("d", srtts), array("d", rates), array("q", bytes(8 * len(srtts))))
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def raw_finish(raw: list, srtt, rate, order) -> float:
     """:func:`predicted_finish` of a *raw record* ``[now, unsent bytes, last
     send per path..., 1.0 or 0.0 (data in flight) per path...]`` under the
@@ -297,6 +313,11 @@ def raw_finish(raw: list, srtt, rate, order) -> float:
     are sorted into it by ``(srtt, rate)``, stably). Typed arrays in the
     compiled core."""
     n = len(srtt)
+    if len(raw) != 2 + 2 * n or len(rate) < n or len(order) < n:
+        raise ValueError(
+            f"raw_finish: a record of {len(raw)} values for {n} paths (needs {2 + 2 * n}), "
+            f"arrays of {len(rate)} and {len(order)}"
+        )
     now = raw[0]
     unsent = raw[1]
     finish = now
@@ -345,12 +366,19 @@ def completion_features_into(view, now: float, finish: float, vals: list) -> lis
     return vals
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def _completion_features(view, now: float, finish: float, out) -> int:
     """The body of :func:`completion_features_into`, written into ``out`` (an
     array of doubles; typed in mdp.pxd, where a typed function cannot be passed
     around as a value, and features writers are). Returns 0."""
+    paths = _paths(view)
+    if len(out) != 8 * len(paths) + 3:
+        raise ValueError(
+            f"completion features: {len(paths)} paths need {8 * len(paths) + 3} values, got {len(out)}"
+        )
     k = 0
-    for p in view.paths:
+    for p in paths:
         srtt = p.srtt
         cwnd = _window(p)
         out[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), COMPLETION_HIGH)
@@ -363,8 +391,8 @@ def _completion_features(view, now: float, finish: float, out) -> int:
         out[k + 7] = 1.0 if p.has_rtt_sample else 0.0
         k += 8
     out[k] = _clip((finish - now) / 0.1, 0.0, 30.0)
-    out[k + 1] = math.log1p(view.pending_bytes / 1e5)
-    out[k + 2] = _clip(view.send_window / 1e6, 0.0, 10.0)
+    out[k + 1] = math.log1p(_pending_bytes(view) / 1e5)
+    out[k + 2] = _clip(_send_window(view) / 1e6, 0.0, 10.0)
     return 0
 
 
@@ -381,8 +409,8 @@ def probe_path(view) -> int | None:
     packet buys the path's first RTT sample, without which neither the
     prediction nor the agent can judge it (every rule-based scheduler
     probes unused paths first, too)."""
-    for p in view.paths:
-        if p.packets_sent == 0 and _has_room(p):
+    for p in _paths(view):
+        if _packets_sent(p) == 0 and _has_room(p):
             return p.index
     return None
 
@@ -391,7 +419,7 @@ def decode_action(view, action: int):
     """Completion MDP: the path ``action`` if it has room (window and pacing
     budget), else None (wait; the connection asks again at the next ACK,
     loss, pacer or app event)."""
-    return action if _has_room(view.paths[action]) else None
+    return action if _has_room(_paths(view)[action]) else None
 
 
 # A view's paths are the core's PathSender objects (a final class), whose window and
@@ -411,6 +439,46 @@ def _has_room(p) -> bool:
         ps = p
         return ps.may_send(ps.clock.now)
     return p.has_room
+
+
+def _packets_sent(p) -> int:
+    """``p.packets_sent``."""
+    if type(p) is PathSender:
+        ps = p
+        return ps.packets_sent
+    return p.packets_sent
+
+
+# Likewise a view is the core's connection, whose fields the MDP reads are declared in
+# its base class Recovery (envs/recovery.pxd), or a duck-typed view (envs/views.py).
+def _paths(view) -> list:
+    """``view.paths``."""
+    if isinstance(view, Recovery):
+        c: Any = view  # a Recovery (mdp.pxd): the field is read in C
+        return c.paths
+    return view.paths
+
+
+def _payload(view) -> int:
+    """``view.payload`` [bytes]."""
+    if isinstance(view, Recovery):
+        c: Any = view
+        return c.payload
+    return view.payload
+
+
+def _pending_bytes(view) -> int:
+    """``view.pending_bytes`` [bytes]."""
+    if isinstance(view, Recovery):
+        return pending_bytes_of(view)
+    return view.pending_bytes
+
+
+def _send_window(view) -> int:
+    """``view.send_window`` [bytes]."""
+    if isinstance(view, Recovery):
+        return send_window_of(view)
+    return view.send_window
 
 
 __all__ = [

@@ -14,6 +14,10 @@ cdef long long ACK_ARRIVAL, LOSS_TIMER
 cdef class Recovery(Receiver):
     cdef public object scheduler, retx, acked_frames
     cdef public long long retransmit_bytes, bytes_acked, max_data, peer_oqs
+    # set by the connection (envs/transport.py), declared here so that the completion
+    # MDP (envs/mdp.py, envs/credit.py) reads a connection's payload, data not yet sent
+    # and flow-control credit through C: this module is below theirs
+    cdef public long long payload, _pending_new, fc_consumed
     cdef public bint feedback, finished
     cdef public Py_ssize_t _prune_at
 
@@ -33,3 +37,6 @@ cdef class Recovery(Receiver):
                    off=cython.longlong, length=cython.longlong, copies=cython.longlong, feedback=cython.bint)
     cpdef _detect_lost(self, PathSender ps, double now)
     cpdef _prune_acked(self)
+
+cpdef long long send_window_of(Recovery c)
+cpdef long long pending_bytes_of(Recovery c)

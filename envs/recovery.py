@@ -161,4 +161,25 @@ class Recovery(Receiver):
                 self.scheduler.on_packet_lost(self, ps.index, size, t_sent)
 
 
-__all__ = ["Recovery", "K_PACKET_THRESHOLD", "K_TIME_THRESHOLD", "ACKED_PRUNE_MIN"]
+def send_window_of(c: Recovery) -> int:
+    """Connection ``c``'s flow-control credit left at the sender [bytes]
+    (:attr:`envs.transport.Connection.send_window`; a C function for the
+    completion MDP, ``envs/mdp.py``)."""
+    w = c.max_data - c.fc_consumed
+    return w if w > 0 else 0
+
+
+def pending_bytes_of(c: Recovery) -> int:
+    """Connection ``c``'s data released and not yet sent, retransmissions
+    included [bytes] (:attr:`envs.transport.Connection.pending_bytes`)."""
+    return c._pending_new + c.retransmit_bytes
+
+
+__all__ = [
+    "Recovery",
+    "K_PACKET_THRESHOLD",
+    "K_TIME_THRESHOLD",
+    "ACKED_PRUNE_MIN",
+    "pending_bytes_of",
+    "send_window_of",
+]

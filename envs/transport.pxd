@@ -3,7 +3,7 @@
 # method; the event callbacks (_on_ack, _on_timer, ...) are the .py core's.
 cimport cython
 from envs.path_sender cimport PathSender, pace_wake_time
-from envs.recovery cimport Recovery
+from envs.recovery cimport Recovery, pending_bytes_of, send_window_of
 from envs.streams cimport SendStream, any_holes, wrr_pick
 from envs.link cimport Path
 from envs.sent cimport SentPackets
@@ -18,9 +18,8 @@ cdef long long ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_WAKE, REAS
 
 cdef class Connection(Recovery):
     cdef public object name, _blocked
-    cdef public long long mss, payload, header_bytes
+    cdef public long long mss, header_bytes
     cdef public list active
-    cdef public long long fc_consumed, _pending_new
     cdef public bint _reask_pending, paced, reinjects
     cdef public long long reinjected_bytes, reinjected_packets
     cdef public list _reinject_from, _penalised_at

@@ -24,7 +24,7 @@ from collections import deque
 from envs import reinject
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_WAKE, REASK
 from envs.path_sender import PathSender, pace_wake_time
-from envs.recovery import ACKED_PRUNE_MIN, Recovery
+from envs.recovery import ACKED_PRUNE_MIN, Recovery, pending_bytes_of, send_window_of
 from envs.rules import native_decision, rule_code
 from envs.scheduler import Scheduler
 from envs.setup import SETUP_NONE
@@ -140,12 +140,12 @@ class Connection(Recovery):
     @property
     def send_window(self) -> int:
         """Connection flow-control credit left at the sender [bytes]."""
-        w = self.max_data - self.fc_consumed
-        return w if w > 0 else 0
+        return send_window_of(self)
 
     @property
     def pending_bytes(self) -> int:
-        return self._pending_new + self.retransmit_bytes
+        """Data released and not yet sent, retransmissions included [bytes]."""
+        return pending_bytes_of(self)
 
     def streams_pending(self) -> list[SendStream]:
         return self.active

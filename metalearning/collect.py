@@ -213,10 +213,10 @@ class TaskCollector(DQNScheduler):
         self._buf = [[], [], [], [], []]
         n, k = len(b[1]), self.spec.n_inputs
         exp = Experience(
-            np.asarray(b[0], np.float32).reshape(n, k),
+            _stacked(b[0], k),
             np.asarray(b[1], np.int64),
             np.asarray(b[2], np.float32),
-            np.asarray(b[3], np.float32).reshape(n, k),
+            _stacked(b[3], k),
             np.asarray(b[4], np.float32),
         )
         self.last_info = {
@@ -227,6 +227,15 @@ class TaskCollector(DQNScheduler):
             "cpu_s": time.process_time() - cpu0,
         }
         return exp
+
+
+def _stacked(rows: list, k: int) -> np.ndarray:
+    """The states ``rows`` (each ``k`` floats) as one float32 ``[len(rows), k]`` array,
+    copied in one call: ``np.asarray`` of a list of arrays inspects every element,
+    which cost a seventh of a task's collection."""
+    if not rows:
+        return np.empty((0, k), np.float32)
+    return np.concatenate(rows, dtype=np.float32).reshape(len(rows), k)
 
 
 def collect_task_experience(

@@ -168,7 +168,7 @@ def test_the_credit_copies_its_latest_state_and_pickles_its_open_decisions():
     credit = env._sched._credit
     credit.state_into(row)
     np.testing.assert_array_equal(row, obs)
-    np.testing.assert_array_equal(row, env._sched.state)
+    np.testing.assert_array_equal(row, credit.latest_state())
     twin = pickle.loads(pickle.dumps(credit))
     n_open = len(credit._open)
     assert n_open > 1 and len(twin._open) == n_open
@@ -181,6 +181,33 @@ def test_the_credit_copies_its_latest_state_and_pickles_its_open_decisions():
         assert a[1:3] + a[4:] == b[1:3] + b[4:]
     twin.state_into(row)  # finish wrote a state row of its own, not an observed one
     np.testing.assert_array_equal(row, obs)
+
+
+def test_a_credit_without_states_gives_the_same_rewards_and_no_row_objects():
+    """The Gymnasium environment's credit keeps no states (``states=False``: its
+    observation comes from ``state_into``); one that keeps them, stepped alike,
+    gives the same rewards and observations, and its transitions carry the rows."""
+    from envs.gym_env import MultipathSchedulingEnv
+
+    envs = [MultipathSchedulingEnv(SCENARIO, APP) for _ in range(2)]
+    for env in envs:
+        env.reset(seed=11)
+    lean, full = (env._sched._credit for env in envs)
+    assert not lean.keep_states
+    full.keep_states = True
+    for t in range(60):
+        a, b = (env.step((t // 3) % 2) for env in envs)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+    assert envs[0]._sched.state is None
+    assert envs[1]._sched.state.shape == (19,)
+    now = envs[0]._sim.now
+    mine, theirs = (c.finish(env.connection, now, False) for c, env in zip((lean, full), envs))
+    assert len(mine) == len(theirs) > 1
+    for a, b in zip(mine, theirs):
+        assert a[0] is None and a[3] is None
+        assert b[0].shape == b[3].shape == (19,)
+        assert a[1:3] + a[4:] == b[1:3] + b[4:]
 
 
 def test_sending_late_on_the_slow_path_costs_more_than_waiting():
@@ -357,3 +384,55 @@ def test_experience_logs_carry_their_reward_unit(tmp_path):
     pkt = DQNOff(reward="completion").collect(SCENARIO, APP, 5, 1, "rules", 0.0, progress=False)
     with pytest.raises(ExperienceFileError, match="rewarded in 'packet' and in 'time' units"):
         concatenate([pkt, back])
+
+
+def test_the_per_decision_functions_refuse_arrays_of_the_wrong_length():
+    """The compiled core indexes these arrays unchecked, so each function checks
+    the lengths first: a wrong one is a ValueError in both cores, never a read
+    or write outside the array."""
+    srtt, rate, order = array("d", [0.02, 0.2]), array("d", [1e7, 1e6]), array("q", [0, 0])
+    with pytest.raises(ValueError, match="raw_finish"):
+        mdp.raw_finish([0.0, 1e5, 0.0, 0.0, 1.0], srtt, rate, order)  # one value short
+    with pytest.raises(ValueError, match="raw_finish"):
+        mdp.raw_finish([0.0, 1e5, 0.0, 0.0, 1.0, 0.0], srtt, rate, array("q", [0]))
+    from envs.gym_env import MultipathSchedulingEnv
+
+    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env.reset(seed=3)
+    conn = env.connection
+    with pytest.raises(ValueError, match="estimates_into"):
+        mdp.estimates_into(conn, array("d", [0.0]), array("d", [0.0, 0.0]))
+    with pytest.raises(ValueError, match="completion features"):
+        mdp.completion_features_into(conn, 0.0, 1.0, [0.0] * 18)
+    with pytest.raises(ValueError):
+        env._sched._credit.state_into(np.zeros(18, np.float32))
+
+
+def test_the_mdp_reads_a_connection_and_a_duck_typed_view_alike():
+    """The completion MDP reads the core's connection through C (its fields are
+    declared on Recovery) and anything else through its attributes: both give
+    the connection's own values."""
+    from types import SimpleNamespace
+
+    from envs.gym_env import MultipathSchedulingEnv
+
+    env = MultipathSchedulingEnv(SCENARIO, APP)
+    env.reset(seed=5)
+    for t in range(30):
+        env.step(t % 2)
+    conn = env.connection
+    view = SimpleNamespace(
+        paths=conn.paths,
+        payload=conn.payload,
+        pending_bytes=conn.pending_bytes,
+        send_window=conn.send_window,
+    )
+    assert conn.pending_bytes > 0 and conn.send_window > 0
+    assert mdp._paths(conn) is conn.paths and mdp._paths(view) is conn.paths
+    assert mdp._payload(conn) == mdp._payload(view) == conn.payload
+    assert mdp._pending_bytes(conn) == mdp._pending_bytes(view) == conn.pending_bytes
+    now = env._sim.now
+    a, b = ([0.0] * 19 for _ in range(2))
+    assert mdp.completion_features_into(conn, now, now + 0.5, a) == mdp.completion_features_into(
+        view, now, now + 0.5, b
+    )

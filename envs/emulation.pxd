@@ -1,0 +1,1 @@
+# C build of envs/emulation.py: no C types; compiled for its Python overhead.

@@ -1,0 +1,1 @@
+# C build of envs/plain.py: no C types; compiled for its Python overhead.

@@ -1,0 +1,1 @@
+# C build of envs/scenario.py: no C types; compiled for its Python overhead.
