@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from envs.gym_core import CompletionCore, DecisionAgent
+from envs.decision_agent import DecisionAgent
+from envs.gym_core import CompletionCore
 from envs.mdp import (
     COMPLETION_UNIT,
     ack_credit,

@@ -4,10 +4,7 @@ cimport cython
 from envs.credit cimport CompletionCredit
 from envs.sim cimport Simulator
 from envs.transport cimport Connection
-
-cdef class DecisionAgent:
-    cdef public object action
-    cdef public bint requested
+from envs.decision_agent cimport DecisionAgent
 
 cdef class CompletionCore(DecisionAgent):
     cdef public double hindsight_rtts

@@ -2,7 +2,7 @@
 
 :class:`CompletionCore` is the data and the per-decision work of
 :class:`envs.gym_agents.CompletionAgent` (which adds the scheduler's class
-attributes); :func:`hand_over` is the part of
+attributes), a :class:`envs.decision_agent.DecisionAgent`; :func:`hand_over` is the part of
 :meth:`envs.gym_env.MultipathSchedulingEnv.step` between two decisions (of
 either MDP): the action handed to the connection, the emulation run to the
 next decision request. :class:`EpisodeRun` holds one episode's agent,
@@ -19,19 +19,10 @@ from __future__ import annotations
 import math
 
 from envs.credit import CompletionCredit
+from envs.decision_agent import DecisionAgent
 
 #: a decision's credit while it is unknown (one NaN object, not a module lookup per decision)
 _UNKNOWN = math.nan
-
-
-class DecisionAgent:
-    """What the step between two decisions reads and writes of either MDP's
-    agent (:func:`hand_over`): the pending action and whether the agent asked
-    for a decision."""
-
-    def __init__(self):
-        self.action = None  # the pending action (an int), consumed by decide()
-        self.requested = False  # a decision is needed now
 
 
 class CompletionCore(DecisionAgent):
@@ -202,7 +193,6 @@ def advance(agent, conn, sim, until: float) -> None:
 
 
 __all__ = [
-    "DecisionAgent",
     "CompletionCore",
     "EpisodeRun",
     "step_runs",

@@ -10,6 +10,7 @@ from envs.sent cimport SentPackets
 from envs.wire cimport AckWire, DataWire
 from envs.rules cimport native_decision
 from envs.sim cimport Simulator
+from envs.decision_agent cimport DecisionAgent
 
 # module constants as C numbers (a Python float compared with a C double is boxed)
 cdef double INF, REASK_DELAY
@@ -29,7 +30,8 @@ cdef class Connection(Recovery):
 
     cpdef bint _has_data(self)
     @cython.locals(ps=PathSender, p=PathSender, st=SendStream, front=cython.bint,
-                   length=cython.longlong, off=cython.longlong, now=cython.double, tail=cython.bint)
+                   length=cython.longlong, off=cython.longlong, now=cython.double, tail=cython.bint,
+                   agent=DecisionAgent)
     cpdef try_send(self)
     @cython.locals(t=cython.double)
     cpdef _arm_pace_wake(self, double now)

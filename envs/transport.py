@@ -22,6 +22,7 @@ import math
 from collections import deque
 
 from envs import reinject
+from envs.decision_agent import DecisionAgent
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_WAKE, REASK
 from envs.path_sender import PathSender, pace_wake_time
 from envs.recovery import ACKED_PRUNE_MIN, Recovery, pending_bytes_of, send_window_of
@@ -245,7 +246,12 @@ class Connection(Recovery):
                 self._arm_pace_wake(now)
                 return
             if self.native_rule == 0:
-                d = self.scheduler.decide(self)
+                sched = self.scheduler
+                if isinstance(sched, DecisionAgent):  # the Gymnasium agents': a C call
+                    agent = sched
+                    d = agent.decide(self)
+                else:
+                    d = sched.decide(self)
             else:
                 d = native_decision(self.native_rule, paths, self.scheduler, self, now, tail)
             if d is None:
