@@ -187,7 +187,7 @@ class CompletionCredit:
         """A new float32 row holding the state just written (``_dvals``; the class
         docstring); None without :attr:`keep_states` (the row is written all the same)."""
         r = self._row
-        k = len(self._vals)
+        k = len(self._dvals)  # the private scratch: the block's width by construction
         if r >= STATE_ROWS:
             self._block = np.empty((STATE_ROWS, k), np.float32)
             self._rows = self._block

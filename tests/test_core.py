@@ -123,3 +123,39 @@ def test_pure_python_env_selects_the_sources():
     )
     kind, path = res.stdout.split()
     assert kind == "python" and path.endswith("transport.py")
+
+
+def test_the_py_core_runs_without_cython_installed():
+    """The ``.py`` sources import Cython only for its directives
+    (``@cython.boundscheck``); an install without Cython gets no-op stand-ins
+    (``envs/_cython_stub.py``) and emulates the same steps as the compiled core."""
+    episode = (
+        "from envs.gym_env import MultipathSchedulingEnv\n"
+        "e = MultipathSchedulingEnv()\n"
+        "o, _ = e.reset(seed=1)\n"
+        "total = 0.0\n"
+        "for t in range(60):\n"
+        "    o, r, *_ = e.step(t % 2)\n"
+        "    total += r + float(o.sum())\n"
+        "import envs, envs.mdp\n"
+        "stand_in = getattr(getattr(envs.mdp, 'cython', None), '__module__', '-')\n"
+        "print(envs.core_kind(), stand_in, repr(total))\n"
+    )
+    runs = {}
+    for pure in (True, False):
+        blocked = "import sys; sys.modules['cython'] = None\n" if pure else ""
+        env = {k: v for k, v in os.environ.items() if k != _core.PURE_ENV}
+        if pure:
+            env[_core.PURE_ENV] = "1"
+        res = subprocess.run(
+            [sys.executable, "-c", blocked + episode],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=TESTS.parent,
+            env=env,
+        )
+        runs[pure] = res.stdout.split()
+    assert runs[True][:2] == ["python", "envs._cython_stub"]
+    assert runs[False][0] == "compiled"
+    assert runs[True][2] == runs[False][2]
