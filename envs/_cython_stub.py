@@ -1,6 +1,8 @@
-"""No-op stand-ins of the Cython directives that the core's sources use as decorators
-(``@cython.boundscheck(False)``), for the ``.py`` core where Cython is not installed:
-the compiled core applies the directives, the ``.py`` core runs the functions as written."""
+"""The ``cython`` name of the core's sources where Cython is not installed (each
+imports it as ``try: import cython``, this module on ImportError): no-op stand-ins of
+the directives they use as decorators (``@cython.boundscheck(False)``). The compiled
+core applies the directives; the ``.py`` core runs the functions as written and never
+reaches the compiled-only branches (``cython.address``, ``cython.cast``)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ from envs.errors import ConfigError
 try:  # the compiled build's pointer syntax in _forward (which the .py build never runs)
     import cython
 except ImportError:  # pragma: no cover - the .py build installed without Cython
-    cython = None  # type: ignore[assignment]
+    from envs._cython_stub import cython  # type: ignore[assignment]
 
 #: True in the compiled build (the module is an extension, not this file)
 _COMPILED = not __file__.endswith(".py")

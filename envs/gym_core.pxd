@@ -27,7 +27,6 @@ cpdef advance(DecisionAgent agent, Connection conn, Simulator sim, double until)
 cdef class EpisodeRun:
     cdef public DecisionAgent agent
     cdef public Connection conn
-    cdef public object app
     cdef public Simulator sim
     cdef public double until, reward
     cdef public long long max_steps, steps

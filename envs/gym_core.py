@@ -6,7 +6,7 @@ attributes), a :class:`envs.decision_agent.DecisionAgent`; :func:`hand_over` is 
 :meth:`envs.gym_env.MultipathSchedulingEnv.step` between two decisions (of
 either MDP): the action handed to the connection, the emulation run to the
 next decision request. :class:`EpisodeRun` holds one episode's agent,
-connection, app and simulator and takes the completion MDP's step through
+connection and simulator and takes the completion MDP's step through
 them; :func:`step_runs` steps a batch of episodes in one call (the vector
 environment's step). All run on every decision of the environment (and of its
 vector form), so they are in the compiled core: a decision then costs no
@@ -95,15 +95,14 @@ TRUNCATED = 2
 
 class EpisodeRun:
     """One episode of the environment, as the step between two decisions needs it:
-    the agent, connection, app and simulator, the time limit ``until`` [s], the
+    the agent, connection and simulator, the time limit ``until`` [s], the
     decision limit ``max_steps`` (-1: none) and the decisions taken (``steps``).
     :class:`envs.gym_env.MultipathSchedulingEnv` makes one at every reset; the
     vector environment steps a batch of them in one call (:func:`step_runs`)."""
 
-    def __init__(self, agent, conn, app, sim, until: float, max_steps: int):
+    def __init__(self, agent, conn, sim, until: float, max_steps: int):
         self.agent = agent
         self.conn = conn
-        self.app = app
         self.sim = sim
         self.until = until
         self.max_steps = max_steps

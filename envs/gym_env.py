@@ -304,7 +304,6 @@ class MultipathSchedulingEnv(gym.Env):
         self._run = EpisodeRun(
             sched,
             conn,
-            application,
             emu.sim,
             until,
             -1 if self.max_steps is None else self.max_steps,
