@@ -9,31 +9,39 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
 
 cdef bint COMPILED
-cdef Py_ssize_t STATE_ROWS
+cdef Py_ssize_t STATE_ROWS, _COMPACT
 
 @cython.final
 cdef class Decision:
     cdef public object state, next_state
-    cdef public list raw, raw_next
+    cdef public double[::1] raw, raw_next
     cdef public long long action
     cdef public double due
+
+@cython.locals(rec=Decision)
+cdef Decision _new_decision(object state, long long action, double[::1] raw, double due)
 
 cdef class CompletionCredit:
     cdef public object features
     cdef public double hindsight_rtts
-    cdef public bint per_packet, keep_states
+    cdef public bint per_packet, keep_states, log_states
+    cdef public object states
+    cdef public list _blocks
     cdef public Py_ssize_t n_paths
-    cdef public list last_send, _vals
-    cdef public object _open, _pending_raw, _block, _state_block
+    cdef public double[::1] last_send, _pending_raw
+    cdef public list _vals, _open
+    cdef public object _block, _state_block, _raw_block
     cdef public Decision _last
     cdef public double _pending_due
     cdef double[::1] _srtt, _rate, _dvals
     cdef long long[::1] _order
     cdef float[:, ::1] _rows, _state_rows
-    cdef Py_ssize_t _row, _state_at
+    cdef double[:, ::1] _raw_rows
+    cdef Py_ssize_t _row, _state_at, _raw_row, _head
 
-    @cython.locals(p=PathSender)
-    cpdef list _raw(self, view, double now)
+    @cython.locals(p=PathSender, paths=list, n=Py_ssize_t, r=Py_ssize_t, i=Py_ssize_t, rows=cython.double[:, ::1],
+                   last_send=cython.double[::1])
+    cpdef double[::1] _raw(self, view, double now)
     @cython.locals(r=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, rows=cython.float[:, ::1], vals=cython.double[::1])
     cpdef _state_row(self)
     @cython.locals(j=Py_ssize_t, out=cython.double[::1])
@@ -41,16 +49,29 @@ cdef class CompletionCredit:
     cpdef const float[::1] latest_state(self)
     @cython.locals(rows=cython.float[:, ::1], r=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t)
     cpdef state_into(self, float[::1] row)
-    @cython.locals(largest=cython.double, finish=cython.double, last=Decision)
+    @cython.locals(largest=cython.double, finish=cython.double, last=Decision, raw=cython.double[::1])
     cpdef observe(self, view, double now, bint record=*)
-    cpdef tuple act(self, view, state, long long action, double now, bint record=*)
+    cpdef act(self, view, state, long long action, double now, bint record=*)
     @cython.locals(rec=Decision)
     cpdef acted(self, state, long long action, bint sent, double now, bint record=*)
     @cython.locals(total=cython.double, i=Py_ssize_t)
     cpdef double _unit_s(self, view)
     cpdef _set_state(self, tuple state)
-    @cython.locals(r=cython.double, unit=cython.double, srtt=cython.double[::1], rate=cython.double[::1],
-                   order=cython.longlong[::1], rec=Decision, raw=list)
-    cpdef list ready(self, view, double now, bint final=*)
+    cpdef list open_decisions(self)
+    @cython.locals(r=cython.double, unit=cython.double, rec=Decision)
+    cpdef list ready(self, view, double now, bint final=*, bint observed=*)
+    @cython.locals(unit=cython.double, k=Py_ssize_t)
+    cpdef Py_ssize_t ready_rewards(self, view, double now, list rewards, Py_ssize_t first) except -1
+    @cython.locals(rec=Decision)
+    cdef bint _closable(self, double now, bint final)
+    cdef double _estimate(self, view, bint observed) except? -1.0
+    @cython.locals(rec=Decision)
+    cdef Decision _pop(self)
+    @cython.locals(before=cython.double)
+    cdef double _reward(self, Decision rec, double unit) except? -1.0
+    @cython.locals(head=Py_ssize_t)
+    cdef _compact(self)
+    @cython.locals(last=Decision, raw=cython.double[::1], r=cython.double)
+    cpdef list finish(self, view, double now, bint done)
 
 cdef void _untrack(object obj)

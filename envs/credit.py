@@ -14,7 +14,6 @@ states are written into float32 blocks.
 from __future__ import annotations
 
 from array import array
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -46,10 +45,10 @@ from envs.mdp import (
 
 #: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
 COMPILED = not __file__.endswith(".py")
-#: float32 state rows allocated at a time by :class:`CompletionCredit`
+#: float32 state rows (and float64 raw records) allocated at a time by :class:`CompletionCredit`
 STATE_ROWS = 256
-#: ``deque.popleft`` looked up once: the compiled core calls it without a method lookup
-_popleft = deque.popleft
+#: open decisions consumed from the front of the credit's list before it is compacted
+_COMPACT = 64
 
 
 def _untrack(obj) -> None:
@@ -64,13 +63,14 @@ def _untrack(obj) -> None:
 
 class Decision:
     """One decision recorded by :class:`CompletionCredit`: its ``state`` and
-    ``action``, its raw prediction inputs ``raw`` (:func:`envs.mdp.raw_finish`)
-    and the end of its hindsight horizon ``due`` [s]; once the next decision is
-    observed, that one's ``raw_next`` and ``next_state``."""
+    ``action``, its raw prediction inputs ``raw`` (a float64 row,
+    :func:`envs.mdp.raw_finish`) and the end of its hindsight horizon ``due``
+    [s]; once the next decision is observed, that one's ``raw_next`` and
+    ``next_state``."""
 
     __slots__ = ("state", "action", "raw", "due", "raw_next", "next_state")
 
-    def __init__(self, state, action: int, raw: list, due: float):
+    def __init__(self, state, action: int, raw, due: float):
         self.state = state
         self.action = action
         self.raw = raw
@@ -78,6 +78,35 @@ class Decision:
         self.raw_next = None
         self.next_state = None
         _untrack(self)
+
+    def __reduce__(self):  # the raw rows as arrays of their own (a typed row is no object)
+        raw_next = None if self.raw_next is None else np.array(self.raw_next)
+        return _rebuilt_decision, (
+            (self.state, self.action, np.array(self.raw), self.due),
+            raw_next,
+            self.next_state,
+        )
+
+
+def _rebuilt_decision(args: tuple, raw_next, next_state) -> Decision:
+    rec = Decision(*args)
+    rec.raw_next = raw_next
+    rec.next_state = next_state
+    return rec
+
+
+def _new_decision(state, action: int, raw, due: float) -> Decision:
+    """:class:`Decision`'s constructor without the call through Python (its
+    ``__new__`` is the type's C slot in the compiled core)."""
+    rec = Decision.__new__(Decision)
+    rec.state = state
+    rec.action = action
+    rec.raw = raw
+    rec.due = due
+    rec.raw_next = None
+    rec.next_state = None
+    _untrack(rec)
+    return rec
 
 
 class CompletionCredit:
@@ -91,10 +120,13 @@ class CompletionCredit:
     passed: ``hindsight_rtts`` times the largest smoothed RTT at the decision.
 
     States are float32 rows ``[n_inputs]`` (each a view of a block of
-    :data:`STATE_ROWS` rows, never written again once handed out; None
-    throughout with ``states=False``, when only the rewards are wanted); the
-    predictions are :func:`envs.mdp.estimates_into` and
-    :func:`envs.mdp.raw_finish` over the credit's typed per-path arrays.
+    :data:`STATE_ROWS` rows, never written again once handed out); with
+    ``states=False`` they are None throughout (only the rewards are wanted),
+    with ``states="log"`` they are the row numbers of the episode's *state log*
+    (:meth:`state_log`, every state written in order: a collector gathers them
+    in one copy instead of a row object per state). The predictions are
+    :func:`envs.mdp.estimates_into` and :func:`envs.mdp.raw_finish` over the
+    credit's typed per-path arrays.
     """
 
     def __init__(
@@ -103,7 +135,7 @@ class CompletionCredit:
         hindsight_rtts: float = HINDSIGHT_RTTS,
         features=None,
         unit: str = COMPLETION_UNIT,
-        states: bool = True,
+        states: bool | str = True,
     ):
         #: ``features(view, now, finish, vals) -> vals``: the state writer
         #: (default :func:`completion_features_into`; FALCON-S passes its
@@ -112,13 +144,19 @@ class CompletionCredit:
         if not hindsight_rtts >= 0.0:
             raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
         self.per_packet = check_reward_unit(unit) == "packet"
+        if states not in (True, False, "log"):
+            raise ConfigError(f"states: expected True, False or 'log', got {states!r}")
+        self.states = states
         #: False: the transitions carry None for their states (for a caller that needs
         #: only the rewards, as the Gymnasium environment, which reads the state with
         #: state_into): no row object per decision
-        self.keep_states = bool(states)
+        self.keep_states = states is True
+        #: the transitions carry their states' row numbers in the state log
+        self.log_states = states == "log"
+        self._blocks: list = []  # the state log's blocks (log_states)
         self.hindsight_rtts = float(hindsight_rtts)
         self.n_paths = n_paths
-        self.last_send = [0.0] * n_paths
+        self.last_send = array("d", bytes(8 * n_paths))  # [s] each path's latest send
         self._vals = [0.0] * n_inputs(n_paths, COMPLETION)  # a features writer's list
         self._dvals = array("d", bytes(8 * len(self._vals)))  # the state being written
         # the latest path estimates (envs.mdp.estimates_into), and raw_finish's scratch
@@ -129,30 +167,39 @@ class CompletionCredit:
         self._block = None
         self._rows = None
         self._row = STATE_ROWS
+        # the same for the raw records (float64, envs.mdp.raw_finish)
+        self._raw_block = None
+        self._raw_rows = None
+        self._raw_row = STATE_ROWS
         # the latest observed state: row _state_at of _state_block (-1: none yet)
         self._state_block = None
         self._state_rows = None
         self._state_at = -1
-        # the recorded decisions (Decision) whose transitions are not out yet, oldest first
-        self._open: deque = deque()
+        # the recorded decisions (Decision) whose transitions are not out yet, oldest
+        # first: _open[_head:] (a list consumed from the front, compacted now and then)
+        self._open: list = []
+        self._head = 0
         self._last = None
+        self._pending_raw = None
+        self._pending_due = 0.0
 
     def __reduce__(self):  # (copies and pickles: the typed arrays are scratch, rebuilt)
         unit = "packet" if self.per_packet else "time"
         state = (
-            self.last_send,
+            np.array(self.last_send),
             self._vals,
-            self._open,
+            self.open_decisions(),
             self._last,
-            self._pending_raw,
+            None if self._pending_raw is None else np.array(self._pending_raw),
             self._pending_due,
             self._block,
             self._row,
             self._state_block,
             self._state_at,
+            self._blocks,
         )
         return _rebuilt_credit, (
-            (self.n_paths, self.hindsight_rtts, self.features, unit, self.keep_states),
+            (self.n_paths, self.hindsight_rtts, self.features, unit, self.states),
             state,
         )
 
@@ -168,29 +215,54 @@ class CompletionCredit:
             self._row,
             self._state_block,
             self._state_at,
+            self._blocks,
         ) = state
+        self._head = 0
         self._rows = self._block
         self._state_rows = self._state_block
 
-    def _raw(self, view, now: float) -> list:
-        """The raw record of a decision at ``now`` (:func:`envs.mdp.raw_finish`)."""
-        raw = [now, float(_pending_bytes(view))]
-        raw.extend(self.last_send)
-        for p in _paths(view):
-            raw.append(1.0 if p.bytes_in_flight > 0 else 0.0)
-        _untrack(raw)
-        return raw
+    def open_decisions(self) -> list:
+        """The recorded decisions whose transitions are not out yet, oldest first."""
+        return self._open[self._head :]
+
+    @cython.boundscheck(False)  # rows are 2 + 2 n long, r < STATE_ROWS: in range
+    @cython.wraparound(False)
+    def _raw(self, view, now: float):
+        """The raw record of a decision at ``now`` (:func:`envs.mdp.raw_finish`): a new
+        float64 row of the credit's raw block, never written again once handed out."""
+        n = self.n_paths
+        paths = _paths(view)
+        if len(paths) != n:
+            raise ValueError(f"credit of {n} paths observed a view of {len(paths)}")
+        r = self._raw_row
+        if r >= STATE_ROWS:
+            self._raw_block = np.empty((STATE_ROWS, 2 + 2 * n), np.float64)
+            self._raw_rows = self._raw_block
+            r = 0
+        self._raw_row = r + 1
+        rows = self._raw_rows
+        last_send = self.last_send
+        rows[r, 0] = now
+        rows[r, 1] = _pending_bytes(view)
+        for i in range(n):
+            rows[r, 2 + i] = last_send[i]
+            p = paths[i]
+            rows[r, 2 + n + i] = 1.0 if p.bytes_in_flight > 0 else 0.0
+        return rows[r]
 
     @cython.boundscheck(False)  # rows and state are k long, r < STATE_ROWS: in range
     @cython.wraparound(False)
     def _state_row(self):
         """A new float32 row holding the state just written (``_dvals``; the class
-        docstring); None without :attr:`keep_states` (the row is written all the same)."""
+        docstring), its row number in the state log with :attr:`log_states`, or None
+        without :attr:`keep_states` (the row is written all the same)."""
         r = self._row
         k = len(self._dvals)  # the private scratch: the block's width by construction
         if r >= STATE_ROWS:
             self._block = np.empty((STATE_ROWS, k), np.float32)
             self._rows = self._block
+            if self.log_states:
+                self._blocks.append(self._block)
             r = 0
         self._row = r + 1
         if COMPILED:
@@ -200,7 +272,21 @@ class CompletionCredit:
                 rows[r, j] = vals[j]
         else:
             self._block[r] = self._dvals
-        return self._block[r] if self.keep_states else None
+        if self.keep_states:
+            return self._block[r]
+        if self.log_states:
+            return (len(self._blocks) - 1) * STATE_ROWS + r
+        return None
+
+    def state_log(self) -> np.ndarray:
+        """Every state written since the credit was made (``states="log"``), in
+        order: float32 ``[n, n_inputs]``; row ``i`` is the state numbered ``i``."""
+        if not self.log_states:
+            raise RuntimeError("state_log: this credit keeps no state log (states='log')")
+        if not self._blocks:
+            return np.empty((0, len(self._dvals)), np.float32)
+        n = (len(self._blocks) - 1) * STATE_ROWS + self._row
+        return np.concatenate(self._blocks)[:n]
 
     def _features(self, view, now: float, finish: float) -> None:
         """The state writer's values at ``now`` [s] (``finish``: the predicted completion [s]),
@@ -222,8 +308,9 @@ class CompletionCredit:
         finish = raw_finish(raw, self._srtt, self._rate, self._order)
         self._features(view, now, finish)
         state = self._state_row()
-        self._state_block = self._block
-        self._state_rows = self._rows
+        if self._state_block is not self._block:
+            self._state_block = self._block
+            self._state_rows = self._rows
         self._state_at = self._row - 1
         last = self._last
         if record and last is not None:
@@ -266,20 +353,20 @@ class CompletionCredit:
         """Apply the MDP's action decoding to the agent's ``action`` on
         ``state`` (a never-used path is probed first, :func:`probe_path`; a
         full path means wait, :func:`decode_action`) and record the decision.
-        Returns ``(action taken, the scheduler's answer: path or None)``."""
+        Returns the scheduler's answer: a path, or None to wait."""
         probe = probe_path(view)
         if probe is not None:
             action = probe
         decision = decode_action(view, action)
         self.acted(state, action, decision is not None, now, record)
-        return action, decision
+        return decision
 
     def acted(self, state, action: int, sent: bool, now: float, record: bool = True) -> None:
         """Record the decision taken on ``state`` (``sent``: a packet left now)."""
         if sent:
             self.last_send[action] = now
         if record:
-            rec = Decision(state, action, self._pending_raw, self._pending_due)
+            rec = _new_decision(state, action, self._pending_raw, self._pending_due)
             self._open.append(rec)
             self._last = rec
         else:
@@ -294,38 +381,85 @@ class CompletionCredit:
             total += self._rate[i]
         return _payload(view) / total if total > 0.0 else COMPLETION_SCALE_S
 
-    def ready(self, view, now: float, final: bool = False) -> list[tuple]:
+    def ready(self, view, now: float, final: bool = False, observed: bool = False) -> list[tuple]:
         """Transitions whose horizon has passed (all closed ones if ``final``),
-        rewarded with the path estimates of now."""
+        rewarded with the path estimates of now. ``observed``: called right after
+        :meth:`observe` on the same ``view`` and ``now`` (its estimates are reused)."""
         out = []
-        opened = self._open
-        if not opened:
-            return out
-        rec = opened[0]
-        if rec.raw_next is None or not (final or rec.due <= now):
+        if not self._closable(now, final):
             return out  # none ready: the common case, without the estimates
-        srtt, rate, order = self._srtt, self._rate, self._order
-        estimates_into(view, srtt, rate)
-        unit = self._unit_s(view)
+        unit = self._estimate(view, observed)
         while True:
-            _popleft(opened)
-            raw = rec.raw
-            r = (
-                raw_finish(raw, srtt, rate, order) - raw_finish(rec.raw_next, srtt, rate, order)
-            ) / unit
-            out.append((rec.state, rec.action, r, rec.next_state, False, raw[0]))
-            if not opened:
-                return out
-            rec = opened[0]
-            if rec.raw_next is None or not (final or rec.due <= now):
-                return out
+            rec = self._pop()
+            r = self._reward(rec, unit)
+            out.append((rec.state, rec.action, r, rec.next_state, False, float(rec.raw[0])))
+            if not self._closable(now, final):
+                break
+        self._compact()
+        return out
+
+    def ready_rewards(self, view, now: float, rewards: list, first: int) -> int:
+        """:meth:`ready` with ``observed`` (right after :meth:`observe`), its rewards
+        only: the ``k``-th transition ready is written into ``rewards[first + k]``;
+        returns how many (no tuple per transition)."""
+        if not self._closable(now, False):
+            return 0
+        unit = self._estimate(view, True)
+        k = 0
+        while True:
+            rewards[first + k] = self._reward(self._pop(), unit)
+            k += 1
+            if not self._closable(now, False):
+                break
+        self._compact()
+        return k
+
+    def _closable(self, now: float, final: bool) -> bool:
+        """The oldest open decision's transition can close: its next state is known
+        and its horizon passed (or ``final``)."""
+        if self._head >= len(self._open):
+            return False
+        rec = self._open[self._head]
+        return rec.raw_next is not None and (final or rec.due <= now)
+
+    def _estimate(self, view, observed: bool) -> float:
+        """The path estimates of now written into the scratch arrays (``observed``:
+        :meth:`observe` has just written them: the view has not changed since, and
+        neither have they); returns the reward unit [s] under them."""
+        if not observed:
+            estimates_into(view, self._srtt, self._rate)
+        return self._unit_s(view)
+
+    def _pop(self) -> Decision:
+        """The oldest open decision, taken off the list (left in place until compacted)."""
+        rec = self._open[self._head]
+        self._open[self._head] = None
+        self._head += 1
+        return rec
+
+    def _reward(self, rec: Decision, unit: float) -> float:
+        """The reward of ``rec``'s transition under the estimates of now (``unit`` [s])."""
+        # (the fields passed as they are: a typed local would be a counted copy of each)
+        before = raw_finish(rec.raw, self._srtt, self._rate, self._order)
+        return (before - raw_finish(rec.raw_next, self._srtt, self._rate, self._order)) / unit
+
+    def _compact(self) -> None:
+        """Drop the taken decisions from the front of the open list, when all are
+        taken or they are the larger part of it."""
+        head = self._head
+        if head >= len(self._open):
+            del self._open[:]
+            self._head = 0
+        elif head >= _COMPACT and 2 * head >= len(self._open):
+            del self._open[:head]
+            self._head = 0
 
     def finish(self, view, now: float, done: bool) -> list[tuple]:
         """Close the episode: every open transition, the last one rewarded with
         the real completion (``now``) against its prediction."""
         last = self._last
         if last is not None and last.raw_next is None:
-            self._open.pop()
+            self._open.pop()  # the last decision, open without a next state
         out = self.ready(view, now, final=True)
         if last is not None and last.raw_next is None:
             estimates_into(view, self._srtt, self._rate)
@@ -333,8 +467,9 @@ class CompletionCredit:
             r = (raw_finish(raw, self._srtt, self._rate, self._order) - now) / self._unit_s(view)
             self._features(view, now, now)
             state = self._state_row()
-            out.append((last.state, last.action, r, state, bool(done), raw[0]))
-        self._open.clear()
+            out.append((last.state, last.action, r, state, bool(done), float(raw[0])))
+        del self._open[:]
+        self._head = 0
         self._last = None
         return out
 

@@ -16,7 +16,7 @@ cdef class CompletionCore(DecisionAgent):
     cdef public CompletionCredit _credit
 
     cpdef reset(self, view)
-    @cython.locals(credit=CompletionCredit, now=cython.double)
+    @cython.locals(credit=CompletionCredit, now=cython.double, first=Py_ssize_t, k=Py_ssize_t, i=Py_ssize_t)
     cpdef decide(self, view)
     @cython.locals(c=cython.double)
     cpdef _take(self, transitions)
@@ -26,6 +26,7 @@ cpdef advance(DecisionAgent agent, Connection conn, Simulator sim, double until)
 
 cdef class EpisodeRun:
     cdef public DecisionAgent agent
+    cdef public CompletionCore _core
     cdef public Connection conn
     cdef public Simulator sim
     cdef public double until, reward

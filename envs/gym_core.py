@@ -61,12 +61,16 @@ class CompletionCore(DecisionAgent):
         now = self.sim.now
         if a is None:
             self.state = credit.observe(view, now)
-            self._take(credit.ready(view, now))
+            first = self._credited
+            k = credit.ready_rewards(view, now, self.credits, first)
+            for i in range(first, first + k):
+                self.step_credit += self.credits[i]
+            self._credited = first + k
             self.requested = True
             self.sim.stop()
             return None
         self.action = None
-        _, d = credit.act(view, self.state, a, now)
+        d = credit.act(view, self.state, a, now)
         self.credits.append(_UNKNOWN)
         return d
 
@@ -102,6 +106,8 @@ class EpisodeRun:
 
     def __init__(self, agent, conn, sim, until: float, max_steps: int):
         self.agent = agent
+        # the completion agent step() works through, found once (None: another MDP's)
+        self._core = agent if isinstance(agent, CompletionCore) else None
         self.conn = conn
         self.sim = sim
         self.until = until
@@ -113,7 +119,9 @@ class EpisodeRun:
         """One decision of the completion MDP (the agent is a
         :class:`CompletionCore`): ``action`` handed over, the emulation run to
         the next request; its reward in ``reward``. Returns the outcome."""
-        agent = self.agent  # typed as the CompletionCore it must be (gym_core.pxd)
+        agent = self._core
+        if agent is None:
+            raise TypeError("EpisodeRun.step: the agent is not the completion MDP's")
         agent.step_credit = 0.0
         hand_over(agent, self.conn, self.sim, action, self.until)
         self.reward = agent.step_credit
@@ -156,7 +164,7 @@ def step_runs(runs: list, actions, obs, rewards, outcomes) -> int:
         rewards[i] = run.reward
         outcomes[i] = outcome
         if outcome == RUNNING:
-            agent = run.agent
+            agent = run._core
             agent._credit.state_into(obs[i])
         else:
             ended += 1
@@ -185,7 +193,7 @@ def advance(agent, conn, sim, until: float) -> None:
     (connection ``conn`` is ``finished``: :meth:`envs.apps.base.App._finish`),
     the time limit ``until`` [s] passes or no event is left."""
     while not agent.requested and not conn.finished:
-        if sim.now >= until or not sim.pending:
+        if sim.now >= until or not sim.queued():
             return
         sim.run(until)  # Simulator.run clears `stopped` first: never call it
         # with a request pending (handled by the loop condition)

@@ -7,7 +7,7 @@ from libc cimport math
 from envs.path_sender cimport PathSender
 from envs.recovery cimport Recovery, pending_bytes_of, send_window_of
 
-cdef double INF
+cdef double INF, _HIGH
 
 cpdef tuple path_estimates(view)
 
@@ -19,7 +19,7 @@ cpdef double estimates_into(view, double[::1] srtt, double[::1] rate) except? -1
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, now=cython.double, unsent=cython.double,
                finish=cython.double, f=cython.double, rate_sum=cython.double, weighted=cython.double,
                t=cython.double, start=cython.double, r=cython.double)
-cpdef double raw_finish(list raw, double[::1] srtt, double[::1] rate, long long[::1] order) except? -1.0
+cpdef double raw_finish(const double[::1] raw, double[::1] srtt, double[::1] rate, long long[::1] order) except? -1.0
 
 cpdef double _clip(double x, double lo, double hi)
 
@@ -36,6 +36,10 @@ cdef double _window(object p) except? -1.0
 cdef bint _has_room(object p) except -1
 @cython.locals(ps=PathSender)
 cdef double _packets_sent(object p) except? -1.0
+cdef bint COMPILED
+cdef object _RECOVERY_TYPE
+cdef bint _is_core(object view) except -1
+cdef inline Recovery _core(object view)
 @cython.locals(c=Recovery)
 cpdef list _paths(object view)
 @cython.locals(c=Recovery)

@@ -129,6 +129,7 @@ COMPLETION_GLOBAL_FEATURES = ("remaining_time", "log_unsent", "flow_credit")
 #: bounds of every completion-MDP state entry (each feature is clipped inside them)
 COMPLETION_LOW = -10.0
 COMPLETION_HIGH = 30.0
+_HIGH = COMPLETION_HIGH  # its typed copy in the compiled core (mdp.pxd; a Python float is boxed)
 #: default estimates delay of the completion credit [smoothed RTTs of the slowest path]
 HINDSIGHT_RTTS = 1.0
 
@@ -295,23 +296,24 @@ def predicted_finish(now: float, unsent: float, last_send, in_flight, srtts, rat
     used iff ``now + srtt`` is before the finish). The result is at least
     ``now`` and at least every path's ``last_send + srtt`` while it has data
     in flight. (:func:`raw_finish` on the same inputs.)"""
-    raw = (
+    raw = array(
+        "d",
         [now, float(unsent)]
         + [float(t) for t in last_send]
-        + [1.0 if b else 0.0 for b in in_flight]
+        + [1.0 if b else 0.0 for b in in_flight],
     )
     return raw_finish(raw, array("d", srtts), array("d", rates), array("q", bytes(8 * len(srtts))))
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def raw_finish(raw: list, srtt, rate, order) -> float:
-    """:func:`predicted_finish` of a *raw record* ``[now, unsent bytes, last
-    send per path..., 1.0 or 0.0 (data in flight) per path...]`` under the
-    estimates ``srtt`` [s] and ``rate`` [bytes/s] (arrays indexed by path,
-    :func:`estimates_into`); ``order``: scratch of the paths' length (they
-    are sorted into it by ``(srtt, rate)``, stably). Typed arrays in the
-    compiled core."""
+def raw_finish(raw, srtt, rate, order) -> float:
+    """:func:`predicted_finish` of a *raw record*, an array of doubles ``[now,
+    unsent bytes, last send per path..., 1.0 or 0.0 (data in flight) per
+    path...]``, under the estimates ``srtt`` [s] and ``rate`` [bytes/s]
+    (arrays indexed by path, :func:`estimates_into`); ``order``: scratch of
+    the paths' length (they are sorted into it by ``(srtt, rate)``,
+    stably). Typed arrays in the compiled core."""
     n = len(srtt)
     if len(raw) != 2 + 2 * n or len(rate) < n or len(order) < n:
         raise ValueError(
@@ -381,7 +383,7 @@ def _completion_features(view, now: float, finish: float, out) -> int:
     for p in paths:
         srtt = p.srtt
         cwnd = _window(p)
-        out[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), COMPLETION_HIGH)
+        out[k] = min(math.log1p(cwnd / p.mss / srtt / 100.0), _HIGH)
         out[k + 1] = _clip(p.bytes_in_flight / cwnd, 0.0, 2.0)
         out[k + 2] = 1.0 if p.may_send(now) else 0.0
         out[k + 3] = _clip(srtt / 0.1, 0.0, 10.0)
@@ -451,33 +453,55 @@ def _packets_sent(p) -> int:
 
 # Likewise a view is the core's connection, whose fields the MDP reads are declared in
 # its base class Recovery (envs/recovery.pxd), or a duck-typed view (envs/views.py).
+#: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
+COMPILED = not __file__.endswith(".py")
+#: the latest type found to be a Recovery: isinstance of a subclass walks its MRO
+#: (about 45 instructions, five times a decision), an identity test does not
+_RECOVERY_TYPE: Any = Recovery
+
+
+def _is_core(view) -> bool:
+    """``view`` is the core's connection (a :class:`envs.recovery.Recovery`)."""
+    global _RECOVERY_TYPE
+    if type(view) is _RECOVERY_TYPE:
+        return True
+    if isinstance(view, Recovery):
+        _RECOVERY_TYPE = type(view)
+        return True
+    return False
+
+
+def _core(view):
+    """``view``, known to be a Recovery (:func:`_is_core`), as one without a second
+    test (a typed assignment would walk the MRO again)."""
+    return cython.cast(Recovery, view) if COMPILED else view
+
+
 def _paths(view) -> list:
     """``view.paths``."""
-    if isinstance(view, Recovery):
-        c: Any = view  # a Recovery (mdp.pxd): the field is read in C
-        return c.paths
+    if _is_core(view):
+        return _core(view).paths  # a Recovery (mdp.pxd): the field is read in C
     return view.paths
 
 
 def _payload(view) -> int:
     """``view.payload`` [bytes]."""
-    if isinstance(view, Recovery):
-        c: Any = view
-        return c.payload
+    if _is_core(view):
+        return _core(view).payload
     return view.payload
 
 
 def _pending_bytes(view) -> int:
     """``view.pending_bytes`` [bytes]."""
-    if isinstance(view, Recovery):
-        return pending_bytes_of(view)
+    if _is_core(view):
+        return pending_bytes_of(_core(view))
     return view.pending_bytes
 
 
 def _send_window(view) -> int:
     """``view.send_window`` [bytes]."""
-    if isinstance(view, Recovery):
-        return send_window_of(view)
+    if _is_core(view):
+        return send_window_of(_core(view))
     return view.send_window
 
 

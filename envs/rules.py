@@ -303,7 +303,7 @@ def completion_decision(paths: list, scheduler, view, now: float):
     credit = scheduler._credit
     state = credit.observe(view, now, record)
     if record:
-        ready = credit.ready(view, now)
+        ready = credit.ready(view, now, False, True)  # (final, observed)
         if ready:
             on_transition = scheduler.on_transition
             for t in ready:
@@ -317,7 +317,7 @@ def completion_decision(paths: list, scheduler, view, now: float):
         if a < 0:
             dense = scheduler.qnet._dense
             a = dense.argmax_row(credit.latest_state())  # `state`'s row, read in place
-    d = credit.act(view, state, a, now, record)[1]
+    d = credit.act(view, state, a, now, record)
     scheduler.decisions += 1
     return d
 

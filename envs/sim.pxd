@@ -25,6 +25,8 @@ cdef class Simulator:
 
     @cython.locals(n=cython.longlong, collecting=cython.bint)
     cpdef double run(self, double until=*)
+    cpdef stop(self)
+    cpdef Py_ssize_t queued(self)
     cpdef schedule(self, double time, object callback, object arg=*)
     cpdef long long reserve(self)
     cpdef schedule_reserved(self, double time, long long seq, object callback, object arg=*)

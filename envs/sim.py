@@ -63,6 +63,11 @@ from itertools import count
 
 import numpy as np
 
+try:  # the compiled queue's cast (the .py core never runs that code)
+    import cython
+except ImportError:  # pragma: no cover - the .py build installed without Cython
+    from envs._cython_stub import cython  # type: ignore[assignment]
+
 #: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
 COMPILED = not __file__.endswith(".py")
 #: initial number of event slots of the compiled queue (it doubles when full)
@@ -257,6 +262,10 @@ class Simulator:
     @property
     def pending(self) -> int:
         """Number of queued events."""
+        return self.queued()
+
+    def queued(self) -> int:
+        """:attr:`pending` as a method (a C call from the compiled core)."""
         return self._n if COMPILED else len(self.heap)
 
     # -- the compiled queue (module docstring); the .py core never calls these.
@@ -352,7 +361,8 @@ class Simulator:
         if kind == 0:
             callback(arg)
         else:
-            handler = self._handlers[h]
+            # a registered Handler (register's argument is one): no second type test
+            handler = cython.cast(Handler, self._handlers[h])
             handler.handle(kind, iarg)
 
     def _grow(self) -> None:

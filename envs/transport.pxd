@@ -27,6 +27,7 @@ cdef class Connection(Recovery):
     cdef public double start_time, _pace_wake_at
     cdef public dict setup
     cdef public int native_rule
+    cdef public DecisionAgent _agent
 
     cpdef bint _has_data(self)
     @cython.locals(ps=PathSender, p=PathSender, st=SendStream, front=cython.bint,

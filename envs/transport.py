@@ -70,6 +70,8 @@ class Connection(Recovery):
         self.name = name
         self.scheduler = scheduler
         self.native_rule = rule_code(scheduler)  # envs.rules: decisions without a Python call
+        # a Gymnasium agent's decide is a C call (envs.decision_agent); found once, as the rule
+        self._agent = scheduler if isinstance(scheduler, DecisionAgent) else None
         # the per-packet events and timers go to this connection as numbers (envs.events)
         self._hid = sim.register(self)
         self.mss = packet_size
@@ -131,7 +133,7 @@ class Connection(Recovery):
         application and scheduler, which may hold it), so that reference counting
         frees it (``envs.scenario.Emulation.close``; the simulator's
         :meth:`envs.sim.Simulator.clear` forgets the connection as an event handler)."""
-        self.app = self.scheduler = None
+        self.app = self.scheduler = self._agent = None
 
     # ----------------------------------------------------------- views
     @property
@@ -246,12 +248,11 @@ class Connection(Recovery):
                 self._arm_pace_wake(now)
                 return
             if self.native_rule == 0:
-                sched = self.scheduler
-                if isinstance(sched, DecisionAgent):  # the Gymnasium agents': a C call
-                    agent = sched
+                agent = self._agent
+                if agent is not None:  # a Gymnasium agent: a C call
                     d = agent.decide(self)
                 else:
-                    d = sched.decide(self)
+                    d = self.scheduler.decide(self)
             else:
                 d = native_decision(self.native_rule, paths, self.scheduler, self, now, tail)
             if d is None:
@@ -353,11 +354,13 @@ class Connection(Recovery):
     def _maybe_reask(self) -> None:
         """A scheduler that waits while nothing is in flight would never be asked
         again (no ACK or loss will come): ask again after ``REASK_DELAY`` [s]."""
-        if self._reask_pending or self.finished or not self.scheduler.reask_when_idle:
+        if self._reask_pending or self.finished:
             return
         for p in self.paths:
             if p.bytes_in_flight > 0:
                 return
+        if not self.scheduler.reask_when_idle:  # (a lookup by name: last)
+            return
         self._reask_pending = True
         self.sim.schedule_event(self.sim.now + REASK_DELAY, self._hid, REASK, 0)
 

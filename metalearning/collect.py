@@ -40,6 +40,7 @@ before the last ACKs return, so most tasks have no ``done``).
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -99,6 +100,9 @@ class TaskCollector(DQNScheduler):
     """
 
     name = "reptile-collector"
+    #: the transitions carry their states' row numbers in the credit's state log,
+    #: gathered in one copy at the end of the task (_log_rows)
+    credit_states = "log"
 
     def __init__(self, spec: QNetSpec, epsilon: float = 0.3, reward_unit: str = COMPLETION_UNIT):
         reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
@@ -117,7 +121,7 @@ class TaskCollector(DQNScheduler):
         )
         self.spec = spec
         self.recording = True
-        self._buf: list[list] = [[], [], [], [], []]
+        self._buf: list = _new_buffers()
         #: facts about the last collected episode (see :meth:`collect`)
         self.last_info: dict[str, float] = {}
 
@@ -189,7 +193,7 @@ class TaskCollector(DQNScheduler):
             )
         self.set_weights(weights, init_seed=int(seed))
         self.rng = np.random.default_rng(np.random.SeedSequence((int(seed), 1)))
-        self._buf = [[], [], [], [], []]
+        self._buf = _new_buffers()
         d0 = self.decisions
         cpu0 = time.process_time()
         self.record_budget = int(decisions)
@@ -206,18 +210,20 @@ class TaskCollector(DQNScheduler):
                 self.record_budget = None
             self.end_episode(application.done)
             self._view = None
+            # the completion MDP's states are rows of the credit's state log
+            log = self._credit.state_log() if self._credit is not None else None
             completed = float(bool(application.done))
             emu.close()
             del emu, _conn, application  # freed before the pause ends
         b = self._buf
-        self._buf = [[], [], [], [], []]
+        self._buf = _new_buffers()
         n, k = len(b[1]), self.spec.n_inputs
         exp = Experience(
-            _stacked(b[0], k),
-            np.asarray(b[1], np.int64),
-            np.asarray(b[2], np.float32),
-            _stacked(b[3], k),
-            np.asarray(b[4], np.float32),
+            _log_rows(log, b[0], k),
+            _numbers(b[1], "q", np.int64),
+            _numbers(b[2], "d", np.float32),
+            _log_rows(log, b[3], k),
+            _numbers(b[4], "d", np.float32),
         )
         self.last_info = {
             "transitions": float(n),
@@ -229,13 +235,29 @@ class TaskCollector(DQNScheduler):
         return exp
 
 
-def _stacked(rows: list, k: int) -> np.ndarray:
-    """The states ``rows`` (each ``k`` floats) as one float32 ``[len(rows), k]`` array,
-    copied in one call: ``np.asarray`` of a list of arrays inspects every element,
-    which cost a seventh of a task's collection."""
-    if not rows:
+def _new_buffers() -> list:
+    """:meth:`TaskCollector.on_transition`'s buffers: states, actions, rewards, next
+    states, dones."""
+    return [[], [], [], [], []]
+
+
+def _numbers(values: list, code: str, dtype) -> np.ndarray:
+    """``values`` (Python numbers) as a NumPy array of ``dtype``, through a typed
+    array of ``code`` ("q": int64, "d": float64): ``np.asarray`` of a list inspects
+    every element for its type and shape (about 200 instructions each)."""
+    return np.frombuffer(array(code, values), np.int64 if code == "q" else np.float64).astype(dtype)
+
+
+def _log_rows(log: np.ndarray | None, states: list, k: int) -> np.ndarray:
+    """The ``states`` as one float32 ``[len(states), k]`` array: the rows of the
+    credit's state ``log`` they number, gathered in one copy (a row object per
+    state, then a copy of each, cost a sixth of a task's collection); without a
+    log (another MDP's states: sequences of ``k`` floats), stacked in one copy."""
+    if not states:
         return np.empty((0, k), np.float32)
-    return np.concatenate(rows, dtype=np.float32).reshape(len(rows), k)
+    if log is not None:
+        return log[_numbers(states, "q", np.intp)]
+    return np.concatenate(states, dtype=np.float32).reshape(len(states), k)
 
 
 def collect_task_experience(

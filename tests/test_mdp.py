@@ -170,8 +170,8 @@ def test_the_credit_copies_its_latest_state_and_pickles_its_open_decisions():
     np.testing.assert_array_equal(row, obs)
     np.testing.assert_array_equal(row, credit.latest_state())
     twin = pickle.loads(pickle.dumps(credit))
-    n_open = len(credit._open)
-    assert n_open > 1 and len(twin._open) == n_open
+    n_open = len(credit.open_decisions())
+    assert n_open > 1 and len(twin.open_decisions()) == n_open
     now = env._sim.now
     mine, theirs = (c.finish(env.connection, now, False) for c in (credit, twin))
     assert len(mine) == len(theirs) == n_open
@@ -392,9 +392,9 @@ def test_the_per_decision_functions_refuse_arrays_of_the_wrong_length():
     or write outside the array."""
     srtt, rate, order = array("d", [0.02, 0.2]), array("d", [1e7, 1e6]), array("q", [0, 0])
     with pytest.raises(ValueError, match="raw_finish"):
-        mdp.raw_finish([0.0, 1e5, 0.0, 0.0, 1.0], srtt, rate, order)  # one value short
+        mdp.raw_finish(array("d", [0.0, 1e5, 0.0, 0.0, 1.0]), srtt, rate, order)  # one short
     with pytest.raises(ValueError, match="raw_finish"):
-        mdp.raw_finish([0.0, 1e5, 0.0, 0.0, 1.0, 0.0], srtt, rate, array("q", [0]))
+        mdp.raw_finish(array("d", [0.0, 1e5, 0.0, 0.0, 1.0, 0.0]), srtt, rate, array("q", [0]))
     from envs.gym_env import MultipathSchedulingEnv
 
     env = MultipathSchedulingEnv(SCENARIO, APP)

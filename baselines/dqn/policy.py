@@ -121,6 +121,9 @@ class DQNScheduler(Scheduler):
     """
 
     name = "dqn"
+    #: the completion credit's ``states`` (envs.credit.CompletionCredit): the transitions
+    #: carry float32 rows (True), or their row numbers in the credit's state log ("log")
+    credit_states: bool | str = True
     #: on the completion MDP, the compiled core takes the decisions that _decide_completion
     #: would (envs.rules.completion_decision) while _native_completion says it may
     native_rule = "completion_dqn"
@@ -267,7 +270,7 @@ class DQNScheduler(Scheduler):
             else self._completion_features
         )
         self._credit = (
-            CompletionCredit(n, self.hindsight_rtts, features, self.reward_unit)
+            CompletionCredit(n, self.hindsight_rtts, features, self.reward_unit, self.credit_states)
             if self._completion
             else None
         )
@@ -335,14 +338,16 @@ class DQNScheduler(Scheduler):
                 view.sim.stop()
         state = credit.observe(view, now, record)  # a float32 row
         if record:
-            for t in credit.ready(view, now):
+            for t in credit.ready(view, now, observed=True):
                 self.on_transition(*t)
             if budget is not None:
                 self.record_budget = budget - 1
         a = probe_path(view)  # a probe needs no Q-values (nor an exploration draw)
-        if a is None:
-            a = self._completion_action(view, state)
-        _, d = credit.act(view, state, a, now, record)
+        if a is None:  # (a state log's row number is no network input: the row is)
+            a = self._completion_action(
+                view, np.asarray(credit.latest_state()) if credit.log_states else state
+            )
+        d = credit.act(view, state, a, now, record)
         self.decisions += 1
         return d
 
