@@ -9,7 +9,7 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
 
 cdef bint COMPILED
-cdef Py_ssize_t STATE_ROWS, _COMPACT
+cdef Py_ssize_t STATE_ROWS
 
 @cython.final
 cdef class Decision:
@@ -18,9 +18,6 @@ cdef class Decision:
     cdef public long long action
     cdef public double due
 
-@cython.locals(rec=Decision)
-cdef Decision _new_decision(object state, long long action, double[::1] raw, double due)
-
 cdef class CompletionCredit:
     cdef public object features
     cdef public double hindsight_rtts
@@ -28,20 +25,24 @@ cdef class CompletionCredit:
     cdef public object states
     cdef public list _blocks
     cdef public Py_ssize_t n_paths
-    cdef public double[::1] last_send, _pending_raw
-    cdef public list _vals, _open
+    cdef public double[::1] last_send
+    cdef public list _vals
     cdef public object _block, _state_block, _raw_block
-    cdef public Decision _last
     cdef public double _pending_due
     cdef double[::1] _srtt, _rate, _dvals
     cdef long long[::1] _order
     cdef float[:, ::1] _rows, _state_rows
+    cdef Py_ssize_t _row, _state_at
+    # the raw ring and the open decisions' columns (envs/credit.py)
     cdef double[:, ::1] _raw_rows
-    cdef Py_ssize_t _row, _state_at, _raw_row, _head
+    cdef public long long _raw_mask, _n_raw, _first, _end, _mask, _last, _pending_raw
+    cdef long long[::1] _act, _rawi, _nexti
+    cdef double[::1] _due
+    cdef public list _dstate, _dnext
 
-    @cython.locals(p=PathSender, paths=list, n=Py_ssize_t, r=Py_ssize_t, i=Py_ssize_t, rows=cython.double[:, ::1],
-                   last_send=cython.double[::1])
-    cpdef double[::1] _raw(self, view, double now)
+    @cython.locals(p=PathSender, paths=list, n=Py_ssize_t, r=Py_ssize_t, i=Py_ssize_t, j=cython.longlong,
+                   rows=cython.double[:, ::1], last_send=cython.double[::1])
+    cpdef long long _raw(self, view, double now) except -1
     @cython.locals(r=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, rows=cython.float[:, ::1], vals=cython.double[::1])
     cpdef _state_row(self)
     @cython.locals(j=Py_ssize_t, out=cython.double[::1])
@@ -49,29 +50,41 @@ cdef class CompletionCredit:
     cpdef const float[::1] latest_state(self)
     @cython.locals(rows=cython.float[:, ::1], r=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t)
     cpdef state_into(self, float[::1] row)
-    @cython.locals(largest=cython.double, finish=cython.double, last=Decision, raw=cython.double[::1])
+    @cython.locals(largest=cython.double, finish=cython.double, raw=cython.longlong, k=Py_ssize_t)
     cpdef observe(self, view, double now, bint record=*)
     cpdef act(self, view, state, long long action, double now, bint record=*)
-    @cython.locals(rec=Decision)
     cpdef acted(self, state, long long action, bint sent, double now, bint record=*)
     @cython.locals(total=cython.double, i=Py_ssize_t)
     cpdef double _unit_s(self, view)
     cpdef _set_state(self, tuple state)
+    @cython.locals(d=cython.longlong, k=Py_ssize_t)
     cpdef list open_decisions(self)
-    @cython.locals(r=cython.double, unit=cython.double, rec=Decision)
+    cpdef _raw_row_of(self, long long j)
+    @cython.locals(j=cython.longlong)
+    cpdef long long _put_raw(self, values) except -1
+    @cython.locals(j=cython.longlong, lo=cython.longlong, i=Py_ssize_t, old=cython.double[:, ::1],
+                   rows=cython.double[:, ::1])
+    cpdef _ring_raws(self, long long size)
+    @cython.locals(j=cython.longlong, lo=cython.longlong)
+    cdef long long _new_raw(self) except -1
+    @cython.locals(k=Py_ssize_t)
+    cdef _record(self, object state, long long action, long long raw, double due)
+    @cython.locals(d=cython.longlong, k=Py_ssize_t, m=Py_ssize_t, dstate=list, dnext=list,
+                   act=cython.longlong[::1], rawi=cython.longlong[::1], nexti=cython.longlong[::1],
+                   due=cython.double[::1])
+    cpdef _ring_decisions(self, long long size)
+    @cython.locals(r=cython.double, unit=cython.double, k=Py_ssize_t, t=cython.double)
     cpdef list ready(self, view, double now, bint final=*, bint observed=*)
-    @cython.locals(unit=cython.double, k=Py_ssize_t)
+    @cython.locals(unit=cython.double, k=Py_ssize_t, n=Py_ssize_t)
     cpdef Py_ssize_t ready_rewards(self, view, double now, list rewards, Py_ssize_t first) except -1
-    @cython.locals(rec=Decision)
+    @cython.locals(k=Py_ssize_t)
     cdef bint _closable(self, double now, bint final)
     cdef double _estimate(self, view, bint observed) except? -1.0
-    @cython.locals(rec=Decision)
-    cdef Decision _pop(self)
-    @cython.locals(before=cython.double)
-    cdef double _reward(self, Decision rec, double unit) except? -1.0
-    @cython.locals(head=Py_ssize_t)
-    cdef _compact(self)
-    @cython.locals(last=Decision, raw=cython.double[::1], r=cython.double)
+    cdef _pop(self, Py_ssize_t k)
+    @cython.locals(before=cython.double, after=cython.double)
+    cdef double _reward(self, Py_ssize_t k, double unit) except? -1.0
+    @cython.locals(last=cython.longlong, k=Py_ssize_t, alone=cython.bint, raw=cython.double[::1], r=cython.double,
+                   d=cython.longlong)
     cpdef list finish(self, view, double now, bint done)
 
 cdef void _untrack(object obj)

@@ -47,8 +47,9 @@ from envs.mdp import (
 COMPILED = not __file__.endswith(".py")
 #: float32 state rows (and float64 raw records) allocated at a time by :class:`CompletionCredit`
 STATE_ROWS = 256
-#: open decisions consumed from the front of the credit's list before it is compacted
-_COMPACT = 64
+#: the initial capacity of the credit's rings of open decisions and raw records (a power
+#: of 2): a hindsight horizon holds hundreds of decisions at tens of Mb/s
+RING = 1024
 
 
 def _untrack(obj) -> None:
@@ -62,11 +63,12 @@ def _untrack(obj) -> None:
 
 
 class Decision:
-    """One decision recorded by :class:`CompletionCredit`: its ``state`` and
+    """One decision recorded by :class:`CompletionCredit`, as
+    :meth:`CompletionCredit.open_decisions` gives it: its ``state`` and
     ``action``, its raw prediction inputs ``raw`` (a float64 row,
     :func:`envs.mdp.raw_finish`) and the end of its hindsight horizon ``due``
     [s]; once the next decision is observed, that one's ``raw_next`` and
-    ``next_state``."""
+    ``next_state``. (The credit keeps its open decisions in typed columns.)"""
 
     __slots__ = ("state", "action", "raw", "due", "raw_next", "next_state")
 
@@ -92,20 +94,6 @@ def _rebuilt_decision(args: tuple, raw_next, next_state) -> Decision:
     rec = Decision(*args)
     rec.raw_next = raw_next
     rec.next_state = next_state
-    return rec
-
-
-def _new_decision(state, action: int, raw, due: float) -> Decision:
-    """:class:`Decision`'s constructor without the call through Python (its
-    ``__new__`` is the type's C slot in the compiled core)."""
-    rec = Decision.__new__(Decision)
-    rec.state = state
-    rec.action = action
-    rec.raw = raw
-    rec.due = due
-    rec.raw_next = None
-    rec.next_state = None
-    _untrack(rec)
     return rec
 
 
@@ -167,30 +155,43 @@ class CompletionCredit:
         self._block = None
         self._rows = None
         self._row = STATE_ROWS
-        # the same for the raw records (float64, envs.mdp.raw_finish)
-        self._raw_block = None
-        self._raw_rows = None
-        self._raw_row = STATE_ROWS
         # the latest observed state: row _state_at of _state_block (-1: none yet)
         self._state_block = None
         self._state_rows = None
         self._state_at = -1
-        # the recorded decisions (Decision) whose transitions are not out yet, oldest
-        # first: _open[_head:] (a list consumed from the front, compacted now and then)
-        self._open: list = []
-        self._head = 0
-        self._last = None
-        self._pending_raw = None
+        # the raw records (envs.mdp.raw_finish), a ring of float64 rows: raw record j
+        # (numbered from 0) is row j & _raw_mask of _raw_block (_raw_rows: its typed view)
+        self._raw_block = None
+        self._raw_rows = None
+        self._raw_mask = -1
+        self._n_raw = 0
+        self._ring_raws(RING)
+        # the recorded decisions whose transitions are not out yet, numbered from 0:
+        # _first, ..., _end - 1, each in slot number & _mask of typed columns (action,
+        # end of horizon, raw record, the next decision's raw record or -1) and of
+        # object lists (state, next state). No object per decision.
+        self._first = 0
+        self._end = 0
+        self._mask = RING - 1
+        self._act = array("q", bytes(8 * RING))
+        self._due = array("d", bytes(8 * RING))
+        self._rawi = array("q", bytes(8 * RING))
+        self._nexti = array("q", bytes(8 * RING))
+        self._dstate: list = [None] * RING
+        self._dnext: list = [None] * RING
+        self._last = -1  # the latest recorded decision while it waits for its next state
+        self._pending_raw = -1  # the raw record of the latest observation
         self._pending_due = 0.0
 
     def __reduce__(self):  # (copies and pickles: the typed arrays are scratch, rebuilt)
         unit = "packet" if self.per_packet else "time"
+        pending = None if self._pending_raw < 0 else np.array(self._raw_row_of(self._pending_raw))
         state = (
             np.array(self.last_send),
             self._vals,
             self.open_decisions(),
-            self._last,
-            None if self._pending_raw is None else np.array(self._pending_raw),
+            self._last >= 0,
+            pending,
             self._pending_due,
             self._block,
             self._row,
@@ -207,9 +208,9 @@ class CompletionCredit:
         (
             self.last_send,
             self._vals,
-            self._open,
-            self._last,
-            self._pending_raw,
+            records,
+            last_open,
+            pending,
             self._pending_due,
             self._block,
             self._row,
@@ -217,29 +218,110 @@ class CompletionCredit:
             self._state_at,
             self._blocks,
         ) = state
-        self._head = 0
         self._rows = self._block
         self._state_rows = self._state_block
+        for rec in records:  # into the rings, in order
+            self._record(rec.state, rec.action, self._put_raw(rec.raw), rec.due)
+            if rec.raw_next is not None:
+                k = (self._end - 1) & self._mask
+                self._nexti[k] = self._put_raw(rec.raw_next)
+                self._dnext[k] = rec.next_state
+        self._last = self._end - 1 if last_open and records else -1
+        self._pending_raw = -1 if pending is None else self._put_raw(pending)
 
     def open_decisions(self) -> list:
-        """The recorded decisions whose transitions are not out yet, oldest first."""
-        return self._open[self._head :]
+        """The recorded decisions whose transitions are not out yet, oldest first
+        (:class:`Decision` records made from the credit's columns)."""
+        out = []
+        for d in range(self._first, self._end):
+            k = d & self._mask
+            rec = Decision(
+                self._dstate[k], self._act[k], self._raw_row_of(self._rawi[k]), self._due[k]
+            )
+            if self._nexti[k] >= 0:
+                rec.raw_next = self._raw_row_of(self._nexti[k])
+                rec.next_state = self._dnext[k]
+            out.append(rec)
+        return out
 
-    @cython.boundscheck(False)  # rows are 2 + 2 n long, r < STATE_ROWS: in range
+    def _raw_row_of(self, j: int):
+        """Raw record ``j``'s row (of the raw ring)."""
+        return self._raw_block[j & self._raw_mask]
+
+    def _put_raw(self, values) -> int:
+        """A new raw record holding ``values``; returns its number."""
+        j = self._new_raw()
+        self._raw_block[j & self._raw_mask] = values
+        return j
+
+    @cython.boundscheck(False)  # every index is masked into its ring: in range
     @cython.wraparound(False)
-    def _raw(self, view, now: float):
+    def _ring_raws(self, size: int) -> None:
+        """Make the raw ring ``size`` rows (a power of 2), the live records copied over:
+        those from the oldest open decision's on."""
+        block = np.empty((size, 2 + 2 * self.n_paths), np.float64)
+        if self._raw_block is not None:
+            lo = self._rawi[self._first & self._mask] if self._first < self._end else self._n_raw
+            old = self._raw_rows
+            rows = block
+            for j in range(lo, self._n_raw):
+                for i in range(block.shape[1]):
+                    rows[j & (size - 1), i] = old[j & self._raw_mask, i]
+        self._raw_block = block
+        self._raw_rows = block
+        self._raw_mask = size - 1
+
+    def _new_raw(self) -> int:
+        """The number of a new raw record (its row to be written), the ring grown when
+        the open decisions' records fill it."""
+        j = self._n_raw
+        lo = self._rawi[self._first & self._mask] if self._first < self._end else j
+        if j - lo > self._raw_mask:
+            self._ring_raws(2 * (self._raw_mask + 1))
+        self._n_raw = j + 1
+        return j
+
+    def _record(self, state, action: int, raw: int, due: float) -> None:
+        """A new open decision (the decision ring grown when full)."""
+        if self._end - self._first > self._mask:
+            self._ring_decisions(2 * (self._mask + 1))
+        k = self._end & self._mask
+        self._act[k] = action
+        self._due[k] = due
+        self._rawi[k] = raw
+        self._nexti[k] = -1
+        self._dstate[k] = state
+        self._dnext[k] = None
+        self._end += 1
+
+    @cython.boundscheck(False)  # every index is masked into its ring: in range
+    @cython.wraparound(False)
+    def _ring_decisions(self, size: int) -> None:
+        """Make the decision columns ``size`` slots (a power of 2), the open ones copied."""
+        act, due = array("q", bytes(8 * size)), array("d", bytes(8 * size))
+        rawi, nexti = array("q", bytes(8 * size)), array("q", bytes(8 * size))
+        dstate: list = [None] * size
+        dnext: list = [None] * size
+        for d in range(self._first, self._end):
+            k, m = d & self._mask, d & (size - 1)
+            act[m], due[m] = self._act[k], self._due[k]
+            rawi[m], nexti[m] = self._rawi[k], self._nexti[k]
+            dstate[m], dnext[m] = self._dstate[k], self._dnext[k]
+        self._act, self._due, self._rawi, self._nexti = act, due, rawi, nexti
+        self._dstate, self._dnext = dstate, dnext
+        self._mask = size - 1
+
+    @cython.boundscheck(False)  # rows are 2 + 2 n long, r <= _raw_mask: in range
+    @cython.wraparound(False)
+    def _raw(self, view, now: float) -> int:
         """The raw record of a decision at ``now`` (:func:`envs.mdp.raw_finish`): a new
-        float64 row of the credit's raw block, never written again once handed out."""
+        row of the raw ring, written once; returns its number."""
         n = self.n_paths
         paths = _paths(view)
         if len(paths) != n:
             raise ValueError(f"credit of {n} paths observed a view of {len(paths)}")
-        r = self._raw_row
-        if r >= STATE_ROWS:
-            self._raw_block = np.empty((STATE_ROWS, 2 + 2 * n), np.float64)
-            self._raw_rows = self._raw_block
-            r = 0
-        self._raw_row = r + 1
+        j = self._new_raw()
+        r = j & self._raw_mask
         rows = self._raw_rows
         last_send = self.last_send
         rows[r, 0] = now
@@ -248,7 +330,7 @@ class CompletionCredit:
             rows[r, 2 + i] = last_send[i]
             p = paths[i]
             rows[r, 2 + n + i] = 1.0 if p.bytes_in_flight > 0 else 0.0
-        return rows[r]
+        return j
 
     @cython.boundscheck(False)  # rows and state are k long, r < STATE_ROWS: in range
     @cython.wraparound(False)
@@ -305,17 +387,19 @@ class CompletionCredit:
         with ``record``, the previous decision's record gets it as its next state."""
         largest = estimates_into(view, self._srtt, self._rate)
         raw = self._raw(view, now)
-        finish = raw_finish(raw, self._srtt, self._rate, self._order)
+        finish = raw_finish(
+            self._raw_rows[raw & self._raw_mask], self._srtt, self._rate, self._order
+        )
         self._features(view, now, finish)
         state = self._state_row()
         if self._state_block is not self._block:
             self._state_block = self._block
             self._state_rows = self._rows
         self._state_at = self._row - 1
-        last = self._last
-        if record and last is not None:
-            last.raw_next = raw
-            last.next_state = state
+        if record and self._last >= 0:
+            k = self._last & self._mask
+            self._nexti[k] = raw
+            self._dnext[k] = state
         self._pending_raw = raw
         self._pending_due = now + self.hindsight_rtts * largest
         return state
@@ -347,7 +431,7 @@ class CompletionCredit:
     @property
     def has_open_decision(self) -> bool:
         """The latest recorded decision still waits for its next state."""
-        return self._last is not None
+        return self._last >= 0
 
     def act(self, view, state, action: int, now: float, record: bool = True):
         """Apply the MDP's action decoding to the agent's ``action`` on
@@ -366,11 +450,12 @@ class CompletionCredit:
         if sent:
             self.last_send[action] = now
         if record:
-            rec = _new_decision(state, action, self._pending_raw, self._pending_due)
-            self._open.append(rec)
-            self._last = rec
+            if self._pending_raw < 0:
+                raise RuntimeError("acted before observe: no state to record the decision on")
+            self._record(state, action, self._pending_raw, self._pending_due)
+            self._last = self._end - 1
         else:
-            self._last = None
+            self._last = -1
 
     def _unit_s(self, view) -> float:
         """The reward unit [s] under the latest estimates."""
@@ -390,13 +475,13 @@ class CompletionCredit:
             return out  # none ready: the common case, without the estimates
         unit = self._estimate(view, observed)
         while True:
-            rec = self._pop()
-            r = self._reward(rec, unit)
-            out.append((rec.state, rec.action, r, rec.next_state, False, float(rec.raw[0])))
+            k = self._first & self._mask
+            r = self._reward(k, unit)
+            t = self._raw_rows[self._rawi[k] & self._raw_mask, 0]
+            out.append((self._dstate[k], self._act[k], r, self._dnext[k], False, t))
+            self._pop(k)
             if not self._closable(now, final):
-                break
-        self._compact()
-        return out
+                return out
 
     def ready_rewards(self, view, now: float, rewards: list, first: int) -> int:
         """:meth:`ready` with ``observed`` (right after :meth:`observe`), its rewards
@@ -405,22 +490,22 @@ class CompletionCredit:
         if not self._closable(now, False):
             return 0
         unit = self._estimate(view, True)
-        k = 0
+        n = 0
         while True:
-            rewards[first + k] = self._reward(self._pop(), unit)
-            k += 1
+            k = self._first & self._mask
+            rewards[first + n] = self._reward(k, unit)
+            self._pop(k)
+            n += 1
             if not self._closable(now, False):
-                break
-        self._compact()
-        return k
+                return n
 
     def _closable(self, now: float, final: bool) -> bool:
         """The oldest open decision's transition can close: its next state is known
         and its horizon passed (or ``final``)."""
-        if self._head >= len(self._open):
+        if self._first >= self._end:
             return False
-        rec = self._open[self._head]
-        return rec.raw_next is not None and (final or rec.due <= now)
+        k = self._first & self._mask
+        return self._nexti[k] >= 0 and (final or self._due[k] <= now)
 
     def _estimate(self, view, observed: bool) -> float:
         """The path estimates of now written into the scratch arrays (``observed``:
@@ -430,47 +515,44 @@ class CompletionCredit:
             estimates_into(view, self._srtt, self._rate)
         return self._unit_s(view)
 
-    def _pop(self) -> Decision:
-        """The oldest open decision, taken off the list (left in place until compacted)."""
-        rec = self._open[self._head]
-        self._open[self._head] = None
-        self._head += 1
-        return rec
+    def _pop(self, k: int) -> None:
+        """Take the oldest open decision (in slot ``k``) off the ring."""
+        self._dstate[k] = None
+        self._dnext[k] = None
+        self._first += 1
 
-    def _reward(self, rec: Decision, unit: float) -> float:
-        """The reward of ``rec``'s transition under the estimates of now (``unit`` [s])."""
-        # (the fields passed as they are: a typed local would be a counted copy of each)
-        before = raw_finish(rec.raw, self._srtt, self._rate, self._order)
-        return (before - raw_finish(rec.raw_next, self._srtt, self._rate, self._order)) / unit
-
-    def _compact(self) -> None:
-        """Drop the taken decisions from the front of the open list, when all are
-        taken or they are the larger part of it."""
-        head = self._head
-        if head >= len(self._open):
-            del self._open[:]
-            self._head = 0
-        elif head >= _COMPACT and 2 * head >= len(self._open):
-            del self._open[:head]
-            self._head = 0
+    def _reward(self, k: int, unit: float) -> float:
+        """The reward of the transition of the decision in slot ``k`` under the
+        estimates of now (``unit`` [s])."""
+        before = raw_finish(
+            self._raw_rows[self._rawi[k] & self._raw_mask], self._srtt, self._rate, self._order
+        )
+        after = raw_finish(
+            self._raw_rows[self._nexti[k] & self._raw_mask], self._srtt, self._rate, self._order
+        )
+        return (before - after) / unit
 
     def finish(self, view, now: float, done: bool) -> list[tuple]:
         """Close the episode: every open transition, the last one rewarded with
         the real completion (``now``) against its prediction."""
         last = self._last
-        if last is not None and last.raw_next is None:
-            self._open.pop()  # the last decision, open without a next state
+        k = last & self._mask
+        alone = last >= 0 and self._nexti[k] < 0
+        if alone:
+            self._end -= 1  # the last decision, open without a next state: closed below
         out = self.ready(view, now, final=True)
-        if last is not None and last.raw_next is None:
+        if alone:
             estimates_into(view, self._srtt, self._rate)
-            raw = last.raw
+            raw = self._raw_rows[self._rawi[k] & self._raw_mask]
             r = (raw_finish(raw, self._srtt, self._rate, self._order) - now) / self._unit_s(view)
             self._features(view, now, now)
             state = self._state_row()
-            out.append((last.state, last.action, r, state, bool(done), float(raw[0])))
-        del self._open[:]
-        self._head = 0
-        self._last = None
+            out.append((self._dstate[k], self._act[k], r, state, bool(done), raw[0]))
+        for d in range(self._first, self._end + (1 if alone else 0)):  # (a blocked rest)
+            self._dstate[d & self._mask] = None
+            self._dnext[d & self._mask] = None
+        self._first = self._end = 0
+        self._last = -1
         return out
 
 

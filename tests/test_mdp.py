@@ -122,7 +122,7 @@ def test_the_credit_predicts_with_path_estimates_and_predicted_finish_bit_for_bi
             largest = mdp.estimates_into(view, srtt, rate)
             srtts, rates = mdp.path_estimates(view)
             assert list(srtt) == srtts and list(rate) == rates and largest == max(srtts)
-            raw = credit._raw(view, now)
+            raw = credit._raw_row_of(credit._raw(view, now))
             want = mdp.predicted_finish(
                 now,
                 view.pending_bytes,
@@ -181,6 +181,43 @@ def test_the_credit_copies_its_latest_state_and_pickles_its_open_decisions():
         assert a[1:3] + a[4:] == b[1:3] + b[4:]
     twin.state_into(row)  # finish wrote a state row of its own, not an observed one
     np.testing.assert_array_equal(row, obs)
+
+
+def test_the_credit_rings_grow_with_the_open_decisions_and_keep_their_records():
+    """A hindsight horizon longer than the episode keeps every decision open: the
+    credit's rings of open decisions and raw records grow past their first size
+    (1 024), and the transitions that ``finish`` closes are still rewarded from the
+    raw records the decisions were observed with (copied here at each decision)."""
+    from envs.credit import RING
+    from envs.gym_env import MultipathSchedulingEnv
+
+    env = MultipathSchedulingEnv(
+        SCENARIO, {"kind": "bulk", "size_bytes": 3_000_000}, hindsight_rtts=1e6, max_steps=2_600
+    )
+    env.reset(seed=5)
+    credit = env._sched._credit
+    raws = []
+    for t in range(2_500):
+        raws.append(np.array(credit._raw_row_of(credit._pending_raw)))
+        env.step(t % 2)
+    opened = credit.open_decisions()
+    assert len(opened) > RING and credit._mask + 1 > RING and credit._raw_mask + 1 > RING
+    for rec, raw in zip(opened, raws):
+        np.testing.assert_array_equal(np.asarray(rec.raw), raw)
+    now = env._sim.now
+    out = credit.finish(env.connection, now, False)
+    assert len(out) == len(opened)
+    n = env.n_paths
+    srtt, rate = array("d", [0.0] * n), array("d", [0.0] * n)
+    mdp.estimates_into(env.connection, srtt, rate)
+    order = array("q", [0] * n)
+    unit = credit._unit_s(env.connection)
+    for k, t in enumerate(out[:-1]):
+        want = (
+            mdp.raw_finish(raws[k], srtt, rate, order)
+            - mdp.raw_finish(raws[k + 1], srtt, rate, order)
+        ) / unit
+        assert t[2] == want and t[5] == raws[k][0]
 
 
 def test_a_credit_without_states_gives_the_same_rewards_and_no_row_objects():
