@@ -5,9 +5,6 @@ from envs.path_sender cimport PathSender
 from envs.mdp cimport (probe_path, decode_action, estimates_into, raw_finish, _completion_features,
                        _paths, _payload, _pending_bytes)
 
-cdef extern from "Python.h":
-    void PyObject_GC_UnTrack(void *op)
-
 cdef bint COMPILED
 cdef Py_ssize_t STATE_ROWS
 
@@ -87,4 +84,3 @@ cdef class CompletionCredit:
                    d=cython.longlong)
     cpdef list finish(self, view, double now, bint done)
 
-cdef void _untrack(object obj)

@@ -7,8 +7,9 @@ horizon has passed rewards it with the reduction of the predicted
 completion time under the path estimates of then (the module docstring of
 :mod:`envs.mdp` says why). It is part of the compiled core
 (``envs/credit.pxd``): the predictions run over typed per-path arrays
-(:func:`envs.mdp.estimates_into`, :func:`envs.mdp.raw_finish`), and the
-states are written into float32 blocks.
+(:func:`envs.mdp.estimates_into`, :func:`envs.mdp.raw_finish`), the raw
+inputs and the open decisions are kept in typed rings (no object per
+decision), and the states are written into float32 blocks.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from envs.errors import ConfigError
 
-try:  # the compiled build's cast and directives (the .py build never runs the cast)
+try:  # the compiled build's directives
     import cython
 except ImportError:  # pragma: no cover - the .py build installed without Cython
     from envs._cython_stub import cython  # type: ignore[assignment]
@@ -45,21 +46,11 @@ from envs.mdp import (
 
 #: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
 COMPILED = not __file__.endswith(".py")
-#: float32 state rows (and float64 raw records) allocated at a time by :class:`CompletionCredit`
+#: float32 state rows allocated at a time by :class:`CompletionCredit`
 STATE_ROWS = 256
 #: the initial capacity of the credit's rings of open decisions and raw records (a power
 #: of 2): a hindsight horizon holds hundreds of decisions at tens of Mb/s
 RING = 1024
-
-
-def _untrack(obj) -> None:
-    """Take ``obj``, a record that holds floats or float32 rows and so can be in no
-    reference cycle, off the cyclic collector's lists (the compiled core; reference
-    counting still frees it). An environment stepped from Python keeps the collector
-    on, and the records, which live for a hindsight horizon each, made it scan
-    (and count towards its full collections) two objects per decision."""
-    if COMPILED:
-        PyObject_GC_UnTrack(cython.cast(cython.p_void, obj))  # type: ignore[name-defined]  # noqa: F821
 
 
 class Decision:
@@ -79,7 +70,6 @@ class Decision:
         self.due = due
         self.raw_next = None
         self.next_state = None
-        _untrack(self)
 
     def __reduce__(self):  # the raw rows as arrays of their own (a typed row is no object)
         raw_next = None if self.raw_next is None else np.array(self.raw_next)
