@@ -8,13 +8,6 @@ from envs.mdp cimport (probe_path, decode_action, estimates_into, raw_finish, _c
 cdef bint COMPILED
 cdef Py_ssize_t STATE_ROWS
 
-@cython.final
-cdef class Decision:
-    cdef public object state, next_state
-    cdef public double[::1] raw, raw_next
-    cdef public long long action
-    cdef public double due
-
 cdef class CompletionCredit:
     cdef public object features
     cdef public double hindsight_rtts
@@ -59,10 +52,10 @@ cdef class CompletionCredit:
     cpdef _raw_row_of(self, long long j)
     @cython.locals(j=cython.longlong)
     cpdef long long _put_raw(self, values) except -1
-    @cython.locals(j=cython.longlong, lo=cython.longlong, i=Py_ssize_t, old=cython.double[:, ::1],
-                   rows=cython.double[:, ::1])
+    cdef long long _oldest_raw(self)
+    @cython.locals(j=cython.longlong, i=Py_ssize_t, old=cython.double[:, ::1], rows=cython.double[:, ::1])
     cpdef _ring_raws(self, long long size)
-    @cython.locals(j=cython.longlong, lo=cython.longlong)
+    @cython.locals(j=cython.longlong)
     cdef long long _new_raw(self) except -1
     @cython.locals(k=Py_ssize_t)
     cdef _record(self, object state, long long action, long long raw, double due)

@@ -71,21 +71,6 @@ class Decision:
         self.raw_next = None
         self.next_state = None
 
-    def __reduce__(self):  # the raw rows as arrays of their own (a typed row is no object)
-        raw_next = None if self.raw_next is None else np.array(self.raw_next)
-        return _rebuilt_decision, (
-            (self.state, self.action, np.array(self.raw), self.due),
-            raw_next,
-            self.next_state,
-        )
-
-
-def _rebuilt_decision(args: tuple, raw_next, next_state) -> Decision:
-    rec = Decision(*args)
-    rec.raw_next = raw_next
-    rec.next_state = next_state
-    return rec
-
 
 class CompletionCredit:
     """Per-connection bookkeeping of the completion reward (module docstring).
@@ -251,22 +236,25 @@ class CompletionCredit:
         those from the oldest open decision's on."""
         block = np.empty((size, 2 + 2 * self.n_paths), np.float64)
         if self._raw_block is not None:
-            lo = self._rawi[self._first & self._mask] if self._first < self._end else self._n_raw
             old = self._raw_rows
             rows = block
-            for j in range(lo, self._n_raw):
+            for j in range(self._oldest_raw(), self._n_raw):
                 for i in range(block.shape[1]):
                     rows[j & (size - 1), i] = old[j & self._raw_mask, i]
         self._raw_block = block
         self._raw_rows = block
         self._raw_mask = size - 1
 
+    def _oldest_raw(self) -> int:
+        """The number of the oldest raw record still read: the oldest open decision's
+        (every later one is newer), or the next new one when none is open."""
+        return self._rawi[self._first & self._mask] if self._first < self._end else self._n_raw
+
     def _new_raw(self) -> int:
         """The number of a new raw record (its row to be written), the ring grown when
         the open decisions' records fill it."""
         j = self._n_raw
-        lo = self._rawi[self._first & self._mask] if self._first < self._end else j
-        if j - lo > self._raw_mask:
+        if j - self._oldest_raw() > self._raw_mask:
             self._ring_raws(2 * (self._raw_mask + 1))
         self._n_raw = j + 1
         return j

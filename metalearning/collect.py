@@ -40,7 +40,6 @@ before the last ACKs return, so most tasks have no ``done``).
 from __future__ import annotations
 
 import time
-from array import array
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -121,7 +120,7 @@ class TaskCollector(DQNScheduler):
         )
         self.spec = spec
         self.recording = True
-        self._buf: list = _new_buffers()
+        self._buf: list[list] = [[], [], [], [], []]
         #: facts about the last collected episode (see :meth:`collect`)
         self.last_info: dict[str, float] = {}
 
@@ -193,7 +192,7 @@ class TaskCollector(DQNScheduler):
             )
         self.set_weights(weights, init_seed=int(seed))
         self.rng = np.random.default_rng(np.random.SeedSequence((int(seed), 1)))
-        self._buf = _new_buffers()
+        self._buf = [[], [], [], [], []]
         d0 = self.decisions
         cpu0 = time.process_time()
         self.record_budget = int(decisions)
@@ -216,14 +215,14 @@ class TaskCollector(DQNScheduler):
             emu.close()
             del emu, _conn, application  # freed before the pause ends
         b = self._buf
-        self._buf = _new_buffers()
+        self._buf = [[], [], [], [], []]
         n, k = len(b[1]), self.spec.n_inputs
         exp = Experience(
             _log_rows(log, b[0], k),
-            _numbers(b[1], "q", np.int64),
-            _numbers(b[2], "d", np.float32),
+            _numbers(b[1], np.int64),
+            _numbers(b[2], np.float32),
             _log_rows(log, b[3], k),
-            _numbers(b[4], "d", np.float32),
+            _numbers(b[4], np.float32),
         )
         self.last_info = {
             "transitions": float(n),
@@ -235,17 +234,11 @@ class TaskCollector(DQNScheduler):
         return exp
 
 
-def _new_buffers() -> list:
-    """:meth:`TaskCollector.on_transition`'s buffers: states, actions, rewards, next
-    states, dones."""
-    return [[], [], [], [], []]
-
-
-def _numbers(values: list, code: str, dtype) -> np.ndarray:
-    """``values`` (Python numbers) as a NumPy array of ``dtype``, through a typed
-    array of ``code`` ("q": int64, "d": float64): ``np.asarray`` of a list inspects
-    every element for its type and shape (about 200 instructions each)."""
-    return np.frombuffer(array(code, values), np.int64 if code == "q" else np.float64).astype(dtype)
+def _numbers(values: list, dtype) -> np.ndarray:
+    """``values`` (Python numbers) as a NumPy array of ``dtype``: ``np.fromiter`` takes
+    them one by one, where ``np.asarray`` of a list inspects every element for its
+    type and shape first."""
+    return np.fromiter(values, dtype, len(values))
 
 
 def _log_rows(log: np.ndarray | None, states: list, k: int) -> np.ndarray:
@@ -256,7 +249,7 @@ def _log_rows(log: np.ndarray | None, states: list, k: int) -> np.ndarray:
     if not states:
         return np.empty((0, k), np.float32)
     if log is not None:
-        return log[_numbers(states, "q", np.intp)]
+        return log[_numbers(states, np.intp)]
     return np.concatenate(states, dtype=np.float32).reshape(len(states), k)
 
 
