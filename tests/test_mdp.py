@@ -247,6 +247,39 @@ def test_a_credit_without_states_gives_the_same_rewards_and_no_row_objects():
         assert a[1:3] + a[4:] == b[1:3] + b[4:]
 
 
+def test_a_state_log_numbers_the_states_that_rows_would_carry():
+    """``states="log"`` (bank task collection's credit): the transitions carry row
+    numbers of ``state_log()`` where a credit with rows carries the rows, over a
+    whole episode (several blocks of rows) and otherwise the same transitions;
+    a credit without a log refuses ``state_log``, and an unknown mode is refused."""
+    runs = {}
+    for mode in (True, "log"):
+        seen = []
+
+        class Spy(DQNScheduler):
+            credit_states = mode
+
+            def on_transition(self, state, action, reward, next_state, done, time, seen=seen):
+                seen.append((state, action, reward, next_state, done, time))
+
+        sched = Spy(reward="completion", epsilon=0.5, seed=3)
+        sched.recording = True
+        envs.run_episode(SCENARIO, APP, sched, 0)
+        sched.end_episode(True)
+        runs[mode] = (seen, sched._credit)
+    (rows, _), (numbered, credit) = runs[True], runs["log"]
+    log = credit.state_log()
+    assert len(rows) == len(numbered) > 256 and len(log) > 256
+    for a, b in zip(rows, numbered):
+        np.testing.assert_array_equal(log[b[0]], a[0])
+        np.testing.assert_array_equal(log[b[3]], a[3])
+        assert a[1:3] + a[4:] == b[1:3] + b[4:]
+    with pytest.raises(RuntimeError, match="state_log"):
+        runs[True][1].state_log()
+    with pytest.raises(envs.ConfigError, match="states: expected True, False or 'log'"):
+        CompletionCredit(2, states="rows")
+
+
 def test_sending_late_on_the_slow_path_costs_more_than_waiting():
     """The credit's core: with estimates fixed, a packet that would finish after
     the fast path could finish everything is charged the difference."""
