@@ -29,6 +29,12 @@ cdef class CompletionCredit:
     cdef long long[::1] _act, _rawi, _nexti
     cdef double[::1] _due
     cdef public list _dstate, _dnext
+    # the transition log (log_transitions)
+    cdef public bint log_transitions
+    cdef public Py_ssize_t _n_logged
+    cdef long long[::1] _lstate, _laction, _lnext
+    cdef double[::1] _lreward, _ltime
+    cdef signed char[::1] _ldone
 
     @cython.locals(p=PathSender, paths=list, n=Py_ssize_t, r=Py_ssize_t, i=Py_ssize_t, j=cython.longlong,
                    rows=cython.double[:, ::1], last_send=cython.double[::1])
@@ -67,6 +73,11 @@ cdef class CompletionCredit:
     cpdef list ready(self, view, double now, bint final=*, bint observed=*)
     @cython.locals(unit=cython.double, k=Py_ssize_t, n=Py_ssize_t)
     cpdef Py_ssize_t ready_rewards(self, view, double now, list rewards, Py_ssize_t first) except -1
+    @cython.locals(i=Py_ssize_t, state=cython.longlong[::1], action=cython.longlong[::1], nxt=cython.longlong[::1],
+                   reward=cython.double[::1], t=cython.double[::1], done=cython.schar[::1])
+    cpdef _new_log(self, Py_ssize_t size)
+    @cython.locals(i=Py_ssize_t)
+    cdef _log(self, long long state, long long action, double reward, long long next_state, bint done, double t)
     @cython.locals(k=Py_ssize_t)
     cdef bint _closable(self, double now, bint final)
     cdef double _estimate(self, view, bint observed) except? -1.0

@@ -48,6 +48,8 @@ from envs.mdp import (
 COMPILED = not __file__.endswith(".py")
 #: float32 state rows allocated at a time by :class:`CompletionCredit`
 STATE_ROWS = 256
+#: the columns of :meth:`CompletionCredit.transition_log`, in a transition's order
+LOG_COLUMNS = ("states", "actions", "rewards", "next_states", "dones", "times")
 #: the initial capacity of the credit's rings of open decisions and raw records (a power
 #: of 2): a hindsight horizon holds hundreds of decisions at tens of Mb/s
 RING = 1024
@@ -90,6 +92,11 @@ class CompletionCredit:
     in one copy instead of a row object per state). The predictions are
     :func:`envs.mdp.estimates_into` and :func:`envs.mdp.raw_finish` over the
     credit's typed per-path arrays.
+
+    With ``log_transitions`` (and ``states="log"``) the closed transitions go into
+    the credit's *transition log* instead (:meth:`transition_log`: typed columns,
+    no tuple per transition, for a caller that only collects them): :meth:`ready`
+    and :meth:`finish` then return empty lists.
     """
 
     def __init__(
@@ -99,6 +106,7 @@ class CompletionCredit:
         features=None,
         unit: str = COMPLETION_UNIT,
         states: bool | str = True,
+        log_transitions: bool = False,
     ):
         #: ``features(view, now, finish, vals) -> vals``: the state writer
         #: (default :func:`completion_features_into`; FALCON-S passes its
@@ -116,6 +124,14 @@ class CompletionCredit:
         self.keep_states = states is True
         #: the transitions carry their states' row numbers in the state log
         self.log_states = states == "log"
+        if log_transitions and not self.log_states:
+            raise ConfigError("log_transitions: the transition log needs states='log'")
+        #: closed transitions go into the transition log (transition_log), not out of ready
+        self.log_transitions = bool(log_transitions)
+        self._n_logged = 0  # transitions in the log, in typed columns (_new_log sizes them)
+        self._lstate, self._laction, self._lnext = array("q"), array("q"), array("q")
+        self._lreward, self._ltime, self._ldone = array("d"), array("d"), array("b")
+        self._new_log(RING)
         self._blocks: list = []  # the state log's blocks (log_states)
         self.hindsight_rtts = float(hindsight_rtts)
         self.n_paths = n_paths
@@ -173,9 +189,17 @@ class CompletionCredit:
             self._state_block,
             self._state_at,
             self._blocks,
+            self.transition_log() if self.log_transitions else None,
         )
         return _rebuilt_credit, (
-            (self.n_paths, self.hindsight_rtts, self.features, unit, self.states),
+            (
+                self.n_paths,
+                self.hindsight_rtts,
+                self.features,
+                unit,
+                self.states,
+                self.log_transitions,
+            ),
             state,
         )
 
@@ -192,7 +216,12 @@ class CompletionCredit:
             self._state_block,
             self._state_at,
             self._blocks,
+            logged,
         ) = state
+        if logged is not None:
+            s, a, r, n, d, t = [logged[name] for name in LOG_COLUMNS]
+            for i in range(len(a)):
+                self._log(s[i], a[i], r[i], n[i], d[i], t[i])
         self._rows = self._block
         self._state_rows = self._state_block
         for rec in records:  # into the rings, in order
@@ -456,7 +485,10 @@ class CompletionCredit:
             k = self._first & self._mask
             r = self._reward(k, unit)
             t = self._raw_rows[self._rawi[k] & self._raw_mask, 0]
-            out.append((self._dstate[k], self._act[k], r, self._dnext[k], False, t))
+            if self.log_transitions:
+                self._log(self._dstate[k], self._act[k], r, self._dnext[k], False, t)
+            else:
+                out.append((self._dstate[k], self._act[k], r, self._dnext[k], False, t))
             self._pop(k)
             if not self._closable(now, final):
                 return out
@@ -476,6 +508,60 @@ class CompletionCredit:
             n += 1
             if not self._closable(now, False):
                 return n
+
+    def _new_log(self, size: int) -> None:
+        """Make the transition log's columns ``size`` rows, the logged ones copied over."""
+        state = array("q", bytes(8 * size))
+        action = array("q", bytes(8 * size))
+        reward = array("d", bytes(8 * size))
+        nxt = array("q", bytes(8 * size))
+        done = array("b", bytes(size))
+        t = array("d", bytes(8 * size))
+        for i in range(self._n_logged):
+            state[i] = self._lstate[i]
+            action[i] = self._laction[i]
+            reward[i] = self._lreward[i]
+            nxt[i] = self._lnext[i]
+            done[i] = self._ldone[i]
+            t[i] = self._ltime[i]
+        self._lstate = state
+        self._laction = action
+        self._lreward = reward
+        self._lnext = nxt
+        self._ldone = done
+        self._ltime = t
+
+    def _log(self, state, action: int, reward: float, next_state, done: bool, t: float) -> None:
+        """Append a closed transition to the transition log (states as state-log row numbers)."""
+        i = self._n_logged
+        if i >= len(self._laction):
+            self._new_log(2 * i)
+        self._lstate[i] = state
+        self._laction[i] = action
+        self._lreward[i] = reward
+        self._lnext[i] = next_state
+        self._ldone[i] = 1 if done else 0
+        self._ltime[i] = t
+        self._n_logged = i + 1
+
+    def transition_log(self) -> dict[str, np.ndarray]:
+        """The closed transitions logged so far (``log_transitions``), in order, as one
+        array per :data:`LOG_COLUMNS` name: ``states`` and ``next_states`` (int64 row
+        numbers of :meth:`state_log`), ``actions`` (int64), ``rewards`` (float64),
+        ``dones`` (bool) and ``times`` (the decisions' times [s], float64)."""
+        if not self.log_transitions:
+            raise RuntimeError("transition_log: this credit keeps no transition log")
+        n = self._n_logged
+        cols = [
+            np.asarray(self._lstate),
+            np.asarray(self._laction),
+            np.asarray(self._lreward),
+            np.asarray(self._lnext),
+            np.asarray(self._ldone),
+            np.asarray(self._ltime),
+        ]
+        types = (np.int64, np.int64, np.float64, np.int64, np.bool_, np.float64)
+        return {name: col[:n].astype(dtype) for name, col, dtype in zip(LOG_COLUMNS, cols, types)}
 
     def _closable(self, now: float, final: bool) -> bool:
         """The oldest open decision's transition can close: its next state is known
@@ -525,7 +611,10 @@ class CompletionCredit:
             r = (raw_finish(raw, self._srtt, self._rate, self._order) - now) / self._unit_s(view)
             self._features(view, now, now)
             state = self._state_row()
-            out.append((self._dstate[k], self._act[k], r, state, bool(done), raw[0]))
+            if self.log_transitions:
+                self._log(self._dstate[k], self._act[k], r, state, done, raw[0])
+            else:
+                out.append((self._dstate[k], self._act[k], r, state, bool(done), raw[0]))
         for d in range(self._first, self._end + (1 if alone else 0)):  # (a blocked rest)
             self._dstate[d & self._mask] = None
             self._dnext[d & self._mask] = None
@@ -540,4 +629,4 @@ def _rebuilt_credit(args: tuple, state: tuple) -> CompletionCredit:
     return credit
 
 
-__all__ = ["CompletionCredit", "Decision", "STATE_ROWS"]
+__all__ = ["CompletionCredit", "Decision", "LOG_COLUMNS", "STATE_ROWS"]

@@ -30,8 +30,17 @@ cpdef object tail_copy(list paths, object view, double now)
 cpdef mode_decision(list paths, object scheduler, object view, double now, bint tail)
 @cython.locals(p=PathSender)
 cpdef long long probe_index(list paths, double now) except? -3
-@cython.locals(record=cython.bint, credit=CompletionCredit, draws=EpsilonDraws, dense=DenseForward,
-               a=cython.longlong, ready=list)
+cdef class DQNFields:
+    cdef public bint native, recording, has_budget
+    cdef public object behaviour, qnet
+    cdef public long long budget, decisions
+    cdef public double epsilon
+    cdef public CompletionCredit credit
+    cdef public EpsilonDraws draws
+    cdef public DenseForward dense
+
+@cython.locals(f=DQNFields, record=cython.bint, has_budget=cython.bint, budget=cython.longlong,
+               credit=CompletionCredit, draws=EpsilonDraws, dense=DenseForward, a=cython.longlong, ready=list)
 cpdef completion_decision(list paths, object scheduler, object view, double now)
 @cython.locals(i=cython.longlong)
 cpdef native_decision(int rule, list paths, object scheduler, object view, double now, bint tail)

@@ -47,6 +47,7 @@ import numpy as np
 
 from baselines.dqn.network import NumpyQNet, QNetSpec, init_params
 from baselines.dqn.policy import DQNScheduler
+from envs.credit import CompletionCredit
 from envs.errors import ConfigError
 from envs.mdp import COMPLETION_UNIT, reward_of_inputs
 from envs.runner import setup_episode
@@ -99,9 +100,11 @@ class TaskCollector(DQNScheduler):
     """
 
     name = "reptile-collector"
-    #: the transitions carry their states' row numbers in the credit's state log,
-    #: gathered in one copy at the end of the task (_log_rows)
+    #: on the completion MDP the credit keeps the transitions (its transition log: no
+    #: tuple nor on_transition call per transition) with their states' row numbers in
+    #: its state log, gathered in one copy at the end of the task
     credit_states = "log"
+    credit_log_transitions = True
 
     def __init__(self, spec: QNetSpec, epsilon: float = 0.3, reward_unit: str = COMPLETION_UNIT):
         reward = reward_of_inputs(spec.n_inputs, spec.n_actions)
@@ -209,21 +212,23 @@ class TaskCollector(DQNScheduler):
                 self.record_budget = None
             self.end_episode(application.done)
             self._view = None
-            # the completion MDP's states are rows of the credit's state log
-            log = self._credit.state_log() if self._credit is not None else None
+            credit = self._credit  # (None on another MDP: its transitions are in _buf)
+            exp = _logged_experience(credit) if credit is not None else None
             completed = float(bool(application.done))
             emu.close()
-            del emu, _conn, application  # freed before the pause ends
+            del emu, _conn, application, credit  # freed before the pause ends
         b = self._buf
         self._buf = [[], [], [], [], []]
-        n, k = len(b[1]), self.spec.n_inputs
-        exp = Experience(
-            _log_rows(log, b[0], k),
-            _numbers(b[1], np.int64),
-            _numbers(b[2], np.float32),
-            _log_rows(log, b[3], k),
-            _numbers(b[4], np.float32),
-        )
+        if exp is None:
+            k = self.spec.n_inputs
+            exp = Experience(
+                _stacked(b[0], k),
+                _numbers(b[1], np.int64),
+                _numbers(b[2], np.float32),
+                _stacked(b[3], k),
+                _numbers(b[4], np.float32),
+            )
+        n = exp.n
         self.last_info = {
             "transitions": float(n),
             "decisions": float(self.decisions - d0),
@@ -241,16 +246,26 @@ def _numbers(values: list, dtype) -> np.ndarray:
     return np.fromiter(values, dtype, len(values))
 
 
-def _log_rows(log: np.ndarray | None, states: list, k: int) -> np.ndarray:
-    """The ``states`` as one float32 ``[len(states), k]`` array: the rows of the
-    credit's state ``log`` they number, gathered in one copy (a row object per
-    state, then a copy of each, cost a sixth of a task's collection); without a
-    log (another MDP's states: sequences of ``k`` floats), stacked in one copy."""
+def _stacked(states: list, k: int) -> np.ndarray:
+    """The ``states`` (sequences of ``k`` floats) as one float32 ``[len(states), k]`` array."""
     if not states:
         return np.empty((0, k), np.float32)
-    if log is not None:
-        return log[_numbers(states, np.intp)]
     return np.concatenate(states, dtype=np.float32).reshape(len(states), k)
+
+
+def _logged_experience(credit: CompletionCredit) -> Experience:
+    """The completion credit's transition log as an :class:`Experience`: the states
+    are rows of its state log, gathered in one copy (a row object per state, then a
+    copy of each, cost a sixth of a task's collection)."""
+    log = credit.transition_log()
+    states = credit.state_log()
+    return Experience(
+        states[log["states"]],
+        log["actions"],
+        log["rewards"].astype(np.float32),
+        states[log["next_states"]],
+        log["dones"].astype(np.float32),
+    )
 
 
 def collect_task_experience(

@@ -54,7 +54,16 @@ def _explicit(ws, off, inv, x):
     return x
 
 
-SHAPES = [[19, 64, 64, 64, 2], [8, 1], [30, 1, 3], [3, 40, 1], [1, 5, 2], [12, 17, 9, 4]]
+#: (with widths through each block of envs/dense_layer.h: 64, 8, two outputs, the rest)
+SHAPES = [
+    [19, 64, 64, 64, 2],
+    [8, 1],
+    [30, 1, 3],
+    [3, 40, 1],
+    [1, 5, 2],
+    [12, 17, 9, 4],
+    [7, 138, 74, 10, 2],
+]
 
 
 @pytest.mark.parametrize("build", ["imported", "source"])

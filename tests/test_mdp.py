@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 from array import array
 
 import numpy as np
@@ -13,7 +14,7 @@ from baselines.dqn.dqn_off import DQNOff
 from baselines.dqn.export import ModelFileError
 from baselines.dqn.policy import DQNScheduler
 from envs import mdp
-from envs.credit import CompletionCredit
+from envs.credit import LOG_COLUMNS, CompletionCredit
 
 SCENARIO = {
     "name": "fast_slow",
@@ -278,6 +279,73 @@ def test_a_state_log_numbers_the_states_that_rows_would_carry():
         runs[True][1].state_log()
     with pytest.raises(envs.ConfigError, match="states: expected True, False or 'log'"):
         CompletionCredit(2, states="rows")
+
+
+def test_a_transition_log_keeps_the_transitions_on_transition_would_get():
+    """``log_transitions`` (bank task collection's credit): the closed transitions go
+    into the credit's transition log, the same ones, in the same order, that a credit
+    without it hands to ``on_transition`` (the episode's last, ``done``, included;
+    more than the log's first capacity); ``ready`` and ``finish`` then return none, a
+    copy of the credit carries its log, and the log needs ``states="log"``."""
+    runs = {}
+    for logged in (False, True):
+        seen = []
+
+        class Spy(DQNScheduler):
+            credit_states = "log"
+            credit_log_transitions = logged
+
+            def on_transition(self, state, action, reward, next_state, done, time, seen=seen):
+                seen.append((state, action, reward, next_state, done, time))
+
+        sched = Spy(reward="completion", epsilon=0.5, seed=3)
+        sched.recording = True
+        envs.run_episode(SCENARIO, {"kind": "bulk", "size_bytes": 2_000_000}, sched, 0)
+        sched.end_episode(True)
+        runs[logged] = (seen, sched._credit)
+    (handed, plain), (none, credit) = runs[False], runs[True]
+    assert none == [] and len(handed) > 1024
+    log = credit.transition_log()
+    assert list(log) == list(LOG_COLUMNS)
+    columns = [log[name].tolist() for name in LOG_COLUMNS]
+    assert list(zip(*columns)) == handed
+    assert log["dones"].dtype == np.bool_ and log["dones"][-1] and not log["dones"][:-1].any()
+    np.testing.assert_array_equal(credit.state_log(), plain.state_log())
+    copied = pickle.loads(pickle.dumps(credit)).transition_log()
+    for name in LOG_COLUMNS:
+        np.testing.assert_array_equal(copied[name], log[name])
+        assert copied[name].dtype == log[name].dtype
+    with pytest.raises(RuntimeError, match="transition_log"):
+        plain.transition_log()
+    with pytest.raises(envs.ConfigError, match="log_transitions: the transition log needs"):
+        CompletionCredit(2, states=True, log_transitions=True)
+
+
+def test_a_dqn_schedulers_decision_fields_are_its_attributes():
+    """The fields the compiled decision reads (envs.rules.DQNFields) are the scheduler's
+    attributes: an assignment is what the next decisions use (epsilon set after
+    construction gives the episode of a scheduler constructed with it), the record
+    budget maps None to no budget, a new network is the one acted with, and a
+    scheduler without one refuses to act."""
+    sched = DQNScheduler(reward="completion", epsilon=0.0, seed=4)
+    f = sched._fields
+    sched.record_budget = 7
+    assert (sched.record_budget, f.has_budget, f.budget) == (7, True, 7)
+    sched.record_budget = None
+    assert sched.record_budget is None and not f.has_budget
+    sched.epsilon = 0.5
+    assert f.epsilon == 0.5
+    made = DQNScheduler(reward="completion", epsilon=0.5, seed=4)
+    a = envs.run_episode(SCENARIO, APP, sched, 1).metrics
+    b = envs.run_episode(SCENARIO, APP, made, 1).metrics
+    assert a == b and sched.decisions == made.decisions > 0
+    sched.qnet = made.qnet
+    assert f.qnet is made.qnet and f.dense is made.qnet._dense
+    sched.qnet = None
+    assert f.dense is None
+    sched.epsilon = 0.0
+    with pytest.raises(ValueError, match="no Q-network to act with"):
+        envs.run_episode(SCENARIO, APP, sched, 1)
 
 
 def test_sending_late_on_the_slow_path_costs_more_than_waiting():

@@ -46,12 +46,12 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines.dqn.fields import DecisionFieldAttributes
 from baselines.dqn.learner import TECHNIQUES, BatchedDQN, DQNConfig
 from baselines.dqn.network import NumpyQNet, QNetSpec
 from baselines.dqn.replay import ReplayMemory
 from envs.credit import CompletionCredit
 from envs.errors import ConfigError
-from envs.explore import EpsilonDraws
 from envs.mdp import (
     ALL_REWARDS,
     COMPLETION,
@@ -68,6 +68,7 @@ from envs.mdp import (
     reward_of_inputs,
     step_reward,
 )
+from envs.rules import DQNFields
 from envs.runner import closing_metrics, setup_episode
 from envs.scheduler import ConnectionView, Decision, Scheduler
 from envs.sim import collector_paused
@@ -95,7 +96,7 @@ def _hidden(hidden) -> tuple[int, ...]:
     return out
 
 
-class DQNScheduler(Scheduler):
+class DQNScheduler(DecisionFieldAttributes, Scheduler):
     """A DQN-driven scheduler (module docstring); the base of DQN-On and DQN-Off.
 
     Args:
@@ -124,6 +125,10 @@ class DQNScheduler(Scheduler):
     #: the completion credit's ``states`` (envs.credit.CompletionCredit): the transitions
     #: carry float32 rows (True), or their row numbers in the credit's state log ("log")
     credit_states: bool | str = True
+    #: the completion credit keeps the closed transitions in its transition log
+    #: (CompletionCredit.transition_log, with credit_states "log") instead of handing
+    #: each to on_transition
+    credit_log_transitions = False
     #: on the completion MDP, the compiled core takes the decisions that _decide_completion
     #: would (envs.rules.completion_decision) while _native_completion says it may
     native_rule = "completion_dqn"
@@ -162,6 +167,8 @@ class DQNScheduler(Scheduler):
             )
         if technique not in TECHNIQUES:
             raise ConfigError(f"technique: unknown {technique!r}; known: {list(TECHNIQUES)}")
+        # epsilon, recording, decisions, ...: the fields of baselines.dqn.fields
+        self._fields = DQNFields()
         self.hidden = _hidden(hidden)
         self.epsilon = epsilon
         self.seed = int(seed)
@@ -182,7 +189,7 @@ class DQNScheduler(Scheduler):
         self.spec: QNetSpec | None = None
         self.learner: BatchedDQN | None = None
         self.replay: ReplayMemory | None = None
-        self.qnet: NumpyQNet | None = None
+        self.qnet = None
         self.rng = np.random.default_rng(self.seed)
         self._per_packet = reward == PACKET_RATE
         self._completion = reward == COMPLETION
@@ -190,22 +197,16 @@ class DQNScheduler(Scheduler):
             raise ConfigError(f"hindsight_rtts: must be >= 0, got {hindsight_rtts!r}")
         self.hindsight_rtts = float(hindsight_rtts)
         self.reward_unit = check_reward_unit(reward_unit)
-        self._credit: CompletionCredit | None = None
+        self._credit = None
         self._pending: list[deque] = []  # per path: decisions waiting for their packet's fate
         self._last_rec: list | None = None
-        #: envs.rules.completion_decision may take the decisions (set at reset)
         self._native_completion = False
-        #: compute rewards and emit transitions (learning or logging)
         self.recording = False
         #: optional experience recorder (baselines.dqn.experience.ExperienceRecorder)
         self.recorder = None
-        #: optional behaviour policy (a Scheduler) that acts instead of the
-        #: Q-network when not exploring: logging experience of other schedulers
-        self.behaviour: Scheduler | None = None
+        self.behaviour = None
         self.decisions = 0
-        #: record at most this many more decisions, then stop the simulator as
-        #: soon as their transitions are complete (None: no limit)
-        self.record_budget: int | None = None
+        self.record_budget = None
         self._view: ConnectionView | None = None
         self._vals: list[float] = []
         self._prev_state = None
@@ -269,8 +270,9 @@ class DQNScheduler(Scheduler):
             if type(self)._completion_features is DQNScheduler._completion_features
             else self._completion_features
         )
+        logs = (self.credit_states, self.credit_log_transitions)
         self._credit = (
-            CompletionCredit(n, self.hindsight_rtts, features, self.reward_unit, self.credit_states)
+            CompletionCredit(n, self.hindsight_rtts, features, self.reward_unit, *logs)
             if self._completion
             else None
         )
@@ -361,12 +363,6 @@ class DQNScheduler(Scheduler):
         """The completion-MDP state writer (subclasses may refine it, same size)."""
         return completion_features_into(view, now, finish, vals)
 
-    _draws: EpsilonDraws
-    #: the exploration draws' Generator (settable: a task reseeds it)
-    rng = property(
-        lambda self: self._draws.rng, lambda self, rng: setattr(self, "_draws", EpsilonDraws(rng))
-    )
-
     def _choose(self, state) -> int:
         a = self._draws.explore(
             self.epsilon, self.spec.n_actions
@@ -375,6 +371,8 @@ class DQNScheduler(Scheduler):
             return a
         if self.behaviour is not None:
             return self._behaviour_action()
+        if self.qnet is None:
+            raise ValueError(f"{self.name}: no Q-network to act with")
         return self.qnet.argmax(state)
 
     def _behaviour_action(self) -> int:
