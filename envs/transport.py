@@ -132,8 +132,15 @@ class Connection(Recovery):
         """Drop what ties a finished connection into reference cycles (its
         application and scheduler, which may hold it), so that reference counting
         frees it (``envs.scenario.Emulation.close``; the simulator's
-        :meth:`envs.sim.Simulator.clear` forgets the connection as an event handler)."""
+        :meth:`envs.sim.Simulator.clear` forgets the connection as an event handler), and
+        the coupling of its paths' controllers (a group lists its members, each member
+        names its group): left to the cyclic collector, a few objects per episode made
+        it traverse every live object of the process again and again in long runs."""
         self.app = self.scheduler = self._agent = None
+        for ps in self.paths:
+            group = ps.cc.group
+            if group is not None:
+                group.members.clear()
 
     # ----------------------------------------------------------- views
     @property
