@@ -38,6 +38,9 @@ $(STAMP): pyproject.toml setup.py $(wildcard envs/*.pxd envs/*/*.pxd)
 core: setup
 	@mkdir -p build && $(BIN)/python setup.py -q build_ext --inplace -j 2 > build/core.log 2>&1 \
 	    || { tail -20 build/core.log; exit 1; }
+	@$(BIN)/python -W ignore -c 'import envs, sys; sys.exit(envs.core_kind() != "compiled")' \
+	    || { grep -A12 "Error compiling" build/core.log | head -40; \
+	         echo "make core: WARNING: the compiled core did not build (build/core.log); the pure-Python core runs, far slower"; }
 
 ## extra arguments: RUN_ARGS of run (Hydra overrides), TEST_ARGS of test (pytest's),
 ## e.g. make run RUN_ARGS='runs=5'   make test TEST_ARGS=tests/test_docs.py
