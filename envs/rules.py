@@ -307,36 +307,35 @@ class DQNFields:
         self.qnet = None  # the acting network (baselines.dqn.network.NumpyQNet)
         self.dense = None  # its envs.dense.DenseForward (None without a network)
 
+    def act_with(self, qnet) -> None:
+        """Make ``qnet`` the acting network, with its ``DenseForward`` (None without one)."""
+        self.qnet = qnet
+        self.dense = getattr(qnet, "_dense", None)
+
     def __reduce__(self):  # (copies and pickles: ``dense`` is the network's own, rebuilt with it)
-        return _rebuilt_fields, (
-            self.native,
-            self.behaviour,
-            self.recording,
-            self.has_budget,
-            self.budget,
-            self.decisions,
-            self.epsilon,
-            self.credit,
-            self.draws,
-            self.qnet,
-        )
+        return _rebuilt_fields, (tuple([getattr(self, name) for name in _CARRIED]), self.qnet)
 
 
-def _rebuilt_fields(*values) -> DQNFields:
+#: the :class:`DQNFields` a copy carries besides the network (``act_with`` sets both
+#: network fields)
+_CARRIED = (
+    "native",
+    "behaviour",
+    "recording",
+    "has_budget",
+    "budget",
+    "decisions",
+    "epsilon",
+    "credit",
+    "draws",
+)
+
+
+def _rebuilt_fields(values: tuple, qnet) -> DQNFields:
     f = DQNFields()
-    (
-        f.native,
-        f.behaviour,
-        f.recording,
-        f.has_budget,
-        f.budget,
-        f.decisions,
-        f.epsilon,
-        f.credit,
-        f.draws,
-        f.qnet,
-    ) = values
-    f.dense = getattr(f.qnet, "_dense", None)
+    for name, value in zip(_CARRIED, values):
+        setattr(f, name, value)
+    f.act_with(qnet)
     return f
 
 

@@ -84,9 +84,7 @@ class DecisionFieldAttributes:
 
     @qnet.setter
     def qnet(self, qnet: NumpyQNet | None) -> None:
-        f = self._fields
-        f.qnet = qnet
-        f.dense = getattr(qnet, "_dense", None)
+        self._fields.act_with(qnet)
 
 
 __all__ = ["DecisionFieldAttributes"]
