@@ -51,14 +51,14 @@ cdef class CompletionCredit:
     cpdef act(self, view, state, long long action, double now, bint record=*)
     cpdef acted(self, state, long long action, bint sent, double now, bint record=*)
     @cython.locals(total=cython.double, i=Py_ssize_t)
-    cpdef double _unit_s(self, view)
+    cpdef double _unit_s(self, view) except? -1.0
     cpdef _set_state(self, tuple state)
     @cython.locals(d=cython.longlong, k=Py_ssize_t)
     cpdef list open_decisions(self)
     cpdef _raw_row_of(self, long long j)
     @cython.locals(j=cython.longlong)
     cpdef long long _put_raw(self, values) except -1
-    cdef long long _oldest_raw(self)
+    cdef long long _oldest_raw(self) except? -1
     @cython.locals(j=cython.longlong, i=Py_ssize_t, old=cython.double[:, ::1], rows=cython.double[:, ::1])
     cpdef _ring_raws(self, long long size)
     @cython.locals(j=cython.longlong)
@@ -79,7 +79,7 @@ cdef class CompletionCredit:
     @cython.locals(i=Py_ssize_t)
     cdef _log(self, long long state, long long action, double reward, long long next_state, bint done, double t)
     @cython.locals(k=Py_ssize_t)
-    cdef bint _closable(self, double now, bint final)
+    cdef bint _closable(self, double now, bint final) except? -1
     cdef double _estimate(self, view, bint observed) except? -1.0
     cdef _pop(self, Py_ssize_t k)
     @cython.locals(before=cython.double, after=cython.double)

@@ -17,13 +17,13 @@ cdef class DenseForward:
     cdef Py_ssize_t _width
 
     cpdef q_values(self, x)
-    cpdef long long argmax(self, x)
+    cpdef long long argmax(self, x) except? -1
     cpdef long long argmax_row(self, const float[::1] x) except? -1
     cpdef _input(self, x)
     @cython.locals(p=cython.float[::1], sizes=cython.int[::1], buf=cython.float[::1], off=cython.float[::1], inv=cython.float[::1],
                    width=Py_ssize_t, n=Py_ssize_t, m=Py_ssize_t, i=Py_ssize_t,
                    j=Py_ssize_t, k=Py_ssize_t, src=Py_ssize_t, dst=Py_ssize_t,
                    layer=Py_ssize_t, last=Py_ssize_t)
-    cpdef Py_ssize_t _forward(self, const float[::1] x)
+    cpdef Py_ssize_t _forward(self, const float[::1] x) except? -1
     @cython.locals(buf=cython.float[::1], best=Py_ssize_t, j=Py_ssize_t, v=cython.float)
-    cpdef long long _argmax_at(self, Py_ssize_t start)
+    cpdef long long _argmax_at(self, Py_ssize_t start) except? -1

@@ -22,7 +22,7 @@ cdef class Link:
     cpdef _drain(self, double now)
     @cython.locals(departure=cython.double, start=cython.double, rate=cython.double, r=Py_ssize_t,
                    c_now=cython.double, pos=cython.double, cap=CapacityTrace)
-    cpdef double admit(self, double now, long long size)
+    cpdef double admit(self, double now, long long size) except? -1.0
 
 @cython.final
 cdef class DelayModel:
@@ -32,7 +32,7 @@ cdef class DelayModel:
     cdef double[::1] _buf
     cdef public Py_ssize_t _i, _left
     @cython.locals(i=Py_ssize_t, mean=cython.double)
-    cpdef double sample_rtt(self, double now)
+    cpdef double sample_rtt(self, double now) except? -1.0
     cpdef _draw_part(self)
     cpdef _gamma(self, Py_ssize_t n)
 
@@ -45,9 +45,9 @@ cdef class LossModel:
     cdef double[::1] _buf
     cdef public Py_ssize_t _i
     @cython.locals(i=Py_ssize_t)
-    cpdef double _uniform(self)
+    cpdef double _uniform(self) except? -1.0
     @cython.locals(u=cython.double, p=cython.double)
-    cpdef bint lost(self, double now)
+    cpdef bint lost(self, double now) except? -1
 
 cdef class Path:
     cdef public object name
@@ -59,11 +59,11 @@ cdef class Path:
     cdef public bint _loss_on
     cdef public double last_return_delay
     @cython.locals(departure=cython.double, half=cython.double, arrival=cython.double)
-    cpdef double send(self, double now, long long size)
+    cpdef double send(self, double now, long long size) except? -1.0
     @cython.locals(arrival=cython.double)
     cpdef transmit(self, double now, long long size)
     @cython.locals(start=cython.double, dep=cython.double, arrival=cython.double)
-    cpdef double ack_arrival(self, double now, double return_delay, long long size)
+    cpdef double ack_arrival(self, double now, double return_delay, long long size) except? -1.0
 
 cdef class ScheduledPath(Path):
     cdef public list _times, _states

@@ -21,7 +21,7 @@ cpdef double estimates_into(view, double[::1] srtt, double[::1] rate) except? -1
                t=cython.double, start=cython.double, r=cython.double)
 cpdef double raw_finish(const double[::1] raw, double[::1] srtt, double[::1] rate, long long[::1] order) except? -1.0
 
-cpdef double _clip(double x, double lo, double hi)
+cpdef double _clip(double x, double lo, double hi) except? -1.0
 
 @cython.locals(p=PathSender, k=Py_ssize_t, srtt=cython.double, cwnd=cython.double)
 cpdef int _completion_features(view, double now, double finish, double[::1] out) except -1

@@ -29,17 +29,17 @@ cdef class PathSender:
 
     cpdef update_rtt(self, double latest, double ack_delay)
     @cython.locals(rtt=cython.double)
-    cpdef double rtt_sample(self, double sent_time, double now)
-    cpdef double pto_period(self)
-    cpdef bint may_send(self, double now)
+    cpdef double rtt_sample(self, double sent_time, double now) except? -1.0
+    cpdef double pto_period(self) except? -1.0
+    cpdef bint may_send(self, double now) except? -1
     @cython.locals(r=cython.double)
-    cpdef double pace_rate(self)
+    cpdef double pace_rate(self) except? -1.0
     @cython.locals(b=cython.double)
-    cpdef bint pace_ok(self, double now)
+    cpdef bint pace_ok(self, double now) except? -1
     @cython.locals(d=cython.double)
-    cpdef double pace_release(self)
+    cpdef double pace_release(self) except? -1.0
     @cython.locals(rate=cython.double, burst=cython.double, b=cython.double)
     cpdef pace_sent(self, double now, long long size)
 
 @cython.locals(p=PathSender, t=cython.double, r=cython.double)
-cpdef double pace_wake_time(list paths, double now)
+cpdef double pace_wake_time(list paths, double now) except? -1.0

@@ -13,7 +13,7 @@ cdef long long ACK_ARRIVAL, LOSS_TIMER
 
 cdef class Recovery(Receiver):
     cdef public object scheduler, retx, acked_frames
-    cdef public long long retransmit_bytes, bytes_acked, max_data, peer_oqs
+    cdef public long long retransmit_bytes, retx_frames, bytes_acked, max_data, peer_oqs
     # set by the connection (envs/transport.py), declared here so that the completion
     # MDP (envs/mdp.py, envs/credit.py) reads a connection's payload, data not yet sent
     # and flow-control credit through C: this module is below theirs
@@ -38,5 +38,5 @@ cdef class Recovery(Receiver):
     cpdef _detect_lost(self, PathSender ps, double now)
     cpdef _prune_acked(self)
 
-cpdef long long send_window_of(Recovery c)
-cpdef long long pending_bytes_of(Recovery c)
+cpdef long long send_window_of(Recovery c) except? -1
+cpdef long long pending_bytes_of(Recovery c) except? -1

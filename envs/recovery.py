@@ -155,6 +155,7 @@ class Recovery(Receiver):
             ps.packets_lost += 1
             if copies == 1 or (sid, off) not in self.acked_frames:
                 self.retx.append((sid, off, length))
+                self.retx_frames += 1
                 self.retransmit_bytes += length
             cc.on_loss(now, size, t_sent)
             if feedback:

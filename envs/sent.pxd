@@ -11,15 +11,15 @@ cdef class SentPackets:
     @cython.locals(i=cython.longlong)
     cpdef add(self, long long pn, double t_sent, long long size, long long sid, long long off,
               long long length, bint shared)
-    cpdef bint has(self, long long pn)
+    cpdef bint has(self, long long pn) except? -1
     cpdef double time_sent(self, long long pn) except? -1.0
     @cython.locals(copies=cython.longlong, mask=cython.longlong, lo=cython.longlong)
-    cpdef long long take(self, long long pn)
-    cpdef bint shared(self, long long pn)
+    cpdef Py_ssize_t take(self, long long pn) except? -1
+    cpdef bint shared(self, long long pn) except? -1
     cpdef mark_shared(self, long long pn)
-    cpdef long long first(self)
+    cpdef Py_ssize_t first(self) except? -2
     @cython.locals(pn=cython.longlong, mask=cython.longlong)
-    cpdef long long first_single(self, long long start)
+    cpdef Py_ssize_t first_single(self, long long start) except? -2
     @cython.locals(end=cython.longlong, pn=cython.longlong, i=Py_ssize_t)
-    cpdef long long survivor(self, long long largest, double now, double loss_delay, long long packet_threshold)
+    cpdef Py_ssize_t survivor(self, long long largest, double now, double loss_delay, long long packet_threshold) except? -1
     cpdef _grow(self)

@@ -24,11 +24,11 @@ cdef class Simulator:
     cdef list _handlers, _event_callbacks
 
     @cython.locals(n=cython.longlong, collecting=cython.bint)
-    cpdef double run(self, double until=*)
+    cpdef double run(self, double until=*) except? -1.0
     cpdef stop(self)
-    cpdef Py_ssize_t queued(self)
+    cpdef Py_ssize_t queued(self) except? -1
     cpdef schedule(self, double time, object callback, object arg=*)
-    cpdef long long reserve(self)
+    cpdef Py_ssize_t reserve(self) except? -1
     cpdef schedule_reserved(self, double time, long long seq, object callback, object arg=*)
     cpdef Py_ssize_t _take_slot(self) except -1
     @cython.locals(s=Py_ssize_t)

@@ -38,10 +38,10 @@ cdef class RecvStream:
     @cython.locals(cap=Py_ssize_t, k=Py_ssize_t, i=Py_ssize_t, old_keys=cython.longlong[::1], old_vals=cython.longlong[::1])
     cpdef _grow(self)
 
-cdef Py_ssize_t _slot(long long off, Py_ssize_t mask)
+cdef Py_ssize_t _slot(long long off, Py_ssize_t mask) except? -1
 
 @cython.locals(best=SendStream, st=SendStream, total=cython.double)
 cpdef SendStream wrr_pick(list active)
 
 @cython.locals(st=SendStream)
-cpdef bint any_holes(list active)
+cpdef bint any_holes(list active) except? -1

@@ -29,7 +29,7 @@ cdef class Connection(Recovery):
     cdef public int native_rule
     cdef public DecisionAgent _agent
 
-    cpdef bint _has_data(self)
+    cpdef bint _has_data(self) except? -1
     @cython.locals(ps=PathSender, p=PathSender, st=SendStream, front=cython.bint,
                    length=cython.longlong, off=cython.longlong, now=cython.double, tail=cython.bint,
                    agent=DecisionAgent)

@@ -92,6 +92,9 @@ class Connection(Recovery):
         self.active: list[SendStream] = []  # released, with unsent data
         self.recv_streams: dict[int, RecvStream] = {}
         self.retx: deque = deque()  # (stream_id, offset, length) to resend
+        # frames in retx: the per-decision tests read this C integer instead of
+        # asking the deque for its length through Python's truth protocol
+        self.retx_frames = 0
         self.retransmit_bytes = 0
         #: (stream, offset) of the acknowledged frames that had several copies (pruned): only
         #: those can be acknowledged twice or acknowledged and lost (envs.sent: shared records)
@@ -219,7 +222,7 @@ class Connection(Recovery):
 
     # ----------------------------------------------------------- sending
     def _has_data(self) -> bool:
-        if self.retx:
+        if self.retx_frames > 0:
             return True
         return self._pending_new > 0 and (
             self.max_data > self.fc_consumed or any_holes(self.active)
@@ -242,7 +245,7 @@ class Connection(Recovery):
                 self._send_on(ps, blocked[1], blocked[2])
                 continue
             # tail: nothing new can be sent; only a re-injection may go (envs.reinject)
-            tail = not self.retx and (
+            tail = self.retx_frames == 0 and (
                 self._pending_new <= 0
                 or (self.max_data <= self.fc_consumed and not any_holes(self.active))
             )
@@ -288,7 +291,7 @@ class Connection(Recovery):
                 self._arm_pace_wake(now)
                 return
             active = self.active
-            if sid is None and not gap and not self.retx and len(active) == 1:
+            if sid is None and not gap and self.retx_frames == 0 and len(active) == 1:
                 st = active[0]
                 front = st.n_ranges > 0 and st._lo[0] == st.sent_offset
             else:
@@ -324,6 +327,7 @@ class Connection(Recovery):
         retx = self.retx
         while retx:
             sid, off, length = retx.popleft()
+            self.retx_frames -= 1
             self.retransmit_bytes -= length
             if (sid, off) not in self.acked_frames:
                 return sid, off, length, True

@@ -16,9 +16,9 @@ cdef class _Wire:
     cpdef _init_ring(self, double[::1] due, long long[::1] seq)
     cpdef queue_first(self, Simulator sim, long long handler, long long kind, long long pidx)
     @cython.locals(r=Py_ssize_t)
-    cpdef Py_ssize_t arrive(self, Simulator sim, long long handler, long long kind, long long pidx)
+    cpdef Py_ssize_t arrive(self, Simulator sim, long long handler, long long kind, long long pidx) except? -1
     @cython.locals(r=Py_ssize_t)
-    cpdef Py_ssize_t pop(self)
+    cpdef Py_ssize_t pop(self) except? -1
     cpdef _grow_ring(self)
 
 @cython.final
@@ -40,7 +40,7 @@ cdef class AckWire(_Wire):
     cpdef add_pn(self, long long pn)
     cpdef skip_pns(self, Py_ssize_t n)
     @cython.locals(h=Py_ssize_t)
-    cpdef long long pop_pn(self)
+    cpdef Py_ssize_t pop_pn(self) except? -1
     @cython.locals(r=Py_ssize_t)
     cpdef push(self, long long largest, double ack_delay, long long max_data, long long oqs, long long npn,
                double due, long long seq)

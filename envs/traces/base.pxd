@@ -13,9 +13,9 @@ cpdef double _floor_div(double x, double y) except? -1.0
 @cython.locals(mod=cython.double)
 cpdef double _mod(double x, double y) except? -1.0
 @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t)
-cpdef Py_ssize_t _bisect_right(const double[::1] a, double x)
+cpdef Py_ssize_t _bisect_right(const double[::1] a, double x) except? -1
 @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t)
-cpdef Py_ssize_t _bisect_left(const double[::1] a, double x)
+cpdef Py_ssize_t _bisect_left(const double[::1] a, double x) except? -1
 
 cdef class CapacityTrace:
     cdef public object times, rates, name, constant_rate
