@@ -18,7 +18,7 @@ import numpy as np
 from envs.errors import ConfigError, FalconInputError, check_flag
 from envs.path_schedule import SCHEDULE_FIELDS
 from envs.path_sender import PACING_DEFAULTS
-from envs.plain import merge_defaults, plain_mapping
+from envs.plain import PlainMemo, merge_defaults, plain_mapping
 from envs.setup import SETUP_DEFAULTS, normalise_setup
 
 #: The FALCON paper's Table I links (bandwidth, RTT mean +- std, loss).
@@ -322,11 +322,18 @@ def random_condition_schedule(
 
 def normalise_scenario(cfg) -> dict:
     """Defaults + presets + validation; returns a new plain dict. A string is
-    the name of a scenario preset (``configs/scenario/``, :mod:`envs.presets`)."""
+    the name of a scenario preset (``configs/scenario/``, :mod:`envs.presets`).
+    A dict of plain data equal to one normalised lately is not normalised again:
+    the caller gets a copy of the kept result (:class:`envs.plain.PlainMemo`)."""
     if isinstance(cfg, str):
         from envs.presets import resolve
 
         cfg = resolve(cfg, "scenario")
+    return _NORMALISED(cfg)
+
+
+def _normalised(cfg) -> dict:
+    """:func:`normalise_scenario` of a mapping."""
     s = merge_defaults(SCENARIO_DEFAULTS, plain_mapping(cfg, "scenario"), "scenario")
     paths = s["paths"]
     if not isinstance(paths, (list, tuple)) or not paths:
@@ -371,6 +378,9 @@ def normalise_scenario(cfg) -> dict:
     )
     return s
 
+
+#: the scenarios normalised lately (a trace condition's episodes share one)
+_NORMALISED = PlainMemo(_normalised)
 
 #: names that moved to :mod:`envs.emulation` (building simulator objects), still
 #: importable from here; resolved on first use, as envs.emulation imports this module

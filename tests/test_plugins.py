@@ -119,6 +119,27 @@ def test_the_registry_is_built_once_and_again_when_what_it_reads_changes(example
     assert resolve_scheduler("other").distribution == "falcon-other" and len(builds) == 3
 
 
+def test_a_name_kept_resolved_follows_its_own_entry_and_the_entry_points(monkeypatch):
+    from baselines import registry
+    from baselines.rule_based.ecf import ECF
+
+    first = resolve_scheduler("minrtt")
+    copies = []
+    real = registry.registered
+    monkeypatch.setattr(registry, "registered", lambda: copies.append(1) or real())
+    assert resolve_scheduler("minrtt") is first and not copies  # kept: no copies per episode
+    monkeypatch.setitem(SCHEDULERS, "minrtt", ECF)  # the name now means another class
+    assert resolve_scheduler("minrtt").target == "baselines.rule_based.ecf:ECF"
+    assert scheduler_class("minrtt") is ECF
+    assert copies
+    monkeypatch.undo()
+    assert scheduler_class("minrtt").__name__ == "MinRTT"
+    kept = resolve_scheduler("minrtt")
+    monkeypatch.syspath_prepend("/nonexistent-site")  # entry points read again: not kept
+    again = resolve_scheduler("minrtt")
+    assert again is not kept and again == kept
+
+
 def test_make_scheduler_knows_every_builtin_agent_class(tmp_path, monkeypatch):
     """Every class a configs/agent/*.yaml names is a make_scheduler built-in:
     baselines' table, or (the falcon layer's) an entry point of the project's

@@ -11,7 +11,7 @@ from envs.apps.bulk import BulkApp
 from envs.apps.streams import StreamsApp, load_stream_trace
 from envs.apps.web import WebApp
 from envs.errors import ConfigError
-from envs.plain import copy_plain
+from envs.plain import PlainMemo, copy_plain
 
 APP_DEFAULTS = {
     "kind": "bulk",
@@ -29,13 +29,20 @@ BLOCK_DEFAULTS = {"block_bytes": None, "period_s": 0.025, "deadline_s": 0.035, "
 
 def normalise_app(cfg) -> dict:
     """Defaults + validation; returns a new plain dict. A string is the name
-    of an app preset (``configs/app/``, :mod:`envs.presets`)."""
+    of an app preset (``configs/app/``, :mod:`envs.presets`). A dict of plain
+    data equal to one normalised lately is not normalised again: the caller
+    gets a copy of the kept result (:class:`envs.plain.PlainMemo`)."""
     if cfg is None:
         cfg = {}
     if isinstance(cfg, str):
         from envs.presets import resolve
 
         cfg = resolve(cfg, "app")
+    return _NORMALISED(cfg)
+
+
+def _normalised(cfg) -> dict:
+    """:func:`normalise_app` of a mapping (or an OmegaConf node)."""
     if not isinstance(cfg, Mapping):
         from omegaconf import OmegaConf
 
@@ -69,6 +76,10 @@ def normalise_app(cfg) -> dict:
         if a["size_bytes"] <= 0:
             raise ConfigError(f"app.size_bytes: must be positive, got {a['size_bytes']}")
     return a
+
+
+#: the app configs normalised lately (every episode of a run has the same)
+_NORMALISED = PlainMemo(_normalised)
 
 
 def _normalise_blocks(a: dict) -> dict:
