@@ -1,6 +1,6 @@
 # C types of envs/path_sender.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
-from envs.cc.base cimport CongestionController
+from envs.cc.base cimport CongestionController, RttEstimate
 from envs.sim cimport Simulator
 from envs.link cimport Path
 from envs.sent cimport SentPackets
@@ -10,12 +10,12 @@ from envs.sent cimport SentPackets
 cdef double INF, _GRANULARITY
 
 @cython.final
-cdef class PathSender:
+cdef class PathSender(RttEstimate):
     cdef public long long index
     cdef public Path path
     cdef public CongestionController cc
     cdef public long long mss, payload
-    cdef public double srtt, rttvar, min_rtt, latest_rtt, min_srtt, max_srtt
+    cdef public double rttvar, min_srtt, max_srtt  # srtt, min_rtt, latest_rtt: RttEstimate's
     cdef public bint has_rtt_sample, is_open
     cdef public long long bytes_in_flight, next_pn, largest_acked, pto_count
     cdef public SentPackets sent

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from envs.cc.base import CongestionController
+from envs.cc.base import CongestionController, RttEstimate
 from envs.sent import SentPackets
 
 K_GRANULARITY = 0.001  # s, RFC 9002 kGranularity
@@ -33,8 +33,9 @@ PACING_DEFAULTS: dict = {"enabled": True, "gain": 1.25, "burst_packets": 10, "mi
 PACING_OFF: dict = {**PACING_DEFAULTS, "enabled": False}
 
 
-class PathSender:
-    """Sender-side state of one path; also the read-only path view of schedulers."""
+class PathSender(RttEstimate):
+    """Sender-side state of one path; also the read-only path view of schedulers.
+    Its ``srtt``, ``min_rtt`` and ``latest_rtt`` are those of :class:`RttEstimate`."""
 
     __slots__ = (
         "index",
@@ -42,10 +43,7 @@ class PathSender:
         "cc",
         "mss",
         "payload",
-        "srtt",
         "rttvar",
-        "min_rtt",
-        "latest_rtt",
         "min_srtt",
         "max_srtt",
         "has_rtt_sample",

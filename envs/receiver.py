@@ -16,6 +16,10 @@ from envs.sim import Handler
 from envs.wire import ROWS, AckWire, DataWire, columns, moved
 
 INF = math.inf
+#: initial rows of the kept queue samples (a power of two; they double when full): one
+#: sample per data packet, so a 2 MB download (about 1 550 packets) fills them without
+#: growing, where the wires' 512 rows grew them twice (four column copies per episode)
+OQS_ROWS = 4 * ROWS
 
 
 class RecvPathState:
@@ -73,7 +77,7 @@ class Receiver(Handler):
         self.oqs = 0
         self.record_oqs = record_oqs
         # kept samples: time [s] and queue [bytes]; the first oqs_kept rows
-        self._oqs_t, self._oqs_v = columns("dq", ROWS)
+        self._oqs_t, self._oqs_v = columns("dq", OQS_ROWS)
         self.oqs_kept = 0
         self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1

@@ -1,4 +1,7 @@
 # C types of envs/cc/base.py for the compiled emulator core (see setup.py).
+cdef class RttEstimate:
+    cdef public double srtt, min_rtt, latest_rtt
+
 cdef class CouplingGroup:
     cdef public list members
 

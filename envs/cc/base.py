@@ -26,6 +26,16 @@ Coupled controllers (LIA, OLIA, BALIA) of one connection share a
 from __future__ import annotations
 
 
+class RttEstimate:
+    """The RTT estimate a controller's ``on_ack`` reads: smoothed, minimum and
+    latest round trip [s]. The path sender (:class:`envs.path_sender.PathSender`)
+    is one; any object with these three attributes will do, and controllers of
+    the compiled core read an ``RttEstimate``'s as C fields (an attribute
+    lookup built a Python float per ACK)."""
+
+    __slots__ = ("srtt", "min_rtt", "latest_rtt")
+
+
 class CouplingGroup:
     """The subflows of one connection whose windows are coupled."""
 

@@ -4,7 +4,7 @@
 cimport cython
 # C's fmod and floor for floor_div's math.fmod / math.floor (the .py imports Python's math)
 from libc cimport math
-from envs.cc.base cimport CongestionController
+from envs.cc.base cimport CongestionController, RttEstimate
 from envs.cc.newreno cimport NewReno
 
 cdef bint COMPILED
@@ -15,7 +15,7 @@ cpdef double floor_div(double a, double b) except? -1.0
 cdef class _Coupled(NewReno):
     cdef public double l1, l2
 
-    @cython.locals(cwnd=cython.double, srtt=cython.double)
+    @cython.locals(cwnd=cython.double, srtt=cython.double, est=RttEstimate)
     cpdef on_ack(self, double now, double acked_bytes, double sent_time, object rtt)
     cpdef double _ca_increase(self, double acked_bytes, double cwnd) except? -1.0
     cpdef on_loss(self, double now, double lost_bytes, double sent_time)

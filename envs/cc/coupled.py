@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from .base import CouplingGroup
+from .base import CouplingGroup, RttEstimate
 from .newreno import NewReno
 
 #: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
@@ -68,7 +68,8 @@ class _Coupled(NewReno):
         """``acked_bytes`` [bytes] newly acked; ``rtt.srtt`` [s] refreshes
         ``self.srtt`` so that the group sees it."""
         self.l2 += acked_bytes
-        srtt = rtt.srtt
+        est = rtt if isinstance(rtt, RttEstimate) else None
+        srtt = est.srtt if est is not None else rtt.srtt  # (compiled: a C field)
         if srtt > 0.0:
             self.srtt = srtt
         if sent_time <= self.recovery_start:
