@@ -4,11 +4,14 @@ nodes, and defaults merged with what a user gave."""
 from __future__ import annotations
 
 import copy
+import pickle
 from collections.abc import Mapping
 
 from envs.errors import ConfigError
 
 _ATOMS = (str, int, float, bool, type(None))
+#: the pickle protocol of :class:`PlainMemo`'s keys (fixed: a key must not change within a run)
+PICKLE_PROTOCOL = 5
 
 
 def copy_plain(value):
@@ -28,44 +31,25 @@ def copy_plain(value):
     return copy.deepcopy(value)
 
 
-def frozen_plain(value):
-    """A hashable key of plain config data (dicts, lists, tuples, str, int, float,
-    bool, None), or None when ``value`` holds anything else. Two values have equal
-    keys only if they have the same types, keys in the same order and values:
-    ``1``, ``1.0`` and ``True`` differ, and so do ``0.0`` and ``-0.0``."""
-    t = type(value)
-    if t is str or t is int or t is bool or value is None:
-        return (t, value)
-    if t is float:
-        return (t, value.hex())
-    if t is dict:
-        items = []
-        for k, v in value.items():
-            fk = frozen_plain(k)
-            fv = frozen_plain(v)
-            if fk is None or fv is None:
-                return None
-            items.append((fk, fv))
-        return (t, tuple(items))
-    if t is list or t is tuple:
-        out = []
-        for v in value:
-            fv = frozen_plain(v)
-            if fv is None:
-                return None
-            out.append(fv)
-        return (t, tuple(out))
-    return None
+#: :class:`PlainMemo`'s mark of an input seen once (its result not kept yet)
+_SEEN_ONCE = object()
 
 
 class PlainMemo:
-    """The last ``size`` results of a function of plain config data, by
-    :func:`frozen_plain` key: a caller gets its own :func:`copy_plain` of a kept
-    result. For the config normalisers, pure functions of their input and of
-    their module's constant tables, which every episode's set-up calls with
-    the same config: a kept answer costs a key and a copy (about a fifth of
-    normalising a two-path scenario). Input that is not plain data (an OmegaConf
-    node, a NumPy number), and an input that raises, is never kept."""
+    """Results of a function of plain config data (a dict of dicts, lists and
+    scalars), kept for an input seen twice lately; a caller gets its own
+    :func:`copy_plain` of a kept result. For the config normalisers, pure
+    functions of their input and of their module's constant tables: a run's
+    episodes normalise the same scenario again and again (a kept answer costs
+    its key and a copy, about a third of normalising a two-path scenario), while
+    bank collection normalises a new one per task, which is therefore only
+    remembered by its key (no result kept for the cyclic collector to walk).
+
+    The key is the input's pickle: two inputs have equal keys only if they are
+    rebuilt alike, types included (``1``, ``1.0`` and ``True`` differ, and so do
+    ``0.0`` and ``-0.0``). An input that is not a dict or cannot be pickled, and
+    an input that raises, is never kept. At most ``size`` inputs are
+    remembered; the oldest goes first."""
 
     __slots__ = ("function", "size", "_kept")
 
@@ -75,22 +59,26 @@ class PlainMemo:
         self._kept: dict = {}
 
     def __call__(self, value):
-        key = frozen_plain(value) if type(value) is dict else None
-        if key is None:
+        if type(value) is not dict:
+            return self.function(value)
+        try:
+            key = pickle.dumps(value, PICKLE_PROTOCOL)
+        except Exception:  # not plain data after all: nothing to key it by
             return self.function(value)
         kept = self._kept.get(key)
+        if kept is not None and kept is not _SEEN_ONCE:
+            return copy_plain(kept)
+        result = self.function(value)
         if kept is None:
-            kept = self.function(value)
             if len(self._kept) >= self.size:  # the oldest goes
                 del self._kept[next(iter(self._kept))]
-            self._kept[key] = kept
-            kept = copy_plain(kept)  # the caller's copy: the kept one stays as computed
-        else:
-            kept = copy_plain(kept)
-        return kept
+            self._kept[key] = _SEEN_ONCE
+        else:  # seen twice: keep a copy (the caller may change its own)
+            self._kept[key] = copy_plain(result)
+        return result
 
     def clear(self) -> None:
-        """Forget every kept result."""
+        """Forget every input and kept result."""
         self._kept.clear()
 
 
@@ -126,4 +114,4 @@ def merge_defaults(defaults: dict, given: Mapping, where: str) -> dict:
     return out
 
 
-__all__ = ["PlainMemo", "copy_plain", "frozen_plain", "merge_defaults", "plain_mapping"]
+__all__ = ["PlainMemo", "copy_plain", "merge_defaults", "plain_mapping"]

@@ -323,8 +323,8 @@ def random_condition_schedule(
 def normalise_scenario(cfg) -> dict:
     """Defaults + presets + validation; returns a new plain dict. A string is
     the name of a scenario preset (``configs/scenario/``, :mod:`envs.presets`).
-    A dict of plain data equal to one normalised lately is not normalised again:
-    the caller gets a copy of the kept result (:class:`envs.plain.PlainMemo`)."""
+    A dict normalised twice lately is kept: a later call with the same dict gets
+    a copy of the kept result (:class:`envs.plain.PlainMemo`)."""
     if isinstance(cfg, str):
         from envs.presets import resolve
 

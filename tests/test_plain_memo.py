@@ -3,80 +3,89 @@ normalises the same scenario and app)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from envs.apps import normalise_app
 from envs.errors import ConfigError
-from envs.plain import PlainMemo, frozen_plain
+from envs.plain import PlainMemo
 from envs.scenario import normalise_scenario
 
 SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
 
 
-def test_frozen_keys_tell_apart_what_equality_would_not():
-    keys = [frozen_plain(v) for v in (1, 1.0, True, 0.0, -0.0, "1", None, [1], (1,), {"a": 1})]
-    assert len(set(keys)) == len(keys)
-    assert frozen_plain({"a": [1, {"b": 2.5}]}) == frozen_plain({"a": [1, {"b": 2.5}]})
-    assert frozen_plain({"a": 1, "b": 2}) != frozen_plain({"b": 2, "a": 1})  # key order counts
-    for odd in (np.float64(1.0), object(), {"a": np.int64(3)}, [1, {2}]):
-        assert frozen_plain(odd) is None
-
-
-def test_a_kept_result_is_computed_once_and_each_caller_gets_its_own_copy():
+def _counted(f):
     calls = []
+    return calls, (lambda cfg: calls.append(1) or f(cfg))
 
-    def f(cfg):
-        calls.append(1)
-        return {"x": [cfg["x"], 2], "nested": {"y": cfg["x"]}}
 
+def test_a_result_is_kept_from_an_inputs_second_sight_and_each_caller_gets_a_copy():
+    calls, f = _counted(lambda cfg: {"x": [cfg["x"], 2], "nested": {"y": cfg["x"]}})
     memo = PlainMemo(f, size=2)
+    for _ in range(2):  # first sight: remembered by key only; second: kept
+        memo({"x": 1})
     a = memo({"x": 1})
     a["x"].append(99)
     a["nested"]["y"] = -1
-    b = memo({"x": 1})
-    assert b == {"x": [1, 2], "nested": {"y": 1}} and len(calls) == 1
-    memo({"x": True})  # equal to 1, but another input
-    assert len(calls) == 2
-    memo({"x": 3})  # a third input: the oldest ({"x": 1}) goes
-    memo({"x": 1})
-    assert len(calls) == 4
-    memo.clear()
+    assert memo({"x": 1}) == {"x": [1, 2], "nested": {"y": 1}} and len(calls) == 2
     memo({"x": 3})
+    memo({"x": 4})  # a third input: the oldest ({"x": 1}) goes
+    memo({"x": 1})
     assert len(calls) == 5
+    memo.clear()
+    memo({"x": 4})
+    assert len(calls) == 6
 
 
-def test_inputs_that_are_not_plain_data_or_that_raise_are_never_kept():
-    calls = []
+def test_inputs_equal_but_of_other_types_or_signs_are_other_inputs():
+    calls, f = _counted(
+        lambda cfg: {"type": type(cfg["x"]).__name__, "sign": math.copysign(1, cfg["x"])}
+    )
+    memo = PlainMemo(f)
+    for x, want in ((1, "int"), (True, "bool"), (1.0, "float"), (np.float64(1.0), "float64")):
+        for _ in range(3):
+            assert memo({"x": x})["type"] == want
+    for x, sign in ((0.0, 1.0), (-0.0, -1.0)):
+        for _ in range(3):
+            assert memo({"x": x})["sign"] == sign
+    assert len(calls) == 12  # twice per distinct input (then kept)
 
-    def f(cfg):
-        calls.append(1)
+
+def test_inputs_that_cannot_be_keyed_or_that_raise_are_never_kept():
+    def checked(cfg):
         if cfg["x"] < 0:
             raise ConfigError("x: negative")
         return dict(cfg)
 
+    calls, f = _counted(checked)
     memo = PlainMemo(f)
-    for _ in range(2):
-        memo({"x": np.int64(4)})
+    for _ in range(3):
+        memo({"x": 0, "f": lambda: 0})  # not picklable
         with pytest.raises(ConfigError, match="x: negative"):
             memo({"x": -1})
-    assert len(calls) == 4
+    assert len(calls) == 6
 
 
 def test_normalisers_return_fresh_copies_of_the_same_answer(monkeypatch):
     from envs import scenario
 
-    calls = []
-    real = scenario._NORMALISED.function
-    monkeypatch.setattr(scenario._NORMALISED, "function", lambda c: calls.append(1) or real(c))
+    calls, f = _counted(scenario._NORMALISED.function)
+    monkeypatch.setattr(scenario._NORMALISED, "function", f)
     scenario._NORMALISED.clear()
     first = normalise_scenario(SCENARIO)
     first["paths"][0]["rtt_ms"] = -5.0  # a caller may change its copy
-    second = normalise_scenario({"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]})
-    assert len(calls) == 1 and second["paths"][0]["rtt_ms"] > 0
-    assert second == real(SCENARIO)
-    app = normalise_app({"kind": "bulk", "size_bytes": 1000})
-    app["size_bytes"] = 7
+    for _ in range(3):
+        again = normalise_scenario(
+            {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
+        )
+        again["paths"][1]["rtt_ms"] = -7.0
+    assert len(calls) == 2
+    assert normalise_scenario(SCENARIO) == scenario._normalised(SCENARIO)
+    for _ in range(3):
+        app = normalise_app({"kind": "bulk", "size_bytes": 1000})
+        app["size_bytes"] = 7
     assert normalise_app({"kind": "bulk", "size_bytes": 1000})["size_bytes"] == 1000
     with pytest.raises(ConfigError, match="size_bytes"):
         normalise_app({"kind": "bulk", "size_bytes": -1})

@@ -29,9 +29,9 @@ BLOCK_DEFAULTS = {"block_bytes": None, "period_s": 0.025, "deadline_s": 0.035, "
 
 def normalise_app(cfg) -> dict:
     """Defaults + validation; returns a new plain dict. A string is the name
-    of an app preset (``configs/app/``, :mod:`envs.presets`). A dict of plain
-    data equal to one normalised lately is not normalised again: the caller
-    gets a copy of the kept result (:class:`envs.plain.PlainMemo`)."""
+    of an app preset (``configs/app/``, :mod:`envs.presets`). A dict normalised
+    twice lately is kept: a later call with the same dict gets a copy of the
+    kept result (:class:`envs.plain.PlainMemo`)."""
     if cfg is None:
         cfg = {}
     if isinstance(cfg, str):

@@ -34,6 +34,9 @@ class RttEstimate:
     lookup built a Python float per ACK)."""
 
     __slots__ = ("srtt", "min_rtt", "latest_rtt")
+    srtt: float
+    min_rtt: float
+    latest_rtt: float
 
 
 class CouplingGroup:
