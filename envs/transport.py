@@ -275,7 +275,8 @@ class Connection(Recovery):
             if tail and (type(d) is int or not d.reinject):
                 return  # no copy asked for, and nothing else can go
             if type(d) is int:
-                ps = paths[d]
+                k = d  # (compiled: a C index, read from the list directly)
+                ps = paths[k]
                 sid = None
                 gap = 0
             elif d.reinject:
