@@ -16,6 +16,8 @@ from envs.decision_agent cimport DecisionAgent
 cdef double INF, REASK_DELAY
 # the connection's event numbers (envs/events.py) as C integers
 cdef long long ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_WAKE, REASK
+# the native rule whose pick always has room (envs/rule_codes.py) as a C integer
+cdef int PICKS_WITH_ROOM
 
 cdef class Connection(Recovery):
     cdef public object name, _blocked

@@ -26,12 +26,16 @@ from envs.decision_agent import DecisionAgent
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_WAKE, REASK
 from envs.path_sender import PathSender, pace_wake_time
 from envs.recovery import ACKED_PRUNE_MIN, Recovery, pending_bytes_of, send_window_of
+from envs.rule_codes import MINRTT
 from envs.rules import native_decision, rule_code
 from envs.scheduler import Scheduler
 from envs.setup import SETUP_NONE
 from envs.streams import RecvStream, SendStream, any_holes, wrr_pick
 
 REASK_DELAY = 0.001  # s; see Connection._maybe_reask
+#: minRTT's native pick (envs.rules.minrtt_pick) is a path with room at the time it
+#: is asked: try_send does not ask that path again
+PICKS_WITH_ROOM = MINRTT
 OQS_SERIES_CAP = (
     2**18
 )  # OQS samples kept (Receiver._record_oqs); an episode sends far fewer packets
@@ -287,7 +291,7 @@ class Connection(Recovery):
                 ps = paths[d.path]
                 sid = d.stream_id
                 gap = d.gap
-            if not ps.may_send(now):
+            if self.native_rule != PICKS_WITH_ROOM and not ps.may_send(now):
                 self._blocked = (ps.index, sid, gap)
                 self._arm_pace_wake(now)
                 return

@@ -138,6 +138,30 @@ def test_the_connection_takes_the_native_rule_and_round_robin_keeps_its_cursor()
     assert sched._next in (1, 2) and min(sent) > 0
 
 
+def test_minrtts_native_pick_is_always_a_path_with_room():
+    """The connection does not test minRTT's native pick for room again
+    (envs.transport.PICKS_WITH_ROOM): in every state of an episode the pick is
+    a path with room, or none when no path has room."""
+    from envs.rules import minrtt_pick
+
+    emu, conn, _app, s = setup_episode(
+        SCENARIOS["table1_4g_5g"], {"kind": "bulk", "size_bytes": 300_000}, make_scheduler("minrtt")
+    )
+    t, picked, none = 0.0, 0, 0
+    while not conn.finished and t < s["max_duration_s"]:
+        t += 0.0005
+        emu.sim.run(until=t)
+        now = conn.sim.now
+        i = minrtt_pick(conn.paths, now)
+        if i < 0:
+            none += 1
+            assert not any(p.may_send(now) for p in conn.paths)
+        else:
+            picked += 1
+            assert conn.paths[i].may_send(now)
+    assert conn.finished and picked > 10 and none > 10
+
+
 def test_an_unknown_native_rule_is_named_and_an_overriding_subclass_is_not_native():
     class Odd(Scheduler):
         native_rule = "fastest_ever"
