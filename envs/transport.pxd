@@ -34,7 +34,7 @@ cdef class Connection(Recovery):
     cpdef bint _has_data(self) except? -1
     @cython.locals(ps=PathSender, p=PathSender, st=SendStream, front=cython.bint,
                    length=cython.longlong, off=cython.longlong, now=cython.double, tail=cython.bint,
-                   agent=DecisionAgent, k=Py_ssize_t)
+                   agent=DecisionAgent, k=Py_ssize_t, roomy=cython.bint)
     cpdef try_send(self)
     @cython.locals(t=cython.double)
     cpdef _arm_pace_wake(self, double now)

@@ -34,7 +34,7 @@ from envs.streams import RecvStream, SendStream, any_holes, wrr_pick
 
 REASK_DELAY = 0.001  # s; see Connection._maybe_reask
 #: minRTT's native pick (envs.rules.minrtt_pick) is a path with room at the time it
-#: is asked: try_send does not ask that path again
+#: is asked, and none only when no path has room: try_send asks no path for room itself
 PICKS_WITH_ROOM = MINRTT
 OQS_SERIES_CAP = (
     2**18
@@ -255,12 +255,14 @@ class Connection(Recovery):
             )
             if tail and (not self.reinjects or not reinject.possible(self)):
                 return
-            for p in paths:  # a packet can be sent only if some path has room
-                if p.may_send(now):
-                    break
-            else:
-                self._arm_pace_wake(now)
-                return
+            roomy = self.native_rule == PICKS_WITH_ROOM  # its pick tells whether any path has room
+            if not roomy:
+                for p in paths:  # a packet can be sent only if some path has room
+                    if p.may_send(now):
+                        break
+                else:
+                    self._arm_pace_wake(now)
+                    return
             if self.native_rule == 0:
                 agent = self._agent
                 if agent is not None:  # a Gymnasium agent: a C call
@@ -270,6 +272,9 @@ class Connection(Recovery):
             else:
                 d = native_decision(self.native_rule, paths, self.scheduler, self, now, tail)
             if d is None:
+                if roomy:  # no path has room (as the loop above finds for other schedulers)
+                    self._arm_pace_wake(now)
+                    return
                 self._maybe_reask()
                 if (
                     not self.sim.stopped
@@ -291,7 +296,7 @@ class Connection(Recovery):
                 ps = paths[d.path]
                 sid = d.stream_id
                 gap = d.gap
-            if self.native_rule != PICKS_WITH_ROOM and not ps.may_send(now):
+            if not roomy and not ps.may_send(now):
                 self._blocked = (ps.index, sid, gap)
                 self._arm_pace_wake(now)
                 return
