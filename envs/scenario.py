@@ -320,16 +320,18 @@ def random_condition_schedule(
     return segments
 
 
-def normalise_scenario(cfg) -> dict:
+def normalise_scenario(cfg, keep: bool = True) -> dict:
     """Defaults + presets + validation; returns a new plain dict. A string is
     the name of a scenario preset (``configs/scenario/``, :mod:`envs.presets`).
     A dict normalised twice lately is kept: a later call with the same dict gets
-    a copy of the kept result (:class:`envs.plain.PlainMemo`)."""
+    a copy of the kept result (:class:`envs.plain.PlainMemo`). ``keep=False``
+    neither looks ``cfg`` up nor remembers it: a scenario met once, such as a
+    bank task's, then costs no key."""
     if isinstance(cfg, str):
         from envs.presets import resolve
 
         cfg = resolve(cfg, "scenario")
-    return _NORMALISED(cfg)
+    return _NORMALISED(cfg) if keep else _normalised(cfg)
 
 
 def _normalised(cfg) -> dict:

@@ -183,7 +183,7 @@ class TaskCollector(DQNScheduler):
         """
         if int(decisions) < 1:
             raise ConfigError(f"decisions_per_task: must be a positive integer, got {decisions!r}")
-        s = normalise_scenario(scenario)
+        s = normalise_scenario(scenario, keep=False)  # a task's network is met once
         if max_duration_s is not None:
             if not float(max_duration_s) > 0:
                 raise ConfigError(f"task_max_duration_s: must be positive, got {max_duration_s!r}")

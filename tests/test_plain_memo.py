@@ -89,3 +89,14 @@ def test_normalisers_return_fresh_copies_of_the_same_answer(monkeypatch):
     assert normalise_app({"kind": "bulk", "size_bytes": 1000})["size_bytes"] == 1000
     with pytest.raises(ConfigError, match="size_bytes"):
         normalise_app({"kind": "bulk", "size_bytes": -1})
+
+
+def test_a_scenario_normalised_without_keeping_is_neither_looked_up_nor_remembered():
+    from envs import scenario
+
+    scenario._NORMALISED.clear()
+    for _ in range(3):
+        assert normalise_scenario(SCENARIO, keep=False) == scenario._normalised(SCENARIO)
+    assert not scenario._NORMALISED._kept
+    normalise_scenario(SCENARIO)
+    assert len(scenario._NORMALISED._kept) == 1
