@@ -41,9 +41,9 @@ class PlainMemo:
     :func:`copy_plain` of a kept result. For the config normalisers, pure
     functions of their input and of their module's constant tables: a run's
     episodes normalise the same scenario again and again (a kept answer costs
-    its key and a copy, about a third of normalising a two-path scenario), while
-    bank collection normalises a new one per task, which is therefore only
-    remembered by its key (no result kept for the cyclic collector to walk).
+    its key and a copy, about a third of normalising a two-path scenario). An
+    input met only once is remembered by its key alone, so no result is kept
+    for the cyclic collector to walk.
 
     The key is the input's pickle: two inputs have equal keys only if they are
     rebuilt alike, types included (``1``, ``1.0`` and ``True`` differ, and so do

@@ -236,6 +236,7 @@ class Connection(Recovery):
         """Ask the scheduler for decisions while there is data and a path to take it."""
         paths = self.paths
         now = self.sim.now
+        roomy = self.native_rule == PICKS_WITH_ROOM  # its pick tells whether any path has room
         while True:
             blocked = self._blocked
             if blocked is not None:
@@ -255,7 +256,6 @@ class Connection(Recovery):
             )
             if tail and (not self.reinjects or not reinject.possible(self)):
                 return
-            roomy = self.native_rule == PICKS_WITH_ROOM  # its pick tells whether any path has room
             if not roomy:
                 for p in paths:  # a packet can be sent only if some path has room
                     if p.may_send(now):
