@@ -51,6 +51,22 @@ CFLAGS = ["-O2", "-ffp-contract=off"]
 #: against aliasing); vectorising independent lanes keeps every lane's order
 VECTORISED = {"envs/dense.py": ["-O3", "-ffp-contract=off"]}
 
+#: modules that draw through NumPy's random C API (numpy/random/distributions.h, included
+#: by envs/link_draws.h) and link the npyrandom library NumPy ships for compiled extensions
+NUMPY_RANDOM = {"envs/link.py"}
+
+
+def numpy_options(path: str) -> dict:
+    """NumPy's headers for every module (the modules that cimport ``envs.link`` include its
+    header), and the npyrandom library for the modules of :data:`NUMPY_RANDOM`."""
+    import numpy as np
+
+    options: dict = {"include_dirs": [np.get_include()]}
+    if path in NUMPY_RANDOM:
+        options["library_dirs"] = [str(Path(np.__file__).parent / "random" / "lib")]
+        options["libraries"] = ["npyrandom"]
+    return options
+
 
 def extensions() -> list:
     if os.environ.get("FALCON_PURE_PYTHON") == "1":
@@ -71,6 +87,7 @@ def extensions() -> list:
             # a module's C helpers (envs/dense.py: dense_layer.h) rebuild it when they change
             depends=[str(h) for h in Path(path).parent.glob(Path(path).stem + "_*.h")],
             optional=True,
+            **numpy_options(path),
         )
         for path in COMPILED
     ]

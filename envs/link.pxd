@@ -1,6 +1,13 @@
 # C types of envs/link.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
+from cpython.pycapsule cimport PyCapsule_GetPointer
 from envs.traces.base cimport CapacityTrace, StepSeries
+
+# one random draw at a time from a Generator's bit generator, with NumPy's algorithms
+# (envs/link_draws.h; setup.py links NumPy's npyrandom library)
+cdef extern from "link_draws.h":
+    double falcon_gamma(void *bg, double shape, double scale) nogil
+    double falcon_next_double(void *bg) nogil
 
 cdef bint COMPILED
 # module constants as C doubles (a Python float compared with a C double is boxed)
@@ -28,10 +35,12 @@ cdef class Link:
 cdef class DelayModel:
     cdef public double mean_rtt, cv, offset
     cdef public StepSeries one_way_series
-    cdef public object _rng
+    # readonly: _bitgen points into this Generator's bit generator
+    cdef readonly object _rng
+    cdef void *_bitgen
     cdef double[::1] _buf
     cdef public Py_ssize_t _i, _left
-    @cython.locals(i=Py_ssize_t, mean=cython.double)
+    @cython.locals(i=Py_ssize_t, mean=cython.double, k=cython.double)
     cpdef double sample_rtt(self, double now) except? -1.0
     cpdef _draw_part(self)
     cpdef _gamma(self, Py_ssize_t n)
@@ -40,7 +49,9 @@ cdef class DelayModel:
 cdef class LossModel:
     cdef public double p, offset
     cdef public StepSeries series
-    cdef public object ge, _rng
+    cdef public object ge
+    cdef readonly object _rng
+    cdef void *_bitgen
     cdef public bint _bad
     cdef double[::1] _buf
     cdef public Py_ssize_t _i

@@ -35,7 +35,8 @@ cdef class RecvStream:
     cpdef bint ooo_put(self, long long off, long long length) except -1
     @cython.locals(mask=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, home=Py_ssize_t, length=cython.longlong)
     cpdef Py_ssize_t ooo_pop(self, long long off) except? -2
-    @cython.locals(cap=Py_ssize_t, k=Py_ssize_t, i=Py_ssize_t, old_keys=cython.longlong[::1], old_vals=cython.longlong[::1])
+    @cython.locals(old_mask=Py_ssize_t, cap=Py_ssize_t, k=Py_ssize_t, i=Py_ssize_t, table=cython.longlong[:, ::1],
+                   keys=cython.longlong[::1], old_keys=cython.longlong[::1], old_vals=cython.longlong[::1])
     cpdef _grow(self)
 
 cdef Py_ssize_t _slot(long long off, Py_ssize_t mask) except? -1

@@ -285,24 +285,31 @@ class RecvStream:
         return length
 
     def _grow(self) -> None:
-        """Allocate the table (``OOO_SLOTS`` slots), or double it and re-insert its entries."""
-        if self._mask == 0:
-            self._keys = np.full(OOO_SLOTS, -1, np.int64)
-            self._vals = np.zeros(OOO_SLOTS, np.int64)
-            self._mask = OOO_SLOTS - 1
+        """Allocate the table (``OOO_SLOTS`` slots), or double it and re-insert its entries.
+        Keys and values are the two rows of one array (one NumPy call, and no NumPy view
+        per row in the compiled core); a value is read only where its key is set."""
+        old_mask = self._mask
+        cap = OOO_SLOTS if old_mask == 0 else 2 * (old_mask + 1)
+        table = np.empty((2, cap), np.int64)
+        keys = table[0]
+        for i in range(cap):
+            keys[i] = -1
+        if old_mask == 0:
+            self._keys = keys
+            self._vals = table[1]
+            self._mask = cap - 1
             return
         old_keys = self._keys
         old_vals = self._vals
-        cap = 2 * (self._mask + 1)
-        self._keys = np.full(cap, -1, np.int64)
-        self._vals = np.zeros(cap, np.int64)
+        self._keys = keys
+        self._vals = table[1]
         self._mask = cap - 1
-        for k in range(cap // 2):
+        for k in range(old_mask + 1):
             if old_keys[k] >= 0:
                 i = _slot(old_keys[k], self._mask)
-                while self._keys[i] >= 0:
+                while keys[i] >= 0:
                     i = (i + 1) & self._mask
-                self._keys[i] = old_keys[k]
+                keys[i] = old_keys[k]
                 self._vals[i] = old_vals[k]
 
 

@@ -37,6 +37,13 @@ COMPILED = not __file__.endswith(".py")
 #: initial rows of a ring (a power of two; a ring doubles when full): more than an
 #: episode's window of packets usually needs, so that few rings grow
 ROWS = 512
+#: the compiled core's columns of one ring lie this many 8-byte words [one 64-byte cache
+#: line] further apart than their length: columns a power of two long, back to back, put
+#: a row's words at addresses 4 KiB apart or a multiple of that, which the L1 data cache
+#: maps to one set, so a ring's row (a word per column) and a few other rings' rows
+#: evicted each other (about 6 of a packet's 7 column writes missed L1 in
+#: callgrind's cache model); one line more per column spreads a row over as many sets
+COLUMN_PAD = 8
 
 
 def column(kind: str, n: int):
@@ -49,11 +56,14 @@ def column(kind: str, n: int):
 def columns(kinds: str, n: int) -> list:
     """One :func:`column` of ``n`` zeros per letter of ``kinds`` ('d' float, 'q' int). The
     compiled core carves them from one allocation: one NumPy call and one zeroing for a
-    whole ring (an episode builds a few dozen columns)."""
+    whole ring (an episode builds a few dozen columns), :data:`COLUMN_PAD` words apart."""
     if not COMPILED:
         return [column(kind, n) for kind in kinds]
-    block = np.zeros((len(kinds), n), np.int64)
-    return [block[i].view(np.float64) if kind == "d" else block[i] for i, kind in enumerate(kinds)]
+    block = np.zeros((len(kinds), n + COLUMN_PAD), np.int64)
+    return [
+        block[i, :n].view(np.float64) if kind == "d" else block[i, :n]
+        for i, kind in enumerate(kinds)
+    ]
 
 
 def regrown(col, kind: str, head: int, count: int):

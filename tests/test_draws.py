@@ -1,12 +1,16 @@
 """The emulator's random draws (envs.link): drawn in parts of a block as needed,
 they are the numbers whole blocks drawn at once give, also when the delay
 deviation changes in the middle of a block (its remaining draws are drawn
-and dropped, as dropping a whole block did)."""
+and dropped, as dropping a whole block did). The compiled core draws one number
+at a time through the Generator's bit generator: the same numbers, and none
+left over."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from envs import link
 from envs.link import _BLOCK, _SUB, DelayModel, LossModel
 
 
@@ -50,3 +54,20 @@ def test_loss_draws_equal_one_stream_of_uniforms():
     loss = LossModel(p, np.random.default_rng(8))
     u = np.random.default_rng(8).random(2 * _BLOCK + 5)
     assert [loss.lost(0.0) for _ in range(len(u))] == (u < p).tolist()
+
+
+@pytest.mark.skipif(link.__file__.endswith(".py"), reason="the .py core draws parts of blocks")
+def test_the_compiled_core_draws_only_the_numbers_it_uses():
+    # one number at a time through the bit generator: after n samples the Generator
+    # stands where n draws leave it (the .py core's part would have drawn 512)
+    delay_rng, loss_rng = np.random.default_rng(21), np.random.default_rng(22)
+    delay, loss = DelayModel(0.03, 0.2, delay_rng), LossModel(0.1, loss_rng)
+    n = _SUB // 2 + 7
+    xs = [delay.sample_rtt(0.0) for _ in range(n)]
+    losses = [loss.lost(0.0) for _ in range(n)]
+    ref_delay, ref_loss = np.random.default_rng(21), np.random.default_rng(22)
+    k = 1.0 / (0.2 * 0.2)
+    assert xs == [0.03 * g for g in ref_delay.gamma(k, 1.0 / k, n).tolist()]
+    assert losses == (ref_loss.random(n) < 0.1).tolist()
+    assert delay_rng.random() == ref_delay.random()
+    assert loss_rng.random() == ref_loss.random()

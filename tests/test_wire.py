@@ -9,10 +9,11 @@ from collections import deque
 import numpy as np
 import pytest
 
+from envs import wire
 from envs.link import Link
 from envs.sent import SentPackets
 from envs.traces.base import CapacityTrace
-from envs.wire import ROWS, AckWire, DataWire
+from envs.wire import COLUMN_PAD, ROWS, AckWire, DataWire, columns
 
 
 def test_sent_packets_follow_a_dict_of_records_under_random_acks_and_losses():
@@ -145,3 +146,16 @@ def test_only_the_oldest_entry_of_a_wire_has_its_arrival_event_queued():
     # superseded by an earlier deadline, which wait in the queue until their time (17 at most here, at the
     # moment the second path opens: its first RTT samples move its deadline earlier several times)
     assert on_wire > 300 and events <= 20
+
+
+def test_a_rings_columns_do_not_lie_a_multiple_of_4_kib_apart():
+    # row k of every column would map to one L1 set (envs.wire.COLUMN_PAD)
+    cols = columns("dqqd", ROWS)
+    assert [len(c) for c in cols] == [ROWS] * 4
+    if wire.__file__.endswith(".py"):  # the .py core: lists
+        return
+    addresses = [c.__array_interface__["data"][0] for c in cols]
+    gaps = {b - a for a, b in zip(addresses, addresses[1:])}
+    assert gaps == {8 * (ROWS + COLUMN_PAD)} and all(g % 4096 for g in gaps)
+    assert cols[0].dtype == np.float64 and cols[1].dtype == np.int64
+    assert all(c.flags.c_contiguous and not c.any() for c in cols)
