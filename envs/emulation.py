@@ -189,10 +189,11 @@ class Emulation:
             p, scenario, ptrace, segments, offset, delay_series
         )
         cv = p["rtt_std_ms"] / p["rtt_ms"]
-        delay = DelayModel(p["rtt_ms"] / 1000, cv, generator(delay_seq), delay_series, offset)
+        # the models draw from their seed sequences' PCG64 streams (envs.link.RandomDraws)
+        delay = DelayModel(p["rtt_ms"] / 1000, cv, delay_seq, delay_series, offset)
         loss = LossModel(
             p["loss"],
-            generator(loss_seq),
+            loss_seq,
             loss_series,
             p["ge"] if p["loss_model"] == "gilbert_elliott" else None,
             offset,

@@ -1,11 +1,15 @@
 # C types of envs/link.py for the compiled emulator core (setup.py, envs/_core.py).
 cimport cython
 from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.stdint cimport uint64_t
 from envs.traces.base cimport CapacityTrace, StepSeries
 
 # one random draw at a time from a Generator's bit generator, with NumPy's algorithms
 # (envs/link_draws.h; setup.py links NumPy's npyrandom library)
 cdef extern from "link_draws.h":
+    ctypedef struct falcon_stream_t:
+        pass
+    void *falcon_stream_seed(falcon_stream_t *s, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3)
     double falcon_gamma(void *bg, double shape, double scale) nogil
     double falcon_next_double(void *bg) nogil
 
@@ -31,13 +35,18 @@ cdef class Link:
                    c_now=cython.double, pos=cython.double, cap=CapacityTrace)
     cpdef double admit(self, double now, long long size) except? -1.0
 
-@cython.final
-cdef class DelayModel:
-    cdef public double mean_rtt, cv, offset
-    cdef public StepSeries one_way_series
-    # readonly: _bitgen points into this Generator's bit generator
+cdef class RandomDraws:
+    # readonly: _bitgen points into this Generator's bit generator (or into _stream, _rng None)
     cdef readonly object _rng
     cdef void *_bitgen
+    cdef falcon_stream_t _stream
+    @cython.locals(w=list)
+    cpdef _draw_from(self, object rng)
+
+@cython.final
+cdef class DelayModel(RandomDraws):
+    cdef public double mean_rtt, cv, offset
+    cdef public StepSeries one_way_series
     cdef double[::1] _buf
     cdef public Py_ssize_t _i, _left
     @cython.locals(i=Py_ssize_t, mean=cython.double, k=cython.double)
@@ -46,12 +55,10 @@ cdef class DelayModel:
     cpdef _gamma(self, Py_ssize_t n)
 
 @cython.final
-cdef class LossModel:
+cdef class LossModel(RandomDraws):
     cdef public double p, offset
     cdef public StepSeries series
     cdef public object ge
-    cdef readonly object _rng
-    cdef void *_bitgen
     cdef public bint _bad
     cdef double[::1] _buf
     cdef public Py_ssize_t _i

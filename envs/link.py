@@ -24,6 +24,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+try:  # the compiled draws' address-of (the .py core never runs that code)
+    import cython
+except ImportError:  # pragma: no cover - the .py build installed without Cython
+    from envs._cython_stub import cython  # type: ignore[assignment]
+
+from envs.seeds import generator, state_words
 from envs.traces.base import CapacityTrace, StepSeries
 from envs.wire import ROWS, columns, regrown
 
@@ -188,7 +194,31 @@ class Link:
         return departure
 
 
-class DelayModel:
+class RandomDraws:
+    """The random numbers of a path model (:class:`DelayModel`, :class:`LossModel`): those of
+    a NumPy ``Generator``, or, given a seed sequence (:class:`envs.seeds.ChildSeed`,
+    ``numpy.random.SeedSequence``), those of ``numpy.random.Generator(PCG64(seq))``, which
+    the compiled core draws from a PCG64 of its own (envs/link_draws.h) without building
+    the NumPy objects."""
+
+    __slots__ = ("_rng", "_bitgen")
+
+    def _draw_from(self, rng) -> None:
+        """Draw from ``rng``: a ``numpy.random.Generator`` or a seed sequence."""
+        if isinstance(rng, np.random.Generator):
+            self._rng = rng
+            if COMPILED:  # the Generator's bit generator, whose C interface draws here
+                self._bitgen = PyCapsule_GetPointer(rng.bit_generator.capsule, b"BitGenerator")  # type: ignore[name-defined]  # noqa: F821
+            return
+        w = state_words(rng, 4)  # (also checks that rng is a seed sequence)
+        if COMPILED:
+            self._rng = None
+            self._bitgen = falcon_stream_seed(cython.address(self._stream), w[0], w[1], w[2], w[3])  # type: ignore[attr-defined,name-defined]  # noqa: F821
+        else:
+            self._rng = generator(rng)
+
+
+class DelayModel(RandomDraws):
     """Per-packet base RTT: ``mean(t) * G`` with ``G ~ Gamma(mean 1, std cv)``.
 
     ``mean_rtt`` [s] is a constant or a :class:`StepSeries` of the one-way
@@ -199,33 +229,22 @@ class DelayModel:
     exactly, also for the large deviation ratios of the condition grid.
     """
 
-    __slots__ = (
-        "mean_rtt",
-        "one_way_series",
-        "cv",
-        "_rng",
-        "_bitgen",
-        "_buf",
-        "_i",
-        "_left",
-        "offset",
-    )
+    __slots__ = ("mean_rtt", "one_way_series", "cv", "_buf", "_i", "_left", "offset")
 
     def __init__(
         self,
         mean_rtt: float,
         cv: float,
-        rng: np.random.Generator,
+        rng,
         one_way_series: StepSeries | None = None,
         offset: float = 0.0,
     ):
+        """``rng``: a ``numpy.random.Generator`` or a seed sequence (:class:`RandomDraws`)."""
         self.offset = float(offset)
         self.mean_rtt = float(mean_rtt)
         self.one_way_series = one_way_series
         self.cv = float(cv)
-        self._rng = rng
-        if COMPILED:  # the Generator's bit generator, whose C interface draws here
-            self._bitgen = PyCapsule_GetPointer(rng.bit_generator.capsule, b"BitGenerator")  # type: ignore[name-defined]  # noqa: F821
+        self._draw_from(rng)
         self._buf = _NO_DRAWS  # the current part of a block of draws (_draws)
         self._i = 0
         self._left = 0  # draws of the current block not drawn yet
@@ -277,14 +296,19 @@ class DelayModel:
             if self._left > 0:
                 # the block's remaining draws, drawn and dropped: the generator
                 # then stands where a whole block drawn at once would leave it
-                self._gamma(self._left)
+                if COMPILED:
+                    k = 1.0 / (self.cv * self.cv)
+                    for _ in range(self._left):
+                        falcon_gamma(self._bitgen, k, 1.0 / k)  # type: ignore[name-defined]  # noqa: F821
+                else:
+                    self._gamma(self._left)
                 self._left = 0
             self.cv = cv
             self._buf = _NO_DRAWS
             self._i = 0
 
 
-class LossModel:
+class LossModel(RandomDraws):
     """Random loss of data packets: Bernoulli(p), or Gilbert-Elliott.
 
     Gilbert-Elliott: a two-state Markov chain stepped once per packet with
@@ -293,24 +317,23 @@ class LossModel:
     ``p`` may be a :class:`StepSeries` (loss from a trace).
     """
 
-    __slots__ = ("p", "series", "ge", "_bad", "_rng", "_bitgen", "_buf", "_i", "offset")
+    __slots__ = ("p", "series", "ge", "_bad", "_buf", "_i", "offset")
 
     def __init__(
         self,
         p: float,
-        rng: np.random.Generator,
+        rng,
         series: StepSeries | None = None,
         ge: dict | None = None,
         offset: float = 0.0,
     ):
+        """``rng``: a ``numpy.random.Generator`` or a seed sequence (:class:`RandomDraws`)."""
         self.offset = float(offset)
         self.p = float(p)
         self.series = series
         self.ge = ge
         self._bad = False
-        self._rng = rng
-        if COMPILED:  # as DelayModel's
-            self._bitgen = PyCapsule_GetPointer(rng.bit_generator.capsule, b"BitGenerator")  # type: ignore[name-defined]  # noqa: F821
+        self._draw_from(rng)
         self._buf = _NO_DRAWS  # the current part of a block of draws (_draws)
         self._i = 0
 

@@ -12,6 +12,9 @@ cdef class ChildSeed:
 
     @cython.locals(n=Py_ssize_t, i=Py_ssize_t, h=cython.ulonglong, v=cython.ulonglong, words=list, wide=cython.bint)
     cpdef generate_state(self, object n_words, object dtype=*)
+    @cython.locals(n=Py_ssize_t, i=Py_ssize_t, h=cython.ulonglong, v=cython.ulonglong, low=cython.ulonglong,
+                   out=list)
+    cpdef list words64(self, Py_ssize_t n_words)
 
 @cython.locals(words=list)
 cpdef list _words(object n)

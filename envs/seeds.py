@@ -86,11 +86,41 @@ class ChildSeed:
             return np.array(words, _LE32).view(_LE64).astype(np.uint64, copy=False)
         return np.array(words, np.uint32)
 
+    def words64(self, n_words: int) -> list:
+        """``generate_state(n_words, np.uint64)`` as a list of Python integers."""
+        n = 2 * n_words
+        out = []
+        h = INIT_B
+        low = 0
+        for i in range(n):
+            v = (self._pool[i % POOL_SIZE] ^ h) & MASK32
+            h = (h * MULT_B) & MASK32
+            v = (v * h) & MASK32
+            v = v ^ (v >> XSHIFT)
+            if i % 2 == 0:
+                low = v
+            else:  # little-endian pairs, as generate_state views them
+                out.append(low | (v << 32))
+        return out
+
     def __repr__(self) -> str:
         return f"ChildSeed(entropy={self.entropy}, spawn_key={self.spawn_key})"
 
 
 ISeedSequence.register(ChildSeed)
+
+
+def state_words(seed, n_words: int) -> list:
+    """``seed.generate_state(n_words, np.uint64)`` as Python integers: what a ``PCG64``
+    seeded with the seed sequence ``seed`` reads (a :class:`ChildSeed` computes them without
+    a NumPy array)."""
+    if isinstance(seed, ChildSeed):
+        return seed.words64(n_words)
+    if not isinstance(seed, ISeedSequence):
+        raise TypeError(
+            f"expected a numpy.random.Generator or a seed sequence, got {type(seed).__name__}"
+        )
+    return [int(w) for w in seed.generate_state(n_words, np.uint64)]
 
 
 def generator(seed: ChildSeed) -> np.random.Generator:
@@ -141,4 +171,4 @@ def _mix_in(x: int, value: int, h: int) -> int:
     return r ^ (r >> XSHIFT)
 
 
-__all__ = ["ChildSeed", "generator"]
+__all__ = ["ChildSeed", "generator", "state_words"]

@@ -12,6 +12,7 @@ import pytest
 
 from envs import link
 from envs.link import _BLOCK, _SUB, DelayModel, LossModel
+from envs.seeds import ChildSeed
 
 
 def _whole_blocks(seed: int, plan: list[tuple[float, int]]) -> list[float]:
@@ -71,3 +72,30 @@ def test_the_compiled_core_draws_only_the_numbers_it_uses():
     assert losses == (ref_loss.random(n) < 0.1).tolist()
     assert delay_rng.random() == ref_delay.random()
     assert loss_rng.random() == ref_loss.random()
+
+
+@pytest.mark.parametrize("entropy", [0, 7, 2**40 + 3, 2**70 + 11])
+def test_a_seed_sequence_draws_what_its_pcg64_generator_draws(entropy):
+    # a model given a seed sequence draws numpy.random.Generator(PCG64(seq))'s numbers
+    # (the compiled core from a PCG64 of its own, envs/link_draws.h), across changes of
+    # deviation (shapes above and below 1: both of NumPy's Gamma methods) and both losses
+    for key in [(0, 1), (3, 2), ()]:
+        seq, child = np.random.SeedSequence(entropy, spawn_key=key), ChildSeed(entropy, key)
+        plan = [(0.3, 700), (1.7, 900), (0.02, _BLOCK + 5), (0.6, 3)]
+        got, want = [], []
+        for source, out in ((child, got), (np.random.Generator(np.random.PCG64(seq)), want)):
+            delay = DelayModel(0.05, plan[0][0], source)
+            for cv, n in plan:
+                delay.set(0.05, cv)
+                out.extend(delay.sample_rtt(0.0) for _ in range(n))
+        assert got == want
+        ge = {"p_gb": 0.05, "p_bg": 0.3, "loss_good": 0.01, "loss_bad": 0.5}
+        for p, model in ((0.2, None), (0.0, ge)):
+            mine = LossModel(p, ChildSeed(entropy, key), ge=model)
+            ref = LossModel(p, np.random.Generator(np.random.PCG64(seq)), ge=model)
+            assert [mine.lost(0.0) for _ in range(3000)] == [ref.lost(0.0) for _ in range(3000)]
+
+
+def test_a_model_needs_a_generator_or_a_seed_sequence():
+    with pytest.raises(TypeError, match="Generator or a seed sequence, got int"):
+        DelayModel(0.05, 0.1, 12)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from envs.emulation import Emulation
-from envs.seeds import ChildSeed, generator
+from envs.seeds import ChildSeed, generator, state_words
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -27,6 +27,13 @@ def test_child_seed_is_the_seed_sequence_of_its_spawn_key(seed):
             a, b = ref.generate_state(n, dtype), mine.generate_state(n, dtype)
             assert a.dtype == b.dtype and np.array_equal(a, b)
         assert generator(mine).bit_generator.state == np.random.default_rng(ref).bit_generator.state
+        words = ref.generate_state(4, np.uint64).tolist()
+        assert mine.words64(4) == state_words(mine, 4) == state_words(ref, 4) == words
+
+
+def test_state_words_of_anything_else_is_an_error():
+    with pytest.raises(TypeError, match="seed sequence, got int"):
+        state_words(7, 4)
 
 
 def test_the_emulation_draws_from_the_spawned_grandchildren():
