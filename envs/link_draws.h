@@ -9,8 +9,9 @@
  * seeding (numpy/random/src/pcg64: PCG XSL-RR 128/64, state and increment from a seed
  * sequence's four 64-bit state words), behind the same bitgen_t interface: a path model
  * seeded from a seed sequence draws the numbers numpy.random.Generator(PCG64(seq)) would,
- * without building the PCG64 and Generator objects (about 25 us a path, Python-level work
- * at every episode's set-up). tests/test_draws.py compares the streams. */
+ * without building the PCG64 and Generator objects at every episode's set-up (Python-level
+ * work: 2.8 % of a 2 MB minRTT episode's CPU time, perf). tests/test_draws.py compares
+ * the streams. */
 #ifndef FALCON_LINK_DRAWS_H
 #define FALCON_LINK_DRAWS_H
 

@@ -36,8 +36,10 @@ def percentile(values, p: float) -> float:
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
-def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
+def episode_metrics(conn, app, end_time: float, oqs_values=None) -> dict[str, float]:
     """Flat dict of floats (schema in docs/reference/formats/scenario_schema.md).
+    ``oqs_values``: the kept queue samples (``conn.oqs_series()[1]``) where the caller
+    has them already (:func:`envs.runner.run_episode` keeps the series in its result).
 
     ``timed_out`` = the app did not finish; ``stalled`` = it did not finish
     and the event queue ran dry before the time limit (a deadlock: nothing
@@ -67,7 +69,7 @@ def episode_metrics(conn, app, end_time: float) -> dict[str, float]:
         m["reinjected_bytes"] = float(conn.reinjected_bytes)
         m["redundancy_overhead"] = conn.reinjected_bytes / total if total > 0 else 0.0
     if conn.oqs_kept:
-        v = conn.oqs_series()[1]
+        v = conn.oqs_series()[1] if oqs_values is None else oqs_values
         if conn.oqs_stride == 1 and conn.oqs_sum > EXACT_SUM:  # NumPy's rounding, as before
             f = v.astype(np.float64)
             m["oqs_mean_bytes"] = float(f.mean())

@@ -80,11 +80,12 @@ def closing_metrics(
 def _run_episode(scenario: Config, app: Config, scheduler: Scheduler, seed: int) -> EpisodeResult:
     emu, conn, application, s = setup_episode(scenario, app, scheduler, seed)
     end = emu.sim.run(until=s["max_duration_s"])
+    oqs_t, oqs_bytes = conn.oqs_series()  # (copies: the result keeps them)
     result = EpisodeResult(
-        metrics=episode_metrics(conn, application, end),
+        metrics=episode_metrics(conn, application, end, oqs_bytes),
         object_times=application.object_times(),
         object_release_times=application.object_release_times(),
-        timeseries=dict(zip(("oqs_t", "oqs_bytes"), conn.oqs_series())),
+        timeseries={"oqs_t": oqs_t, "oqs_bytes": oqs_bytes},
         scenario=s,
         seed=int(seed),
     )
