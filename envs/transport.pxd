@@ -8,7 +8,7 @@ from envs.streams cimport SendStream, any_holes, wrr_pick
 from envs.link cimport Path
 from envs.sent cimport SentPackets
 from envs.wire cimport AckWire, DataWire
-from envs.rules cimport native_decision
+from envs.rules cimport minrtt_pick, native_decision
 from envs.sim cimport Simulator
 from envs.decision_agent cimport DecisionAgent
 
@@ -32,10 +32,11 @@ cdef class Connection(Recovery):
     cdef public DecisionAgent _agent
 
     cpdef bint _has_data(self) except? -1
-    @cython.locals(ps=PathSender, p=PathSender, st=SendStream, front=cython.bint,
-                   length=cython.longlong, off=cython.longlong, now=cython.double, tail=cython.bint,
+    @cython.locals(ps=PathSender, p=PathSender, now=cython.double, tail=cython.bint,
                    agent=DecisionAgent, k=Py_ssize_t, roomy=cython.bint)
     cpdef try_send(self)
+    @cython.locals(active=list, st=SendStream, length=cython.longlong, off=cython.longlong)
+    cpdef _send_new(self, PathSender ps)
     @cython.locals(t=cython.double)
     cpdef _arm_pace_wake(self, double now)
     @cython.locals(p=PathSender)

@@ -27,7 +27,7 @@ from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_W
 from envs.path_sender import PathSender, pace_wake_time
 from envs.recovery import ACKED_PRUNE_MIN, Recovery, pending_bytes_of, send_window_of
 from envs.rule_codes import MINRTT
-from envs.rules import native_decision, rule_code
+from envs.rules import minrtt_pick, native_decision, rule_code
 from envs.scheduler import Scheduler
 from envs.setup import SETUP_NONE
 from envs.streams import RecvStream, SendStream, any_holes, wrr_pick
@@ -256,13 +256,21 @@ class Connection(Recovery):
             )
             if tail and (not self.reinjects or not reinject.possible(self)):
                 return
-            if not roomy:
-                for p in paths:  # a packet can be sent only if some path has room
-                    if p.may_send(now):
-                        break
-                else:
+            if roomy:  # minRTT's native pick as a C index (native_decision's, unboxed)
+                k = minrtt_pick(paths, now)
+                if k < 0:  # no path has room
                     self._arm_pace_wake(now)
                     return
+                if tail:
+                    return  # no copy asked for, and nothing else can go
+                self._send_new(paths[k])
+                continue
+            for p in paths:  # a packet can be sent only if some path has room
+                if p.may_send(now):
+                    break
+            else:
+                self._arm_pace_wake(now)
+                return
             if self.native_rule == 0:
                 agent = self._agent
                 if agent is not None:  # a Gymnasium agent: a C call
@@ -272,9 +280,6 @@ class Connection(Recovery):
             else:
                 d = native_decision(self.native_rule, paths, self.scheduler, self, now, tail)
             if d is None:
-                if roomy:  # no path has room (as the loop above finds for other schedulers)
-                    self._arm_pace_wake(now)
-                    return
                 self._maybe_reask()
                 if (
                     not self.sim.stopped
@@ -296,18 +301,24 @@ class Connection(Recovery):
                 ps = paths[d.path]
                 sid = d.stream_id
                 gap = d.gap
-            if not roomy and not ps.may_send(now):
+            if not ps.may_send(now):
                 self._blocked = (ps.index, sid, gap)
                 self._arm_pace_wake(now)
                 return
-            active = self.active
-            if sid is None and not gap and self.retx_frames == 0 and len(active) == 1:
-                st = active[0]
-                front = st.n_ranges > 0 and st._lo[0] == st.sent_offset
+            if sid is None and not gap:
+                self._send_new(ps)
             else:
-                front = False
-            if front:
-                # inlined common case: the only stream's next in-order data, credit > 0 (above)
+                self._send_on(ps, sid, gap)
+
+    def _send_new(self, ps: PathSender) -> None:
+        """Send on ``ps`` (which has room) what the connection sends next, with no stream or
+        gap asked for: a retransmission first, else new data."""
+        active = self.active
+        if self.retx_frames == 0 and len(active) == 1:
+            st = active[0]
+            if st.n_ranges > 0 and st._lo[0] == st.sent_offset:
+                # inlined common case: the only stream's next in-order data, credit > 0
+                # (try_send's tail test)
                 length = st.unsent_bytes
                 off = st.take_front(self.payload, self.max_data - self.fc_consumed)
                 length -= st.unsent_bytes
@@ -316,8 +327,8 @@ class Connection(Recovery):
                 self._pending_new -= length
                 self.fc_consumed += length
                 self._transmit(ps, st.stream_id, off, length, False)
-            else:
-                self._send_on(ps, sid, gap)
+                return
+        self._send_on(ps, None, 0)
 
     def _reinject_decision(self, d, tail: bool, now: float) -> bool:
         """Carry out a :class:`envs.scheduler.Decision` that asks for a re-injection (``tail``:
