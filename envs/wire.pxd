@@ -5,6 +5,8 @@ from envs.sim cimport Simulator
 
 cdef bint COMPILED
 
+@cython.locals(out=list, i=Py_ssize_t, j=Py_ssize_t)
+cpdef list _carved(str kinds, Py_ssize_t n, double[:, ::1] floats, long long[:, ::1] ints)
 @cython.locals(m_src=Py_ssize_t, m_dst=Py_ssize_t, k=Py_ssize_t)
 cpdef void _copy_rows(long long[::1] src, long long[::1] dst, Py_ssize_t first, Py_ssize_t end, Py_ssize_t to)
 

@@ -55,15 +55,32 @@ def column(kind: str, n: int):
 
 def columns(kinds: str, n: int) -> list:
     """One :func:`column` of ``n`` zeros per letter of ``kinds`` ('d' float, 'q' int). The
-    compiled core carves them from one allocation: one NumPy call and one zeroing for a
-    whole ring (an episode builds a few dozen columns), :data:`COLUMN_PAD` words apart."""
+    compiled core carves them from one allocation per type (:func:`_carved`): a NumPy
+    call and a zeroing or two for a whole ring (an episode builds a few dozen columns),
+    :data:`COLUMN_PAD` words apart."""
     if not COMPILED:
         return [column(kind, n) for kind in kinds]
-    block = np.zeros((len(kinds), n + COLUMN_PAD), np.int64)
-    return [
-        block[i, :n].view(np.float64) if kind == "d" else block[i, :n]
-        for i, kind in enumerate(kinds)
-    ]
+    nd = kinds.count("d")
+    floats = np.zeros((nd, n + COLUMN_PAD), np.float64) if nd else None
+    ints = np.zeros((len(kinds) - nd, n + COLUMN_PAD), np.int64) if nd < len(kinds) else None
+    return _carved(kinds, n, floats, ints)
+
+
+def _carved(kinds: str, n: int, floats, ints) -> list:
+    """The columns of :func:`columns`, in the order of ``kinds``: the first ``n`` rows of
+    the rows of ``floats`` ('d') and ``ints`` ('q'), in turn. The compiled core slices
+    them as typed views (no NumPy view object per column; a ring's typed attribute
+    takes such a view as it is)."""
+    out = []
+    i = j = 0
+    for kind in kinds:
+        if kind == "d":
+            out.append(floats[i, :n])
+            i += 1
+        else:
+            out.append(ints[j, :n])
+            j += 1
+    return out
 
 
 def regrown(col, kind: str, head: int, count: int):
