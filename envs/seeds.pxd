@@ -10,11 +10,12 @@ cdef class ChildSeed:
     cdef readonly tuple spawn_key
     cdef list _pool
 
-    @cython.locals(n=Py_ssize_t, i=Py_ssize_t, h=cython.ulonglong, v=cython.ulonglong, words=list, wide=cython.bint)
+    @cython.locals(words=list, wide=cython.bint)
     cpdef generate_state(self, object n_words, object dtype=*)
-    @cython.locals(n=Py_ssize_t, i=Py_ssize_t, h=cython.ulonglong, v=cython.ulonglong, low=cython.ulonglong,
-                   out=list)
+    @cython.locals(words=list, i=Py_ssize_t)
     cpdef list words64(self, Py_ssize_t n_words)
+    @cython.locals(i=Py_ssize_t, h=cython.ulonglong, v=cython.ulonglong, words=list)
+    cpdef list _words32(self, Py_ssize_t n)
 
 @cython.locals(words=list)
 cpdef list _words(object n)

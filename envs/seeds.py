@@ -74,7 +74,19 @@ class ChildSeed:
             wide = np.dtype(dtype) == np.dtype(np.uint64)
         else:
             raise ValueError("only support uint32 or uint64")
-        n = 2 * int(n_words) if wide else int(n_words)
+        words = self._words32(2 * int(n_words) if wide else int(n_words))
+        if wide:  # pairs of words, little-endian, as SeedSequence views them
+            return np.array(words, _LE32).view(_LE64).astype(np.uint64, copy=False)
+        return np.array(words, np.uint32)
+
+    def words64(self, n_words: int) -> list:
+        """``generate_state(n_words, np.uint64)`` as a list of Python integers."""
+        words = self._words32(2 * n_words)
+        # little-endian pairs, as generate_state views them
+        return [words[i] | (words[i + 1] << 32) for i in range(0, len(words), 2)]
+
+    def _words32(self, n: int) -> list:
+        """The first ``n`` 32-bit words of seed state (``generate_state(n, np.uint32)``)."""
         words = []
         h = INIT_B
         for i in range(n):
@@ -82,26 +94,7 @@ class ChildSeed:
             h = (h * MULT_B) & MASK32
             v = (v * h) & MASK32
             words.append(v ^ (v >> XSHIFT))
-        if wide:  # pairs of words, little-endian, as SeedSequence views them
-            return np.array(words, _LE32).view(_LE64).astype(np.uint64, copy=False)
-        return np.array(words, np.uint32)
-
-    def words64(self, n_words: int) -> list:
-        """``generate_state(n_words, np.uint64)`` as a list of Python integers."""
-        n = 2 * n_words
-        out = []
-        h = INIT_B
-        low = 0
-        for i in range(n):
-            v = (self._pool[i % POOL_SIZE] ^ h) & MASK32
-            h = (h * MULT_B) & MASK32
-            v = (v * h) & MASK32
-            v = v ^ (v >> XSHIFT)
-            if i % 2 == 0:
-                low = v
-            else:  # little-endian pairs, as generate_state views them
-                out.append(low | (v << 32))
-        return out
+        return words
 
     def __repr__(self) -> str:
         return f"ChildSeed(entropy={self.entropy}, spawn_key={self.spawn_key})"
