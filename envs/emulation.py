@@ -64,6 +64,19 @@ def _trace_buffer_rate(cap: CapacityTrace) -> float:
     return weighted_quantile(rates, lengths, BUFFER_RATE_QUANTILE)
 
 
+#: constant-rate capacity traces kept, by rate and name
+CONSTANT_TRACE_CACHE_SIZE = 64
+
+
+@functools.lru_cache(maxsize=CONSTANT_TRACE_CACHE_SIZE)
+def constant_capacity(rate_bytes_per_s: float, name: str = "constant") -> CapacityTrace:
+    """``CapacityTrace.constant(rate_bytes_per_s, name)``, one object per rate and name:
+    every constant-rate path of every episode had built its own (three arrays and their
+    typed columns, about 3 us of a short episode's set-up, cold). A capacity trace is
+    never modified once built, as the trace loaders' cache already relies on."""
+    return CapacityTrace.constant(rate_bytes_per_s, name)
+
+
 def load_path_trace(spec, seed_seq: ChildSeed | np.random.SeedSequence) -> PathTrace:
     """A path's capacity from ``trace`` (file) or ``synthetic`` (generator) config."""
     from envs.traces import load_trace, synthetic
@@ -119,7 +132,7 @@ def _return_link(p: dict) -> Link | None:
     if p["return_bandwidth_mbps"] is None:
         return None
     return Link(
-        CapacityTrace.constant(p["return_bandwidth_mbps"] * 1e6 / 8),
+        constant_capacity(p["return_bandwidth_mbps"] * 1e6 / 8),
         None,
         None,
         name=p["name"] + "-ret",
@@ -167,9 +180,7 @@ class Emulation:
         """Simulator objects of one normalised path config ``p``."""
         trace_seq, delay_seq, loss_seq = self._child()
         if p["bandwidth_mbps"] is not None:
-            ptrace = PathTrace(
-                CapacityTrace.constant(p["bandwidth_mbps"] * 1e6 / 8, name=p["name"])
-            )
+            ptrace = PathTrace(constant_capacity(p["bandwidth_mbps"] * 1e6 / 8, p["name"]))
         else:
             ptrace = load_path_trace(
                 p["trace"] if p["trace"] is not None else p["synthetic"], trace_seq

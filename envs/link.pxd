@@ -30,6 +30,7 @@ cdef class Link:
     cdef public long long drops, packets_served, bytes_served
     cdef public double offset
 
+    cpdef _carve(self, double[:, ::1] floats, long long[:, ::1] ints)
     cpdef _drain(self, double now)
     @cython.locals(departure=cython.double, start=cython.double, rate=cython.double, r=Py_ssize_t,
                    c_now=cython.double, pos=cython.double, cap=CapacityTrace)

@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - the .py build installed without Cython
 
 from envs.seeds import generator, state_words
 from envs.traces.base import CapacityTrace, StepSeries
-from envs.wire import ROWS, columns, regrown
+from envs.wire import ROWS, blocks, regrown
 
 INF = math.inf
 #: the .py core makes random draws in blocks of _BLOCK, each drawn in _SUB-draw parts as
@@ -106,7 +106,8 @@ class Link:
         self.buffer_bytes = buffer_bytes
         self.name = name
         # the queue (class docstring): departure time [s] and size [bytes] of each admitted packet
-        self._dep, self._size = columns("dq", ROWS)
+        floats, ints = blocks(1, 1, ROWS)
+        self._carve(floats, ints)
         self._head = 0
         self._n = 0
         self._mask = ROWS - 1
@@ -118,6 +119,11 @@ class Link:
         self.drops = 0
         self.packets_served = 0
         self.bytes_served = 0
+
+    def _carve(self, floats, ints) -> None:
+        """Take the queue's columns from :func:`envs.wire.blocks`."""
+        self._dep = floats[0][:ROWS]
+        self._size = ints[0][:ROWS]
 
     @property
     def buffer_packets(self):

@@ -31,6 +31,7 @@ cdef class Receiver(Handler):
     cdef RecvStream _rs
     cdef public long long _hid  # the connection's number as an event handler (envs.sim.Simulator.register)
 
+    cpdef _carve_oqs(self, double[:, ::1] floats, long long[:, ::1] ints)
     @cython.locals(rp=RecvPathState, st=RecvStream, w=DataWire, acks=AckWire, r=Py_ssize_t, nxt=cython.longlong, pn=cython.longlong,
                    sid=cython.longlong, off=cython.longlong, seg=cython.longlong, length=cython.longlong, now=cython.double,
                    immediate=cython.bint)

@@ -13,7 +13,7 @@ import numpy as np
 
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL
 from envs.sim import Handler
-from envs.wire import ROWS, AckWire, DataWire, columns, moved
+from envs.wire import ROWS, AckWire, DataWire, blocks, moved
 
 INF = math.inf
 #: initial rows of the kept queue samples (a power of two; they double when full): one
@@ -77,7 +77,8 @@ class Receiver(Handler):
         self.oqs = 0
         self.record_oqs = record_oqs
         # kept samples: time [s] and queue [bytes]; the first oqs_kept rows
-        self._oqs_t, self._oqs_v = columns("dq", OQS_ROWS)
+        floats, ints = blocks(1, 1, OQS_ROWS)
+        self._carve_oqs(floats, ints)
         self.oqs_kept = 0
         self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1
@@ -86,6 +87,11 @@ class Receiver(Handler):
         self.oqs_peak = 0
         self.delivered = 0
         self.first_byte_time = -1.0  # first data byte at the client [s]; -1: none yet
+
+    def _carve_oqs(self, floats, ints) -> None:
+        """Take the kept samples' columns from :func:`envs.wire.blocks`."""
+        self._oqs_t = floats[0][:OQS_ROWS]
+        self._oqs_v = ints[0][:OQS_ROWS]
 
     # ----------------------------------------------------------- receiver
     def _on_data_arrival(self, pidx) -> None:

@@ -51,7 +51,7 @@ class ChildSeed:
 
     def __init__(self, entropy: int, spawn_key: tuple = ()):
         self.entropy = int(entropy)
-        self.spawn_key = tuple(int(k) for k in spawn_key)
+        self.spawn_key = tuple([int(k) for k in spawn_key])  # (a list: no generator object)
         words = _words(self.entropy)
         if self.spawn_key and len(words) < POOL_SIZE:
             # SeedSequence pads the run entropy to the pool size when it has a spawn key

@@ -8,6 +8,7 @@ cdef class SentPackets:
     cdef long long[::1] size, sid, off, length, state
     cdef public long long lo, hi, n, mask
 
+    cpdef _carve(self, double[:, ::1] floats, long long[:, ::1] ints)
     @cython.locals(i=cython.longlong)
     cpdef add(self, long long pn, double t_sent, long long size, long long sid, long long off,
               long long length, bint shared)

@@ -23,7 +23,7 @@ number order.
 
 from __future__ import annotations
 
-from envs.wire import ROWS, columns, moved
+from envs.wire import ROWS, blocks, moved
 
 #: record states, which are also the number of copies its frame has had (1, or 2 for
 #: several: :meth:`SentPackets.take`); the methods compare with these literals, since
@@ -37,13 +37,21 @@ class SentPackets:
     __slots__ = ("t_sent", "size", "sid", "off", "length", "state", "lo", "hi", "n", "mask")
 
     def __init__(self):
-        self.t_sent, self.size, self.sid, self.off, self.length, self.state = columns(
-            "dqqqqq", ROWS
-        )
+        floats, ints = blocks(1, 5, ROWS)
+        self._carve(floats, ints)
         self.lo = 0  # oldest packet number that may be in flight [pn]
         self.hi = 0  # next packet number
         self.n = 0  # packets in flight
         self.mask = ROWS - 1
+
+    def _carve(self, floats, ints) -> None:
+        """Take the columns from :func:`envs.wire.blocks`."""
+        self.t_sent = floats[0][:ROWS]
+        self.size = ints[0][:ROWS]
+        self.sid = ints[1][:ROWS]
+        self.off = ints[2][:ROWS]
+        self.length = ints[3][:ROWS]
+        self.state = ints[4][:ROWS]
 
     def add(
         self, pn: int, t_sent: float, size: int, sid: int, off: int, length: int, shared: bool

@@ -33,6 +33,7 @@ cdef class Simulator:
     cpdef Py_ssize_t _take_slot(self) except -1
     @cython.locals(s=Py_ssize_t)
     cpdef _push(self, double time, long long seq, object callback, object arg)
+    cpdef _carve(self, double[::1] times, long long[:, ::1] ints, long long[::1] free)
     cpdef Py_ssize_t register(self, Handler handler) except -1
     cpdef schedule_event(self, double time, long long handler, long long kind, long long arg)
     cpdef schedule_event_reserved(self, double time, long long seq, long long handler, long long kind, long long arg)

@@ -139,21 +139,25 @@ class Simulator:
         # per slot the callback and argument
         self._n = 0
         self._next_seq = 0
-        # (the typed columns carved from one allocation: one NumPy call and one zeroing)
-        block = np.zeros((6, SLOTS), np.int64)
-        self._time = block[0].view(np.float64)
-        self._order = block[1]
-        self._slot = block[2]
-        self._free = _free_slots(SLOTS - 1, -1)
+        self._carve(np.zeros(SLOTS), np.zeros((5, SLOTS), np.int64), _free_slots(SLOTS - 1, -1))
         self._nfree = SLOTS
         self._cb = [None] * SLOTS
         self._arg = [None] * SLOTS
-        # numbered events: per slot the number (0: a callback event), handler and argument
-        self._kind = block[3]
-        self._hid = block[4]
-        self._iarg = block[5]
         self._handlers: list = []
         self._event_callbacks: list = []  # the .py queue's: per handler, its callbacks
+
+    def _carve(self, times, ints, free) -> None:
+        """Take the compiled queue's columns: times [s], the rows of ``ints`` (the typed
+        columns carved from one allocation: a typed view each, no NumPy view), and the free
+        slots."""
+        self._time = times
+        self._order = ints[0]
+        self._slot = ints[1]
+        # numbered events: per slot the number (0: a callback event), handler and argument
+        self._kind = ints[2]
+        self._hid = ints[3]
+        self._iarg = ints[4]
+        self._free = free
 
     def register(self, handler: Handler) -> int:
         """Make ``handler`` a target of numbered events; returns its number for

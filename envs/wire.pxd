@@ -5,8 +5,6 @@ from envs.sim cimport Simulator
 
 cdef bint COMPILED
 
-@cython.locals(out=list, i=Py_ssize_t, j=Py_ssize_t)
-cpdef list _carved(str kinds, Py_ssize_t n, double[:, ::1] floats, long long[:, ::1] ints)
 @cython.locals(m_src=Py_ssize_t, m_dst=Py_ssize_t, k=Py_ssize_t)
 cpdef void _copy_rows(long long[::1] src, long long[::1] dst, Py_ssize_t first, Py_ssize_t end, Py_ssize_t to)
 
@@ -28,6 +26,7 @@ cdef class DataWire(_Wire):
     cdef long long[::1] pn, sid, off, length
     cdef double[::1] return_delay
 
+    cpdef _carve(self, double[:, ::1] floats, long long[:, ::1] ints)
     @cython.locals(r=Py_ssize_t)
     cpdef push(self, long long pn, long long sid, long long off, long long length, double return_delay,
                double due, long long seq)
@@ -39,6 +38,7 @@ cdef class AckWire(_Wire):
     cdef double[::1] ack_delay
     cdef public Py_ssize_t pn_head, pn_count, pn_mask
 
+    cpdef _carve(self, double[:, ::1] floats, long long[:, ::1] ints)
     cpdef add_pn(self, long long pn)
     cpdef skip_pns(self, Py_ssize_t n)
     @cython.locals(h=Py_ssize_t)

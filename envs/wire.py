@@ -53,34 +53,21 @@ def column(kind: str, n: int):
     return [0.0] * n if kind == "d" else [0] * n
 
 
-def columns(kinds: str, n: int) -> list:
-    """One :func:`column` of ``n`` zeros per letter of ``kinds`` ('d' float, 'q' int). The
-    compiled core carves them from one allocation per type (:func:`_carved`): a NumPy
-    call and a zeroing or two for a whole ring (an episode builds a few dozen columns),
-    :data:`COLUMN_PAD` words apart."""
+def blocks(n_floats: int, n_ints: int, n: int) -> tuple:
+    """A ring's zeroed columns of ``n`` rows, by type: ``n_floats`` float and ``n_ints``
+    integer columns as the rows of one block per type. Compiled: two 2-D NumPy arrays,
+    their rows :data:`COLUMN_PAD` words longer than ``n``; the ring's method that takes
+    them (typed ``double[:, ::1]`` and ``long long[:, ::1]``) slices each column as
+    ``block[k][:n]``, a typed view with no Python object of its own (a NumPy view per
+    column, a list of them and each one's buffer taken again when stored cost a few
+    microseconds a ring, and an episode builds about ten rings). ``.py`` core: lists of
+    ``n``-long lists (:func:`column`)."""
     if not COMPILED:
-        return [column(kind, n) for kind in kinds]
-    nd = kinds.count("d")
-    floats = np.zeros((nd, n + COLUMN_PAD), np.float64) if nd else None
-    ints = np.zeros((len(kinds) - nd, n + COLUMN_PAD), np.int64) if nd < len(kinds) else None
-    return _carved(kinds, n, floats, ints)
-
-
-def _carved(kinds: str, n: int, floats, ints) -> list:
-    """The columns of :func:`columns`, in the order of ``kinds``: the first ``n`` rows of
-    the rows of ``floats`` ('d') and ``ints`` ('q'), in turn. The compiled core slices
-    them as typed views (no NumPy view object per column; a ring's typed attribute
-    takes such a view as it is)."""
-    out = []
-    i = j = 0
-    for kind in kinds:
-        if kind == "d":
-            out.append(floats[i, :n])
-            i += 1
-        else:
-            out.append(ints[j, :n])
-            j += 1
-    return out
+        return [column("d", n) for _ in range(n_floats)], [column("q", n) for _ in range(n_ints)]
+    return (
+        np.zeros((n_floats, n + COLUMN_PAD), np.float64),
+        np.zeros((n_ints, n + COLUMN_PAD), np.int64),
+    )
 
 
 def regrown(col, kind: str, head: int, count: int):
@@ -128,7 +115,7 @@ class _Wire:
 
     def _init_ring(self, due, seq) -> None:
         """An empty ring of ``ROWS`` rows whose arrival times and sequence numbers are
-        the columns ``due`` and ``seq`` (:func:`columns`)."""
+        the columns ``due`` and ``seq`` (:func:`blocks`)."""
         self.due = due
         self.seq = seq
         self.head = 0
@@ -177,10 +164,17 @@ class DataWire(_Wire):
     __slots__ = ("pn", "sid", "off", "length", "return_delay")
 
     def __init__(self):
-        self.pn, self.sid, self.off, self.length, self.return_delay, due, seq = columns(
-            "qqqqddq", ROWS
-        )
-        self._init_ring(due, seq)
+        floats, ints = blocks(2, 5, ROWS)
+        self._carve(floats, ints)
+
+    def _carve(self, floats, ints) -> None:
+        """Take the columns from :func:`blocks`."""
+        self.return_delay = floats[0][:ROWS]
+        self.pn = ints[0][:ROWS]
+        self.sid = ints[1][:ROWS]
+        self.off = ints[2][:ROWS]
+        self.length = ints[3][:ROWS]
+        self._init_ring(floats[1][:ROWS], ints[4][:ROWS])
 
     def push(
         self, pn: int, sid: int, off: int, length: int, return_delay: float, due: float, seq: int
@@ -242,13 +236,21 @@ class AckWire(_Wire):
     )
 
     def __init__(self):
-        self.largest, self.ack_delay, self.max_data, self.oqs, self.npn, due, seq, self.pns = (
-            columns("qdqqqdqq", ROWS)
-        )
-        self._init_ring(due, seq)
+        floats, ints = blocks(2, 6, ROWS)
+        self._carve(floats, ints)
+
+    def _carve(self, floats, ints) -> None:
+        """Take the columns from :func:`blocks`."""
+        self.ack_delay = floats[0][:ROWS]
+        self.largest = ints[0][:ROWS]
+        self.max_data = ints[1][:ROWS]
+        self.oqs = ints[2][:ROWS]
+        self.npn = ints[3][:ROWS]
+        self.pns = ints[4][:ROWS]
         self.pn_head = 0
         self.pn_count = 0
         self.pn_mask = ROWS - 1
+        self._init_ring(floats[1][:ROWS], ints[5][:ROWS])
 
     def add_pn(self, pn: int) -> None:
         """A data packet arrived: its number goes into the next frame."""

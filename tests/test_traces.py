@@ -288,6 +288,29 @@ def test_the_buffer_rate_is_computed_once_per_trace_object():
     cache.cache_clear()
 
 
+def test_constant_rate_paths_share_one_capacity_trace_per_rate_and_name():
+    """Episodes of a constant-rate path take one kept trace object, equal to a fresh one;
+    another rate or name is another trace."""
+    from envs import emulation
+    from envs.scenario import normalise_scenario
+
+    s = normalise_scenario({"paths": [{"link": "4g"}, {"link": "5g"}]})
+    links = [
+        [emulation.Emulation(seed).build_path(p, s).link for p in s["paths"]] for seed in (0, 1)
+    ]
+    assert links[0][0].capacity is links[1][0].capacity  # the second episode's is the first's
+    assert links[0][0].capacity is not links[0][1].capacity
+    kept = links[0][1].capacity
+    fresh = CapacityTrace.constant(kept.constant_rate, kept.name)
+    assert (kept.name, kept.period, kept.total, kept.constant_rate) == (
+        fresh.name,
+        fresh.period,
+        fresh.total,
+        fresh.constant_rate,
+    )
+    assert emulation.constant_capacity(kept.constant_rate, "other") is not kept
+
+
 # ---------------------------------------------------------------- options --
 
 

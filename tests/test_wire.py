@@ -13,7 +13,7 @@ from envs import wire
 from envs.link import Link
 from envs.sent import SentPackets
 from envs.traces.base import CapacityTrace
-from envs.wire import COLUMN_PAD, ROWS, AckWire, DataWire, columns
+from envs.wire import COLUMN_PAD, ROWS, AckWire, DataWire, blocks
 
 
 def test_sent_packets_follow_a_dict_of_records_under_random_acks_and_losses():
@@ -150,14 +150,14 @@ def test_only_the_oldest_entry_of_a_wire_has_its_arrival_event_queued():
 
 def test_a_rings_columns_do_not_lie_a_multiple_of_4_kib_apart():
     # row k of every column would map to one L1 set (envs.wire.COLUMN_PAD)
-    cols = columns("dqqd", ROWS)
-    assert [len(c) for c in cols] == [ROWS] * 4
-    if wire.__file__.endswith(".py"):  # the .py core: lists
+    floats, ints = blocks(2, 3, ROWS)
+    if wire.__file__.endswith(".py"):  # the .py core: lists of ROWS zeros
+        assert floats == [[0.0] * ROWS] * 2 and ints == [[0] * ROWS] * 3
         return
-    arrays = [np.asarray(c) for c in cols]  # (typed views in the compiled core)
-    assert [a.dtype for a in arrays] == [np.float64, np.int64, np.int64, np.float64]
-    assert all(a.flags.c_contiguous and not a.any() for a in arrays)
-    # columns of one type share an allocation, a padded row apart
-    float_gap = arrays[3].__array_interface__["data"][0] - arrays[0].__array_interface__["data"][0]
-    int_gap = arrays[2].__array_interface__["data"][0] - arrays[1].__array_interface__["data"][0]
-    assert float_gap == int_gap == 8 * (ROWS + COLUMN_PAD) and float_gap % 4096
+    assert (floats.dtype, floats.shape) == (np.float64, (2, ROWS + COLUMN_PAD))
+    assert (ints.dtype, ints.shape) == (np.int64, (3, ROWS + COLUMN_PAD))
+    for block in (floats, ints):
+        assert block.flags.c_contiguous and not block.any()
+        # the columns of one type are its rows, a padded row apart
+        gap = block[1].__array_interface__["data"][0] - block[0].__array_interface__["data"][0]
+        assert gap == 8 * (ROWS + COLUMN_PAD) and gap % 4096
