@@ -40,3 +40,5 @@ cdef class Receiver(Handler):
     cpdef _record_oqs(self, double now)
     @cython.locals(rp=RecvPathState, ps=PathSender, acks=AckWire, arrival=cython.double)
     cpdef _send_ack(self, long long pidx, double now)
+    @cython.locals(rp=RecvPathState, now=cython.double)
+    cpdef _ack_timer(self, long long pidx)

@@ -174,6 +174,11 @@ class Receiver(Handler):
         self._rx_max_data = self.delivered + self.fc_window
 
     def _on_ack_timer(self, pidx: int) -> None:
+        """Event: path ``pidx``'s delayed-ACK timer."""
+        self._ack_timer(pidx)
+
+    def _ack_timer(self, pidx: int) -> None:
+        """:meth:`_on_ack_timer`'s body (the connection's ``handle`` calls it as a C method)."""
         rp = self.rx_paths[pidx]
         now = self.sim.now
         rp.timer_pending_at = INF

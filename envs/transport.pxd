@@ -1,6 +1,7 @@
 # C types of envs/transport.py for the compiled emulator core (setup.py, envs/_core.py).
 # The connection's events reach it as numbers (envs/events.py) through handle, a C
-# method; the event callbacks (_on_ack, _on_timer, ...) are the .py core's.
+# method; the event callbacks (_on_ack, _on_loss_timer, ...) are the .py core's, which
+# call the typed methods handle calls (_data_arrival, _loss_timer, ...).
 cimport cython
 from envs.path_sender cimport PathSender, pace_wake_time
 from envs.recovery cimport Recovery, pending_bytes_of, send_window_of
@@ -45,6 +46,10 @@ cdef class Connection(Recovery):
     cpdef _next_frame(self, object stream_id, object gap)
     cpdef bint _send_on(self, PathSender ps, object stream_id, object gap) except -1
     cpdef _pace_wake(self)
+    cpdef _ask_again(self)
+    @cython.locals(ps=PathSender, now=cython.double, deadline=cython.double)
+    cpdef _loss_timer(self, long long pidx)
+    cpdef _on_pto(self, PathSender ps, double now)
     cpdef handle(self, long long kind, long long arg)
     @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double,
                    path=Path, arrival=cython.double, wire=DataWire, sim=Simulator)

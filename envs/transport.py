@@ -397,6 +397,11 @@ class Connection(Recovery):
         self.sim.schedule_event(self.sim.now + REASK_DELAY, self._hid, REASK, 0)
 
     def _reask(self, _arg) -> None:
+        """Event: ask the scheduler again (:meth:`_maybe_reask`)."""
+        self._ask_again()
+
+    def _ask_again(self) -> None:
+        """:meth:`_reask`'s body (:meth:`handle` calls it as a C method)."""
         self._reask_pending = False
         if not self.finished:
             self.try_send()
@@ -483,19 +488,21 @@ class Connection(Recovery):
         elif kind == PACE_WAKE:
             self._pace_wake()
         elif kind == ACK_TIMER:
-            self._on_ack_timer(arg)
+            self._ack_timer(arg)
         elif kind == LOSS_TIMER:
-            self._on_loss_timer(arg)
+            self._loss_timer(arg)
         elif kind == REASK:
-            self._reask(None)
+            self._ask_again()
         else:
             raise ValueError(f"unknown connection event {kind}")
 
     def _on_loss_timer(self, pidx) -> None:
         """Event: path ``pidx``'s loss-detection timer."""
-        self._on_timer(self.paths[pidx])
+        self._loss_timer(pidx)
 
-    def _on_timer(self, ps: PathSender) -> None:
+    def _loss_timer(self, pidx: int) -> None:
+        """:meth:`_on_loss_timer`'s body (:meth:`handle` calls it as a C method)."""
+        ps = self.paths[pidx]
         now = self.sim.now
         if now != ps.timer_pending_at:
             return  # superseded by an earlier event
