@@ -21,15 +21,15 @@ def percentile(values, p: float) -> float:
     v = np.asarray(values)
     if v.dtype.kind not in "iuf":
         v = v.astype(np.float64)
-    v = v.reshape(-1)
-    n = v.shape[0]
+    n = v.size
     q = p / 100
     virtual = (n - 1) * q  # NumPy's virtual index for its default method
     if virtual >= n - 1 or virtual < 0:  # an end rank: from the sort (NaN last, as in NumPy)
-        s = np.sort(v.astype(np.float64))
+        s = np.sort(v.astype(np.float64), axis=None)  # (flattened)
         return float(s[-1]) if virtual >= n - 1 else float(s[0])
     i = math.floor(virtual)
-    ranked = np.partition(v, (i, i + 1))
+    ranked = v.flatten()  # a copy, partitioned in place (np.partition's Python layer skipped)
+    ranked.partition((i, i + 1))
     a, b = float(ranked[i]), float(ranked[i + 1])
     t = virtual - i
     diff = b - a

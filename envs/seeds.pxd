@@ -12,7 +12,7 @@ cdef class ChildSeed:
 
     @cython.locals(words=list, wide=cython.bint)
     cpdef generate_state(self, object n_words, object dtype=*)
-    @cython.locals(words=list, i=Py_ssize_t)
+    @cython.locals(words=list, out=list, i=Py_ssize_t, lo=cython.ulonglong, hi=cython.ulonglong)
     cpdef list words64(self, Py_ssize_t n_words)
     @cython.locals(i=Py_ssize_t, h=cython.ulonglong, v=cython.ulonglong, words=list)
     cpdef list _words32(self, Py_ssize_t n)
@@ -20,7 +20,10 @@ cdef class ChildSeed:
 @cython.locals(words=list)
 cpdef list _words(object n)
 @cython.locals(h=cython.ulonglong, v=cython.ulonglong, i=Py_ssize_t, i_src=Py_ssize_t, i_dst=Py_ssize_t,
-               mixer=list)
+               mixer="unsigned long long[4]")
 cpdef list _mixed(list entropy)
 @cython.locals(v=cython.ulonglong, r=cython.ulonglong)
 cpdef unsigned long long _mix_in(unsigned long long x, unsigned long long value, unsigned long long h)
+
+@cython.locals(child=ChildSeed)
+cpdef list state_words(object seed, Py_ssize_t n_words)

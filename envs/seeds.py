@@ -82,8 +82,12 @@ class ChildSeed:
     def words64(self, n_words: int) -> list:
         """``generate_state(n_words, np.uint64)`` as a list of Python integers."""
         words = self._words32(2 * n_words)
-        # little-endian pairs, as generate_state views them
-        return [words[i] | (words[i + 1] << 32) for i in range(0, len(words), 2)]
+        out = []
+        for i in range(n_words):  # little-endian pairs, as generate_state views them
+            lo = words[2 * i]
+            hi = words[2 * i + 1]
+            out.append(lo | (hi << 32))
+        return out
 
     def _words32(self, n: int) -> list:
         """The first ``n`` 32-bit words of seed state (``generate_state(n, np.uint32)``)."""
@@ -108,7 +112,8 @@ def state_words(seed, n_words: int) -> list:
     seeded with the seed sequence ``seed`` reads (a :class:`ChildSeed` computes them without
     a NumPy array)."""
     if isinstance(seed, ChildSeed):
-        return seed.words64(n_words)
+        child = seed  # (typed in the compiled core: a C call)
+        return child.words64(n_words)
     if not isinstance(seed, ISeedSequence):
         raise TypeError(
             f"expected a numpy.random.Generator or a seed sequence, got {type(seed).__name__}"
@@ -136,7 +141,7 @@ def _words(n: int) -> list:
 def _mixed(entropy: list) -> list:
     """SeedSequence's pool of the assembled ``entropy`` words (``mix_entropy``)."""
     h = INIT_A
-    mixer = [0] * POOL_SIZE
+    mixer = [0, 0, 0, 0]  # POOL_SIZE words (a C array in the compiled core)
     for i in range(POOL_SIZE):
         v = entropy[i] if i < len(entropy) else 0
         v = (v ^ h) & MASK32  # hashmix(v)

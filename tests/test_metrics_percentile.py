@@ -17,6 +17,7 @@ def test_percentile_equals_numpys_bit_for_bit(n):
         rng.exponential(0.3, n),
         list(rng.normal(5, 3, n)),  # a list, as the object times are
         np.sort(rng.integers(-(2**52), 2**52, n))[::-1],  # int64, ranked as integers
+        rng.uniform(0, 1, (n, 3)),  # two dimensions: ranked flattened, as NumPy's
     ]
     for v in samples:
         for p in (0, 1, 37.5, 50, 95, 99, 99.9, 100):
