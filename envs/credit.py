@@ -120,7 +120,8 @@ class CompletionCredit:
         self.states = states
         #: False: the transitions carry None for their states (for a caller that needs
         #: only the rewards, as the Gymnasium environment, which reads the state with
-        #: state_into): no row object per decision
+        #: state_into): no row object per decision, and no write of None into the decisions'
+        #: state columns either (set before an episode's first decision, as its mode)
         self.keep_states = states is True
         #: the transitions carry their states' row numbers in the state log
         self.log_states = states == "log"
@@ -297,8 +298,9 @@ class CompletionCredit:
         self._due[k] = due
         self._rawi[k] = raw
         self._nexti[k] = -1
-        self._dstate[k] = state
-        self._dnext[k] = None
+        if self.keep_states or self.log_states:  # else every entry stays None
+            self._dstate[k] = state
+            self._dnext[k] = None
         self._end += 1
 
     @cython.boundscheck(False)  # every index is masked into its ring: in range
@@ -406,7 +408,8 @@ class CompletionCredit:
         if record and self._last >= 0:
             k = self._last & self._mask
             self._nexti[k] = raw
-            self._dnext[k] = state
+            if self.keep_states or self.log_states:  # else every entry stays None
+                self._dnext[k] = state
         self._pending_raw = raw
         self._pending_due = now + self.hindsight_rtts * largest
         return state
@@ -581,8 +584,9 @@ class CompletionCredit:
 
     def _pop(self, k: int) -> None:
         """Take the oldest open decision (in slot ``k``) off the ring."""
-        self._dstate[k] = None
-        self._dnext[k] = None
+        if self.keep_states or self.log_states:  # else every entry stays None
+            self._dstate[k] = None
+            self._dnext[k] = None
         self._first += 1
 
     def _reward(self, k: int, unit: float) -> float:

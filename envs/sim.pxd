@@ -26,6 +26,8 @@ cdef class Simulator:
     @cython.locals(n=cython.longlong, collecting=cython.bint)
     cpdef double run(self, double until=*) except? -1.0
     cpdef stop(self)
+    @cython.locals(i=Py_ssize_t, s=Py_ssize_t)
+    cpdef clear(self)
     cpdef Py_ssize_t queued(self) except? -1
     cpdef schedule(self, double time, object callback, object arg=*)
     cpdef Py_ssize_t reserve(self) except? -1
