@@ -8,6 +8,11 @@ after one untimed warm-up run that pays the lazy imports):
 * ``minrtt``: 2 MB bulk downloads over the static 4G+5G pair (Table I
   links, jitter and loss on, OLIA) with minRTT; emulated packets per
   CPU-second;
+* ``short_episodes``: minRTT downloads of ``SHORT_SIZE`` bytes (one packet)
+  over the same pair, ``SHORT_PER_EPISODE`` x ``--episodes`` of them;
+  episodes per CPU-second: an episode's fixed cost (normalisation, set-up,
+  handshake, metrics, teardown), which every episode of the other workloads
+  pays once;
 * ``minrtt_traces``: the same over a real-trace pair (``TRACE_SCENARIO``: the
   train list's LTE + Wi-Fi condition, a Raca 4G drive and an Aydin Wi-Fi
   recording, random trace starts), where every packet's link service reads
@@ -99,6 +104,7 @@ VECTOR_ENVS = 64
 ENV_STEPS = 128_000
 WORKLOADS = (
     "minrtt",
+    "short_episodes",
     "minrtt_traces",
     "modes",
     "first_with_room",
@@ -135,6 +141,31 @@ def _episodes(name: str, episodes: int, size: int) -> dict:
         check += r.metrics["download_time_s"]
     cpu = time.process_time() - t0
     return {"per_cpu_s": packets / cpu, "unit": "packets", "count": packets, "checksum": check}
+
+
+#: the ``short_episodes`` workload's download [bytes]: one packet
+SHORT_SIZE = 1000
+#: ``short_episodes`` runs this many episodes per ``--episodes`` (a 1 kB episode costs
+#: about a quarter of a 2 MB one's CPU time: enough of them to time)
+SHORT_PER_EPISODE = 25
+
+
+def _short_episodes(episodes: int) -> dict:
+    """Episodes per CPU-second of the ``short_episodes`` workload (module docstring)."""
+    from baselines import make_scheduler
+    from envs.runner import run_episode
+
+    app = {"kind": "bulk", "size_bytes": SHORT_SIZE}
+    run_episode(SCENARIO, app, make_scheduler("minrtt"), 10**6)  # warm-up
+    n = episodes * SHORT_PER_EPISODE
+    check = 0.0
+    t0 = time.process_time()
+    for seed in range(n):
+        check += run_episode(SCENARIO, app, make_scheduler("minrtt"), seed).metrics[
+            "download_time_s"
+        ]
+    cpu = time.process_time() - t0
+    return {"per_cpu_s": n / cpu, "unit": "episodes", "count": n, "checksum": check}
 
 
 def _mode_scheduler():
@@ -346,6 +377,8 @@ def run_single(workload: str, args) -> dict:
         out = _vector_env()
     elif workload in SCALING:
         out = _scaling(workload, args.episodes)
+    elif workload == "short_episodes":
+        out = _short_episodes(args.episodes)
     else:
         out = _episodes(workload, args.episodes, args.size)
     return {**out, "core": envs.core_kind()}

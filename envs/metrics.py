@@ -9,6 +9,19 @@ import numpy as np
 #: the largest sum of whole numbers a float64 holds exactly (every smaller integer is exact)
 EXACT_SUM = 2.0**53
 
+#: the per-path metric names, by path index (:func:`_path_keys` extends it)
+_PATH_KEYS: list = []
+
+
+def _path_keys(i: int) -> tuple:
+    """Path ``i``'s metric names: bytes, share, utilisation, packets lost, smoothed RTT
+    (made once per index, not formatted again at every episode's end)."""
+    while len(_PATH_KEYS) <= i:
+        k = len(_PATH_KEYS)
+        names = ("bytes", "share", "utilisation", "packets_lost", "srtt_ms")
+        _PATH_KEYS.append(tuple([f"path{k}_{name}" for name in names]))
+    return _PATH_KEYS[i]
+
 
 def percentile(values, p: float) -> float:
     """``float(np.percentile(values, p))`` (its default, linear interpolation
@@ -49,6 +62,13 @@ def episode_metrics(conn, app, end_time: float, oqs_values=None) -> dict[str, fl
     done = app.done
     duration = (app.done_time if done else end_time) - start
     total = sum(app.sizes)
+    paths = conn.paths
+    retransmissions = packets_sent = packets_lost = bytes_sent = 0  # sum()'s order and types
+    for p in paths:
+        retransmissions += p.retransmissions
+        packets_sent += p.packets_sent
+        packets_lost += p.packets_lost
+        bytes_sent += p.bytes_sent
     m: dict[str, float] = {
         "download_time_s": duration if done else math.nan,
         "elapsed_s": duration,
@@ -56,9 +76,9 @@ def episode_metrics(conn, app, end_time: float, oqs_values=None) -> dict[str, fl
         "stalled": 1.0 if not done and conn.sim.pending == 0 else 0.0,
         "goodput_mbps": (conn.delivered * 8 / duration / 1e6) if duration > 0 else 0.0,
         "app_bytes": float(total),
-        "retransmissions": float(sum(p.retransmissions for p in conn.paths)),
-        "packets_sent": float(sum(p.packets_sent for p in conn.paths)),
-        "packets_lost": float(sum(p.packets_lost for p in conn.paths)),
+        "retransmissions": float(retransmissions),
+        "packets_sent": float(packets_sent),
+        "packets_lost": float(packets_lost),
         "events": float(conn.sim.events_processed),
         # from the client's connection start (setup included) to the first data byte
         "time_to_first_byte_s": conn.first_byte_time - start
@@ -81,15 +101,15 @@ def episode_metrics(conn, app, end_time: float, oqs_values=None) -> dict[str, fl
         m["oqs_p99_bytes"] = percentile(v, 99)  # of the kept samples
     else:
         m["oqs_mean_bytes"] = m["oqs_p99_bytes"] = m["oqs_max_bytes"] = 0.0
-    sent_total = sum(p.bytes_sent for p in conn.paths) or 1
-    for p in conn.paths:
-        i = p.index
+    sent_total = bytes_sent or 1
+    for p in paths:
+        k_bytes, k_share, k_use, k_lost, k_srtt = _path_keys(p.index)
         offered = p.path.link.offered_bytes(start, start + duration) if duration > 0 else 0.0
-        m[f"path{i}_bytes"] = float(p.bytes_sent)
-        m[f"path{i}_share"] = p.bytes_sent / sent_total
-        m[f"path{i}_utilisation"] = p.bytes_sent / offered if offered > 0 else 0.0
-        m[f"path{i}_packets_lost"] = float(p.packets_lost)
-        m[f"path{i}_srtt_ms"] = p.srtt * 1000
+        m[k_bytes] = float(p.bytes_sent)
+        m[k_share] = p.bytes_sent / sent_total
+        m[k_use] = p.bytes_sent / offered if offered > 0 else 0.0
+        m[k_lost] = float(p.packets_lost)
+        m[k_srtt] = p.srtt * 1000
     times = [t for t in app.object_times() if not math.isnan(t)]
     if len(app.sizes) > 1 and times:
         m["object_time_mean_s"] = float(np.mean(times))
