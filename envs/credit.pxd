@@ -8,6 +8,8 @@ from envs.mdp cimport (probe_path, decode_action, estimates_into, raw_finish, _c
 cdef bint COMPILED
 cdef Py_ssize_t STATE_ROWS
 
+cpdef object _zeroed(str kind, Py_ssize_t n)
+
 cdef class CompletionCredit:
     cdef public object features
     cdef public double hindsight_rtts
