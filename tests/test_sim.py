@@ -52,6 +52,22 @@ def test_run_restores_the_collector_when_a_callback_raises(collector_on):
     assert sim.events_processed == 1
 
 
+def test_collector_paused_restores_the_collector_also_after_a_raise_and_nests(collector_on):
+    with collector_paused() as value:
+        assert value is None and not gc.isenabled()
+        with collector_paused():  # an inner pause leaves the outer one's state alone
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    with collector_paused():
+        pass
+    assert not gc.isenabled()  # a collector that was off stays off
+
+
 def test_run_leaves_a_disabled_collector_disabled():
     was = gc.isenabled()
     gc.disable()
