@@ -14,7 +14,7 @@ cdef class ChildSeed:
     cpdef generate_state(self, object n_words, object dtype=*)
     @cython.locals(words=list, out=list, i=Py_ssize_t, lo=cython.ulonglong, hi=cython.ulonglong)
     cpdef list words64(self, Py_ssize_t n_words)
-    @cython.locals(i=Py_ssize_t, h=cython.ulonglong, v=cython.ulonglong, words=list)
+    @cython.locals(i=Py_ssize_t, h=cython.ulonglong, v=cython.ulonglong, p=cython.ulonglong, words=list)
     cpdef list _words32(self, Py_ssize_t n)
 
 @cython.locals(words=list)

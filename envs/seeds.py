@@ -94,7 +94,8 @@ class ChildSeed:
         words = []
         h = INIT_B
         for i in range(n):
-            v = (self._pool[i % POOL_SIZE] ^ h) & MASK32
+            p = self._pool[i % POOL_SIZE]  # (to a C integer first: C arithmetic below)
+            v = (p ^ h) & MASK32
             h = (h * MULT_B) & MASK32
             v = (v * h) & MASK32
             words.append(v ^ (v >> XSHIFT))
