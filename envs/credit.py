@@ -57,7 +57,7 @@ RING = 1024
 
 #: one zero of each typed column kind: repeated, a zeroed column (``array(kind, bytes(8 * n))``
 #: made and copied an n-word string first: 4 us a column of RING rows, 17x slower)
-_ZERO = {"q": array("q", [0]), "d": array("d", [0.0]), "b": array("b", [0])}
+_ZERO: dict[str, array] = {"q": array("q", [0]), "d": array("d", [0.0]), "b": array("b", [0])}
 
 
 def _zeroed(kind: str, n: int) -> array:

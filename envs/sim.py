@@ -98,10 +98,9 @@ class _CollectorPause:
         if self._collecting:
             gc.disable()
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:  # (None: an exception goes on)
         if self._collecting:
             gc.enable()
-        return False
 
 
 class Handler:
