@@ -1,6 +1,7 @@
 """Emulator speed benchmark: the compiled core against the pure-Python one.
 
     python -m benchmarks.emulator_speed [--repeats 5] [--episodes 40] [--size 2000000] [--tasks 30]
+        [--workloads minrtt,dqn_collect,...] [--against REV]
 
 Workloads (each timed with ``time.process_time``, episode setup included,
 after one untimed warm-up run that pays the lazy imports):
@@ -59,6 +60,16 @@ see the same machine; the report gives per core the median over repeats and
 the median of the per-repeat speed-ups (compiled / pure): the figure to
 quote, since this machine's speed drifts. Each run also checks that both
 cores emulated the same thing (a checksum of the results).
+
+``--against REV`` times a git revision beside the working tree: its tracked
+files, unpacked and compiled once under the FALCON cache
+(:mod:`benchmarks.revision_tree`), run in every repeat too, turn about with
+this tree; the report adds per workload its median (``previous``), the median
+of the per-repeat ratios this tree / it (``vs_previous_median``: the figure
+to quote for a change), and whether its checksums are this tree's. ``--against
+HEAD`` times uncommitted changes, ``--against HEAD~1`` the last commit. The
+workload code is this file's in both trees. The report records the working
+tree's commit and whether it had uncommitted changes (``tree``).
 """
 
 from __future__ import annotations
@@ -70,7 +81,10 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+#: the repository this benchmark times (its packages, compiled core or ``.py`` sources)
+ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = {"name": "static_4g_5g", "paths": [{"link": "4g"}, {"link": "5g"}]}
 #: the ``minrtt_traces`` workload's paths (train files of data/traces/split.yaml)
 TRACE_SCENARIO = {
@@ -381,17 +395,25 @@ def run_single(workload: str, args) -> dict:
         out = _short_episodes(args.episodes)
     else:
         out = _episodes(workload, args.episodes, args.size)
-    return {**out, "core": envs.core_kind()}
+    # the tree whose packages ran (checked by _repeats against the tree asked for)
+    return {
+        **out,
+        "core": envs.core_kind(),
+        "source": str(Path(envs.__file__).resolve().parents[1]),
+    }
 
 
-def _child(workload: str, pure: bool, args) -> dict:
+def _child(workload: str, pure: bool, args, tree: Path = ROOT) -> dict:
+    """One workload in a fresh interpreter that imports the packages of ``tree`` (this
+    repository, or an earlier revision's tree of ``--against``); this file's workload
+    code runs either way, so both trees are timed doing the same thing."""
     env = {k: v for k, v in os.environ.items() if k != "FALCON_PURE_PYTHON"}
     if pure:
         env["FALCON_PURE_PYTHON"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
     cmd = [
         sys.executable,
-        "-m",
-        "benchmarks.emulator_speed",
+        str(Path(__file__).resolve()),
         "--single",
         workload,
         "--episodes",
@@ -401,8 +423,15 @@ def _child(workload: str, pure: bool, args) -> dict:
         "--tasks",
         str(args.tasks),
     ]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    res = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise WorkloadError(f"{workload} in {tree}: {last}")
     return json.loads(res.stdout)
+
+
+class WorkloadError(RuntimeError):
+    """A workload's interpreter failed (the message: its last line of error output)."""
 
 
 def main(argv=None) -> int:
@@ -419,11 +448,26 @@ def main(argv=None) -> int:
         "--tasks", type=int, default=30, help="collected tasks per repeat (dqn_collect)"
     )
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument(
+        "--against",
+        metavar="REV",
+        help="also time git revision REV (e.g. HEAD, HEAD~1, a commit) with its own compiled "
+        "core, built once under the FALCON cache, and report every figure against it",
+    )
     ap.add_argument("--single", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.single:
         print(json.dumps(run_single(args.single, args)))
         return 0
+    from benchmarks.revision_tree import RevisionTreeError, prepared_tree, working_tree
+
+    previous = None
+    if args.against:
+        try:
+            previous, commit = prepared_tree(args.against, ROOT)
+        except RevisionTreeError as e:
+            print(f"emulator_speed: --against: {e}", file=sys.stderr)
+            return 2
     report = {
         "scenario": SCENARIO["name"],
         "size_bytes": args.size,
@@ -431,13 +475,20 @@ def main(argv=None) -> int:
         "tasks": args.tasks,
         "python": sys.version.split()[0],
         "load_average": os.getloadavg(),
+        "tree": working_tree(ROOT),
+        **(
+            {"previous": {"revision": args.against, "commit": commit, "tree": str(previous)}}
+            if previous is not None
+            else {}
+        ),
         "results": {},
     }
     for name in args.workloads.split(","):
-        runs = {"compiled": [], "python": []}
-        for _ in range(args.repeats):
-            for core in ("compiled", "python"):
-                runs[core].append(_child(name, core == "python", args))
+        try:
+            runs = _repeats(name, args, previous)
+        except WorkloadError as e:
+            print(f"emulator_speed: {e}", file=sys.stderr)
+            return 1
         if runs["compiled"][0]["core"] != "compiled":
             print(
                 f"{name}: the compiled core is not built (`make core`); both runs are pure Python",
@@ -455,6 +506,8 @@ def main(argv=None) -> int:
             "identical_results": same,
             f"{unit}_per_run": runs["python"][0]["count"],
         }
+        if "previous" in runs:
+            entry.update(_against_previous(runs))
         if "baseline_per_cpu_s" in runs["compiled"][0]:
             entry["median_numpy_batched_per_cpu_s"] = round(
                 statistics.median(r["batched_per_cpu_s"] for r in runs["compiled"])
@@ -475,6 +528,20 @@ def main(argv=None) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if entry.get("previous_core", "compiled") != "compiled":
+            print(
+                f"{name}: revision {args.against} runs its pure-Python core (no compiled module "
+                "was built in its tree)",
+                file=sys.stderr,
+            )
+        if "vs_previous_median" in entry:
+            print(
+                f"{'':16s} {report['previous']['commit'][:12]} "
+                f"{entry[f'median_{unit}_per_cpu_s']['previous']:>9,}  this tree "
+                f"x{entry['vs_previous_median']:.2f}  identical={entry['identical_to_previous']}",
+                file=sys.stderr,
+                flush=True,
+            )
         if "speedup_over_numpy_matmul" in entry:
             print(
                 f"{'':16s} NumPy matmul {entry['median_numpy_matmul_per_cpu_s']:>9,}  compiled "
@@ -498,6 +565,41 @@ def main(argv=None) -> int:
             )
     print(json.dumps(report, indent=2))
     return 0
+
+
+def _repeats(name: str, args, previous: Path | None) -> dict:
+    """``args.repeats`` runs of workload ``name`` on each core: ``compiled`` (this tree),
+    ``python`` (this tree, ``FALCON_PURE_PYTHON=1``) and, with a ``previous`` tree,
+    ``previous`` (its compiled core). Each repeat runs all of them once, this tree and the
+    previous one in turn first, so that both see the same phases of the machine's speed."""
+    trees = {"compiled": (False, ROOT), "python": (True, ROOT)}
+    if previous is not None:
+        trees["previous"] = (False, previous)
+    runs: dict = {core: [] for core in trees}
+    for k in range(args.repeats):
+        order = ["compiled", "previous"] if k % 2 == 0 else ["previous", "compiled"]
+        for core in [c for c in order if c in trees] + ["python"]:
+            pure, tree = trees[core]
+            run = _child(name, pure, args, tree)
+            if Path(run["source"]) != tree.resolve():
+                raise WorkloadError(f"{name}: imported the packages of {run['source']}, not {tree}")
+            runs[core].append(run)
+    return runs
+
+
+def _against_previous(runs: dict) -> dict:
+    """This tree's compiled runs against the previous revision's, repeat by repeat: the
+    median ratio (the figure to quote), the ratios, whether every checksum is the same,
+    and which core the previous revision ran."""
+    ratios = [a["per_cpu_s"] / b["per_cpu_s"] for a, b in zip(runs["compiled"], runs["previous"])]
+    return {
+        "vs_previous_median": round(statistics.median(ratios), 3),
+        "vs_previous": [round(x, 3) for x in ratios],
+        "identical_to_previous": all(
+            a["checksum"] == b["checksum"] for a, b in zip(runs["compiled"], runs["previous"])
+        ),
+        "previous_core": runs["previous"][0]["core"],
+    }
 
 
 def _scaling_table(results: dict) -> dict:

@@ -20,3 +20,89 @@ def test_short_episodes_time_one_packet_downloads_of_consecutive_seeds():
         assert r.metrics["packets_sent"] == 1  # one packet: the episode is its fixed cost
         want += r.metrics["download_time_s"]
     assert out["checksum"] == want
+
+
+def _checkout_head() -> str:
+    import pytest
+
+    from benchmarks.revision_tree import ROOT, working_tree
+
+    head = working_tree(ROOT)["commit"]
+    if head is None:
+        pytest.skip("not a git checkout: --against needs the repository's history")
+    return head
+
+
+def test_against_a_revision_times_its_tree_turn_about_with_this_one(monkeypatch, tmp_path, capsys):
+    """``--against HEAD``: HEAD's tracked files unpacked under the FALCON cache and run
+    in every repeat beside this tree (each child imports the tree it is meant to: the
+    benchmark checks the source of ``envs``), with the ratio and the checksums'
+    agreement reported. ``FALCON_PURE_PYTHON=1`` at build time: no compiling, so the
+    revision runs its ``.py`` core (and the report says so)."""
+    import json
+
+    from benchmarks.emulator_speed import main
+    from benchmarks.revision_tree import MARKER
+
+    head = _checkout_head()
+    monkeypatch.setenv("FALCON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FALCON_PURE_PYTHON", "1")
+    argv = ["--against", "HEAD", "--workloads", "short_episodes", "--episodes", "1"]
+    assert main([*argv, "--repeats", "2"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["previous"]["commit"] == head and report["tree"]["commit"] == head
+    trees = tmp_path / "revision-trees"
+    assert [p.name for p in trees.iterdir()] == [head]  # no temporary folder left
+    assert (trees / head / MARKER).is_file() and (trees / head / "envs" / "sim.py").is_file()
+    entry = report["results"]["short_episodes"]
+    assert entry["median_episodes_per_cpu_s"]["previous"] > 0
+    assert len(entry["vs_previous"]) == 2 and entry["vs_previous_median"] > 0
+    assert entry["identical_to_previous"] is True  # the same downloads, whatever the core
+    assert entry["previous_core"] == "python"
+    assert "runs its pure-Python core" in captured.err
+
+
+def test_against_an_unknown_revision_is_a_one_line_error(monkeypatch, tmp_path, capsys):
+    from benchmarks.emulator_speed import main
+
+    _checkout_head()
+    monkeypatch.setenv("FALCON_CACHE_DIR", str(tmp_path))
+    assert main(["--against", "no-such-revision", "--workloads", "short_episodes"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-revision" in err[0] and "no such commit" in err[0]
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_revision_tree_whose_build_fails_leaves_nothing(tmp_path):
+    import sys
+
+    import pytest
+
+    from benchmarks.revision_tree import RevisionTreeError, prepared_tree
+
+    _checkout_head()
+    fail = [sys.executable, "-c", "import sys; sys.exit('error: no C compiler here')"]
+    with pytest.raises(
+        RevisionTreeError, match="building its core failed: error: no C compiler here"
+    ):
+        prepared_tree("HEAD", cache=tmp_path, build=fail)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_built_revision_tree_is_reused_not_built_again(tmp_path):
+    import io
+    import sys
+
+    from benchmarks.revision_tree import prepared_tree
+
+    head = _checkout_head()
+    log = io.StringIO()
+    tree, commit = prepared_tree(
+        "HEAD", cache=tmp_path, build=[sys.executable, "-c", "pass"], log=log
+    )
+    assert commit == head and tree == tmp_path / head and "unpacking" in log.getvalue()
+    fail = [sys.executable, "-c", "raise SystemExit(1)"]
+    again = io.StringIO()
+    assert prepared_tree(head[:12], cache=tmp_path, build=fail, log=again) == (tree, head)
+    assert again.getvalue() == ""
