@@ -109,7 +109,7 @@ def prepared_tree(
             file=log or sys.stderr,
             flush=True,
         )
-        _unpack(root, commit, tmp)
+        tracked = _unpack(root, commit, tmp)
         cmd = build or build_command()
         res = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
         if res.returncode != 0:
@@ -117,6 +117,7 @@ def prepared_tree(
             raise RevisionTreeError(
                 f"revision {rev} ({commit[:12]}): building its core failed: {out[-1]}"
             )
+        _drop_build_files(tmp, tracked)
         compiled = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*.so"))
         (tmp / MARKER).write_text(
             json.dumps({"commit": commit, "python": sys.version.split()[0], "compiled": compiled})
@@ -133,8 +134,20 @@ def prepared_tree(
     return tree, commit
 
 
-def _unpack(root: Path, commit: str, dest: Path) -> None:
-    """The tracked files of ``commit`` into ``dest`` (``git archive``, streamed)."""
+def _drop_build_files(tree: Path, tracked: set[str]) -> None:
+    """Remove what only the build needed: ``build/`` (object files and copies of the
+    modules) and the C files Cython generated (those ``git archive`` did not write),
+    about half of a built tree; the extension modules stay beside their sources."""
+    if "build" not in {name.split("/", 1)[0] for name in tracked}:
+        shutil.rmtree(tree / "build", ignore_errors=True)
+    for c in tree.rglob("*.c"):
+        if c.relative_to(tree).as_posix() not in tracked:
+            c.unlink()
+
+
+def _unpack(root: Path, commit: str, dest: Path) -> set[str]:
+    """The tracked files of ``commit`` into ``dest`` (``git archive``, streamed); their
+    paths, relative to ``dest``."""
     proc = subprocess.Popen(
         ["git", "-C", str(root), "archive", "--format=tar", commit],
         stdout=subprocess.PIPE,
@@ -143,7 +156,10 @@ def _unpack(root: Path, commit: str, dest: Path) -> None:
     assert proc.stdout is not None
     try:
         with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-            tar.extractall(dest, filter="data")
+            names = set()
+            for member in tar:
+                names.add(member.name.rstrip("/"))
+                tar.extract(member, dest, filter="data")
     finally:
         proc.stdout.close()
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -151,6 +167,7 @@ def _unpack(root: Path, commit: str, dest: Path) -> None:
     if rc != 0:
         last = (err.strip().splitlines() or ["(no message)"])[-1]
         raise RevisionTreeError(f"git archive {commit[:12]}: {last}")
+    return names
 
 
 __all__ = ["MARKER", "RevisionTreeError", "prepared_tree", "resolve", "working_tree"]

@@ -90,7 +90,7 @@ def test_a_revision_tree_whose_build_fails_leaves_nothing(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_a_built_revision_tree_is_reused_not_built_again(tmp_path):
+def test_a_built_revision_tree_is_kept_without_build_files_and_reused(tmp_path):
     import io
     import sys
 
@@ -98,10 +98,16 @@ def test_a_built_revision_tree_is_reused_not_built_again(tmp_path):
 
     head = _checkout_head()
     log = io.StringIO()
+    # a stand-in build that leaves what setup.py's does: build/ and a generated C file
+    build = (
+        "import pathlib as p; p.Path('build/t').mkdir(parents=True); p.Path('envs/sim.c').touch()"
+    )
     tree, commit = prepared_tree(
-        "HEAD", cache=tmp_path, build=[sys.executable, "-c", "pass"], log=log
+        "HEAD", cache=tmp_path, build=[sys.executable, "-c", build], log=log
     )
     assert commit == head and tree == tmp_path / head and "unpacking" in log.getvalue()
+    assert not (tree / "build").exists() and not (tree / "envs" / "sim.c").exists()
+    assert (tree / "envs" / "sim.py").is_file() and (tree / "envs" / "link_draws.h").is_file()
     fail = [sys.executable, "-c", "raise SystemExit(1)"]
     again = io.StringIO()
     assert prepared_tree(head[:12], cache=tmp_path, build=fail, log=again) == (tree, head)
