@@ -114,7 +114,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.seconds, args.episodes = 1, 0.2, 1
-    report = {
+    report: dict = {
         "machine": {
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),

@@ -219,10 +219,10 @@ def _scaling(name: str, episodes: int) -> dict:
     from envs.runner import run_episode
     from envs.sim import collector_paused
 
-    kind, n = name.rsplit("_", 1)
-    n = int(n)
+    kind, count = name.rsplit("_", 1)
+    n = int(count)
 
-    def one(seed: int) -> tuple[int, float]:
+    def one(seed: int) -> tuple[float, float]:
         if kind == "paths":
             r = run_episode(
                 _paths(n),
