@@ -69,7 +69,7 @@ of the per-repeat ratios this tree / it (``vs_previous_median``: the figure
 to quote for a change), and whether its checksums are this tree's. ``--against
 HEAD`` times uncommitted changes, ``--against HEAD~1`` the last commit. The
 workload code is this file's in both trees. The report records the working
-tree's commit and whether it had uncommitted changes (``tree``).
+tree's commit and a hash of its uncommitted changes (``tree``).
 """
 
 from __future__ import annotations
@@ -459,8 +459,18 @@ def main(argv=None) -> int:
     if args.single:
         print(json.dumps(run_single(args.single, args)))
         return 0
-    from benchmarks.revision_tree import RevisionTreeError, prepared_tree, working_tree
+    from benchmarks.revision_tree import RevisionTreeError, prepared_tree
+    from falcon.reproduce.runs import code_state
 
+    report: dict = {
+        "scenario": SCENARIO["name"],
+        "size_bytes": args.size,
+        "episodes": args.episodes,
+        "tasks": args.tasks,
+        "python": sys.version.split()[0],
+        "load_average": os.getloadavg(),
+        "tree": code_state(),  # this tree's commit and a hash of its uncommitted changes
+    }
     previous = None
     if args.against:
         try:
@@ -468,21 +478,8 @@ def main(argv=None) -> int:
         except RevisionTreeError as e:
             print(f"emulator_speed: --against: {e}", file=sys.stderr)
             return 2
-    report = {
-        "scenario": SCENARIO["name"],
-        "size_bytes": args.size,
-        "episodes": args.episodes,
-        "tasks": args.tasks,
-        "python": sys.version.split()[0],
-        "load_average": os.getloadavg(),
-        "tree": working_tree(ROOT),
-        **(
-            {"previous": {"revision": args.against, "commit": commit, "tree": str(previous)}}
-            if previous is not None
-            else {}
-        ),
-        "results": {},
-    }
+        report["previous"] = {"revision": args.against, "commit": commit, "tree": str(previous)}
+    report["results"] = {}
     for name in args.workloads.split(","):
         try:
             runs = _repeats(name, args, previous)
@@ -494,8 +491,7 @@ def main(argv=None) -> int:
                 f"{name}: the compiled core is not built (`make core`); both runs are pure Python",
                 file=sys.stderr,
             )
-        same = all(a["checksum"] == b["checksum"] for a, b in zip(runs["compiled"], runs["python"]))
-        ratios = [a["per_cpu_s"] / b["per_cpu_s"] for a, b in zip(runs["compiled"], runs["python"])]
+        ratios, same = _paired(runs["compiled"], runs["python"])
         unit = runs["python"][0]["unit"]
         entry = {
             f"median_{unit}_per_cpu_s": {
@@ -587,17 +583,22 @@ def _repeats(name: str, args, previous: Path | None) -> dict:
     return runs
 
 
+def _paired(a: list, b: list) -> tuple[list[float], bool]:
+    """Runs ``a`` against runs ``b``, repeat by repeat: the speed ratios a / b, and whether
+    every checksum is the same."""
+    ratios = [x["per_cpu_s"] / y["per_cpu_s"] for x, y in zip(a, b)]
+    return ratios, all(x["checksum"] == y["checksum"] for x, y in zip(a, b))
+
+
 def _against_previous(runs: dict) -> dict:
-    """This tree's compiled runs against the previous revision's, repeat by repeat: the
-    median ratio (the figure to quote), the ratios, whether every checksum is the same,
-    and which core the previous revision ran."""
-    ratios = [a["per_cpu_s"] / b["per_cpu_s"] for a, b in zip(runs["compiled"], runs["previous"])]
+    """This tree's compiled runs against the previous revision's (:func:`_paired`): the
+    median ratio (the figure to quote), the ratios, whether the checksums agree, and which
+    core the previous revision ran."""
+    ratios, same = _paired(runs["compiled"], runs["previous"])
     return {
         "vs_previous_median": round(statistics.median(ratios), 3),
         "vs_previous": [round(x, 3) for x in ratios],
-        "identical_to_previous": all(
-            a["checksum"] == b["checksum"] for a, b in zip(runs["compiled"], runs["previous"])
-        ),
+        "identical_to_previous": same,
         "previous_core": runs["previous"][0]["core"],
     }
 

@@ -57,17 +57,6 @@ def resolve(rev: str, root: Path = ROOT) -> str:
         raise RevisionTreeError(f"revision {rev!r}: no such commit in {root}") from None
 
 
-def working_tree(root: Path = ROOT) -> dict:
-    """What the working tree is: its ``HEAD`` commit and whether it has uncommitted
-    changes to tracked files (``dirty``); ``commit`` None outside a git checkout."""
-    try:
-        head = _git(root, "rev-parse", "--verify", "HEAD")
-        dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
-    except RevisionTreeError:
-        return {"commit": None, "dirty": None}
-    return {"commit": head, "dirty": dirty}
-
-
 def build_command() -> list[str]:
     """The command that compiles a tree's core in place (run in the tree)."""
     jobs = str(max(1, os.cpu_count() or 1))
@@ -171,4 +160,4 @@ def _unpack(root: Path, commit: str, dest: Path) -> set[str]:
     return names
 
 
-__all__ = ["MARKER", "RevisionTreeError", "prepared_tree", "resolve", "working_tree"]
+__all__ = ["MARKER", "RevisionTreeError", "prepared_tree", "resolve"]
