@@ -13,6 +13,12 @@
   only), DQN-On learning online (asynchronous trainer included), and the
   emulator with a trivial Python scheduler (first path with room) as the
   floor.
+* ``rllib_sampling``: environment steps per CPU-second of RLlib's env runner
+  sampling with DQN-On's RLlib config (``agent.backend=rllib``: the
+  completion MDP, complete episodes of a 200 kB download, the module's
+  epsilon-greedy actions), for each ``--rllib-envs`` number of instances the
+  runner steps in one call of the vector environment
+  (``rllib.num_envs_per_env_runner``), and the ratio to one instance.
 
 Every figure is the median over ``--repeats`` repeats (every repeat is
 reported too): the development machine is shared and noisy.
@@ -104,16 +110,61 @@ def decisions_per_second(kind: str, repeats: int, episodes: int) -> dict:
     }
 
 
+#: the download of an RLlib sampling episode (about 160 decisions: many episodes a round)
+RLLIB_APP = {"kind": "bulk", "size_bytes": 200_000}
+
+
+def rllib_sampling(n_envs: int, repeats: int, steps: int) -> dict:
+    """Steps per CPU-second of RLlib's env runner (in this process; Ray is not
+    started) stepping ``n_envs`` emulations together, each repeat sampling
+    rounds of complete episodes until ``steps`` steps (module docstring)."""
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    from baselines.dqn.dqn_on import DQNOn
+    from baselines.dqn.rllib_backend import build_config
+
+    agent = DQNOn(backend="rllib", rllib={"num_envs_per_env_runner": n_envs})
+    agent.build(len(SCENARIO["paths"]))
+    config = build_config(agent, SCENARIO, RLLIB_APP, 0, agent.rllib_options)
+    runner = SingleAgentEnvRunner(config=config)
+    rates = []
+    try:
+        runner.sample()  # warm-up: the module's first passes, lazy imports
+        for _ in range(repeats):
+            n = 0
+            t0 = time.process_time()
+            while n < steps:
+                n += sum(len(e) for e in runner.sample())
+            rates.append(n / (time.process_time() - t0))
+    finally:
+        runner.stop()
+    return {"envs": n_envs, "steps_per_cpu_s": statistics.median(rates), "repeats": rates}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--models", type=int, default=729)
     ap.add_argument("--episodes", type=int, default=5, help="episodes per repeat (decisions)")
     ap.add_argument("--seconds", type=float, default=1.0, help="target duration of one timing")
+    ap.add_argument(
+        "--rllib-envs",
+        default="1,8,32",
+        help="instances per RLlib env runner to time, comma-separated ('' skips RLlib)",
+    )
+    ap.add_argument("--rllib-steps", type=int, default=6000, help="sampled steps per repeat")
     ap.add_argument("--quick", action="store_true", help="one repeat, short timings (smoke test)")
     args = ap.parse_args(argv)
+    try:
+        rllib_envs = [int(n) for n in args.rllib_envs.split(",") if n.strip()]
+    except ValueError:
+        ap.error(
+            f"--rllib-envs: expected whole numbers separated by commas, got {args.rllib_envs!r}"
+        )
+    if any(n < 1 for n in rllib_envs):
+        ap.error(f"--rllib-envs: every number of instances must be >= 1, got {args.rllib_envs!r}")
     if args.quick:
-        args.repeats, args.seconds, args.episodes = 1, 0.2, 1
+        args.repeats, args.seconds, args.episodes, args.rllib_steps = 1, 0.2, 1, 300
     report: dict = {
         "machine": {
             "torch": torch.__version__,
@@ -123,6 +174,7 @@ def main(argv=None) -> None:
         "update_1": [],
         "update_bank": [],
         "decisions": [],
+        "rllib_sampling": [],
     }
     for tech in TECHNIQUES:
         r = steps_per_second(1, tech, "auto", args.repeats, args.seconds)
@@ -146,6 +198,16 @@ def main(argv=None) -> None:
         print(
             f"decisions, {kind:16s}: {r['decisions_per_s']:8.0f} /s ({r['wall_s_per_episode'] * 1000:.0f} ms "
             "per 2 MB episode)",
+            file=sys.stderr,
+        )
+    for n in rllib_envs:
+        r = rllib_sampling(n, args.repeats, args.rllib_steps)
+        one = report["rllib_sampling"][0]["steps_per_cpu_s"] if report["rllib_sampling"] else None
+        r["vs_first"] = None if one is None else r["steps_per_cpu_s"] / one
+        report["rllib_sampling"].append(r)
+        print(
+            f"RLlib sampling, {n:3d} instance(s): {r['steps_per_cpu_s']:8.0f} steps/CPU-s"
+            + ("" if one is None else f" ({r['vs_first']:.2f}x {rllib_envs[0]})"),
             file=sys.stderr,
         )
     print(json.dumps(report, indent=2))

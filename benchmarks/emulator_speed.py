@@ -44,6 +44,15 @@ after one untimed warm-up run that pays the lazy imports):
 * ``vector_env``: the same policy as one array function over
   :class:`envs.vector_env.MultipathVectorEnv` with ``VECTOR_ENVS``
   instances (next-step autoreset), as many steps per repeat;
+* ``vector_collect``: what ``dqn_collect`` would become through the vector
+  environment: ``VECTOR_ENVS`` instances of the completion MDP, each acting
+  on tasks drawn over the condition grid (``scenario_sampler``, 2 MB, the
+  120 s cap, 512 decisions), stepped together by one eps-greedy (0.3)
+  policy of the bank presets' fresh network whose pass is batched over all
+  instances (NumPy's products); decisions per CPU-second until every
+  instance has taken its 512, resets included. Its ceiling: it keeps no
+  experience, and its one network is shared, where each cell of a bank
+  build acts with its own (so there is nothing to batch);
 * ``qnet_forward``: the per-decision Q-network forward pass and argmax of
   one state (:meth:`baselines.dqn.network.NumpyQNet.argmax`, the bank
   presets' 3 x 64 network and MDP, i.e. :class:`envs.dense.DenseForward`)
@@ -126,6 +135,7 @@ WORKLOADS = (
     "qnet_forward",
     "gym_env",
     "vector_env",
+    "vector_collect",
     *SCALING,
 )
 
@@ -377,6 +387,50 @@ def _vector_env(steps: int = ENV_STEPS, n_envs: int = VECTOR_ENVS) -> dict:
     return {"per_cpu_s": n / cpu, "unit": "steps", "count": n, "checksum": check}
 
 
+def _vector_collect(n_envs: int = VECTOR_ENVS, decisions: int = 512) -> dict:
+    import numpy as np
+
+    from baselines.dqn.network import NumpyQNet
+    from envs.vector_env import MultipathVectorEnv
+    from falcon.config import load_group, to_plain
+    from metalearning.build import BankBuildSpec
+    from metalearning.collect import DEFAULT_TASK_BYTES, DEFAULT_TASK_MAX_DURATION_S, bulk_app
+    from metalearning.reptile import initial_params, split_params
+
+    bank = BankBuildSpec.from_config(to_plain(load_group("bank", "quick")))
+    grid, spec = bank.grid, bank.qnet_spec
+    base = {"cc": "olia", "max_duration_s": 120.0}
+
+    def task(rng):  # a task of a cell drawn with the instance's own generator
+        return grid.sample_task(int(rng.integers(grid.n_cells)), rng, base)
+
+    venv = MultipathVectorEnv(
+        n_envs,
+        app=bulk_app(DEFAULT_TASK_BYTES),
+        copy=False,
+        max_steps=decisions,
+        max_duration_s=DEFAULT_TASK_MAX_DURATION_S,
+        scenario_sampler=task,
+    )
+    net = NumpyQNet(split_params(spec, initial_params(spec, 0)), spec)
+    draws = np.random.default_rng(1)
+    active = np.ones(n_envs, np.bool_)
+    n, check = 0, 0.0
+    t0 = time.process_time()
+    obs, _ = venv.reset(seed=0)
+    while active.any():
+        actions = net(obs).argmax(axis=1)
+        explore = draws.random(n_envs) < 0.3
+        actions[explore] = draws.integers(0, spec.n_actions, int(explore.sum()))
+        obs, r, terminated, truncated, _ = venv.step(actions)
+        n += int(active.sum())
+        check += float(r[active].sum())
+        active &= ~(terminated | truncated)
+    cpu = time.process_time() - t0
+    venv.close()
+    return {"per_cpu_s": n / cpu, "unit": "decisions", "count": n, "checksum": check}
+
+
 def run_single(workload: str, args) -> dict:
     """One workload on this interpreter's core."""
     import envs
@@ -389,6 +443,8 @@ def run_single(workload: str, args) -> dict:
         out = _gym_env()
     elif workload == "vector_env":
         out = _vector_env()
+    elif workload == "vector_collect":
+        out = _vector_collect()
     elif workload in SCALING:
         out = _scaling(workload, args.episodes)
     elif workload == "short_episodes":

@@ -30,6 +30,9 @@ def test_backend_selection_and_options():
         DQNOn(reward="packet_rate", backend="rllib", rllib={"iters": 2})
     with pytest.raises(ConfigError, match="env_reward"):
         DQNOn(reward="packet_rate", backend="rllib", rllib={"env_reward": "throughput"})
+    for bad in (0, True, "2", 1.5):
+        with pytest.raises(ConfigError, match="num_envs_per_env_runner: must be a positive"):
+            DQNOn(reward="packet_rate", backend="rllib", rllib={"num_envs_per_env_runner": bad})
 
 
 def test_rllib_config_and_weight_extraction_without_ray():
@@ -60,6 +63,9 @@ def test_rllib_config_and_weight_extraction_without_ray():
     assert cfg.batch_mode == "complete_episodes"
     assert cfg.callbacks_on_episode_end is attribute_decision_rewards
     assert cfg.training_intensity == 32 / 4  # the torch backend's replay ratio
+    # the env runner steps the vector environment (one instance unless told)
+    assert cfg.gym_env_vectorize_mode == "vector_entry_point"
+    assert cfg.num_envs_per_env_runner == 1
     step_rewards = build_config(
         agent, SCENARIO, APP, 0, {**agent.rllib_options, "env_reward": "goodput_rate"}
     )
@@ -71,6 +77,37 @@ def test_rllib_config_and_weight_extraction_without_ray():
     agent.learner.set_weights(weights)
     agent.deploy()
     np.testing.assert_allclose(agent.q_values(states), module_q_values(module, states), atol=1e-5)
+
+
+@pytest.mark.parametrize("reward", ["completion", "packet_rate"])
+def test_env_runner_steps_instances_together_with_their_decision_credits(reward):
+    """``num_envs_per_env_runner``: RLlib's env runner (in this process, Ray not
+    started) steps that many emulations in one call of the vector environment,
+    one batched module pass for all, and every complete episode it returns
+    carries its own decisions' credits (the episode-end callback through the
+    vector environment's per-instance infos)."""
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    from baselines.dqn.rllib_backend import build_config
+    from envs.vector_env import MultipathVectorEnv
+
+    agent = DQNOn(reward=reward, backend="rllib", rllib={"num_envs_per_env_runner": 3})
+    agent.build(2)
+    small = {"kind": "bulk", "size_bytes": 30_000}  # ~25 decisions an episode
+    runner = SingleAgentEnvRunner(
+        config=build_config(agent, SCENARIO, small, 0, agent.rllib_options)
+    )
+    try:
+        venv = runner.env.unwrapped
+        assert isinstance(venv, MultipathVectorEnv) and venv.num_envs == 3
+        episodes = runner.sample(num_episodes=7)  # each instance ends and resets twice or more
+        assert len(episodes) == 7 and all(e.is_done for e in episodes)
+        for e in episodes:
+            credits = e.get_infos(-1)["decision_rewards"]
+            assert len(credits) == len(e) > 0
+            np.testing.assert_allclose(e.get_rewards(), credits, rtol=1e-6)
+    finally:
+        runner.stop()
 
 
 def test_episode_end_callback_attributes_the_decision_credits():

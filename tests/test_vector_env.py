@@ -261,3 +261,14 @@ def test_benchmark_env_workloads_run():
     batched = _vector_env(steps=256, n_envs=4)
     assert single["count"] == 300 and single["per_cpu_s"] > 0 and single["unit"] == "steps"
     assert batched["count"] == 256 and batched["per_cpu_s"] > 0
+
+
+def test_benchmark_vector_collection_counts_each_instances_decisions():
+    """The ``vector_collect`` workload: every instance's task counted up to its
+    budget of decisions and no further (an instance that ended autoresets and
+    keeps stepping, uncounted), the same checksum on a second run."""
+    from benchmarks.emulator_speed import _vector_collect
+
+    out = _vector_collect(n_envs=3, decisions=25)
+    assert out["count"] == 75 and out["unit"] == "decisions" and out["per_cpu_s"] > 0
+    assert _vector_collect(n_envs=3, decisions=25)["checksum"] == out["checksum"]

@@ -24,7 +24,13 @@ experience gathered before the evaluation) and in the evaluation episodes
 
 ``backend: rllib`` trains with Ray RLlib's DQN instead
 (:mod:`baselines.dqn.rllib_backend`); the learned weights come back into
-this scheduler, which then schedules (and keeps learning) as above.
+this scheduler, which then schedules (and keeps learning) as above. RLlib's
+env runners step the vector environment (:mod:`envs.vector_env`):
+``rllib.num_envs_per_env_runner`` emulations per call, their actions from
+one batched pass of the network. The torch backend stays one connection
+learning as it schedules, the paper's setting: its cost is the learner's
+(a gradient step per ``train_interval`` decisions), which stepping
+emulations together would not reduce.
 """
 
 from __future__ import annotations
