@@ -415,7 +415,7 @@ class ConditionGrid:
                 raise ConfigError(f"task base.paths[{i}]: {clash} are set by the grid")
             paths.append({**more, **link, **cond.as_dict()})
         scenario = {"name": f"grid-{self.name(cell)}", **base, "paths": paths}
-        return normalise_scenario(scenario)
+        return normalise_scenario(scenario, keep=False)  # a task is drawn once: nothing to keep
 
     # ---------------------------------------------------------- (de)serialisation
     def to_dict(self) -> dict:

@@ -290,6 +290,7 @@ def _collect(
         cfg.decisions_per_task,
         app=bulk_app(cfg.task_size_bytes),
         max_duration_s=cfg.task_max_duration_s,
+        normalised=True,  # sample_task's scenario
     )
 
 

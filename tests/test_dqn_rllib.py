@@ -30,6 +30,7 @@ def test_backend_selection_and_options():
         DQNOn(reward="packet_rate", backend="rllib", rllib={"iters": 2})
     with pytest.raises(ConfigError, match="env_reward"):
         DQNOn(reward="packet_rate", backend="rllib", rllib={"env_reward": "throughput"})
+    assert agent.rllib_options["num_envs_per_env_runner"] == 1  # null (the default): one
     for bad in (0, True, "2", 1.5):
         with pytest.raises(ConfigError, match="num_envs_per_env_runner: must be a positive"):
             DQNOn(reward="packet_rate", backend="rllib", rllib={"num_envs_per_env_runner": bad})

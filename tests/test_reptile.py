@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -68,6 +70,23 @@ def test_collection_is_reproducible_and_the_collector_reusable():
     for x, y in zip(one, again):
         np.testing.assert_array_equal(x, y)
     assert col.last_info["transitions"] == 64 and col.last_info["cpu_s"] > 0
+
+
+def test_a_normalised_task_is_collected_as_given_and_left_unchanged():
+    """``normalised=True`` (how the Reptile loop hands over sample_task's
+    scenario) skips the second normalisation: the same experience, and the
+    caller's scenario keeps its own ``max_duration_s``."""
+    scenario = task(MIXED, 4)
+    before = copy.deepcopy(scenario)
+    col = TaskCollector(SPEC, 0.3)
+    a = col.collect(scenario, None, 2, 64, app=bulk_app(300_000), max_duration_s=1.0)
+    b = col.collect(
+        scenario, None, 2, 64, app=bulk_app(300_000), max_duration_s=1.0, normalised=True
+    )
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert col.last_info["emulated_s"] <= 1.0 + 1e-9  # the cap applied to the copy
+    assert scenario == before
 
 
 def test_a_short_episode_returns_what_it_completed():

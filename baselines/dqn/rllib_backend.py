@@ -71,7 +71,7 @@ DEFAULTS: dict = {
     "iterations": 10,  # algo.train() calls
     "rollout_fragment_length": 1000,  # env steps per sampling round and env runner (see below)
     "num_env_runners": 0,  # 0: sample in the driver process; >0: Ray actors
-    "num_envs_per_env_runner": 1,  # emulations each env runner steps in one call
+    "num_envs_per_env_runner": None,  # emulations each env runner steps in one call; None: 1
     "num_cpus": None,  # ray.init(num_cpus=...) when Ray is started here
     "address": None,  # an existing Ray cluster ("auto", "ray://host:10001")
     "env_reward": None,  # the environment's reward (its MDP); None = the agent's
@@ -94,12 +94,13 @@ def check_options(options: Mapping) -> dict:
     if int(out["num_env_runners"]) < 0:
         raise ConfigError(f"rllib.num_env_runners: must be >= 0, got {out['num_env_runners']!r}")
     out["num_env_runners"] = int(out["num_env_runners"])
-    if not is_whole_number(out["num_envs_per_env_runner"], 1):
+    if out["num_envs_per_env_runner"] is None:
+        out["num_envs_per_env_runner"] = 1
+    elif not is_whole_number(out["num_envs_per_env_runner"], 1):
         raise ConfigError(
-            "rllib.num_envs_per_env_runner: must be a positive integer, got "
+            "rllib.num_envs_per_env_runner: must be a positive integer or null (one), got "
             f"{out['num_envs_per_env_runner']!r}"
         )
-    out["num_envs_per_env_runner"] = int(out["num_envs_per_env_runner"])
     if out["env_reward"] is not None and out["env_reward"] not in ENV_REWARDS:
         raise ConfigError(
             f"rllib.env_reward: unknown reward {out['env_reward']!r}; choose one of "
