@@ -44,15 +44,23 @@ _LE32, _LE64 = np.dtype("<u4"), np.dtype("<u8")
 
 class ChildSeed:
     """``numpy.random.SeedSequence(entropy, spawn_key=spawn_key)`` for seeding a bit
-    generator (module docstring). ``entropy``: a non-negative integer; ``spawn_key``:
-    a tuple of them."""
+    generator (module docstring). ``entropy``: a non-negative integer, or a tuple or
+    list of them (their words concatenated, as SeedSequence does); ``spawn_key``: a
+    tuple of them. ``SeedSequence(entropy).spawn(n)``'s children are
+    ``ChildSeed(entropy, (i,))`` for ``i`` in ``range(n)``."""
 
     __slots__ = ("entropy", "spawn_key", "_pool")
 
-    def __init__(self, entropy: int, spawn_key: tuple = ()):
-        self.entropy = int(entropy)
+    def __init__(self, entropy: int | tuple | list, spawn_key: tuple = ()):
         self.spawn_key = tuple([int(k) for k in spawn_key])  # (a list: no generator object)
-        words = _words(self.entropy)
+        if isinstance(entropy, (tuple, list)):
+            self.entropy = tuple([int(e) for e in entropy])
+            words = []
+            for e in self.entropy:
+                words.extend(_words(e))
+        else:
+            self.entropy = int(entropy)
+            words = _words(self.entropy)
         if self.spawn_key and len(words) < POOL_SIZE:
             # SeedSequence pads the run entropy to the pool size when it has a spawn key
             words.extend([0] * (POOL_SIZE - len(words)))

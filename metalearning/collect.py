@@ -52,6 +52,7 @@ from envs.errors import ConfigError
 from envs.mdp import COMPLETION_UNIT, reward_of_inputs
 from envs.runner import setup_episode
 from envs.scenario import normalise_scenario
+from envs.seeds import ChildSeed, generator
 from envs.sim import collector_paused
 from envs.traces.guard import training_reads
 
@@ -200,7 +201,7 @@ class TaskCollector(DQNScheduler):
                 f"{len(s['paths'])} paths"
             )
         self.set_weights(weights, init_seed=int(seed))
-        self.rng = np.random.default_rng(np.random.SeedSequence((int(seed), 1)))
+        self.rng = generator(ChildSeed((int(seed), 1)))  # default_rng(SeedSequence((seed, 1)))
         self._buf = [[], [], [], [], []]
         d0 = self.decisions
         cpu0 = time.process_time()

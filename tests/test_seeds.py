@@ -1,6 +1,7 @@
 """envs.seeds.ChildSeed against numpy.random.SeedSequence: the same pool, the
 same seed words and the same PCG64 state, for entropies of one to five 32-bit
-words and spawn keys of zero to three elements (the emulation's are (path, 0..2))."""
+words (an integer, or a sequence of them) and spawn keys of zero to three
+elements (the emulation's are (path, 0..2))."""
 
 from __future__ import annotations
 
@@ -31,6 +32,29 @@ def test_child_seed_is_the_seed_sequence_of_its_spawn_key(seed):
         assert mine.words64(4) == state_words(mine, 4) == state_words(ref, 4) == words
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_sequence_entropy_and_spawned_children_match_the_seed_sequence(seed):
+    """Entropy given as a tuple or list of integers (their words concatenated, as
+    the Reptile loop's ``(seed, cell, iteration)``), and ``spawn(n)``'s children."""
+    rng = random.Random(100 + seed)
+    for _ in range(200):
+        entropy = [
+            rng.choice([0, 1, 728, rng.randrange(2**32), rng.randrange(2**70)])
+            for _ in range(rng.randrange(6))
+        ]
+        entropy = tuple(entropy) if rng.random() < 0.5 else entropy
+        ref = np.random.SeedSequence(entropy)
+        assert ChildSeed(entropy).pool == list(ref.pool)
+        for i, child in enumerate(ref.spawn(3)):
+            mine = ChildSeed(entropy, (i,))
+            assert mine.pool == list(child.pool)
+            assert mine.generate_state(2, np.uint32).tolist() == child.generate_state(2).tolist()
+            assert (
+                generator(mine).bit_generator.state
+                == np.random.default_rng(child).bit_generator.state
+            )
+
+
 def test_state_words_of_anything_else_is_an_error():
     with pytest.raises(TypeError, match="seed sequence, got int"):
         state_words(7, 4)
@@ -49,6 +73,8 @@ def test_the_emulation_draws_from_the_spawned_grandchildren():
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="non-negative"):
         ChildSeed(-1)
+    with pytest.raises(ValueError, match="non-negative"):
+        ChildSeed((3, -1))
     with pytest.raises(ValueError, match="non-negative"):
         Emulation(-3)
     with pytest.raises(ValueError, match="uint32 or uint64"):
