@@ -173,10 +173,6 @@ class TaskCollector(DQNScheduler):
     ) -> Experience:
         """One episode of ``app`` (default: a :data:`DEFAULT_TASK_BYTES` bulk
         download) on ``scenario``; at most ``decisions`` transitions.
-        ``normalised``: ``scenario`` is already
-        :func:`~envs.scenario.normalise_scenario`'s output (as
-        :meth:`metalearning.grid.ConditionGrid.sample_task` returns), so it is
-        not normalised again (about 40 µs a task); it is not modified.
 
         ``seed`` seeds the emulation (``seed``) and the exploration draws
         (``SeedSequence((seed, 1))``). ``max_duration_s`` caps the
@@ -185,7 +181,11 @@ class TaskCollector(DQNScheduler):
         taken, also after the budget), ``emulated_s``, ``completed`` (1.0 if
         the download finished), ``cpu_s`` (process CPU time of the episode).
         A scenario naming a test trace file of ``data/traces/split.yaml`` is
-        refused (:func:`envs.traces.guard.training_reads`).
+        refused (:func:`envs.traces.guard.training_reads`). ``normalised``:
+        ``scenario`` is already :func:`~envs.scenario.normalise_scenario`'s
+        output (as :meth:`metalearning.grid.ConditionGrid.sample_task` returns
+        it), so it is copied, not normalised again (about 40 µs a task); the
+        caller's dict is not modified.
         """
         if int(decisions) < 1:
             raise ConfigError(f"decisions_per_task: must be a positive integer, got {decisions!r}")
