@@ -125,6 +125,11 @@ BATCH = 64
 VECTOR_ENVS = 64
 #: decisions per repeat of the ``gym_env`` and ``vector_env`` workloads
 ENV_STEPS = 128_000
+#: the bank workloads' tasks (``dqn_collect``, ``vector_collect``): scenario keys beside the
+#: grid's, exploration probability and decisions per task
+TASK_BASE = {"cc": "olia", "max_duration_s": 120.0}
+TASK_EPSILON = 0.3
+TASK_DECISIONS = 512
 WORKLOADS = (
     "minrtt",
     "short_episodes",
@@ -275,26 +280,32 @@ def _scaling(name: str, episodes: int) -> dict:
     return {"per_cpu_s": packets / cpu, "unit": "packets", "count": packets, "checksum": check}
 
 
-def _collect(tasks: int) -> dict:
-    import numpy as np
-
+def _quick_bank():
+    """The bank workloads' grid, network spec and fresh network weights (the quick
+    bank preset's, seed 0)."""
     from falcon.config import load_group, to_plain
     from metalearning.build import BankBuildSpec
-    from metalearning.collect import TaskCollector
     from metalearning.reptile import initial_params, split_params
 
     bank = BankBuildSpec.from_config(to_plain(load_group("bank", "quick")))
-    grid, spec = bank.grid, bank.qnet_spec
-    collector = TaskCollector(spec, 0.3)
+    spec = bank.qnet_spec
+    return bank.grid, spec, split_params(spec, initial_params(spec, 0))
+
+
+def _collect(tasks: int) -> dict:
+    import numpy as np
+
+    from metalearning.collect import TaskCollector
+
+    grid, spec, weights = _quick_bank()
+    collector = TaskCollector(spec, TASK_EPSILON)
     rng = np.random.default_rng(0)
-    base = {"cc": "olia", "max_duration_s": 120.0}
-    drawn = [grid.sample_task(int(c), rng, base) for c in rng.integers(0, grid.n_cells, tasks)]
-    weights = split_params(spec, initial_params(spec, 0))
-    collector.collect(drawn[0], weights, 10**6, 512)  # warm-up (lazy imports)
+    drawn = [grid.sample_task(int(c), rng, TASK_BASE) for c in rng.integers(0, grid.n_cells, tasks)]
+    collector.collect(drawn[0], weights, 10**6, TASK_DECISIONS)  # warm-up (lazy imports)
     n, check = 0, 0.0
     t0 = time.process_time()
     for k, task in enumerate(drawn):
-        exp = collector.collect(task, weights, k, 512)
+        exp = collector.collect(task, weights, k, TASK_DECISIONS)
         n += exp.n
         check += float(exp.rewards.sum())
     cpu = time.process_time() - t0
@@ -305,12 +316,9 @@ def _forward(states: int = 20_000) -> dict:
     import numpy as np
 
     from baselines.dqn.network import NumpyQNet
-    from falcon.config import load_group, to_plain
-    from metalearning.build import BankBuildSpec
-    from metalearning.reptile import initial_params, split_params
 
-    spec = BankBuildSpec.from_config(to_plain(load_group("bank", "quick"))).qnet_spec
-    net = NumpyQNet(split_params(spec, initial_params(spec, 0)), spec)
+    _, spec, weights = _quick_bank()
+    net = NumpyQNet(weights, spec)
     xs = list(np.random.default_rng(0).uniform(0, 2, (states, spec.n_inputs)).astype(np.float32))
     pairs = net._pairs
 
@@ -387,22 +395,17 @@ def _vector_env(steps: int = ENV_STEPS, n_envs: int = VECTOR_ENVS) -> dict:
     return {"per_cpu_s": n / cpu, "unit": "steps", "count": n, "checksum": check}
 
 
-def _vector_collect(n_envs: int = VECTOR_ENVS, decisions: int = 512) -> dict:
+def _vector_collect(n_envs: int = VECTOR_ENVS, decisions: int = TASK_DECISIONS) -> dict:
     import numpy as np
 
     from baselines.dqn.network import NumpyQNet
     from envs.vector_env import MultipathVectorEnv
-    from falcon.config import load_group, to_plain
-    from metalearning.build import BankBuildSpec
     from metalearning.collect import DEFAULT_TASK_BYTES, DEFAULT_TASK_MAX_DURATION_S, bulk_app
-    from metalearning.reptile import initial_params, split_params
 
-    bank = BankBuildSpec.from_config(to_plain(load_group("bank", "quick")))
-    grid, spec = bank.grid, bank.qnet_spec
-    base = {"cc": "olia", "max_duration_s": 120.0}
+    grid, spec, weights = _quick_bank()
 
     def task(rng):  # a task of a cell drawn with the instance's own generator
-        return grid.sample_task(int(rng.integers(grid.n_cells)), rng, base)
+        return grid.sample_task(int(rng.integers(grid.n_cells)), rng, TASK_BASE)
 
     venv = MultipathVectorEnv(
         n_envs,
@@ -412,7 +415,7 @@ def _vector_collect(n_envs: int = VECTOR_ENVS, decisions: int = 512) -> dict:
         max_duration_s=DEFAULT_TASK_MAX_DURATION_S,
         scenario_sampler=task,
     )
-    net = NumpyQNet(split_params(spec, initial_params(spec, 0)), spec)
+    net = NumpyQNet(weights, spec)
     draws = np.random.default_rng(1)
     active = np.ones(n_envs, np.bool_)
     n, check = 0, 0.0
@@ -420,7 +423,7 @@ def _vector_collect(n_envs: int = VECTOR_ENVS, decisions: int = 512) -> dict:
     obs, _ = venv.reset(seed=0)
     while active.any():
         actions = net(obs).argmax(axis=1)
-        explore = draws.random(n_envs) < 0.3
+        explore = draws.random(n_envs) < TASK_EPSILON
         actions[explore] = draws.integers(0, spec.n_actions, int(explore.sum()))
         obs, r, terminated, truncated, _ = venv.step(actions)
         n += int(active.sum())
