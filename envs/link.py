@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-try:  # the compiled draws' address-of (the .py core never runs that code)
+try:  # the compiled draws' address-of (the .py core never runs that code) and directives
     import cython
 except ImportError:  # pragma: no cover - the .py build installed without Cython
     from envs._cython_stub import cython  # type: ignore[assignment]
@@ -162,6 +162,8 @@ class Link:
             self._head = (self._head + 1) & self._mask
             self._n -= 1
 
+    @cython.boundscheck(False)  # every row is masked into the ring: in range
+    @cython.wraparound(False)
     def admit(self, now: float, size: int) -> float:
         """Enqueue a packet of ``size`` bytes at ``now``; return its departure
         time [s], or -1.0 if the drop-tail buffer is full."""

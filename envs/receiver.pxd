@@ -22,6 +22,7 @@ cdef class Receiver(Handler):
     cdef double[::1] _oqs_t
     cdef long long[::1] _oqs_v
     cdef public long long oqs_cap, oqs_stride, oqs_seen, oqs_peak, oqs_kept
+    cdef long long _oqs_next  # the next kept sample's number (_record_oqs)
     cdef public double oqs_sum, first_byte_time
     cdef public long long oqs, delivered, ack_every, ack_size, fc_window, fc_max_window, _rx_max_data, _epoch_start_offset
     cdef public double max_ack_delay, _epoch_start_time

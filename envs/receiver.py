@@ -11,6 +11,11 @@ import math
 
 import numpy as np
 
+try:  # the compiled build's directives
+    import cython
+except ImportError:  # pragma: no cover - the .py build installed without Cython
+    from envs._cython_stub import cython  # type: ignore[assignment]
+
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL
 from envs.sim import Handler
 from envs.wire import ROWS, AckWire, DataWire, blocks, moved
@@ -83,6 +88,7 @@ class Receiver(Handler):
         self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1
         self.oqs_seen = 0
+        self._oqs_next = 1  # the next kept sample's number: a multiple of oqs_stride
         self.oqs_sum = 0.0
         self.oqs_peak = 0
         self.delivered = 0
@@ -100,6 +106,8 @@ class Receiver(Handler):
         are typed methods of the compiled core.)"""
         self._data_arrival(pidx)
 
+    @cython.boundscheck(False)  # every index is a path's (its event's argument): in range
+    @cython.wraparound(False)
     def _data_arrival(self, pidx) -> None:
         w = self.data_wires[pidx]
         r = w.arrive(self.sim, self._hid, DATA_ARRIVAL, pidx)
@@ -177,6 +185,8 @@ class Receiver(Handler):
         """Event: path ``pidx``'s delayed-ACK timer."""
         self._ack_timer(pidx)
 
+    @cython.boundscheck(False)  # pidx is a path's index (its event's argument): in range
+    @cython.wraparound(False)
     def _ack_timer(self, pidx: int) -> None:
         """:meth:`_on_ack_timer`'s body (the connection's ``handle`` calls it as a C method)."""
         rp = self.rx_paths[pidx]
@@ -189,6 +199,8 @@ class Receiver(Handler):
             rp.timer_pending_at = rp.ack_deadline
             self.sim.schedule_event(rp.ack_deadline, self._hid, ACK_TIMER, pidx)
 
+    @cython.boundscheck(False)  # every row is below oqs_kept, which the growth keeps in range
+    @cython.wraparound(False)
     def _record_oqs(self, now: float) -> None:
         """One sample of the out-of-order queue [bytes] per data packet.
         Once ``oqs_cap`` samples are kept, every other one is dropped and
@@ -201,7 +213,7 @@ class Receiver(Handler):
         self.oqs_sum += oqs
         if oqs > self.oqs_peak:
             self.oqs_peak = oqs
-        if self.oqs_seen % self.oqs_stride == 0:
+        if self.oqs_seen == self._oqs_next:  # (a test, not a division per packet)
             n = self.oqs_kept
             if n == len(self._oqs_v):
                 self._oqs_t = moved(self._oqs_t, "d", 0, n, 0)
@@ -218,6 +230,10 @@ class Receiver(Handler):
                     k += 1
                 n = k
                 self.oqs_stride *= 2
+                # the next multiple of the new stride (this sample may have been dropped)
+                self._oqs_next = (self.oqs_seen // self.oqs_stride + 1) * self.oqs_stride
+            else:
+                self._oqs_next += self.oqs_stride
             self.oqs_kept = n
 
     def oqs_series(self) -> tuple:
@@ -239,6 +255,8 @@ class Receiver(Handler):
         """Out-of-order queue [bytes] of the kept samples (a list; :meth:`oqs_series` gives arrays)."""
         return self.oqs_series()[1].tolist()
 
+    @cython.boundscheck(False)  # pidx is a path's index: in range
+    @cython.wraparound(False)
     def _send_ack(self, pidx: int, now: float) -> None:
         rp = self.rx_paths[pidx]
         ps = self.paths[pidx]

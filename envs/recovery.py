@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import math
 
+try:  # the compiled build's directives
+    import cython
+except ImportError:  # pragma: no cover - the .py build installed without Cython
+    from envs._cython_stub import cython  # type: ignore[assignment]
+
 from envs.events import ACK_ARRIVAL, LOSS_TIMER
 from envs.path_sender import K_GRANULARITY, PathSender
 from envs.receiver import Receiver
@@ -49,6 +54,8 @@ class Recovery(Receiver):
         """Event: the oldest ACK frame on path ``pidx``'s wire reaches the sender."""
         self._ack_frame(pidx)
 
+    @cython.boundscheck(False)  # pidx: a path (its event's argument); rows masked: in range
+    @cython.wraparound(False)
     def _ack_frame(self, pidx) -> None:
         """Process the oldest ACK frame of path ``pidx`` (:class:`envs.wire.AckWire`)."""
         acks = self.ack_wires[pidx]

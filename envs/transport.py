@@ -21,6 +21,11 @@ from __future__ import annotations
 import math
 from collections import deque
 
+try:  # the compiled build's directives
+    import cython
+except ImportError:  # pragma: no cover - the .py build installed without Cython
+    from envs._cython_stub import cython  # type: ignore[assignment]
+
 from envs import reinject
 from envs.decision_agent import DecisionAgent
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL, LOSS_TIMER, PACE_WAKE, REASK
@@ -310,6 +315,8 @@ class Connection(Recovery):
             else:
                 self._send_on(ps, sid, gap)
 
+    @cython.boundscheck(False)  # index 0 of a list of one, of ranges when n_ranges > 0
+    @cython.wraparound(False)
     def _send_new(self, ps: PathSender) -> None:
         """Send on ``ps`` (which has room) what the connection sends next, with no stream or
         gap asked for: a retransmission first, else new data."""
@@ -435,6 +442,8 @@ class Connection(Recovery):
         self._transmit(ps, sid, off, length, is_retx)
         return True
 
+    @cython.boundscheck(False)  # ps.index is a path's: in range
+    @cython.wraparound(False)
     def _transmit(self, ps: PathSender, sid, off, length, shared) -> None:
         """Send a packet of frame (``sid``, ``off``, ``length`` [bytes]) on ``ps``; ``shared``:
         the frame has had another copy (a retransmission: envs.sent)."""

@@ -433,11 +433,13 @@ def test_pruning_acknowledged_frames_changes_nothing_and_bounds_memory(monkeypat
     assert largest_pruned < 0.6 * largest_never
 
 
-def test_oqs_series_is_thinned_to_its_cap_with_exact_mean_and_max():
+@pytest.mark.parametrize("cap", [100, 101])
+def test_oqs_series_is_thinned_to_its_cap_with_exact_mean_and_max(cap):
     """A connection keeps at most ``oqs_cap`` OQS samples: past the cap every
     other one is dropped and the stride doubles. The kept samples are exactly
     every stride-th sample of the full series, and the mean and maximum
-    reported are those of all samples."""
+    reported are those of all samples. An odd cap drops the sample just kept
+    at each thinning, so the next kept one is not a stride after it."""
     from envs.metrics import episode_metrics
 
     sc = {
@@ -457,8 +459,8 @@ def test_oqs_series_is_thinned_to_its_cap_with_exact_mean_and_max():
         return conn, episode_metrics(conn, app, end)
 
     full, m_full = episode(None)
-    thin, m_thin = episode(100)
-    assert full.oqs_stride == 1 and thin.oqs_stride >= 8 and len(thin.oqs_v) < 100
+    thin, m_thin = episode(cap)
+    assert full.oqs_stride == 1 and thin.oqs_stride >= 8 and len(thin.oqs_v) < cap
     k = thin.oqs_stride
     assert thin.oqs_v == full.oqs_v[k - 1 :: k][: len(thin.oqs_v)]
     assert thin.oqs_t == full.oqs_t[k - 1 :: k][: len(thin.oqs_t)]
