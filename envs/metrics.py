@@ -35,6 +35,8 @@ def percentile(values, p: float) -> float:
     if v.dtype.kind not in "iuf":
         v = v.astype(np.float64)
     n = v.size
+    if n == 1:  # the value itself, whatever p (a short episode's single queue sample)
+        return float(v.flat[0])
     q = p / 100
     virtual = (n - 1) * q  # NumPy's virtual index for its default method
     if virtual >= n - 1 or virtual < 0:  # an end rank: from the sort (NaN last, as in NumPy)
