@@ -3,6 +3,7 @@ cimport cython
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport uint64_t
 from envs.traces.base cimport CapacityTrace, StepSeries
+from envs.wire cimport zeroed_floats, zeroed_ints
 
 # one random draw at a time from a Generator's bit generator, with NumPy's algorithms
 # (envs/link_draws.h; setup.py links NumPy's npyrandom library)
@@ -30,7 +31,6 @@ cdef class Link:
     cdef public long long drops, packets_served, bytes_served
     cdef public double offset
 
-    cpdef _carve(self, double[:, ::1] floats, long long[:, ::1] ints)
     cpdef _drain(self, double now)
     @cython.locals(departure=cython.double, start=cython.double, rate=cython.double, r=Py_ssize_t,
                    c_now=cython.double, pos=cython.double, cap=CapacityTrace)

@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - the .py build installed without Cython
 
 from envs.seeds import generator, state_words
 from envs.traces.base import CapacityTrace, StepSeries
-from envs.wire import ROWS, blocks, regrown
+from envs.wire import ROWS, STRIDE, regrown, zeroed_floats, zeroed_ints
 
 INF = math.inf
 #: the .py core makes random draws in blocks of _BLOCK, each drawn in _SUB-draw parts as
@@ -106,8 +106,8 @@ class Link:
         self.buffer_bytes = buffer_bytes
         self.name = name
         # the queue (class docstring): departure time [s] and size [bytes] of each admitted packet
-        floats, ints = blocks(1, 1, ROWS)
-        self._carve(floats, ints)
+        self._dep = zeroed_floats(STRIDE)[:ROWS]
+        self._size = zeroed_ints(STRIDE)[:ROWS]
         self._head = 0
         self._n = 0
         self._mask = ROWS - 1
@@ -119,11 +119,6 @@ class Link:
         self.drops = 0
         self.packets_served = 0
         self.bytes_served = 0
-
-    def _carve(self, floats, ints) -> None:
-        """Take the queue's columns from :func:`envs.wire.blocks`."""
-        self._dep = floats[0][:ROWS]
-        self._size = ints[0][:ROWS]
 
     @property
     def buffer_packets(self):

@@ -2,7 +2,7 @@
 cimport cython
 from envs.sim cimport Simulator, Handler
 from envs.streams cimport RecvStream
-from envs.wire cimport AckWire, DataWire
+from envs.wire cimport AckWire, DataWire, zeroed_floats, zeroed_ints
 from envs.path_sender cimport PathSender
 
 # module constants as C doubles (a Python float compared with a C double is boxed)
@@ -32,7 +32,6 @@ cdef class Receiver(Handler):
     cdef RecvStream _rs
     cdef public long long _hid  # the connection's number as an event handler (envs.sim.Simulator.register)
 
-    cpdef _carve_oqs(self, double[:, ::1] floats, long long[:, ::1] ints)
     @cython.locals(rp=RecvPathState, st=RecvStream, w=DataWire, acks=AckWire, r=Py_ssize_t, nxt=cython.longlong, pn=cython.longlong,
                    sid=cython.longlong, off=cython.longlong, seg=cython.longlong, length=cython.longlong, now=cython.double,
                    immediate=cython.bint)

@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover - the .py build installed without Cython
 
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL
 from envs.sim import Handler
-from envs.wire import ROWS, AckWire, DataWire, blocks, moved
+from envs.wire import COLUMN_PAD, ROWS, AckWire, DataWire, moved, zeroed_floats, zeroed_ints
 
 INF = math.inf
 #: initial rows of the kept queue samples (a power of two; they double when full): one
@@ -82,8 +82,8 @@ class Receiver(Handler):
         self.oqs = 0
         self.record_oqs = record_oqs
         # kept samples: time [s] and queue [bytes]; the first oqs_kept rows
-        floats, ints = blocks(1, 1, OQS_ROWS)
-        self._carve_oqs(floats, ints)
+        self._oqs_t = zeroed_floats(OQS_ROWS + COLUMN_PAD)[:OQS_ROWS]
+        self._oqs_v = zeroed_ints(OQS_ROWS + COLUMN_PAD)[:OQS_ROWS]
         self.oqs_kept = 0
         self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1
@@ -93,11 +93,6 @@ class Receiver(Handler):
         self.oqs_peak = 0
         self.delivered = 0
         self.first_byte_time = -1.0  # first data byte at the client [s]; -1: none yet
-
-    def _carve_oqs(self, floats, ints) -> None:
-        """Take the kept samples' columns from :func:`envs.wire.blocks`."""
-        self._oqs_t = floats[0][:OQS_ROWS]
-        self._oqs_v = ints[0][:OQS_ROWS]
 
     # ----------------------------------------------------------- receiver
     def _on_data_arrival(self, pidx) -> None:

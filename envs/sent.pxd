@@ -1,6 +1,7 @@
 # C types of envs/sent.py for the compiled emulator core (setup.py, envs/_core.py):
 # the columns are typed arrays that the connection indexes directly.
 cimport cython
+from envs.wire cimport zeroed_floats, zeroed_ints
 
 @cython.final
 cdef class SentPackets:
@@ -8,7 +9,7 @@ cdef class SentPackets:
     cdef long long[::1] size, sid, off, length, state
     cdef public long long lo, hi, n, mask
 
-    cpdef _carve(self, double[:, ::1] floats, long long[:, ::1] ints)
+    cpdef _carve(self, double[::1] floats, long long[::1] ints)
     @cython.locals(i=cython.longlong)
     cpdef add(self, long long pn, double t_sent, long long size, long long sid, long long off,
               long long length, bint shared)

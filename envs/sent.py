@@ -23,7 +23,7 @@ number order.
 
 from __future__ import annotations
 
-from envs.wire import ROWS, blocks, moved
+from envs.wire import ROWS, STRIDE, moved, zeroed_floats, zeroed_ints
 
 #: record states, which are also the number of copies its frame has had (1, or 2 for
 #: several: :meth:`SentPackets.take`); the methods compare with these literals, since
@@ -37,21 +37,21 @@ class SentPackets:
     __slots__ = ("t_sent", "size", "sid", "off", "length", "state", "lo", "hi", "n", "mask")
 
     def __init__(self):
-        floats, ints = blocks(1, 5, ROWS)
-        self._carve(floats, ints)
+        self._carve(zeroed_floats(STRIDE), zeroed_ints(5 * STRIDE))
         self.lo = 0  # oldest packet number that may be in flight [pn]
         self.hi = 0  # next packet number
         self.n = 0  # packets in flight
         self.mask = ROWS - 1
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from :func:`envs.wire.blocks`."""
-        self.t_sent = floats[0][:ROWS]
-        self.size = ints[0][:ROWS]
-        self.sid = ints[1][:ROWS]
-        self.off = ints[2][:ROWS]
-        self.length = ints[3][:ROWS]
-        self.state = ints[4][:ROWS]
+        """Take the columns from blocks of :func:`envs.wire.zeroed_floats` and
+        :func:`envs.wire.zeroed_ints`."""
+        self.t_sent = floats[:ROWS]
+        self.size = ints[:ROWS]
+        self.sid = ints[STRIDE : STRIDE + ROWS]
+        self.off = ints[2 * STRIDE : 2 * STRIDE + ROWS]
+        self.length = ints[3 * STRIDE : 3 * STRIDE + ROWS]
+        self.state = ints[4 * STRIDE : 4 * STRIDE + ROWS]
 
     def add(
         self, pn: int, t_sent: float, size: int, sid: int, off: int, length: int, shared: bool

@@ -5,6 +5,15 @@ from envs.sim cimport Simulator
 
 cdef bint COMPILED
 
+# the slabs that rings' columns are carved from (wire.py: zeroed_floats, zeroed_ints)
+cdef double[::1] _floats
+cdef long long[::1] _ints
+cdef Py_ssize_t _floats_at, _ints_at
+@cython.locals(at=Py_ssize_t)
+cpdef double[::1] zeroed_floats(Py_ssize_t n)
+@cython.locals(at=Py_ssize_t)
+cpdef long long[::1] zeroed_ints(Py_ssize_t n)
+
 @cython.locals(m_src=Py_ssize_t, m_dst=Py_ssize_t, k=Py_ssize_t)
 cpdef void _copy_rows(long long[::1] src, long long[::1] dst, Py_ssize_t first, Py_ssize_t end, Py_ssize_t to)
 
@@ -26,7 +35,7 @@ cdef class DataWire(_Wire):
     cdef long long[::1] pn, sid, off, length
     cdef double[::1] return_delay
 
-    cpdef _carve(self, double[:, ::1] floats, long long[:, ::1] ints)
+    cpdef _carve(self, double[::1] floats, long long[::1] ints)
     @cython.locals(r=Py_ssize_t)
     cpdef push(self, long long pn, long long sid, long long off, long long length, double return_delay,
                double due, long long seq)
@@ -38,7 +47,7 @@ cdef class AckWire(_Wire):
     cdef double[::1] ack_delay
     cdef public Py_ssize_t pn_head, pn_count, pn_mask
 
-    cpdef _carve(self, double[:, ::1] floats, long long[:, ::1] ints)
+    cpdef _carve(self, double[::1] floats, long long[::1] ints)
     cpdef add_pn(self, long long pn)
     cpdef skip_pns(self, Py_ssize_t n)
     @cython.locals(h=Py_ssize_t)

@@ -53,21 +53,58 @@ def column(kind: str, n: int):
     return [0.0] * n if kind == "d" else [0] * n
 
 
-def blocks(n_floats: int, n_ints: int, n: int) -> tuple:
-    """A ring's zeroed columns of ``n`` rows, by type: ``n_floats`` float and ``n_ints``
-    integer columns as the rows of one block per type. Compiled: two 2-D NumPy arrays,
-    their rows :data:`COLUMN_PAD` words longer than ``n``; the ring's method that takes
-    them (typed ``double[:, ::1]`` and ``long long[:, ::1]``) slices each column as
-    ``block[k][:n]``, a typed view with no Python object of its own (a NumPy view per
-    column, a list of them and each one's buffer taken again when stored cost a few
-    microseconds a ring, and an episode builds about ten rings). ``.py`` core: lists of
-    ``n``-long lists (:func:`column`)."""
+#: words from one column of a ring to the next in its block: its rows and the padding
+STRIDE = ROWS + COLUMN_PAD
+#: words of a slab (:func:`zeroed_floats`, :func:`zeroed_ints`): 120 KiB, under glibc's
+#: threshold for serving an allocation by its own mapping (128 KiB), whose fresh pages
+#: each cost a page fault (8 a one-packet episode with 256 KiB slabs, a tenth of its time)
+SLAB = 15 * 1024
+
+# the compiled core's current slabs and the next free word of each (zeroed_floats, zeroed_ints)
+_floats = np.zeros(0, np.float64)
+_floats_at = 0
+_ints = np.zeros(0, np.int64)
+_ints_at = 0
+
+
+def zeroed_floats(n: int):
+    """A block of ``n`` zeroed floats for a ring's columns, which the ring slices at
+    :data:`STRIDE` words apart (a column alone takes ``STRIDE`` words too: columns of
+    rings carved one after another must not lie 4 KiB apart either, see
+    :data:`COLUMN_PAD`). Compiled: the next ``n`` words of the current slab, a
+    zeroed array of :data:`SLAB` words (a new one when it has fewer left), as a typed
+    view. A slab lives as long as a ring carved from it; no word is handed out twice.
+    An episode builds about ten rings: a NumPy array and its buffer taken by a typed
+    view per block, two per ring, had cost about 4 000 instructions each (a tenth of a
+    one-packet episode). ``.py`` core: a list (its slices are copies)."""
+    global _floats, _floats_at
     if not COMPILED:
-        return [column("d", n) for _ in range(n_floats)], [column("q", n) for _ in range(n_ints)]
-    return (
-        np.zeros((n_floats, n + COLUMN_PAD), np.float64),
-        np.zeros((n_ints, n + COLUMN_PAD), np.int64),
-    )
+        return _listed(0.0, n)
+    if _floats_at + n > _floats.shape[0]:
+        _floats = np.zeros(max(SLAB, n), np.float64)
+        _floats_at = 0
+    at = _floats_at
+    _floats_at = at + n
+    return _floats[at : at + n]
+
+
+def _listed(zero, n: int):
+    """The ``.py`` core's column of ``n`` zeros (a Python object to the compiled module,
+    which never calls it)."""
+    return [zero] * n
+
+
+def zeroed_ints(n: int):
+    """:func:`zeroed_floats` for integer columns (64-bit)."""
+    global _ints, _ints_at
+    if not COMPILED:
+        return _listed(0, n)
+    if _ints_at + n > _ints.shape[0]:
+        _ints = np.zeros(max(SLAB, n), np.int64)
+        _ints_at = 0
+    at = _ints_at
+    _ints_at = at + n
+    return _ints[at : at + n]
 
 
 def regrown(col, kind: str, head: int, count: int):
@@ -115,7 +152,7 @@ class _Wire:
 
     def _init_ring(self, due, seq) -> None:
         """An empty ring of ``ROWS`` rows whose arrival times and sequence numbers are
-        the columns ``due`` and ``seq`` (:func:`blocks`)."""
+        the columns ``due`` and ``seq`` (:func:`zeroed_floats`, :func:`zeroed_ints`)."""
         self.due = due
         self.seq = seq
         self.head = 0
@@ -164,17 +201,16 @@ class DataWire(_Wire):
     __slots__ = ("pn", "sid", "off", "length", "return_delay")
 
     def __init__(self):
-        floats, ints = blocks(2, 5, ROWS)
-        self._carve(floats, ints)
+        self._carve(zeroed_floats(2 * STRIDE), zeroed_ints(5 * STRIDE))
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from :func:`blocks`."""
-        self.return_delay = floats[0][:ROWS]
-        self.pn = ints[0][:ROWS]
-        self.sid = ints[1][:ROWS]
-        self.off = ints[2][:ROWS]
-        self.length = ints[3][:ROWS]
-        self._init_ring(floats[1][:ROWS], ints[4][:ROWS])
+        """Take the columns from blocks of :func:`zeroed_floats` and :func:`zeroed_ints`."""
+        self.return_delay = floats[:ROWS]
+        self.pn = ints[:ROWS]
+        self.sid = ints[STRIDE : STRIDE + ROWS]
+        self.off = ints[2 * STRIDE : 2 * STRIDE + ROWS]
+        self.length = ints[3 * STRIDE : 3 * STRIDE + ROWS]
+        self._init_ring(floats[STRIDE : STRIDE + ROWS], ints[4 * STRIDE : 4 * STRIDE + ROWS])
 
     def push(
         self, pn: int, sid: int, off: int, length: int, return_delay: float, due: float, seq: int
@@ -236,21 +272,20 @@ class AckWire(_Wire):
     )
 
     def __init__(self):
-        floats, ints = blocks(2, 6, ROWS)
-        self._carve(floats, ints)
+        self._carve(zeroed_floats(2 * STRIDE), zeroed_ints(6 * STRIDE))
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from :func:`blocks`."""
-        self.ack_delay = floats[0][:ROWS]
-        self.largest = ints[0][:ROWS]
-        self.max_data = ints[1][:ROWS]
-        self.oqs = ints[2][:ROWS]
-        self.npn = ints[3][:ROWS]
-        self.pns = ints[4][:ROWS]
+        """Take the columns from blocks of :func:`zeroed_floats` and :func:`zeroed_ints`."""
+        self.ack_delay = floats[:ROWS]
+        self.largest = ints[:ROWS]
+        self.max_data = ints[STRIDE : STRIDE + ROWS]
+        self.oqs = ints[2 * STRIDE : 2 * STRIDE + ROWS]
+        self.npn = ints[3 * STRIDE : 3 * STRIDE + ROWS]
+        self.pns = ints[4 * STRIDE : 4 * STRIDE + ROWS]
         self.pn_head = 0
         self.pn_count = 0
         self.pn_mask = ROWS - 1
-        self._init_ring(floats[1][:ROWS], ints[5][:ROWS])
+        self._init_ring(floats[STRIDE : STRIDE + ROWS], ints[5 * STRIDE : 5 * STRIDE + ROWS])
 
     def add_pn(self, pn: int) -> None:
         """A data packet arrived: its number goes into the next frame."""

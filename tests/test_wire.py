@@ -13,7 +13,7 @@ from envs import wire
 from envs.link import Link
 from envs.sent import SentPackets
 from envs.traces.base import CapacityTrace
-from envs.wire import COLUMN_PAD, ROWS, AckWire, DataWire, blocks
+from envs.wire import COLUMN_PAD, ROWS, STRIDE, AckWire, DataWire, zeroed_floats, zeroed_ints
 
 
 def test_sent_packets_follow_a_dict_of_records_under_random_acks_and_losses():
@@ -148,16 +148,25 @@ def test_only_the_oldest_entry_of_a_wire_has_its_arrival_event_queued():
     assert on_wire > 300 and events <= 20
 
 
-def test_a_rings_columns_do_not_lie_a_multiple_of_4_kib_apart():
-    # row k of every column would map to one L1 set (envs.wire.COLUMN_PAD)
-    floats, ints = blocks(2, 3, ROWS)
-    if wire.__file__.endswith(".py"):  # the .py core: lists of ROWS zeros
-        assert floats == [[0.0] * ROWS] * 2 and ints == [[0] * ROWS] * 3
+def test_ring_blocks_are_zeroed_disjoint_and_their_columns_not_4_kib_apart():
+    # row k of every column would map to one L1 set (envs.wire.COLUMN_PAD): a ring's columns
+    # lie STRIDE words apart, and a column alone takes STRIDE words too
+    assert STRIDE == ROWS + COLUMN_PAD and (8 * STRIDE) % 4096
+    floats, ints = zeroed_floats(3 * STRIDE), zeroed_ints(2 * STRIDE)
+    if wire.__file__.endswith(".py"):  # the .py core: lists of zeros
+        assert floats == [0.0] * (3 * STRIDE) and ints == [0] * (2 * STRIDE)
         return
-    assert (floats.dtype, floats.shape) == (np.float64, (2, ROWS + COLUMN_PAD))
-    assert (ints.dtype, ints.shape) == (np.int64, (3, ROWS + COLUMN_PAD))
-    for block in (floats, ints):
-        assert block.flags.c_contiguous and not block.any()
-        # the columns of one type are its rows, a padded row apart
-        gap = block[1].__array_interface__["data"][0] - block[0].__array_interface__["data"][0]
-        assert gap == 8 * (ROWS + COLUMN_PAD) and gap % 4096
+    floats, ints = np.asarray(floats), np.asarray(ints)
+    assert (floats.dtype, floats.shape) == (np.float64, (3 * STRIDE,))
+    assert (ints.dtype, ints.shape) == (np.int64, (2 * STRIDE,))
+    # blocks over several slabs (and one longer than a slab), each written once taken: every
+    # new one is zeroed, and none shares a word with another (each keeps its slab alive)
+    kept = [floats, ints]
+    sizes = [STRIDE + k % 3 for k in range(3 * wire.SLAB // STRIDE)] + [wire.SLAB + 5, 7]
+    for k, n in enumerate(sizes):
+        block = np.asarray(zeroed_ints(n) if k % 2 else zeroed_floats(n))
+        assert block.shape == (n,) and not block.any()
+        block[:] = -1
+        kept.append(block)
+    ranges = sorted((b.__array_interface__["data"][0], b.nbytes) for b in kept)
+    assert all(a + size <= b for (a, size), (b, _) in zip(ranges, ranges[1:]))
