@@ -3,7 +3,7 @@ cimport cython
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport uint64_t
 from envs.traces.base cimport CapacityTrace, StepSeries
-from envs.wire cimport zeroed_floats, zeroed_ints
+from envs.slab cimport zeroed_floats, zeroed_ints
 
 # one random draw at a time from a Generator's bit generator, with NumPy's algorithms
 # (envs/link_draws.h; setup.py links NumPy's npyrandom library)

@@ -30,8 +30,9 @@ except ImportError:  # pragma: no cover - the .py build installed without Cython
     from envs._cython_stub import cython  # type: ignore[assignment]
 
 from envs.seeds import generator, state_words
+from envs.slab import zeroed_floats, zeroed_ints
 from envs.traces.base import CapacityTrace, StepSeries
-from envs.wire import ROWS, STRIDE, regrown, zeroed_floats, zeroed_ints
+from envs.wire import ROWS, STRIDE, regrown
 
 INF = math.inf
 #: the .py core makes random draws in blocks of _BLOCK, each drawn in _SUB-draw parts as

@@ -2,7 +2,8 @@
 cimport cython
 from envs.sim cimport Simulator, Handler
 from envs.streams cimport RecvStream
-from envs.wire cimport AckWire, DataWire, zeroed_floats, zeroed_ints
+from envs.slab cimport zeroed_floats, zeroed_ints
+from envs.wire cimport AckWire, DataWire
 from envs.path_sender cimport PathSender
 
 # module constants as C doubles (a Python float compared with a C double is boxed)

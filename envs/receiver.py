@@ -18,7 +18,8 @@ except ImportError:  # pragma: no cover - the .py build installed without Cython
 
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL
 from envs.sim import Handler
-from envs.wire import COLUMN_PAD, ROWS, AckWire, DataWire, moved, zeroed_floats, zeroed_ints
+from envs.slab import zeroed_floats, zeroed_ints
+from envs.wire import COLUMN_PAD, ROWS, AckWire, DataWire, moved
 
 INF = math.inf
 #: initial rows of the kept queue samples (a power of two; they double when full): one

@@ -1,7 +1,7 @@
 # C types of envs/sent.py for the compiled emulator core (setup.py, envs/_core.py):
 # the columns are typed arrays that the connection indexes directly.
 cimport cython
-from envs.wire cimport zeroed_floats, zeroed_ints
+from envs.slab cimport zeroed_floats, zeroed_ints
 
 @cython.final
 cdef class SentPackets:

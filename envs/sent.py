@@ -23,7 +23,8 @@ number order.
 
 from __future__ import annotations
 
-from envs.wire import ROWS, STRIDE, moved, zeroed_floats, zeroed_ints
+from envs.slab import zeroed_floats, zeroed_ints
+from envs.wire import ROWS, STRIDE, moved
 
 #: record states, which are also the number of copies its frame has had (1, or 2 for
 #: several: :meth:`SentPackets.take`); the methods compare with these literals, since
@@ -44,8 +45,8 @@ class SentPackets:
         self.mask = ROWS - 1
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from blocks of :func:`envs.wire.zeroed_floats` and
-        :func:`envs.wire.zeroed_ints`."""
+        """Take the columns from blocks of :func:`envs.slab.zeroed_floats` and
+        :func:`envs.slab.zeroed_ints`."""
         self.t_sent = floats[:ROWS]
         self.size = ints[:ROWS]
         self.sid = ints[STRIDE : STRIDE + ROWS]

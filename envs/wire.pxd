@@ -2,17 +2,9 @@
 # the columns are typed arrays that the connection and receiver index directly.
 cimport cython
 from envs.sim cimport Simulator
+from envs.slab cimport zeroed_floats, zeroed_ints
 
 cdef bint COMPILED
-
-# the slabs that rings' columns are carved from (wire.py: zeroed_floats, zeroed_ints)
-cdef double[::1] _floats
-cdef long long[::1] _ints
-cdef Py_ssize_t _floats_at, _ints_at
-@cython.locals(at=Py_ssize_t)
-cpdef double[::1] zeroed_floats(Py_ssize_t n)
-@cython.locals(at=Py_ssize_t)
-cpdef long long[::1] zeroed_ints(Py_ssize_t n)
 
 @cython.locals(m_src=Py_ssize_t, m_dst=Py_ssize_t, k=Py_ssize_t)
 cpdef void _copy_rows(long long[::1] src, long long[::1] dst, Py_ssize_t first, Py_ssize_t end, Py_ssize_t to)

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from envs.slab import zeroed_floats, zeroed_ints
+
 #: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
 COMPILED = not __file__.endswith(".py")
 #: initial rows of a ring (a power of two; a ring doubles when full): more than an
@@ -55,56 +57,6 @@ def column(kind: str, n: int):
 
 #: words from one column of a ring to the next in its block: its rows and the padding
 STRIDE = ROWS + COLUMN_PAD
-#: words of a slab (:func:`zeroed_floats`, :func:`zeroed_ints`): 120 KiB, under glibc's
-#: threshold for serving an allocation by its own mapping (128 KiB), whose fresh pages
-#: each cost a page fault (8 a one-packet episode with 256 KiB slabs, a tenth of its time)
-SLAB = 15 * 1024
-
-# the compiled core's current slabs and the next free word of each (zeroed_floats, zeroed_ints)
-_floats = np.zeros(0, np.float64)
-_floats_at = 0
-_ints = np.zeros(0, np.int64)
-_ints_at = 0
-
-
-def zeroed_floats(n: int):
-    """A block of ``n`` zeroed floats for a ring's columns, which the ring slices at
-    :data:`STRIDE` words apart (a column alone takes ``STRIDE`` words too: columns of
-    rings carved one after another must not lie 4 KiB apart either, see
-    :data:`COLUMN_PAD`). Compiled: the next ``n`` words of the current slab, a
-    zeroed array of :data:`SLAB` words (a new one when it has fewer left), as a typed
-    view. A slab lives as long as a ring carved from it; no word is handed out twice.
-    An episode builds about ten rings: a NumPy array and its buffer taken by a typed
-    view per block, two per ring, had cost about 4 000 instructions each (a tenth of a
-    one-packet episode). ``.py`` core: a list (its slices are copies)."""
-    global _floats, _floats_at
-    if not COMPILED:
-        return _listed(0.0, n)
-    if _floats_at + n > _floats.shape[0]:
-        _floats = np.zeros(max(SLAB, n), np.float64)
-        _floats_at = 0
-    at = _floats_at
-    _floats_at = at + n
-    return _floats[at : at + n]
-
-
-def _listed(zero, n: int):
-    """The ``.py`` core's column of ``n`` zeros (a Python object to the compiled module,
-    which never calls it)."""
-    return [zero] * n
-
-
-def zeroed_ints(n: int):
-    """:func:`zeroed_floats` for integer columns (64-bit)."""
-    global _ints, _ints_at
-    if not COMPILED:
-        return _listed(0, n)
-    if _ints_at + n > _ints.shape[0]:
-        _ints = np.zeros(max(SLAB, n), np.int64)
-        _ints_at = 0
-    at = _ints_at
-    _ints_at = at + n
-    return _ints[at : at + n]
 
 
 def regrown(col, kind: str, head: int, count: int):
@@ -204,7 +156,7 @@ class DataWire(_Wire):
         self._carve(zeroed_floats(2 * STRIDE), zeroed_ints(5 * STRIDE))
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from blocks of :func:`zeroed_floats` and :func:`zeroed_ints`."""
+        """Take the columns from blocks of :func:`envs.slab.zeroed_floats` and :func:`envs.slab.zeroed_ints`."""
         self.return_delay = floats[:ROWS]
         self.pn = ints[:ROWS]
         self.sid = ints[STRIDE : STRIDE + ROWS]
@@ -275,7 +227,7 @@ class AckWire(_Wire):
         self._carve(zeroed_floats(2 * STRIDE), zeroed_ints(6 * STRIDE))
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from blocks of :func:`zeroed_floats` and :func:`zeroed_ints`."""
+        """Take the columns from blocks of :func:`envs.slab.zeroed_floats` and :func:`envs.slab.zeroed_ints`."""
         self.ack_delay = floats[:ROWS]
         self.largest = ints[:ROWS]
         self.max_data = ints[STRIDE : STRIDE + ROWS]

@@ -9,11 +9,12 @@ from collections import deque
 import numpy as np
 import pytest
 
-from envs import wire
+from envs import slab
 from envs.link import Link
 from envs.sent import SentPackets
+from envs.slab import zeroed_floats, zeroed_ints
 from envs.traces.base import CapacityTrace
-from envs.wire import COLUMN_PAD, ROWS, STRIDE, AckWire, DataWire, zeroed_floats, zeroed_ints
+from envs.wire import COLUMN_PAD, ROWS, STRIDE, AckWire, DataWire
 
 
 def test_sent_packets_follow_a_dict_of_records_under_random_acks_and_losses():
@@ -153,7 +154,7 @@ def test_ring_blocks_are_zeroed_disjoint_and_their_columns_not_4_kib_apart():
     # lie STRIDE words apart, and a column alone takes STRIDE words too
     assert STRIDE == ROWS + COLUMN_PAD and (8 * STRIDE) % 4096
     floats, ints = zeroed_floats(3 * STRIDE), zeroed_ints(2 * STRIDE)
-    if wire.__file__.endswith(".py"):  # the .py core: lists of zeros
+    if slab.__file__.endswith(".py"):  # the .py core: lists of zeros
         assert floats == [0.0] * (3 * STRIDE) and ints == [0] * (2 * STRIDE)
         return
     floats, ints = np.asarray(floats), np.asarray(ints)
@@ -162,7 +163,7 @@ def test_ring_blocks_are_zeroed_disjoint_and_their_columns_not_4_kib_apart():
     # blocks over several slabs (and one longer than a slab), each written once taken: every
     # new one is zeroed, and none shares a word with another (each keeps its slab alive)
     kept = [floats, ints]
-    sizes = [STRIDE + k % 3 for k in range(3 * wire.SLAB // STRIDE)] + [wire.SLAB + 5, 7]
+    sizes = [STRIDE + k % 3 for k in range(3 * slab.SLAB // STRIDE)] + [slab.SLAB + 5, 7]
     for k, n in enumerate(sizes):
         block = np.asarray(zeroed_ints(n) if k % 2 else zeroed_floats(n))
         assert block.shape == (n,) and not block.any()
