@@ -45,8 +45,7 @@ class SentPackets:
         self.mask = ROWS - 1
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from blocks of :func:`envs.slab.zeroed_floats` and
-        :func:`envs.slab.zeroed_ints`."""
+        """Take the columns from blocks of :mod:`envs.slab`, ``STRIDE`` words apart."""
         self.t_sent = floats[:ROWS]
         self.size = ints[:ROWS]
         self.sid = ints[STRIDE : STRIDE + ROWS]

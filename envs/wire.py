@@ -104,7 +104,7 @@ class _Wire:
 
     def _init_ring(self, due, seq) -> None:
         """An empty ring of ``ROWS`` rows whose arrival times and sequence numbers are
-        the columns ``due`` and ``seq`` (:func:`zeroed_floats`, :func:`zeroed_ints`)."""
+        the columns ``due`` and ``seq`` (from :mod:`envs.slab`)."""
         self.due = due
         self.seq = seq
         self.head = 0
@@ -156,7 +156,7 @@ class DataWire(_Wire):
         self._carve(zeroed_floats(2 * STRIDE), zeroed_ints(5 * STRIDE))
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from blocks of :func:`envs.slab.zeroed_floats` and :func:`envs.slab.zeroed_ints`."""
+        """Take the columns from blocks of :mod:`envs.slab`, :data:`STRIDE` words apart."""
         self.return_delay = floats[:ROWS]
         self.pn = ints[:ROWS]
         self.sid = ints[STRIDE : STRIDE + ROWS]
@@ -227,7 +227,7 @@ class AckWire(_Wire):
         self._carve(zeroed_floats(2 * STRIDE), zeroed_ints(6 * STRIDE))
 
     def _carve(self, floats, ints) -> None:
-        """Take the columns from blocks of :func:`envs.slab.zeroed_floats` and :func:`envs.slab.zeroed_ints`."""
+        """Take the columns from blocks of :mod:`envs.slab`, :data:`STRIDE` words apart."""
         self.ack_delay = floats[:ROWS]
         self.largest = ints[:ROWS]
         self.max_data = ints[STRIDE : STRIDE + ROWS]
