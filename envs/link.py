@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - the .py build installed without Cython
 from envs.seeds import generator, state_words
 from envs.slab import zeroed_floats, zeroed_ints
 from envs.traces.base import CapacityTrace, StepSeries
-from envs.wire import ROWS, STRIDE, regrown
+from envs.wire import ROWS, regrown
 
 INF = math.inf
 #: the .py core makes random draws in blocks of _BLOCK, each drawn in _SUB-draw parts as
@@ -107,8 +107,8 @@ class Link:
         self.buffer_bytes = buffer_bytes
         self.name = name
         # the queue (class docstring): departure time [s] and size [bytes] of each admitted packet
-        self._dep = zeroed_floats(STRIDE)[:ROWS]
-        self._size = zeroed_ints(STRIDE)[:ROWS]
+        self._dep = zeroed_floats(ROWS)
+        self._size = zeroed_ints(ROWS)
         self._head = 0
         self._n = 0
         self._mask = ROWS - 1

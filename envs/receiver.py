@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - the .py build installed without Cython
 from envs.events import ACK_ARRIVAL, ACK_TIMER, DATA_ARRIVAL
 from envs.sim import Handler
 from envs.slab import zeroed_floats, zeroed_ints
-from envs.wire import COLUMN_PAD, ROWS, AckWire, DataWire, moved
+from envs.wire import ROWS, AckWire, DataWire, moved
 
 INF = math.inf
 #: initial rows of the kept queue samples (a power of two; they double when full): one
@@ -83,8 +83,8 @@ class Receiver(Handler):
         self.oqs = 0
         self.record_oqs = record_oqs
         # kept samples: time [s] and queue [bytes]; the first oqs_kept rows
-        self._oqs_t = zeroed_floats(OQS_ROWS + COLUMN_PAD)[:OQS_ROWS]
-        self._oqs_v = zeroed_ints(OQS_ROWS + COLUMN_PAD)[:OQS_ROWS]
+        self._oqs_t = zeroed_floats(OQS_ROWS)
+        self._oqs_v = zeroed_ints(OQS_ROWS)
         self.oqs_kept = 0
         self.oqs_cap = max(2, int(oqs_series_cap))
         self.oqs_stride = 1

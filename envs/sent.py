@@ -38,7 +38,7 @@ class SentPackets:
     __slots__ = ("t_sent", "size", "sid", "off", "length", "state", "lo", "hi", "n", "mask")
 
     def __init__(self):
-        self._carve(zeroed_floats(STRIDE), zeroed_ints(5 * STRIDE))
+        self._carve(zeroed_floats(ROWS), zeroed_ints(5 * STRIDE))
         self.lo = 0  # oldest packet number that may be in flight [pn]
         self.hi = 0  # next packet number
         self.n = 0  # packets in flight

@@ -14,6 +14,11 @@ import numpy as np
 
 #: True in the compiled module (an extension's ``__file__`` is not the ``.py``)
 COMPILED = not __file__.endswith(".py")
+#: words left unused after each block: blocks a power of two long handed out back to
+#: back would lie 4 KiB (or a multiple) apart, so their rows would map to one L1 set
+#: (:data:`envs.wire.COLUMN_PAD`, the same gap between a ring's columns)
+BLOCK_PAD = 8
+_pad = BLOCK_PAD  # (a C integer in the compiled module: read per block)
 #: words of a slab (:func:`zeroed_floats`, :func:`zeroed_ints`): 120 KiB, under glibc's
 #: threshold for serving an allocation by its own mapping (128 KiB), whose fresh pages
 #: each cost a page fault (8 a one-packet episode with 256 KiB slabs, a tenth of its time)
@@ -27,13 +32,12 @@ _ints_at = 0
 
 
 def zeroed_floats(n: int):
-    """A block of ``n`` zeroed floats for a ring's columns, which the ring slices at
-    :data:`envs.wire.STRIDE` words apart (a column alone takes ``STRIDE`` words too: columns of
-    rings carved one after another must not lie 4 KiB apart either, see
-    :data:`envs.wire.COLUMN_PAD`). Compiled: the next ``n`` words of the current slab, a
-    zeroed array of :data:`SLAB` words (a new one when it has fewer left), as a typed
-    view. A slab lives as long as a ring carved from it; no word is handed out twice.
-    ``.py`` core: a list (its slices are copies)."""
+    """A block of ``n`` zeroed floats for a ring's columns (a ring of several slices them
+    :data:`envs.wire.STRIDE` words apart). Compiled: the next ``n`` words of the current
+    slab, a zeroed array of :data:`SLAB` words (a new one when it has fewer left), as a
+    typed view; the next block starts :data:`BLOCK_PAD` words after it. A slab lives as
+    long as a ring carved from it; no word is handed out twice. ``.py`` core: a list (its
+    slices are copies)."""
     global _floats, _floats_at
     if not COMPILED:
         return _listed(0.0, n)
@@ -41,7 +45,7 @@ def zeroed_floats(n: int):
         _floats = np.zeros(max(SLAB, n), np.float64)
         _floats_at = 0
     at = _floats_at
-    _floats_at = at + n
+    _floats_at = at + n + _pad
     return _floats[at : at + n]
 
 
@@ -60,8 +64,8 @@ def zeroed_ints(n: int):
         _ints = np.zeros(max(SLAB, n), np.int64)
         _ints_at = 0
     at = _ints_at
-    _ints_at = at + n
+    _ints_at = at + n + _pad
     return _ints[at : at + n]
 
 
-__all__ = ["SLAB", "zeroed_floats", "zeroed_ints"]
+__all__ = ["BLOCK_PAD", "SLAB", "zeroed_floats", "zeroed_ints"]

@@ -151,7 +151,7 @@ def test_only_the_oldest_entry_of_a_wire_has_its_arrival_event_queued():
 
 def test_ring_blocks_are_zeroed_disjoint_and_their_columns_not_4_kib_apart():
     # row k of every column would map to one L1 set (envs.wire.COLUMN_PAD): a ring's columns
-    # lie STRIDE words apart, and a column alone takes STRIDE words too
+    # lie STRIDE words apart, and the slab leaves BLOCK_PAD words after each block
     assert STRIDE == ROWS + COLUMN_PAD and (8 * STRIDE) % 4096
     floats, ints = zeroed_floats(3 * STRIDE), zeroed_ints(2 * STRIDE)
     if slab.__file__.endswith(".py"):  # the .py core: lists of zeros
@@ -171,3 +171,9 @@ def test_ring_blocks_are_zeroed_disjoint_and_their_columns_not_4_kib_apart():
         kept.append(block)
     ranges = sorted((b.__array_interface__["data"][0], b.nbytes) for b in kept)
     assert all(a + size <= b for (a, size), (b, _) in zip(ranges, ranges[1:]))
+    # two lone columns taken one after the other from a fresh slab (a whole slab's block
+    # first uses up the current one): not 4 KiB apart
+    kept.append(np.asarray(zeroed_floats(slab.SLAB)))
+    first, second = np.asarray(zeroed_floats(ROWS)), np.asarray(zeroed_floats(ROWS))
+    gap = second.__array_interface__["data"][0] - first.__array_interface__["data"][0]
+    assert gap == 8 * (ROWS + slab.BLOCK_PAD) and gap % 4096
