@@ -1,4 +1,5 @@
 # C types of envs/path_sender.py for the compiled emulator core (setup.py, envs/_core.py).
+# Methods typed ``cpdef int ... except -1`` return 0 (a C status: envs/sim.py's docstring).
 cimport cython
 from envs.cc.base cimport CongestionController, RttEstimate
 from envs.sim cimport Simulator
@@ -27,7 +28,7 @@ cdef class PathSender(RttEstimate):
     cdef public Simulator clock
     cdef public double pace_gain, pace_burst_bytes, pace_min_delay, pace_budget, pace_last
 
-    cpdef update_rtt(self, double latest, double ack_delay)
+    cpdef int update_rtt(self, double latest, double ack_delay) except -1
     @cython.locals(rtt=cython.double)
     cpdef double rtt_sample(self, double sent_time, double now) except? -1.0
     cpdef double pto_period(self) except? -1.0
@@ -39,7 +40,7 @@ cdef class PathSender(RttEstimate):
     @cython.locals(d=cython.double)
     cpdef double pace_release(self) except? -1.0
     @cython.locals(rate=cython.double, burst=cython.double, b=cython.double)
-    cpdef pace_sent(self, double now, long long size)
+    cpdef int pace_sent(self, double now, long long size) except -1
 
 @cython.locals(p=PathSender, t=cython.double, r=cython.double)
 cpdef double pace_wake_time(list paths, double now) except? -1.0

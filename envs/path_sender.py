@@ -170,7 +170,7 @@ class PathSender(RttEstimate):
         return self.path.name
 
     # -- RFC 9002 §5.3 ----------------------------------------------------
-    def update_rtt(self, latest: float, ack_delay: float) -> None:
+    def update_rtt(self, latest: float, ack_delay: float) -> int:
         self.latest_rtt = latest
         if not self.has_rtt_sample:
             self.has_rtt_sample = True
@@ -193,6 +193,7 @@ class PathSender(RttEstimate):
         self.cc.srtt = srtt
         v4 = 4.0 * self.rttvar
         self.pto_base = srtt + (v4 if v4 > _GRANULARITY else _GRANULARITY) + self.max_ack_delay
+        return 0
 
     def rtt_sample(self, sent_time: float, now: float) -> float:
         """RTT sample [s] of a packet sent at ``sent_time`` and acknowledged at
@@ -235,7 +236,7 @@ class PathSender(RttEstimate):
         d = (self.mss - self.pace_budget) / self.pace_rate()
         return self.pace_last + (d if d > self.pace_min_delay else self.pace_min_delay)
 
-    def pace_sent(self, now: float, size: int) -> None:
+    def pace_sent(self, now: float, size: int) -> int:
         """Spend ``size`` [bytes] of the budget for a packet sent at ``now`` [s]."""
         rate = self.pace_rate()
         burst = rate * (self.pace_min_delay + _GRANULARITY)
@@ -248,6 +249,7 @@ class PathSender(RttEstimate):
             b = burst
         self.pace_budget = b - size if b > size else 0.0
         self.pace_last = now
+        return 0
 
 
 def pace_wake_time(paths, now: float) -> float:

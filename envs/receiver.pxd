@@ -1,4 +1,5 @@
 # C types of envs/receiver.py for the compiled emulator core (setup.py, envs/_core.py).
+# Methods typed ``cpdef int ... except -1`` return 0 (a C status: envs/sim.py's docstring).
 cimport cython
 from envs.sim cimport Simulator, Handler
 from envs.streams cimport RecvStream
@@ -36,10 +37,10 @@ cdef class Receiver(Handler):
     @cython.locals(rp=RecvPathState, st=RecvStream, w=DataWire, acks=AckWire, r=Py_ssize_t, nxt=cython.longlong, pn=cython.longlong,
                    sid=cython.longlong, off=cython.longlong, seg=cython.longlong, length=cython.longlong, now=cython.double,
                    immediate=cython.bint)
-    cpdef _data_arrival(self, long long pidx)
+    cpdef int _data_arrival(self, long long pidx) except -1
     @cython.locals(oqs=cython.longlong, n=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t)
-    cpdef _record_oqs(self, double now)
+    cpdef int _record_oqs(self, double now) except -1
     @cython.locals(rp=RecvPathState, ps=PathSender, acks=AckWire, arrival=cython.double)
-    cpdef _send_ack(self, long long pidx, double now)
+    cpdef int _send_ack(self, long long pidx, double now) except -1
     @cython.locals(rp=RecvPathState, now=cython.double)
-    cpdef _ack_timer(self, long long pidx)
+    cpdef int _ack_timer(self, long long pidx) except -1

@@ -104,7 +104,7 @@ class Receiver(Handler):
 
     @cython.boundscheck(False)  # every index is a path's (its event's argument): in range
     @cython.wraparound(False)
-    def _data_arrival(self, pidx) -> None:
+    def _data_arrival(self, pidx) -> int:
         w = self.data_wires[pidx]
         r = w.arrive(self.sim, self._hid, DATA_ARRIVAL, pidx)
         pn = w.pn[r]
@@ -159,6 +159,7 @@ class Receiver(Handler):
             if rp.timer_pending_at == INF:
                 rp.timer_pending_at = rp.ack_deadline
                 self.sim.schedule_event(rp.ack_deadline, self._hid, ACK_TIMER, pidx)
+        return 0
 
     def _consume(self, now: float) -> None:
         """Called when a quarter of the flow-control window has been consumed
@@ -183,7 +184,7 @@ class Receiver(Handler):
 
     @cython.boundscheck(False)  # pidx is a path's index (its event's argument): in range
     @cython.wraparound(False)
-    def _ack_timer(self, pidx: int) -> None:
+    def _ack_timer(self, pidx: int) -> int:
         """:meth:`_on_ack_timer`'s body (the connection's ``handle`` calls it as a C method)."""
         rp = self.rx_paths[pidx]
         now = self.sim.now
@@ -194,10 +195,11 @@ class Receiver(Handler):
         elif rp.ack_deadline < INF:
             rp.timer_pending_at = rp.ack_deadline
             self.sim.schedule_event(rp.ack_deadline, self._hid, ACK_TIMER, pidx)
+        return 0
 
     @cython.boundscheck(False)  # every row is below oqs_kept, which the growth keeps in range
     @cython.wraparound(False)
-    def _record_oqs(self, now: float) -> None:
+    def _record_oqs(self, now: float) -> int:
         """One sample of the out-of-order queue [bytes] per data packet.
         Once ``oqs_cap`` samples are kept, every other one is dropped and
         only every ``oqs_stride``-th sample is kept from then on (the stride
@@ -231,6 +233,7 @@ class Receiver(Handler):
             else:
                 self._oqs_next += self.oqs_stride
             self.oqs_kept = n
+        return 0
 
     def oqs_series(self) -> tuple:
         """The kept OQS samples (:meth:`_record_oqs`) as NumPy arrays: times [s] (float64)
@@ -253,7 +256,7 @@ class Receiver(Handler):
 
     @cython.boundscheck(False)  # pidx is a path's index: in range
     @cython.wraparound(False)
-    def _send_ack(self, pidx: int, now: float) -> None:
+    def _send_ack(self, pidx: int, now: float) -> int:
         rp = self.rx_paths[pidx]
         ps = self.paths[pidx]
         arrival = ps.path.ack_arrival(now, rp.return_delay, self.ack_size)
@@ -270,6 +273,7 @@ class Receiver(Handler):
         acks.queue_first(self.sim, self._hid, ACK_ARRIVAL, pidx)
         rp.count = 0
         rp.ack_deadline = INF
+        return 0
 
 
 __all__ = ["Receiver", "RecvPathState"]

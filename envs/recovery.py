@@ -30,24 +30,26 @@ INF = math.inf
 class Recovery(Receiver):
     """ACK processing, loss detection and the loss-detection timer (module docstring)."""
 
-    def try_send(self) -> None:
+    def try_send(self) -> int:
         """Send what the scheduler decides (:meth:`envs.transport.Connection.try_send`)."""
         raise NotImplementedError
 
     # ----------------------------------------------------------- timers
-    def _arm(self, ps: PathSender, deadline: float) -> None:
+    def _arm(self, ps: PathSender, deadline: float) -> int:
         ps.timer_deadline = deadline
         if deadline < ps.timer_pending_at:
             ps.timer_pending_at = deadline
             self.sim.schedule_event(deadline, self._hid, LOSS_TIMER, ps.index)
+        return 0
 
-    def _set_loss_detection_timer(self, ps: PathSender) -> None:
+    def _set_loss_detection_timer(self, ps: PathSender) -> int:
         if ps.loss_time < INF:
             self._arm(ps, ps.loss_time)
         elif ps.bytes_in_flight > 0:
             self._arm(ps, ps.time_of_last_ack_eliciting + ps.pto_period() * (1 << ps.pto_count))
         else:
             ps.timer_deadline = INF
+        return 0
 
     # ----------------------------------------------------------- ACK processing
     def _on_ack(self, pidx) -> None:
@@ -56,14 +58,14 @@ class Recovery(Receiver):
 
     @cython.boundscheck(False)  # pidx: a path (its event's argument); rows masked: in range
     @cython.wraparound(False)
-    def _ack_frame(self, pidx) -> None:
+    def _ack_frame(self, pidx) -> int:
         """Process the oldest ACK frame of path ``pidx`` (:class:`envs.wire.AckWire`)."""
         acks = self.ack_wires[pidx]
         r = acks.arrive(self.sim, self._hid, ACK_ARRIVAL, pidx)
         npn = acks.npn[r]
         if self.finished:
             acks.skip_pns(npn)
-            return
+            return 0
         largest = acks.largest[r]
         ack_delay = acks.ack_delay[r]
         max_data = acks.max_data[r]
@@ -118,6 +120,7 @@ class Recovery(Receiver):
             self._detect_lost(ps, now)
             self._set_loss_detection_timer(ps)
         self.try_send()
+        return 0
 
     def _prune_acked(self) -> None:
         """Forget the acknowledged frames nothing can ask about (:func:`envs.sent.live_frames`);
@@ -126,13 +129,13 @@ class Recovery(Receiver):
         n = 2 * len(self.acked_frames)
         self._prune_at = n if n > ACKED_PRUNE_MIN else ACKED_PRUNE_MIN
 
-    def _detect_lost(self, ps: PathSender, now: float) -> None:
+    def _detect_lost(self, ps: PathSender, now: float) -> int:
         """RFC 9002 §6.1: packet and time thresholds. Both are monotone in the packet number, so lost
         packets form a prefix of the in-flight ones and the scan stops at the first survivor."""
         ps.loss_time = INF
         largest = ps.largest_acked
         if largest < 0:
-            return
+            return 0
         rtt = ps.latest_rtt if ps.latest_rtt > ps.srtt else ps.srtt
         loss_delay = K_TIME_THRESHOLD * rtt
         if loss_delay < K_GRANULARITY:
@@ -167,6 +170,7 @@ class Recovery(Receiver):
             cc.on_loss(now, size, t_sent)
             if feedback:
                 self.scheduler.on_packet_lost(self, ps.index, size, t_sent)
+        return 0
 
 
 def send_window_of(c: Recovery) -> int:

@@ -1,5 +1,6 @@
 # C types of envs/sent.py for the compiled emulator core (setup.py, envs/_core.py):
 # the columns are typed arrays that the connection indexes directly.
+# Methods typed ``cpdef int ... except -1`` return 0 (a C status: envs/sim.py's docstring).
 cimport cython
 from envs.slab cimport zeroed_floats, zeroed_ints
 
@@ -11,8 +12,8 @@ cdef class SentPackets:
 
     cpdef _carve(self, double[::1] floats, long long[::1] ints)
     @cython.locals(i=cython.longlong)
-    cpdef add(self, long long pn, double t_sent, long long size, long long sid, long long off,
-              long long length, bint shared)
+    cpdef int add(self, long long pn, double t_sent, long long size, long long sid, long long off,
+              long long length, bint shared) except -1
     cpdef bint has(self, long long pn) except? -1
     cpdef double time_sent(self, long long pn) except? -1.0
     @cython.locals(copies=cython.longlong, mask=cython.longlong, lo=cython.longlong)

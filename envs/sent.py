@@ -55,7 +55,7 @@ class SentPackets:
 
     def add(
         self, pn: int, t_sent: float, size: int, sid: int, off: int, length: int, shared: bool
-    ) -> None:
+    ) -> int:
         """Record packet ``pn`` (the next number: ``hi``) as sent at ``t_sent`` [s]."""
         if pn != self.hi:
             raise ValueError(f"packet {pn} sent out of order: the next packet number is {self.hi}")
@@ -70,6 +70,7 @@ class SentPackets:
         self.state[i] = 2 if shared else 1
         self.hi = pn + 1
         self.n += 1
+        return 0
 
     def has(self, pn: int) -> bool:
         """Packet ``pn`` is in flight."""

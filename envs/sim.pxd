@@ -1,10 +1,11 @@
 # C types of envs/sim.py for the compiled emulator core (setup.py, envs/_core.py).
+# Methods typed ``cpdef int ... except -1`` return 0 (a C status: envs/sim.py's docstring).
 cimport cython
 
 cdef bint COMPILED
 
 cdef class Handler:
-    cpdef handle(self, long long kind, long long arg)
+    cpdef int handle(self, long long kind, long long arg) except -1
 
 @cython.final
 cdef class Simulator:
@@ -37,14 +38,14 @@ cdef class Simulator:
     cpdef _push(self, double time, long long seq, object callback, object arg)
     cpdef _carve(self, double[::1] times, long long[:, ::1] ints, long long[::1] free)
     cpdef Py_ssize_t register(self, Handler handler) except -1
-    cpdef schedule_event(self, double time, long long handler, long long kind, long long arg)
-    cpdef schedule_event_reserved(self, double time, long long seq, long long handler, long long kind, long long arg)
+    cpdef int schedule_event(self, double time, long long handler, long long kind, long long arg) except -1
+    cpdef int schedule_event_reserved(self, double time, long long seq, long long handler, long long kind, long long arg) except -1
     @cython.locals(s=Py_ssize_t)
-    cpdef _push_event(self, double time, long long seq, long long handler, long long kind, long long arg)
+    cpdef int _push_event(self, double time, long long seq, long long handler, long long kind, long long arg) except -1
     @cython.locals(i=Py_ssize_t, parent=Py_ssize_t, pt=cython.double)
-    cpdef _sift_up(self, double time, long long seq, Py_ssize_t s)
+    cpdef int _sift_up(self, double time, long long seq, Py_ssize_t s) except -1
     @cython.locals(s=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, c=Py_ssize_t, lt=cython.double, ct=cython.double,
                    t2=cython.double, lo=cython.longlong, ls=Py_ssize_t, kind=cython.longlong, h=Py_ssize_t,
                    end=Py_ssize_t, j=Py_ssize_t, b=Py_ssize_t,
                    iarg=cython.longlong, handler=Handler)
-    cdef _pop_and_call(self)
+    cdef int _pop_and_call(self) except -1

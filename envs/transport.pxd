@@ -2,6 +2,7 @@
 # The connection's events reach it as numbers (envs/events.py) through handle, a C
 # method; the event callbacks (_on_ack, _on_loss_timer, ...) are the .py core's, which
 # call the typed methods handle calls (_data_arrival, _loss_timer, ...).
+# Methods typed ``cpdef int ... except -1`` return 0 (a C status: envs/sim.py's docstring).
 cimport cython
 from envs.path_sender cimport PathSender, pace_wake_time
 from envs.recovery cimport Recovery, pending_bytes_of, send_window_of
@@ -35,22 +36,22 @@ cdef class Connection(Recovery):
     cpdef bint _has_data(self) except? -1
     @cython.locals(ps=PathSender, p=PathSender, now=cython.double, tail=cython.bint,
                    agent=DecisionAgent, k=Py_ssize_t, roomy=cython.bint)
-    cpdef try_send(self)
+    cpdef int try_send(self) except -1
     @cython.locals(active=list, st=SendStream, length=cython.longlong, off=cython.longlong)
-    cpdef _send_new(self, PathSender ps)
+    cpdef int _send_new(self, PathSender ps) except -1
     @cython.locals(t=cython.double)
-    cpdef _arm_pace_wake(self, double now)
+    cpdef int _arm_pace_wake(self, double now) except -1
     @cython.locals(p=PathSender)
     cpdef _maybe_reask(self)
     @cython.locals(st=SendStream, credit=cython.longlong)
     cpdef _next_frame(self, object stream_id, object gap)
     cpdef bint _send_on(self, PathSender ps, object stream_id, object gap) except -1
-    cpdef _pace_wake(self)
-    cpdef _ask_again(self)
+    cpdef int _pace_wake(self) except -1
+    cpdef int _ask_again(self) except -1
     @cython.locals(ps=PathSender, now=cython.double, deadline=cython.double)
-    cpdef _loss_timer(self, long long pidx)
+    cpdef int _loss_timer(self, long long pidx) except -1
     cpdef _on_pto(self, PathSender ps, double now)
-    cpdef handle(self, long long kind, long long arg)
+    cpdef int handle(self, long long kind, long long arg) except -1
     @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double,
                    path=Path, arrival=cython.double, wire=DataWire, sim=Simulator)
-    cpdef _transmit(self, PathSender ps, long long sid, long long off, long long length, bint shared)
+    cpdef int _transmit(self, PathSender ps, long long sid, long long off, long long length, bint shared) except -1

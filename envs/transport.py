@@ -237,7 +237,7 @@ class Connection(Recovery):
             self.max_data > self.fc_consumed or any_holes(self.active)
         )
 
-    def try_send(self) -> None:
+    def try_send(self) -> int:
         """Ask the scheduler for decisions while there is data and a path to take it."""
         paths = self.paths
         now = self.sim.now
@@ -248,10 +248,10 @@ class Connection(Recovery):
                 ps = paths[blocked[0]]
                 if not ps.may_send(now):
                     self._arm_pace_wake(now)
-                    return
+                    return 0
                 self._blocked = None
                 if not self._has_data():
-                    return
+                    return 0
                 self._send_on(ps, blocked[1], blocked[2])
                 continue
             # tail: nothing new can be sent; only a re-injection may go (envs.reinject)
@@ -260,14 +260,14 @@ class Connection(Recovery):
                 or (self.max_data <= self.fc_consumed and not any_holes(self.active))
             )
             if tail and (not self.reinjects or not reinject.possible(self)):
-                return
+                return 0
             if roomy:  # minRTT's native pick as a C index (native_decision's, unboxed)
                 k = minrtt_pick(paths, now)
                 if k < 0:  # no path has room
                     self._arm_pace_wake(now)
-                    return
+                    return 0
                 if tail:
-                    return  # no copy asked for, and nothing else can go
+                    return 0  # no copy asked for, and nothing else can go
                 self._send_new(paths[k])
                 continue
             for p in paths:  # a packet can be sent only if some path has room
@@ -275,7 +275,7 @@ class Connection(Recovery):
                     break
             else:
                 self._arm_pace_wake(now)
-                return
+                return 0
             if self.native_rule == 0:
                 agent = self._agent
                 if agent is not None:  # a Gymnasium agent: a C call
@@ -290,9 +290,9 @@ class Connection(Recovery):
                     not self.sim.stopped
                 ):  # else an outside agent decides and calls again (envs.gym_env)
                     self._arm_pace_wake(now)
-                return
+                return 0
             if tail and (type(d) is int or not d.reinject):
-                return  # no copy asked for, and nothing else can go
+                return 0  # no copy asked for, and nothing else can go
             if type(d) is int:
                 k = d  # (compiled: a C index, read from the list directly)
                 ps = paths[k]
@@ -301,7 +301,7 @@ class Connection(Recovery):
             elif d.reinject:
                 if self._reinject_decision(d, tail, now):
                     continue
-                return
+                return 0
             else:
                 ps = paths[d.path]
                 sid = d.stream_id
@@ -309,15 +309,16 @@ class Connection(Recovery):
             if not ps.may_send(now):
                 self._blocked = (ps.index, sid, gap)
                 self._arm_pace_wake(now)
-                return
+                return 0
             if sid is None and not gap:
                 self._send_new(ps)
             else:
                 self._send_on(ps, sid, gap)
+        return 0
 
     @cython.boundscheck(False)  # index 0 of a list of one, of ranges when n_ranges > 0
     @cython.wraparound(False)
-    def _send_new(self, ps: PathSender) -> None:
+    def _send_new(self, ps: PathSender) -> int:
         """Send on ``ps`` (which has room) what the connection sends next, with no stream or
         gap asked for: a retransmission first, else new data."""
         active = self.active
@@ -334,8 +335,9 @@ class Connection(Recovery):
                 self._pending_new -= length
                 self.fc_consumed += length
                 self._transmit(ps, st.stream_id, off, length, False)
-                return
+                return 0
         self._send_on(ps, None, 0)
+        return 0
 
     def _reinject_decision(self, d, tail: bool, now: float) -> bool:
         """Carry out a :class:`envs.scheduler.Decision` that asks for a re-injection (``tail``:
@@ -407,29 +409,32 @@ class Connection(Recovery):
         """Event: ask the scheduler again (:meth:`_maybe_reask`)."""
         self._ask_again()
 
-    def _ask_again(self) -> None:
+    def _ask_again(self) -> int:
         """:meth:`_reask`'s body (:meth:`handle` calls it as a C method)."""
         self._reask_pending = False
         if not self.finished:
             self.try_send()
+        return 0
 
-    def _arm_pace_wake(self, now: float) -> None:
+    def _arm_pace_wake(self, now: float) -> int:
         """Ask again when the first path held back only by its pacer may send."""
         if not self.paced:
-            return
+            return 0
         t = pace_wake_time(self.paths, now)
         if t < self._pace_wake_at:
             self._pace_wake_at = t
             self.sim.schedule_event(t, self._hid, PACE_WAKE, 0)
+        return 0
 
     def _on_pace_wake(self, _arg) -> None:
         self._pace_wake()
 
-    def _pace_wake(self) -> None:
+    def _pace_wake(self) -> int:
         if self.sim.now == self._pace_wake_at:  # else superseded by an earlier one
             self._pace_wake_at = INF
             if not self.finished:  # _reask_at's body: a Python method call per wake saved
                 self.try_send()
+        return 0
 
     def _send_on(self, ps: PathSender, stream_id, gap) -> bool:
         """Send the next frame (:meth:`_next_frame`) on ``ps``; False if there is none."""
@@ -444,7 +449,7 @@ class Connection(Recovery):
 
     @cython.boundscheck(False)  # ps.index is a path's: in range
     @cython.wraparound(False)
-    def _transmit(self, ps: PathSender, sid, off, length, shared) -> None:
+    def _transmit(self, ps: PathSender, sid, off, length, shared) -> int:
         """Send a packet of frame (``sid``, ``off``, ``length`` [bytes]) on ``ps``; ``shared``:
         the frame has had another copy (a retransmission: envs.sent)."""
         now = self.sim.now
@@ -474,6 +479,7 @@ class Connection(Recovery):
             if deadline < ps.timer_pending_at:
                 ps.timer_pending_at = deadline
                 sim.schedule_event(deadline, self._hid, LOSS_TIMER, ps.index)
+        return 0
 
     # ----------------------------------------------------------- events
     def event_callbacks(self) -> tuple:
@@ -487,7 +493,7 @@ class Connection(Recovery):
         callbacks[REASK] = self._reask
         return tuple(callbacks)
 
-    def handle(self, kind: int, arg: int) -> None:
+    def handle(self, kind: int, arg: int) -> int:
         """Run event ``kind`` of :mod:`envs.events` with ``arg`` (what
         :meth:`event_callbacks` gives for it does the same, through Python calls)."""
         if kind == DATA_ARRIVAL:
@@ -504,26 +510,27 @@ class Connection(Recovery):
             self._ask_again()
         else:
             raise ValueError(f"unknown connection event {kind}")
+        return 0
 
     def _on_loss_timer(self, pidx) -> None:
         """Event: path ``pidx``'s loss-detection timer."""
         self._loss_timer(pidx)
 
-    def _loss_timer(self, pidx: int) -> None:
+    def _loss_timer(self, pidx: int) -> int:
         """:meth:`_on_loss_timer`'s body (:meth:`handle` calls it as a C method)."""
         ps = self.paths[pidx]
         now = self.sim.now
         if now != ps.timer_pending_at:
-            return  # superseded by an earlier event
+            return 0  # superseded by an earlier event
         ps.timer_pending_at = INF
         if self.finished:
-            return
+            return 0
         deadline = ps.timer_deadline
         if deadline == INF:
-            return
+            return 0
         if deadline > now:  # the deadline moved: re-arm
             self._arm(ps, deadline)
-            return
+            return 0
         ps.timer_deadline = INF
         if ps.loss_time <= now:
             self._detect_lost(ps, now)
@@ -531,6 +538,7 @@ class Connection(Recovery):
             self._on_pto(ps, now)
         self._set_loss_detection_timer(ps)
         self.try_send()
+        return 0
 
     def _on_pto(self, ps: PathSender, now: float) -> None:
         """Probe timeout: send one probe on this path, regardless of cwnd

@@ -1,5 +1,6 @@
 # C types of envs/wire.py for the compiled emulator core (setup.py, envs/_core.py):
 # the columns are typed arrays that the connection and receiver index directly.
+# Methods typed ``cpdef int ... except -1`` return 0 (a C status: envs/sim.py's docstring).
 cimport cython
 from envs.sim cimport Simulator
 from envs.slab cimport zeroed_floats, zeroed_ints
@@ -15,7 +16,7 @@ cdef class _Wire:
     cdef public Py_ssize_t head, count, mask
 
     cpdef _init_ring(self, double[::1] due, long long[::1] seq)
-    cpdef queue_first(self, Simulator sim, long long handler, long long kind, long long pidx)
+    cpdef int queue_first(self, Simulator sim, long long handler, long long kind, long long pidx) except -1
     @cython.locals(r=Py_ssize_t)
     cpdef Py_ssize_t arrive(self, Simulator sim, long long handler, long long kind, long long pidx) except? -1
     @cython.locals(r=Py_ssize_t)
@@ -40,11 +41,11 @@ cdef class AckWire(_Wire):
     cdef public Py_ssize_t pn_head, pn_count, pn_mask
 
     cpdef _carve(self, double[::1] floats, long long[::1] ints)
-    cpdef add_pn(self, long long pn)
+    cpdef int add_pn(self, long long pn) except -1
     cpdef skip_pns(self, Py_ssize_t n)
     @cython.locals(h=Py_ssize_t)
     cpdef Py_ssize_t pop_pn(self) except? -1
     @cython.locals(r=Py_ssize_t)
-    cpdef push(self, long long largest, double ack_delay, long long max_data, long long oqs, long long npn,
-               double due, long long seq)
+    cpdef int push(self, long long largest, double ack_delay, long long max_data, long long oqs, long long npn,
+               double due, long long seq) except -1
     cpdef _grow(self)

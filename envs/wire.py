@@ -111,7 +111,7 @@ class _Wire:
         self.count = 0
         self.mask = ROWS - 1
 
-    def queue_first(self, sim, handler: int, kind: int, pidx: int) -> None:
+    def queue_first(self, sim, handler: int, kind: int, pidx: int) -> int:
         """After a push: if the new entry is the only one on the wire, queue its
         arrival, event ``kind`` of registered ``handler`` with argument ``pidx``, in
         ``sim`` (:meth:`envs.sim.Simulator.schedule_event`; else the one before it will)."""
@@ -119,6 +119,7 @@ class _Wire:
             sim.schedule_event_reserved(
                 self.due[self.head], self.seq[self.head], handler, kind, pidx
             )
+        return 0
 
     def arrive(self, sim, handler: int, kind: int, pidx: int) -> int:
         """The oldest entry's arrival event runs: remove the entry (:meth:`pop`), queue
@@ -166,7 +167,7 @@ class DataWire(_Wire):
 
     def push(
         self, pn: int, sid: int, off: int, length: int, return_delay: float, due: float, seq: int
-    ) -> None:
+    ) -> int:
         if self.count > self.mask:
             self._grow()
         r = (self.head + self.count) & self.mask
@@ -178,6 +179,7 @@ class DataWire(_Wire):
         self.due[r] = due
         self.seq[r] = seq
         self.count += 1
+        return 0
 
     def record(self, r: int) -> tuple:
         """Row ``r`` as ``(pn, sid, off, length, return_delay, due, seq)`` (the columns are C
@@ -239,7 +241,7 @@ class AckWire(_Wire):
         self.pn_mask = ROWS - 1
         self._init_ring(floats[STRIDE : STRIDE + ROWS], ints[5 * STRIDE : 5 * STRIDE + ROWS])
 
-    def add_pn(self, pn: int) -> None:
+    def add_pn(self, pn: int) -> int:
         """A data packet arrived: its number goes into the next frame."""
         if self.pn_count > self.pn_mask:
             self.pns = regrown(self.pns, "q", self.pn_head, self.pn_count)
@@ -247,6 +249,7 @@ class AckWire(_Wire):
             self.pn_mask = 2 * self.pn_mask + 1
         self.pns[(self.pn_head + self.pn_count) & self.pn_mask] = pn
         self.pn_count += 1
+        return 0
 
     def pop_pn(self) -> int:
         """The oldest packet number of the oldest frame (after :meth:`arrive`)."""
@@ -269,7 +272,7 @@ class AckWire(_Wire):
         npn: int,
         due: float,
         seq: int,
-    ) -> None:
+    ) -> int:
         """A frame leaves the receiver, acknowledging the ``npn`` numbers added last."""
         if self.count > self.mask:
             self._grow()
@@ -282,6 +285,7 @@ class AckWire(_Wire):
         self.due[r] = due
         self.seq[r] = seq
         self.count += 1
+        return 0
 
     def frame(self, r: int) -> tuple:
         """Row ``r`` as ``(largest, ack_delay, max_data, oqs, npn, due, seq)`` (see :meth:`DataWire.record`)."""
