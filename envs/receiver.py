@@ -70,8 +70,12 @@ class Receiver(Handler):
         self._rs_sid, self._rs = -1, None  # the receive stream of the last data packet
         self.rx_paths = [RecvPathState() for _ in self.paths]
         # what is on each path's wire (envs.wire): data packets and ACK frames, oldest first
-        self.data_wires = [DataWire() for _ in self.paths]
-        self.ack_wires = [AckWire() for _ in self.paths]
+        self.data_wires = [
+            DataWire(self.sim, self._hid, DATA_ARRIVAL, i) for i in range(len(self.paths))
+        ]
+        self.ack_wires = [
+            AckWire(self.sim, self._hid, ACK_ARRIVAL, i) for i in range(len(self.paths))
+        ]
         # flow control as the receiver sets it (the sender's view is Connection.max_data)
         self.fc_window = fc_initial_window
         self.fc_max_window = fc_max_window
@@ -106,7 +110,7 @@ class Receiver(Handler):
     @cython.wraparound(False)
     def _data_arrival(self, pidx) -> int:
         w = self.data_wires[pidx]
-        r = w.arrive(self.sim, self._hid, DATA_ARRIVAL, pidx)
+        r = w.arrive()
         pn = w.pn[r]
         sid = w.sid[r]
         off = w.off[r]
@@ -270,7 +274,7 @@ class Receiver(Handler):
             arrival,
             self.sim.reserve(),
         )
-        acks.queue_first(self.sim, self._hid, ACK_ARRIVAL, pidx)
+        acks.queue_first()
         rp.count = 0
         rp.ack_deadline = INF
         return 0

@@ -10,7 +10,7 @@ from envs.wire cimport AckWire
 cdef double INF, K_TIME_THRESHOLD, K_GRANULARITY
 cdef long long K_PACKET_THRESHOLD
 # the connection's event numbers (envs/events.py) as C integers
-cdef long long ACK_ARRIVAL, LOSS_TIMER
+cdef long long LOSS_TIMER
 
 cdef class Recovery(Receiver):
     cdef public object scheduler, retx, acked_frames

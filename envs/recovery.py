@@ -16,7 +16,7 @@ try:  # the compiled build's directives
 except ImportError:  # pragma: no cover - the .py build installed without Cython
     from envs._cython_stub import cython  # type: ignore[assignment]
 
-from envs.events import ACK_ARRIVAL, LOSS_TIMER
+from envs.events import LOSS_TIMER
 from envs.path_sender import K_GRANULARITY, PathSender
 from envs.receiver import Receiver
 from envs.sent import live_frames
@@ -61,7 +61,7 @@ class Recovery(Receiver):
     def _ack_frame(self, pidx) -> int:
         """Process the oldest ACK frame of path ``pidx`` (:class:`envs.wire.AckWire`)."""
         acks = self.ack_wires[pidx]
-        r = acks.arrive(self.sim, self._hid, ACK_ARRIVAL, pidx)
+        r = acks.arrive()
         npn = acks.npn[r]
         if self.finished:
             acks.skip_pns(npn)

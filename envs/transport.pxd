@@ -7,7 +7,6 @@ cimport cython
 from envs.path_sender cimport PathSender, pace_wake_time
 from envs.recovery cimport Recovery, pending_bytes_of, send_window_of
 from envs.streams cimport SendStream, any_holes, wrr_pick
-from envs.link cimport Path
 from envs.sent cimport SentPackets
 from envs.wire cimport AckWire, DataWire
 from envs.rules cimport minrtt_pick, native_decision
@@ -53,5 +52,5 @@ cdef class Connection(Recovery):
     cpdef _on_pto(self, PathSender ps, double now)
     cpdef int handle(self, long long kind, long long arg) except -1
     @cython.locals(now=cython.double, size=cython.longlong, pn=cython.longlong, deadline=cython.double,
-                   path=Path, arrival=cython.double, wire=DataWire, sim=Simulator)
+                   arrival=cython.double, wire=DataWire)
     cpdef int _transmit(self, PathSender ps, long long sid, long long off, long long length, bint shared) except -1

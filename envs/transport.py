@@ -243,8 +243,8 @@ class Connection(Recovery):
         now = self.sim.now
         roomy = self.native_rule == PICKS_WITH_ROOM  # its pick tells whether any path has room
         while True:
-            blocked = self._blocked
-            if blocked is not None:
+            if self._blocked is not None:  # (a local read first took a reference to None)
+                blocked = self._blocked
                 ps = paths[blocked[0]]
                 if not ps.may_send(now):
                     self._arm_pace_wake(now)
@@ -465,20 +465,18 @@ class Connection(Recovery):
             ps.pace_sent(now, size)
         if ps.cc_on_sent is not None:
             ps.cc_on_sent(now, size)
-        path = ps.path
-        arrival = path.send(now, size)
-        sim = self.sim
+        arrival = ps.path.send(now, size)
         if arrival >= 0.0:  # else dropped or lost
             wire = self.data_wires[ps.index]
-            wire.push(pn, sid, off, length, path.last_return_delay, arrival, sim.reserve())
-            wire.queue_first(sim, self._hid, DATA_ARRIVAL, ps.index)
+            wire.push(pn, sid, off, length, ps.path.last_return_delay, arrival, self.sim.reserve())
+            wire.queue_first()
         # the PTO deadline moves with every send; a timer event is queued only if none is (_arm)
         if ps.loss_time == INF:
             deadline = now + ps.pto_base * (1 << ps.pto_count)
             ps.timer_deadline = deadline
             if deadline < ps.timer_pending_at:
                 ps.timer_pending_at = deadline
-                sim.schedule_event(deadline, self._hid, LOSS_TIMER, ps.index)
+                self.sim.schedule_event(deadline, self._hid, LOSS_TIMER, ps.index)
         return 0
 
     # ----------------------------------------------------------- events

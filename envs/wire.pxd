@@ -14,11 +14,14 @@ cdef class _Wire:
     cdef double[::1] due
     cdef long long[::1] seq
     cdef public Py_ssize_t head, count, mask
+    cdef Simulator sim
+    cdef long long handler, kind, pidx
 
     cpdef _init_ring(self, double[::1] due, long long[::1] seq)
-    cpdef int queue_first(self, Simulator sim, long long handler, long long kind, long long pidx) except -1
+    cpdef _target(self, Simulator sim, long long handler, long long kind, long long pidx)
+    cpdef int queue_first(self) except -1
     @cython.locals(r=Py_ssize_t)
-    cpdef Py_ssize_t arrive(self, Simulator sim, long long handler, long long kind, long long pidx) except? -1
+    cpdef Py_ssize_t arrive(self) except? -1
     @cython.locals(r=Py_ssize_t)
     cpdef Py_ssize_t pop(self) except? -1
     cpdef _grow_ring(self)
@@ -30,8 +33,8 @@ cdef class DataWire(_Wire):
 
     cpdef _carve(self, double[::1] floats, long long[::1] ints)
     @cython.locals(r=Py_ssize_t)
-    cpdef push(self, long long pn, long long sid, long long off, long long length, double return_delay,
-               double due, long long seq)
+    cpdef int push(self, long long pn, long long sid, long long off, long long length, double return_delay,
+                   double due, long long seq) except -1
     cpdef _grow(self)
 
 @cython.final

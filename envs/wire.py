@@ -100,7 +100,17 @@ class _Wire:
     sequence number (``seq``), and the scheduling of the oldest entry's
     arrival (module docstring)."""
 
-    __slots__ = ("due", "seq", "head", "count", "mask")
+    __slots__ = ("due", "seq", "head", "count", "mask", "sim", "handler", "kind", "pidx")
+
+    def _target(self, sim, handler: int, kind: int, pidx: int) -> None:
+        """Where an entry's arrival goes: event ``kind`` of registered ``handler`` with
+        argument ``pidx``, in ``sim`` (:meth:`envs.sim.Simulator.schedule_event`). Kept by
+        the wire, not passed per packet: a simulator passed as an argument is a reference
+        taken and dropped per call in the compiled core."""
+        self.sim = sim
+        self.handler = handler
+        self.kind = kind
+        self.pidx = pidx
 
     def _init_ring(self, due, seq) -> None:
         """An empty ring of ``ROWS`` rows whose arrival times and sequence numbers are
@@ -111,23 +121,22 @@ class _Wire:
         self.count = 0
         self.mask = ROWS - 1
 
-    def queue_first(self, sim, handler: int, kind: int, pidx: int) -> int:
+    def queue_first(self) -> int:
         """After a push: if the new entry is the only one on the wire, queue its
-        arrival, event ``kind`` of registered ``handler`` with argument ``pidx``, in
-        ``sim`` (:meth:`envs.sim.Simulator.schedule_event`; else the one before it will)."""
+        arrival (:meth:`_target`; else the one before it will)."""
         if self.count == 1:
-            sim.schedule_event_reserved(
-                self.due[self.head], self.seq[self.head], handler, kind, pidx
+            self.sim.schedule_event_reserved(
+                self.due[self.head], self.seq[self.head], self.handler, self.kind, self.pidx
             )
         return 0
 
-    def arrive(self, sim, handler: int, kind: int, pidx: int) -> int:
+    def arrive(self) -> int:
         """The oldest entry's arrival event runs: remove the entry (:meth:`pop`), queue
         the next one's arrival, and return the entry's row."""
         r = self.pop()
         if self.count:
-            sim.schedule_event_reserved(
-                self.due[self.head], self.seq[self.head], handler, kind, pidx
+            self.sim.schedule_event_reserved(
+                self.due[self.head], self.seq[self.head], self.handler, self.kind, self.pidx
             )
         return r
 
@@ -153,8 +162,10 @@ class DataWire(_Wire):
 
     __slots__ = ("pn", "sid", "off", "length", "return_delay")
 
-    def __init__(self):
+    def __init__(self, sim, handler: int, kind: int, pidx: int):
+        """An empty wire whose arrivals go to ``sim`` as :meth:`_target` says."""
         self._carve(zeroed_floats(2 * STRIDE), zeroed_ints(5 * STRIDE))
+        self._target(sim, handler, kind, pidx)
 
     def _carve(self, floats, ints) -> None:
         """Take the columns from blocks of :mod:`envs.slab`, :data:`STRIDE` words apart."""
@@ -225,8 +236,10 @@ class AckWire(_Wire):
         "pn_mask",
     )
 
-    def __init__(self):
+    def __init__(self, sim, handler: int, kind: int, pidx: int):
+        """An empty wire whose arrivals go to ``sim`` as :meth:`_target` says."""
         self._carve(zeroed_floats(2 * STRIDE), zeroed_ints(6 * STRIDE))
+        self._target(sim, handler, kind, pidx)
 
     def _carve(self, floats, ints) -> None:
         """Take the columns from blocks of :mod:`envs.slab`, :data:`STRIDE` words apart."""

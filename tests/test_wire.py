@@ -12,6 +12,7 @@ import pytest
 from envs import slab
 from envs.link import Link
 from envs.sent import SentPackets
+from envs.sim import Simulator
 from envs.slab import zeroed_floats, zeroed_ints
 from envs.traces.base import CapacityTrace
 from envs.wire import COLUMN_PAD, ROWS, STRIDE, AckWire, DataWire
@@ -61,7 +62,7 @@ def test_a_shared_mark_sticks_to_its_packet():
 
 def test_the_wires_are_fifo_queues_across_growth():
     rng = np.random.default_rng(5)
-    data, acks = DataWire(), AckWire()
+    data, acks = DataWire(Simulator(), 0, 1, 0), AckWire(Simulator(), 0, 2, 0)
     data_model, frame_model, pn_model = deque(), deque(), deque()
     pending, scale = 0, ROWS // 256
     for step in range(20_000 * scale):
