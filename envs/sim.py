@@ -50,10 +50,10 @@ return ``int`` in the compiled core, 0, or -1 with an exception raised
 in both cores, since Cython wants a value at every exit of such a function.
 Returning ``None``, each of these calls (about 22 a packet) incremented and
 decremented ``None``'s reference count, one shared word of memory, so the
-calls' updates formed one chain of dependent reads and writes: about 6 % of
-a minRTT episode's time (the fastest of 48 alternating timed runs: 794
-against 842 us an episode), for 2 % of its instructions. Python callers get
-0 and ignore it.
+calls' updates formed one chain of dependent reads and writes, a cost the
+instruction count understates (2 % of a minRTT episode's instructions; 1.5-6 %
+of its time in this machine's fastest runs, ``docs/explanation/speed.md``).
+Python callers get 0 and ignore it.
 
 :func:`collector_paused` extends the pause over a whole episode (set-up,
 run, metrics: ``envs.runner.run_episode`` and the other episode drivers).
