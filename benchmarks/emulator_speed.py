@@ -1,7 +1,7 @@
 """Emulator speed benchmark: the compiled core against the pure-Python one.
 
     python -m benchmarks.emulator_speed [--repeats 5] [--episodes 40] [--size 2000000] [--tasks 30]
-        [--workloads minrtt,dqn_collect,...] [--against REV]
+        [--workloads minrtt,dqn_collect,...] [--against REV] [--out FILE]
 
 Workloads (each timed with ``time.process_time``, episode setup included,
 after one untimed warm-up run that pays the lazy imports):
@@ -79,6 +79,14 @@ to quote for a change), and whether its checksums are this tree's. ``--against
 HEAD`` times uncommitted changes, ``--against HEAD~1`` the last commit. The
 workload code is this file's in both trees. The report records the working
 tree's commit and a hash of its uncommitted changes (``tree``).
+
+The report ends with ``targets``: each of :data:`TARGETS` whose workload ran,
+its figure in this run and whether it meets the target, and whether every
+workload gave the same results on both cores. It also names the machine
+(``machine``: CPU model and count) and the load average at the start.
+``--out FILE`` writes the report there too (atomically); the documentation's
+speed page (``docs/results/speed.md``) is generated from the one kept in
+``docs/speed/emulator_speed.json``.
 """
 
 from __future__ import annotations
@@ -86,10 +94,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 #: the repository this benchmark times (its packages, compiled core or ``.py`` sources)
@@ -143,6 +153,103 @@ WORKLOADS = (
     "vector_collect",
     *SCALING,
 )
+
+
+@dataclass(frozen=True)
+class Target:
+    """A speed target the compiled core is held to: ``figure`` of ``workload`` at least
+    ``bound`` (at most, when ``at_most``). ``figure``: ``compiled``, the median per
+    CPU-second of the workload's entry; ``speedup``, its median speed-up over the pure
+    core; ``cost_growth``, the compiled per-packet cost growth of the scaling row
+    ``workload`` (``paths`` or ``connections``)."""
+
+    what: str
+    workload: str
+    figure: str
+    bound: float
+    at_most: bool = False
+
+    def met_by(self, value: float) -> bool:
+        return value <= self.bound if self.at_most else value >= self.bound
+
+
+#: the targets of the report's ``targets`` (a single run's medians; docs/explanation/speed.md)
+TARGETS = (
+    Target("minRTT, 2 MB over Table I 4G + 5G [packets / CPU-s]", "minrtt", "compiled", 2e6),
+    Target("minRTT, the pure-Python core's time over the compiled one's", "minrtt", "speedup", 15),
+    Target("vector environment, 64 instances [steps / CPU-s]", "vector_env", "compiled", 3e5),
+    Target("bank task collection [decisions / CPU-s]", "dqn_collect", "compiled", 3e5),
+    Target("per-packet cost growth, 2 to 8 paths", "paths", "cost_growth", 1.5, at_most=True),
+    Target(
+        "per-packet cost growth, 1 to 64 connections",
+        "connections",
+        "cost_growth",
+        1.5,
+        at_most=True,
+    ),
+)
+
+
+def per_cpu_s_key(entry: dict) -> str:
+    """The key of a workload entry's medians per core (``median_<unit>_per_cpu_s``)."""
+    return next(
+        k
+        for k in entry
+        if k.startswith("median_") and k.endswith("_per_cpu_s") and "numpy" not in k
+    )
+
+
+def target_rows(report: dict) -> list[dict]:
+    """Each of :data:`TARGETS` whose workload the report ran, with its measured figure and
+    whether it is met, then whether both cores gave the same results in every workload."""
+    rows = []
+    for t in TARGETS:
+        if t.figure == "cost_growth":
+            row = report.get("scaling", {}).get(t.workload)
+            value = None if row is None else row["cost_growth"]["compiled"]
+        else:
+            entry = report["results"].get(t.workload)
+            if entry is None:
+                value = None
+            elif t.figure == "speedup":
+                value = entry["speedup_median"]
+            else:
+                value = entry[per_cpu_s_key(entry)]["compiled"]
+        if value is not None:
+            bound = ("<= " if t.at_most else ">= ") + shown(t.bound)
+            rows.append(
+                {"target": t.what, "bound": bound, "measured": value, "met": t.met_by(value)}
+            )
+    if report["results"]:
+        same = [n for n, e in report["results"].items() if e["identical_results"]]
+        rows.append(
+            {
+                "target": "the same results on both cores, every workload",
+                "bound": "all",
+                "measured": f"{len(same)} of {len(report['results'])}",
+                "met": len(same) == len(report["results"]),
+            }
+        )
+    return rows
+
+
+def shown(x) -> str:
+    """A measured figure as the report's summary prints it (text as it is)."""
+    if isinstance(x, str):
+        return x
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def machine() -> dict:
+    """What the run ran on: the CPU's model (Linux's ``/proc/cpuinfo``, else the platform's
+    name for it), its number of CPUs, and the operating system."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu or "unknown", "cpus": os.cpu_count(), "platform": platform.platform()}
 
 
 def _episodes(name: str, episodes: int, size: int) -> dict:
@@ -513,6 +620,9 @@ def main(argv=None) -> int:
         help="also time git revision REV (e.g. HEAD, HEAD~1, a commit) with its own compiled "
         "core, built once under the FALCON cache, and report every figure against it",
     )
+    ap.add_argument(
+        "--out", type=Path, help="also write the report here (JSON; docs/speed/emulator_speed.json)"
+    )
     ap.add_argument("--single", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.single:
@@ -526,7 +636,9 @@ def main(argv=None) -> int:
         "size_bytes": args.size,
         "episodes": args.episodes,
         "tasks": args.tasks,
+        "repeats": args.repeats,
         "python": sys.version.split()[0],
+        "machine": machine(),
         "load_average": os.getloadavg(),
         "tree": code_state(),  # this tree's commit and a hash of its uncommitted changes
     }
@@ -618,7 +730,20 @@ def main(argv=None) -> int:
                 f"(pure Python x{row['cost_growth']['python']:.2f})",
                 file=sys.stderr,
             )
-    print(json.dumps(report, indent=2))
+    report["targets"] = target_rows(report)
+    for row in report["targets"]:
+        met = "met" if row["met"] else "NOT met"
+        print(
+            f"target: {row['target']}: {shown(row['measured'])} ({row['bound']}) {met}",
+            file=sys.stderr,
+        )
+    text = json.dumps(report, indent=2)
+    if args.out is not None:
+        from baselines.dqn.files import atomic_path
+
+        with atomic_path(args.out) as tmp:
+            tmp.write_text(text + "\n")
+    print(text)
     return 0
 
 

@@ -9,7 +9,11 @@ from the jobs' JSON (no figure is typed by hand).
   ``docs/fidelity/fidelity.json`` (``falcon.deploy.fidelity_table``);
 - ``docs/results/adaptation.md``: the convergence and stress experiments from
   ``docs/adaptation/convergence.json`` and ``stress.json``, their results
-  without the per-download records (``--take`` makes them from a run's).
+  without the per-download records (``--take`` makes them from a run's);
+- ``docs/results/speed.md``: the emulator benchmark's report kept in
+  ``docs/speed/emulator_speed.json`` (``python -m benchmarks.emulator_speed
+  --out docs/speed/emulator_speed.json``): its targets, every workload on both
+  cores, and the scaling rows.
 
 Each page names its JSON and the commit and date git last recorded for it.
 The README's block between ``<!-- results:main begin -->`` and
@@ -32,10 +36,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a plain script from a checkout (benchmarks/)
+    sys.path.insert(0, str(ROOT))
 MAIN_JSON = ROOT / "docs/main/summary.json"
 REPORT_JSON = ROOT / "docs/reproduction/report.json"
 FIDELITY_JSON = ROOT / "docs/fidelity/fidelity.json"
 ADAPTATION = {job: ROOT / f"docs/adaptation/{job}.json" for job in ("convergence", "stress")}
+SPEED_JSON = ROOT / "docs/speed/emulator_speed.json"
 #: what an adaptation JSON keeps of a run's results (the records are left out)
 KEEP = {
     "convergence": ("job", "settings", "reference", "start_scores", "curves", "packets_to_target"),
@@ -239,6 +246,82 @@ def adaptation_page(conv: Mapping | None, stress: Mapping | None) -> str:
     return "\n".join(lines)
 
 
+def _range(values: list) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
+    """The emulator benchmark's report (read from ``path``): its targets, each workload's
+    medians on both cores (and on the revision it was timed against, if any), and the
+    per-packet cost growth."""
+    from benchmarks.emulator_speed import per_cpu_s_key, shown, target_rows
+
+    tree = report["tree"]
+    changes = f", uncommitted changes {tree['changes']}" if tree.get("changes") else ""
+    m = report.get("machine", {})
+    load = ", ".join(f"{x:.2f}" for x in report["load_average"])
+    previous = report.get("previous")
+    lines = [
+        "# Speed: the emulator benchmark",
+        "",
+        f"{provenance(path)}: `python -m benchmarks.emulator_speed` at commit "
+        f"{tree['commit'][:12]}{changes}, {report.get('repeats', '?')} repeats, "
+        f"{report['episodes']} episodes of {report['size_bytes']:,} bytes a repeat; "
+        f"{m.get('cpu', 'an unrecorded CPU')} ({m.get('cpus', '?')} CPUs), load average "
+        f"{load} at the start. Every repeat runs each workload in fresh interpreters, the "
+        "cores in turn; the figures are medians of the repeats, a speed-up is the median "
+        "of the per-repeat ratios [lowest-highest]. Each workload is described in the "
+        "benchmark's module docstring; what each change of the core gained, measured when "
+        "it was made, is [the speed log](../explanation/speed.md).",
+        "",
+        "## Targets",
+        "",
+        "| target | this run | bound | met |",
+        "|---|---|---|---|",
+    ]
+    for row in report.get("targets") or target_rows(dict(report)):
+        met = "yes" if row["met"] else "**no**"
+        lines.append(f"| {row['target']} | {shown(row['measured'])} | {row['bound']} | {met} |")
+    head = "| workload | unit per CPU-s | compiled | pure Python | speed-up | same results |"
+    rule = "|---|---|---|---|---|---|"
+    if previous:
+        head += f" {previous['commit'][:12]} | this tree / it |"
+        rule += "---|---|"
+    lines += ["", "## Workloads", "", head, rule]
+    for name, e in report["results"].items():
+        key = per_cpu_s_key(e)
+        med = e[key]
+        unit = key[len("median_") : -len("_per_cpu_s")]
+        row = (
+            f"| `{name}` | {unit} | {med['compiled']:,} | {med['python']:,} "
+            f"| {e['speedup_median']:.2f}x [{_range(e['speedups'])}] "
+            f"| {'yes' if e['identical_results'] else '**no**'} |"
+        )
+        if previous:
+            if "previous" in med:
+                row += (
+                    f" {med['previous']:,} | {e['vs_previous_median']:.2f}x "
+                    f"[{_range(e['vs_previous'])}] |"
+                )
+            else:
+                row += " - | - |"
+        lines.append(row)
+    if report.get("scaling"):
+        lines += [
+            "",
+            "## Per-packet cost growth",
+            "",
+            "| from | to | compiled | pure Python |",
+            "|---|---|---|---|",
+        ]
+        for row in report["scaling"].values():
+            g = row["cost_growth"]
+            lines.append(
+                f"| `{row['from']}` | `{row['to']}` | {g['compiled']:.2f}x | {g['python']:.2f}x |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def write(path: Path, text: str) -> None:
     """Write ``text`` atomically (a temporary file beside ``path``, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -274,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     write(out / "fidelity.md", fidelity_page(load(FIDELITY_JSON)))
     conv, stress = (load(p) if p.is_file() else None for p in ADAPTATION.values())
     write(out / "adaptation.md", adaptation_page(conv, stress))
+    write(out / "speed.md", speed_page(load(SPEED_JSON)))
     return 0
 
 

@@ -112,3 +112,64 @@ def test_a_built_revision_tree_is_kept_without_build_files_and_reused(tmp_path):
     again = io.StringIO()
     assert prepared_tree(head[:12], cache=tmp_path, build=fail, log=again) == (tree, head)
     assert again.getvalue() == ""
+
+
+def _entry(compiled: float, speedup: float, same: bool = True) -> dict:
+    return {
+        "median_packets_per_cpu_s": {"compiled": compiled, "python": compiled / speedup},
+        "speedup_median": speedup,
+        "identical_results": same,
+    }
+
+
+def test_targets_compare_each_figure_the_run_measured_with_its_bound():
+    """A target whose workload ran gets its figure and whether it meets the bound (at
+    least, or at most for a cost growth); one whose workload did not run is left out;
+    the last row says whether every workload gave the same results on both cores."""
+    from benchmarks.emulator_speed import target_rows
+
+    report = {
+        "results": {
+            "minrtt": _entry(1_900_000, 40.0),
+            "dqn_collect": {
+                "median_decisions_per_cpu_s": {"compiled": 310_000, "python": 9_000},
+                "speedup_median": 34.0,
+                "identical_results": False,
+            },
+        },
+        "scaling": {"paths": {"cost_growth": {"compiled": 1.6, "python": 1.2}}},
+    }
+    rows = {r["target"]: r for r in target_rows(report)}
+    minrtt = rows["minRTT, 2 MB over Table I 4G + 5G [packets / CPU-s]"]
+    assert minrtt["measured"] == 1_900_000 and not minrtt["met"]
+    assert minrtt["bound"] == ">= 2,000,000"
+    assert rows["minRTT, the pure-Python core's time over the compiled one's"]["met"]
+    assert rows["bank task collection [decisions / CPU-s]"]["met"]
+    growth = rows["per-packet cost growth, 2 to 8 paths"]
+    assert growth["measured"] == 1.6 and not growth["met"] and growth["bound"] == "<= 1.5"
+    assert not any("vector" in t or "connections" in t for t in rows)  # not run
+    same = rows["the same results on both cores, every workload"]
+    assert same["measured"] == "1 of 2" and not same["met"]
+
+
+def test_out_writes_the_report_it_prints(monkeypatch, tmp_path, capsys):
+    """``--out FILE`` keeps the printed report, its machine and its targets, in FILE."""
+    import json
+
+    from benchmarks.emulator_speed import main
+
+    out = tmp_path / "speed" / "report.json"
+    argv = ["--workloads", "short_episodes", "--episodes", "1", "--repeats", "1"]
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert json.loads(out.read_text()) == printed
+    assert printed["repeats"] == 1 and printed["machine"]["cpus"] >= 1
+    assert printed["targets"] == [
+        {
+            "target": "the same results on both cores, every workload",
+            "bound": "all",
+            "measured": "1 of 1",
+            "met": True,
+        }
+    ]
+    assert [p.name for p in out.parent.iterdir()] == ["report.json"]  # no temporary left

@@ -238,3 +238,68 @@ def test_the_adaptation_page_is_made_from_the_runs_json(tmp_path, monkeypatch):
         other = tmp_path / "x.json"
         other.write_text(json.dumps({"job": "main"}))
         docs_results.take(other)
+
+
+def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_path):
+    """The page's rows are the report's figures: targets met or not (an unmet one in
+    bold), per workload both cores' medians with the speed-up's range, the columns of the
+    revision it was timed against, and the scaling rows."""
+    entry = {
+        "median_packets_per_cpu_s": {
+            "compiled": 1_500_000,
+            "python": 50_000,
+            "previous": 1_400_000,
+        },
+        "speedup_median": 30.0,
+        "speedups": [28.0, 30.0, 31.5],
+        "identical_results": True,
+        "vs_previous_median": 1.07,
+        "vs_previous": [1.01, 1.07, 1.2],
+    }
+    report = {
+        "tree": {"commit": "a" * 40, "changes": ""},
+        "previous": {"revision": "HEAD~1", "commit": "b" * 40},
+        "repeats": 3,
+        "episodes": 40,
+        "size_bytes": 2_000_000,
+        "machine": {"cpu": "Some CPU", "cpus": 2},
+        "load_average": [0.5, 0.6, 0.7],
+        "results": {"minrtt": entry},
+        "scaling": {
+            "paths": {
+                "from": "paths_2",
+                "to": "paths_8",
+                "cost_growth": {"compiled": 1.2, "python": 1.3},
+            }
+        },
+        "targets": [
+            {"target": "minRTT", "bound": ">= 2,000,000", "measured": 1_500_000, "met": False},
+            {"target": "growth", "bound": "<= 1.5", "measured": 1.2, "met": True},
+        ],
+    }
+    path = tmp_path / "speed.json"
+    path.write_text(json.dumps(report))
+    page = docs_results.speed_page(docs_results.load(path), path)
+    assert page.startswith("# Speed: the emulator benchmark\n")
+    assert "at commit aaaaaaaaaaaa, 3 repeats, 40 episodes of 2,000,000 bytes" in page
+    assert "Some CPU (2 CPUs)" in page
+    assert "| minRTT | 1,500,000 | >= 2,000,000 | **no** |" in page
+    assert "| growth | 1.2 | <= 1.5 | yes |" in page
+    assert "| bbbbbbbbbbbb | this tree / it |" in page
+    assert (
+        "| `minrtt` | packets | 1,500,000 | 50,000 | 30.00x [28.00-31.50] | yes "
+        "| 1,400,000 | 1.07x [1.01-1.20] |"
+    ) in page
+    assert "| `paths_2` | `paths_8` | 1.20x | 1.30x |" in page
+
+
+def test_the_speed_page_comes_from_the_kept_report():
+    """docs/speed/emulator_speed.json is a whole benchmark run: every target of the
+    benchmark appears on its page with that run's figure."""
+    from benchmarks.emulator_speed import TARGETS
+
+    report = docs_results.load(docs_results.SPEED_JSON)
+    page = docs_results.speed_page(report)
+    assert {r["target"] for r in report["targets"]} >= {t.what for t in TARGETS}
+    for row in report["targets"]:
+        assert f"| {row['target']} | " in page
