@@ -344,7 +344,7 @@ def _scaling(name: str, episodes: int) -> dict:
     kind, count = name.rsplit("_", 1)
     n = int(count)
 
-    def one(seed: int) -> tuple[float, float]:
+    def one(seed: int) -> tuple[float, float, float]:
         if kind == "paths":
             r = run_episode(
                 _paths(n),
@@ -352,7 +352,7 @@ def _scaling(name: str, episodes: int) -> dict:
                 make_scheduler("minrtt"),
                 seed,
             )
-            return r.metrics["packets_sent"], r.metrics["download_time_s"]
+            return r.metrics["packets_sent"], r.metrics["events"], r.metrics["download_time_s"]
         emu = Emulation(seed)
         conns = []
         for k in range(n):
@@ -370,21 +370,29 @@ def _scaling(name: str, episodes: int) -> dict:
             conns.append(conn)
         end = emu.sim.run(120.0)
         packets = sum(c.packets_sent for c in conns)
+        events = emu.sim.events_processed
         emu.close()  # freed by reference counting, as the episode drivers leave it
-        return packets, end
+        return packets, events, end
 
     one(10**6)  # warm-up
-    packets, check = 0, 0.0
+    packets, events, check = 0, 0, 0.0
     t0 = time.process_time()
     for seed in range(
         max(1, episodes * (2 if kind == "paths" else 8) // n)
     ):  # equal bytes (docstring)
         with collector_paused():  # as the project's episode drivers run (envs.runner.run_episode)
-            p, t = one(seed)
+            p, e, t = one(seed)
         packets += p
+        events += e
         check += t
     cpu = time.process_time() - t0
-    return {"per_cpu_s": packets / cpu, "unit": "packets", "count": packets, "checksum": check}
+    return {
+        "per_cpu_s": packets / cpu,
+        "unit": "packets",
+        "count": packets,
+        "events": events,
+        "checksum": check,
+    }
 
 
 def _quick_bank():
@@ -673,6 +681,10 @@ def main(argv=None) -> int:
             "identical_results": same,
             f"{unit}_per_run": runs["python"][0]["count"],
         }
+        if "events" in runs["python"][0]:  # the scaling workloads: the same on every run
+            entry["events_per_packet"] = round(
+                runs["python"][0]["events"] / runs["python"][0]["count"], 3
+            )
         if "previous" in runs:
             entry.update(_against_previous(runs))
         if "baseline_per_cpu_s" in runs["compiled"][0]:
@@ -727,7 +739,13 @@ def main(argv=None) -> int:
         for row in scaling.values():
             print(
                 f"{row['from']:>15s} -> {row['to']:15s} per-packet cost x{row['cost_growth']['compiled']:.2f} "
-                f"(pure Python x{row['cost_growth']['python']:.2f})",
+                f"(pure Python x{row['cost_growth']['python']:.2f})"
+                + (
+                    f", events per packet {row['events_per_packet'][0]:.3f} -> "
+                    f"{row['events_per_packet'][1]:.3f}"
+                    if "events_per_packet" in row
+                    else ""
+                ),
                 file=sys.stderr,
             )
     report["targets"] = target_rows(report)
@@ -788,13 +806,21 @@ def _against_previous(runs: dict) -> dict:
 
 
 def _scaling_table(results: dict) -> dict:
-    """Per-packet CPU cost of the largest scaling workload over the smallest, per core."""
+    """Per-packet CPU cost of the largest scaling workload over the smallest, per core
+    (``cost_growth``), and the events per packet of each (``events_per_packet``: how much
+    of that growth is emulated work, e.g. the losses and retransmissions of 64 connections
+    at one bottleneck, rather than the engine's cost per event)."""
     out = {}
     for kind, counts in (("paths", PATH_COUNTS), ("connections", CONNECTION_COUNTS)):
         lo, hi = f"{kind}_{counts[0]}", f"{kind}_{counts[-1]}"
         if lo in results and hi in results:
             a, b = results[lo]["median_packets_per_cpu_s"], results[hi]["median_packets_per_cpu_s"]
             out[kind] = {"from": lo, "to": hi, "cost_growth": {c: round(a[c] / b[c], 3) for c in a}}
+            if "events_per_packet" in results[lo] and "events_per_packet" in results[hi]:
+                out[kind]["events_per_packet"] = [
+                    results[lo]["events_per_packet"],
+                    results[hi]["events_per_packet"],
+                ]
     return out
 
 

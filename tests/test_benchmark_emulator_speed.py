@@ -173,3 +173,26 @@ def test_out_writes_the_report_it_prints(monkeypatch, tmp_path, capsys):
         }
     ]
     assert [p.name for p in out.parent.iterdir()] == ["report.json"]  # no temporary left
+
+
+def test_the_scaling_rows_give_each_workloads_events_per_packet(capsys):
+    """A scaling workload counts the events its emulations processed beside their packets
+    (the episodes' ``events`` metric), and the scaling row reports both workloads' events
+    per packet beside the cost growth."""
+    import json
+
+    from baselines import make_scheduler
+    from benchmarks.emulator_speed import _paths, _scaling, main
+    from envs.runner import run_episode
+
+    out = _scaling("paths_2", 1)  # one episode, seed 0
+    r = run_episode(
+        _paths(2), {"kind": "bulk", "size_bytes": 2_000_000}, make_scheduler("minrtt"), 0
+    )
+    assert (out["count"], out["events"]) == (r.metrics["packets_sent"], r.metrics["events"])
+    assert main(["--workloads", "paths_2,paths_8", "--episodes", "4", "--repeats", "1"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    row = report["scaling"]["paths"]
+    lo, hi = (report["results"][w] for w in ("paths_2", "paths_8"))
+    assert row["events_per_packet"] == [lo["events_per_packet"], hi["events_per_packet"]]
+    assert all(1.0 < e < 3.0 for e in row["events_per_packet"])

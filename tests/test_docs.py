@@ -270,6 +270,7 @@ def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_p
                 "from": "paths_2",
                 "to": "paths_8",
                 "cost_growth": {"compiled": 1.2, "python": 1.3},
+                "events_per_packet": [1.5, 1.4],
             }
         },
         "targets": [
@@ -290,7 +291,7 @@ def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_p
         "| `minrtt` | packets | 1,500,000 | 50,000 | 30.00x [28.00-31.50] | yes "
         "| 1,400,000 | 1.07x [1.01-1.20] |"
     ) in page
-    assert "| `paths_2` | `paths_8` | 1.20x | 1.30x |" in page
+    assert "| `paths_2` | `paths_8` | 1.20x | 1.30x | 1.500 -> 1.400 |" in page
 
 
 def test_the_speed_page_comes_from_the_kept_report():
