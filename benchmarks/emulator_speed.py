@@ -807,9 +807,9 @@ def _against_previous(runs: dict) -> dict:
 
 def _scaling_table(results: dict) -> dict:
     """Per-packet CPU cost of the largest scaling workload over the smallest, per core
-    (``cost_growth``), and the events per packet of each (``events_per_packet``: how much
-    of that growth is emulated work, e.g. the losses and retransmissions of 64 connections
-    at one bottleneck, rather than the engine's cost per event)."""
+    (``cost_growth``), and the events per packet of each (``events_per_packet``: whether
+    that growth comes from more emulated events per packet or from a higher cost per
+    event)."""
     out = {}
     for kind, counts in (("paths", PATH_COUNTS), ("connections", CONNECTION_COUNTS)):
         lo, hi = f"{kind}_{counts[0]}", f"{kind}_{counts[-1]}"

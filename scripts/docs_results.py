@@ -312,8 +312,8 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
             "## Per-packet cost growth",
             "",
             "Per-packet CPU cost of the largest workload over the smallest; the events per "
-            "packet tell how much of it is emulated work (losses and retransmissions at a "
-            "shared bottleneck) rather than the engine's cost per event.",
+            "packet of both tell whether a growth comes from more emulated events per packet "
+            "or from a higher cost per event.",
             "",
             "| from | to | compiled | pure Python | events per packet |",
             "|---|---|---|---|---|",
