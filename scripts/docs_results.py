@@ -254,8 +254,12 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
     """The emulator benchmark's report (read from ``path``): its targets, each workload's
     medians on both cores (and on the revision it was timed against, if any), and the
     per-packet cost growth."""
-    from benchmarks.emulator_speed import per_cpu_s_key, shown, target_rows
+    from benchmarks.emulator_speed import per_cpu_s_key, shown
 
+    if "targets" not in report:
+        raise SystemExit(
+            f"error: {path}: no targets (a report of an older benchmark: run it again with --out)"
+        )
     tree = report["tree"]
     changes = f", uncommitted changes {tree['changes']}" if tree.get("changes") else ""
     m = report.get("machine", {})
@@ -279,7 +283,7 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
         "| target | this run | bound | met |",
         "|---|---|---|---|",
     ]
-    for row in report.get("targets") or target_rows(dict(report)):
+    for row in report["targets"]:
         met = "yes" if row["met"] else "**no**"
         lines.append(f"| {row['target']} | {shown(row['measured'])} | {row['bound']} | {met} |")
     head = "| workload | unit per CPU-s | compiled | pure Python | speed-up | same results |"

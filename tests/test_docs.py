@@ -292,6 +292,10 @@ def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_p
         "| 1,400,000 | 1.07x [1.01-1.20] |"
     ) in page
     assert "| `paths_2` | `paths_8` | 1.20x | 1.30x | 1.500 -> 1.400 |" in page
+    del report["targets"]
+    path.write_text(json.dumps(report))
+    with pytest.raises(SystemExit, match=r"speed.json: no targets"):
+        docs_results.speed_page(docs_results.load(path), path)
 
 
 def test_the_speed_page_comes_from_the_kept_report():
