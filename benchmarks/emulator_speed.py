@@ -33,6 +33,15 @@ after one untimed warm-up run that pays the lazy imports):
   workload emulates the same bytes per repeat (``--episodes`` x 2 / N
   episodes of ``paths_N``, x 8 / N of ``connections_N``), so that none is a
   few milliseconds of CPU time, which this machine's noise would swamp;
+* ``same_share_64``: ``connections_64`` with the shared bottleneck 64 times
+  as fast (64 Gbit/s), so that each connection has the share of it that
+  ``connections_1``'s has: every connection sends the packets that
+  ``connections_1``'s sends, and none is retransmitted. ``connections_64``
+  congests its bottleneck, and its packets carry loss recovery, congestion
+  avoidance and more traffic on the jittered path; from ``connections_1`` to
+  ``same_share_64`` only the number of connections changes (the scaling
+  table's ``same_share`` row). Each scaling workload reports its
+  retransmissions per packet;
 * ``dqn_collect``: bank-build task collection (:class:`metalearning.collect.TaskCollector`,
   the bank presets' network and MDP, a fresh network, eps 0.3, 512
   decisions per task) on ``--tasks`` tasks drawn over the condition grid;
@@ -126,8 +135,10 @@ TRACE_SCENARIO = {
 #: the scaling table: number of paths of one connection, and of connections sharing one bottleneck
 PATH_COUNTS = (2, 4, 8)
 CONNECTION_COUNTS = (1, 8, 64)
-SCALING = tuple(f"paths_{n}" for n in PATH_COUNTS) + tuple(
-    f"connections_{n}" for n in CONNECTION_COUNTS
+SCALING = (
+    tuple(f"paths_{n}" for n in PATH_COUNTS)
+    + tuple(f"connections_{n}" for n in CONNECTION_COUNTS)
+    + (f"same_share_{CONNECTION_COUNTS[-1]}",)
 )
 #: states per batch of the ``qnet_forward`` workload's batched pass
 BATCH = 64
@@ -242,14 +253,39 @@ def shown(x) -> str:
 
 def machine() -> dict:
     """What the run ran on: the CPU's model (Linux's ``/proc/cpuinfo``, else the platform's
-    name for it), its number of CPUs, and the operating system."""
+    name for it), its number of CPUs, and the operating system. On Linux also the CPU's
+    family, model and stepping (``cpu_id``) and its caches' sizes (``caches``: each
+    level's size as the first CPU sees it, e.g. ``L1d 48K``): a virtual machine may give
+    its CPU a generic name ("AMD EPYC") that two generations of different speed share."""
     cpu = platform.processor()
+    out: dict = {}
     try:
         with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
+            fields: dict = {}
+            for line in f:
+                if not line.strip():
+                    break  # the first CPU's fields
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+        cpu = fields.get("model name", cpu)
+        if "cpu family" in fields:
+            out["cpu_id"] = (
+                f"family {fields['cpu family']} model {fields.get('model', '?')} "
+                f"stepping {fields.get('stepping', '?')}"
+            )
+    except OSError:
         pass
-    return {"cpu": cpu or "unknown", "cpus": os.cpu_count(), "platform": platform.platform()}
+    caches = []
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind, size = ((index / f).read_text().strip() for f in ("level", "type", "size"))
+        except OSError:
+            continue
+        name = {"Data": "d", "Instruction": "i"}.get(kind, "")
+        caches.append(f"L{level}{name} {size}")
+    if caches:
+        out["caches"] = ", ".join(caches)
+    return {"cpu": cpu or "unknown", "cpus": os.cpu_count(), "platform": platform.platform(), **out}
 
 
 def _episodes(name: str, episodes: int, size: int) -> dict:
@@ -352,13 +388,16 @@ def _scaling(name: str, episodes: int) -> dict:
                 make_scheduler("minrtt"),
                 seed,
             )
-            return r.metrics["packets_sent"], r.metrics["events"], r.metrics["download_time_s"]
+            m = r.metrics
+            return m["packets_sent"], m["events"], m["retransmissions"], m["download_time_s"]
         emu = Emulation(seed)
         conns = []
+        # same_share_N: the bottleneck N times as fast, each connection's share of it as one's
+        bottleneck_mbps = 1000 * (n if kind == "same_share" else 1)
         for k in range(n):
             sc = {
                 "paths": [
-                    {"bandwidth_mbps": 1000, "rtt_ms": 20, "shared_link": "bottleneck"},
+                    {"bandwidth_mbps": bottleneck_mbps, "rtt_ms": 20, "shared_link": "bottleneck"},
                     {"bandwidth_mbps": 50, "rtt_ms": 30 + k % 7, "rtt_std_ms": 1},
                 ]
             }
@@ -370,20 +409,22 @@ def _scaling(name: str, episodes: int) -> dict:
             conns.append(conn)
         end = emu.sim.run(120.0)
         packets = sum(c.packets_sent for c in conns)
+        retransmissions = sum(p.retransmissions for c in conns for p in c.paths)
         events = emu.sim.events_processed
         emu.close()  # freed by reference counting, as the episode drivers leave it
-        return packets, events, end
+        return packets, events, retransmissions, end
 
     one(10**6)  # warm-up
-    packets, events, check = 0, 0, 0.0
+    packets, events, retransmissions, check = 0, 0, 0, 0.0
     t0 = time.process_time()
     for seed in range(
         max(1, episodes * (2 if kind == "paths" else 8) // n)
     ):  # equal bytes (docstring)
         with collector_paused():  # as the project's episode drivers run (envs.runner.run_episode)
-            p, e, t = one(seed)
+            p, e, r, t = one(seed)
         packets += p
         events += e
+        retransmissions += r
         check += t
     cpu = time.process_time() - t0
     return {
@@ -391,6 +432,7 @@ def _scaling(name: str, episodes: int) -> dict:
         "unit": "packets",
         "count": packets,
         "events": events,
+        "retransmissions": retransmissions,
         "checksum": check,
     }
 
@@ -682,8 +724,10 @@ def main(argv=None) -> int:
             f"{unit}_per_run": runs["python"][0]["count"],
         }
         if "events" in runs["python"][0]:  # the scaling workloads: the same on every run
-            entry["events_per_packet"] = round(
-                runs["python"][0]["events"] / runs["python"][0]["count"], 3
+            first = runs["python"][0]
+            entry["events_per_packet"] = round(first["events"] / first["count"], 3)
+            entry["retransmissions_per_packet"] = round(
+                first["retransmissions"] / first["count"], 4
             )
         if "previous" in runs:
             entry.update(_against_previous(runs))
@@ -745,6 +789,12 @@ def main(argv=None) -> int:
                     f"{row['events_per_packet'][1]:.3f}"
                     if "events_per_packet" in row
                     else ""
+                )
+                + (
+                    f", retransmissions per packet {row['retransmissions_per_packet'][0]:.4f} -> "
+                    f"{row['retransmissions_per_packet'][1]:.4f}"
+                    if "retransmissions_per_packet" in row
+                    else ""
                 ),
                 file=sys.stderr,
             )
@@ -805,22 +855,29 @@ def _against_previous(runs: dict) -> dict:
     }
 
 
+#: the scaling table's rows: each row's name, and the workloads it compares (module docstring)
+SCALING_ROWS = {
+    "paths": (f"paths_{PATH_COUNTS[0]}", f"paths_{PATH_COUNTS[-1]}"),
+    "connections": (f"connections_{CONNECTION_COUNTS[0]}", f"connections_{CONNECTION_COUNTS[-1]}"),
+    "same_share": (f"connections_{CONNECTION_COUNTS[0]}", f"same_share_{CONNECTION_COUNTS[-1]}"),
+}
+
+
 def _scaling_table(results: dict) -> dict:
-    """Per-packet CPU cost of the largest scaling workload over the smallest, per core
-    (``cost_growth``), and the events per packet of each (``events_per_packet``: whether
-    that growth comes from more emulated events per packet or from a higher cost per
-    event)."""
+    """Per-packet CPU cost of the larger scaling workload of each row of
+    :data:`SCALING_ROWS` over the smaller, per core (``cost_growth``), and of each the
+    events per packet (``events_per_packet``: whether that growth comes from more emulated
+    events per packet or from a higher cost per event) and the retransmissions per packet
+    (``retransmissions_per_packet``: whether the larger one's packets carry loss recovery
+    the smaller one's do not)."""
     out = {}
-    for kind, counts in (("paths", PATH_COUNTS), ("connections", CONNECTION_COUNTS)):
-        lo, hi = f"{kind}_{counts[0]}", f"{kind}_{counts[-1]}"
+    for row, (lo, hi) in SCALING_ROWS.items():
         if lo in results and hi in results:
             a, b = results[lo]["median_packets_per_cpu_s"], results[hi]["median_packets_per_cpu_s"]
-            out[kind] = {"from": lo, "to": hi, "cost_growth": {c: round(a[c] / b[c], 3) for c in a}}
-            if "events_per_packet" in results[lo] and "events_per_packet" in results[hi]:
-                out[kind]["events_per_packet"] = [
-                    results[lo]["events_per_packet"],
-                    results[hi]["events_per_packet"],
-                ]
+            out[row] = {"from": lo, "to": hi, "cost_growth": {c: round(a[c] / b[c], 3) for c in a}}
+            for key in ("events_per_packet", "retransmissions_per_packet"):
+                if key in results[lo] and key in results[hi]:
+                    out[row][key] = [results[lo][key], results[hi][key]]
     return out
 
 

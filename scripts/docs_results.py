@@ -264,6 +264,8 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
     changes = f", uncommitted changes {tree['changes']}" if tree.get("changes") else ""
     m = report.get("machine", {})
     load = ", ".join(f"{x:.2f}" for x in report["load_average"])
+    detail = "; ".join(m[k] for k in ("cpu_id", "caches") if m.get(k))
+    cpu = f"{m.get('cpu', 'an unrecorded CPU')} ({detail + '; ' if detail else ''}{m.get('cpus', '?')} CPUs)"
     previous = report.get("previous")
     lines = [
         "# Speed: the emulator benchmark",
@@ -271,7 +273,7 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
         f"{provenance(path)}: `python -m benchmarks.emulator_speed` at commit "
         f"{tree['commit'][:12]}{changes}, {report.get('repeats', '?')} repeats, "
         f"{report['episodes']} episodes of {report['size_bytes']:,} bytes a repeat; "
-        f"{m.get('cpu', 'an unrecorded CPU')} ({m.get('cpus', '?')} CPUs), load average "
+        f"{cpu}, load average "
         f"{load} at the start. Every repeat runs each workload in fresh interpreters, the "
         "cores in turn; the figures are medians of the repeats, a speed-up is the median "
         "of the per-repeat ratios [lowest-highest]. Each workload is described in the "
@@ -315,20 +317,24 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
             "",
             "## Per-packet cost growth",
             "",
-            "Per-packet CPU cost of the largest workload over the smallest; the events per "
+            "Per-packet CPU cost of the larger workload over the smaller; the events per "
             "packet of both tell whether a growth comes from more emulated events per packet "
-            "or from a higher cost per event.",
+            "or from a higher cost per event, their retransmissions per packet whether the "
+            "larger one's packets carry loss recovery that the smaller one's do not.",
             "",
-            "| from | to | compiled | pure Python | events per packet |",
-            "|---|---|---|---|---|",
+            "| from | to | compiled | pure Python | events per packet "
+            "| retransmissions per packet |",
+            "|---|---|---|---|---|---|",
         ]
         for row in report["scaling"].values():
             g = row["cost_growth"]
             ev = row.get("events_per_packet")
             events = "-" if ev is None else f"{ev[0]:.3f} -> {ev[1]:.3f}"
+            rt = row.get("retransmissions_per_packet")
+            retx = "-" if rt is None else f"{rt[0]:.4f} -> {rt[1]:.4f}"
             lines.append(
                 f"| `{row['from']}` | `{row['to']}` | {g['compiled']:.2f}x | {g['python']:.2f}x "
-                f"| {events} |"
+                f"| {events} | {retx} |"
             )
     return "\n".join(lines) + "\n"
 

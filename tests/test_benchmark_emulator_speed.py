@@ -196,3 +196,34 @@ def test_the_scaling_rows_give_each_workloads_events_per_packet(capsys):
     lo, hi = (report["results"][w] for w in ("paths_2", "paths_8"))
     assert row["events_per_packet"] == [lo["events_per_packet"], hi["events_per_packet"]]
     assert all(1.0 < e < 3.0 for e in row["events_per_packet"])
+
+
+def test_same_share_holds_each_connections_traffic_where_connections_64_congests():
+    """``same_share_64`` is ``connections_64`` with a bottleneck 64 times as fast: each of
+    its connections sends the packets that ``connections_1``'s sends, none retransmitted,
+    so that from one to the other only the number of connections changes; ``connections_64``
+    congests its bottleneck and retransmits (module docstring)."""
+    from benchmarks.emulator_speed import SCALING, SCALING_ROWS, _scaling
+
+    assert "same_share_64" in SCALING
+    assert SCALING_ROWS["same_share"] == ("connections_1", "same_share_64")
+    one, same, congested = (
+        _scaling(name, 8) for name in ("connections_1", "same_share_64", "connections_64")
+    )  # equal bytes: 64 runs of one connection (seeds 0-63), one run of 64 (seed 0)
+    assert one["retransmissions"] == same["retransmissions"] == 0
+    assert same["count"] == one["count"]
+    assert congested["retransmissions"] > 0.02 * congested["count"]
+
+
+def test_the_report_names_the_machine_beyond_its_cpus_name():
+    """On Linux the report's machine gives the CPU's family, model and stepping and its
+    caches: a virtual machine's CPU name may be one that CPUs of different speed share."""
+    import sys
+
+    from benchmarks.emulator_speed import machine
+
+    m = machine()
+    assert m["cpus"] >= 1 and m["cpu"]
+    if sys.platform.startswith("linux"):
+        assert m["cpu_id"].startswith("family ")
+        assert "L1" in m["caches"]

@@ -271,7 +271,14 @@ def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_p
                 "to": "paths_8",
                 "cost_growth": {"compiled": 1.2, "python": 1.3},
                 "events_per_packet": [1.5, 1.4],
-            }
+            },
+            "same_share": {
+                "from": "connections_1",
+                "to": "same_share_64",
+                "cost_growth": {"compiled": 1.3, "python": 1.1},
+                "events_per_packet": [1.5, 1.45],
+                "retransmissions_per_packet": [0.0, 0.0],
+            },
         },
         "targets": [
             {"target": "minRTT", "bound": ">= 2,000,000", "measured": 1_500_000, "met": False},
@@ -284,6 +291,10 @@ def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_p
     assert page.startswith("# Speed: the emulator benchmark\n")
     assert "at commit aaaaaaaaaaaa, 3 repeats, 40 episodes of 2,000,000 bytes" in page
     assert "Some CPU (2 CPUs)" in page
+    report["machine"].update(cpu_id="family 26 model 2 stepping 1", caches="L1d 48K, L2 1024K")
+    path.write_text(json.dumps(report))
+    detailed = docs_results.speed_page(docs_results.load(path), path)
+    assert "Some CPU (family 26 model 2 stepping 1; L1d 48K, L2 1024K; 2 CPUs)" in detailed
     assert "| minRTT | 1,500,000 | >= 2,000,000 | **no** |" in page
     assert "| growth | 1.2 | <= 1.5 | yes |" in page
     assert "| bbbbbbbbbbbb | this tree / it |" in page
@@ -291,7 +302,10 @@ def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_p
         "| `minrtt` | packets | 1,500,000 | 50,000 | 30.00x [28.00-31.50] | yes "
         "| 1,400,000 | 1.07x [1.01-1.20] |"
     ) in page
-    assert "| `paths_2` | `paths_8` | 1.20x | 1.30x | 1.500 -> 1.400 |" in page
+    assert "| `paths_2` | `paths_8` | 1.20x | 1.30x | 1.500 -> 1.400 | - |" in page
+    assert (
+        "| `connections_1` | `same_share_64` | 1.30x | 1.10x | 1.500 -> 1.450 | 0.0000 -> 0.0000 |"
+    ) in page
     del report["targets"]
     path.write_text(json.dumps(report))
     with pytest.raises(SystemExit, match=r"speed.json: no targets"):
