@@ -77,7 +77,11 @@ Every repeat runs each workload once on each core, in a fresh interpreter
 see the same machine; the report gives per core the median over repeats and
 the median of the per-repeat speed-ups (compiled / pure): the figure to
 quote, since this machine's speed drifts. Each run also checks that both
-cores emulated the same thing (a checksum of the results).
+cores emulated the same thing (a checksum of the results). The scaling
+workloads run in turn within each repeat instead (every core of one, then
+the next), and each row of the scaling table (``scaling``) gives the median
+of its per-repeat cost ratios with the ratios themselves, so that a slow
+phase of the machine cancels in each ratio as it does in a speed-up.
 
 ``--against REV`` times a git revision beside the working tree: its tracked
 files, unpacked and compiled once under the FALCON cache
@@ -701,88 +705,27 @@ def main(argv=None) -> int:
             return 2
         report["previous"] = {"revision": args.against, "commit": commit, "tree": str(previous)}
     report["results"] = {}
-    for name in args.workloads.split(","):
+    names = args.workloads.split(",")
+    # the scaling workloads run in turn within each repeat, so that each scaling row's
+    # per-repeat ratio compares two runs a few seconds apart (_scaling_table)
+    together = [n for n in names if n in SCALING]
+    groups = [[n] for n in names if n not in SCALING] + ([together] if together else [])
+    for group in groups:
         try:
-            runs = _repeats(name, args, previous)
+            grouped = _repeats(group, args, previous)
         except WorkloadError as e:
             print(f"emulator_speed: {e}", file=sys.stderr)
             return 1
-        if runs["compiled"][0]["core"] != "compiled":
-            print(
-                f"{name}: the compiled core is not built (`make core`); both runs are pure Python",
-                file=sys.stderr,
-            )
-        ratios, same = _paired(runs["compiled"], runs["python"])
-        unit = runs["python"][0]["unit"]
-        entry = {
-            f"median_{unit}_per_cpu_s": {
-                c: round(statistics.median(r["per_cpu_s"] for r in rs)) for c, rs in runs.items()
-            },
-            "speedup_median": round(statistics.median(ratios), 3),
-            "speedups": [round(x, 3) for x in ratios],
-            "identical_results": same,
-            f"{unit}_per_run": runs["python"][0]["count"],
-        }
-        if "events" in runs["python"][0]:  # the scaling workloads: the same on every run
-            first = runs["python"][0]
-            entry["events_per_packet"] = round(first["events"] / first["count"], 3)
-            entry["retransmissions_per_packet"] = round(
-                first["retransmissions"] / first["count"], 4
-            )
-        if "previous" in runs:
-            entry.update(_against_previous(runs))
-        if "baseline_per_cpu_s" in runs["compiled"][0]:
-            entry["median_numpy_batched_per_cpu_s"] = round(
-                statistics.median(r["batched_per_cpu_s"] for r in runs["compiled"])
-            )
-            base = [r["baseline_per_cpu_s"] for r in runs["compiled"]]
-            entry["median_numpy_matmul_per_cpu_s"] = round(statistics.median(base))
-            entry["speedup_over_numpy_matmul"] = round(
-                statistics.median(
-                    r["per_cpu_s"] / r["baseline_per_cpu_s"] for r in runs["compiled"]
-                ),
-                3,
-            )
-        report["results"][name] = entry
-        print(
-            f"{name:16s} {unit}/CPU-s compiled {entry[f'median_{unit}_per_cpu_s']['compiled']:>9,} "
-            f"pure {entry[f'median_{unit}_per_cpu_s']['python']:>9,}  x{entry['speedup_median']:.2f} "
-            f"identical={same}",
-            file=sys.stderr,
-            flush=True,
-        )
-        if entry.get("previous_core", "compiled") != "compiled":
-            print(
-                f"{name}: revision {args.against} runs its pure-Python core (no compiled module "
-                "was built in its tree)",
-                file=sys.stderr,
-            )
-        if "vs_previous_median" in entry:
-            print(
-                f"{'':16s} {report['previous']['commit'][:12]} "
-                f"{entry[f'median_{unit}_per_cpu_s']['previous']:>9,}  this tree "
-                f"x{entry['vs_previous_median']:.2f}  identical={entry['identical_to_previous']}",
-                file=sys.stderr,
-                flush=True,
-            )
-        if "speedup_over_numpy_matmul" in entry:
-            print(
-                f"{'':16s} NumPy matmul {entry['median_numpy_matmul_per_cpu_s']:>9,}  compiled "
-                f"x{entry['speedup_over_numpy_matmul']:.2f}",
-                file=sys.stderr,
-                flush=True,
-            )
-            print(
-                f"{'':16s} NumPy batches of {BATCH} {entry['median_numpy_batched_per_cpu_s']:>9,} states/CPU-s",
-                file=sys.stderr,
-                flush=True,
-            )
+        for name in group:
+            report["results"][name] = _entry(name, grouped[name], args, report.get("previous"))
+    report["results"] = {n: report["results"][n] for n in names}  # in the order asked for
     scaling = _scaling_table(report["results"])
     if scaling:
         report["scaling"] = scaling
         for row in scaling.values():
             print(
                 f"{row['from']:>15s} -> {row['to']:15s} per-packet cost x{row['cost_growth']['compiled']:.2f} "
+                f"[{min(row['cost_growths']['compiled']):.2f}-{max(row['cost_growths']['compiled']):.2f}] "
                 f"(pure Python x{row['cost_growth']['python']:.2f})"
                 + (
                     f", events per packet {row['events_per_packet'][0]:.3f} -> "
@@ -815,23 +758,109 @@ def main(argv=None) -> int:
     return 0
 
 
-def _repeats(name: str, args, previous: Path | None) -> dict:
-    """``args.repeats`` runs of workload ``name`` on each core: ``compiled`` (this tree),
-    ``python`` (this tree, ``FALCON_PURE_PYTHON=1``) and, with a ``previous`` tree,
-    ``previous`` (its compiled core). Each repeat runs all of them once, this tree and the
-    previous one in turn first, so that both see the same phases of the machine's speed."""
+def _entry(name: str, runs: dict, args, previous: dict | None = None) -> dict:
+    """Workload ``name``'s entry of the report from its runs per core (:func:`_repeats`;
+    ``previous``: the report's revision timed beside this tree), its summary printed on
+    standard error."""
+    if runs["compiled"][0]["core"] != "compiled":
+        print(
+            f"{name}: the compiled core is not built (`make core`); both runs are pure Python",
+            file=sys.stderr,
+        )
+    ratios, same = _paired(runs["compiled"], runs["python"])
+    unit = runs["python"][0]["unit"]
+    entry = {
+        f"median_{unit}_per_cpu_s": {
+            c: round(statistics.median(r["per_cpu_s"] for r in rs)) for c, rs in runs.items()
+        },
+        "speedup_median": round(statistics.median(ratios), 3),
+        "speedups": [round(x, 3) for x in ratios],
+        "identical_results": same,
+        f"{unit}_per_run": runs["python"][0]["count"],
+    }
+    if "events" in runs["python"][0]:  # the scaling workloads: the same on every run
+        first = runs["python"][0]
+        entry["events_per_packet"] = round(first["events"] / first["count"], 3)
+        entry["retransmissions_per_packet"] = round(first["retransmissions"] / first["count"], 4)
+        # each repeat's figure per core: the scaling rows pair them repeat by repeat
+        entry["per_cpu_s_by_repeat"] = {
+            c: [round(r["per_cpu_s"]) for r in rs] for c, rs in runs.items()
+        }
+    if "previous" in runs:
+        entry.update(_against_previous(runs))
+    if "baseline_per_cpu_s" in runs["compiled"][0]:
+        entry["median_numpy_batched_per_cpu_s"] = round(
+            statistics.median(r["batched_per_cpu_s"] for r in runs["compiled"])
+        )
+        base = [r["baseline_per_cpu_s"] for r in runs["compiled"]]
+        entry["median_numpy_matmul_per_cpu_s"] = round(statistics.median(base))
+        entry["speedup_over_numpy_matmul"] = round(
+            statistics.median(r["per_cpu_s"] / r["baseline_per_cpu_s"] for r in runs["compiled"]),
+            3,
+        )
+    print(
+        f"{name:16s} {unit}/CPU-s compiled {entry[f'median_{unit}_per_cpu_s']['compiled']:>9,} "
+        f"pure {entry[f'median_{unit}_per_cpu_s']['python']:>9,}  x{entry['speedup_median']:.2f} "
+        f"identical={same}",
+        file=sys.stderr,
+        flush=True,
+    )
+    if entry.get("previous_core", "compiled") != "compiled":
+        print(
+            f"{name}: revision {args.against} runs its pure-Python core (no compiled module "
+            "was built in its tree)",
+            file=sys.stderr,
+        )
+    if "vs_previous_median" in entry:
+        print(
+            f"{'':16s} {previous['commit'][:12] if previous else args.against} "
+            f"{entry[f'median_{unit}_per_cpu_s']['previous']:>9,}  this tree "
+            f"x{entry['vs_previous_median']:.2f}  identical={entry['identical_to_previous']}",
+            file=sys.stderr,
+            flush=True,
+        )
+    if "speedup_over_numpy_matmul" in entry:
+        print(
+            f"{'':16s} NumPy matmul {entry['median_numpy_matmul_per_cpu_s']:>9,}  compiled "
+            f"x{entry['speedup_over_numpy_matmul']:.2f}",
+            file=sys.stderr,
+            flush=True,
+        )
+        print(
+            f"{'':16s} NumPy batches of {BATCH} {entry['median_numpy_batched_per_cpu_s']:>9,} states/CPU-s",
+            file=sys.stderr,
+            flush=True,
+        )
+    return entry
+
+
+def _repeats(names: list[str], args, previous: Path | None) -> dict:
+    """``args.repeats`` runs of each workload of ``names`` on each core: ``compiled`` (this
+    tree), ``python`` (this tree, ``FALCON_PURE_PYTHON=1``) and, with a ``previous`` tree,
+    ``previous`` (its compiled core); per workload, its runs per core. Each repeat runs
+    every workload in turn, and each workload on all cores once, this tree and the
+    previous one in turn first, so that all see the same phases of the machine's speed."""
     trees = {"compiled": (False, ROOT), "python": (True, ROOT)}
     if previous is not None:
         trees["previous"] = (False, previous)
-    runs: dict = {core: [] for core in trees}
+    runs: dict = {name: {core: [] for core in trees} for name in names}
     for k in range(args.repeats):
         order = ["compiled", "previous"] if k % 2 == 0 else ["previous", "compiled"]
-        for core in [c for c in order if c in trees] + ["python"]:
-            pure, tree = trees[core]
-            run = _child(name, pure, args, tree)
-            if Path(run["source"]) != tree.resolve():
-                raise WorkloadError(f"{name}: imported the packages of {run['source']}, not {tree}")
-            runs[core].append(run)
+        for name in names:
+            for core in [c for c in order if c in trees] + ["python"]:
+                pure, tree = trees[core]
+                run = _child(name, pure, args, tree)
+                if Path(run["source"]) != tree.resolve():
+                    raise WorkloadError(
+                        f"{name}: imported the packages of {run['source']}, not {tree}"
+                    )
+                runs[name][core].append(run)
+        if len(names) > 1:
+            print(
+                f"{', '.join(names)}: repeat {k + 1} of {args.repeats} done",
+                file=sys.stderr,
+                flush=True,
+            )
     return runs
 
 
@@ -865,16 +894,25 @@ SCALING_ROWS = {
 
 def _scaling_table(results: dict) -> dict:
     """Per-packet CPU cost of the larger scaling workload of each row of
-    :data:`SCALING_ROWS` over the smaller, per core (``cost_growth``), and of each the
-    events per packet (``events_per_packet``: whether that growth comes from more emulated
-    events per packet or from a higher cost per event) and the retransmissions per packet
-    (``retransmissions_per_packet``: whether the larger one's packets carry loss recovery
-    the smaller one's do not)."""
+    :data:`SCALING_ROWS` over the smaller, per core: the median (``cost_growth``, the
+    figure to quote) of the per-repeat ratios (``cost_growths``), each the smaller one's
+    packets per CPU-second over the larger one's in the same repeat, a few seconds apart
+    (:func:`_repeats`), so that the machine's drifting speed cancels as in a speed-up.
+    Also, for each workload, the events per packet (``events_per_packet``: whether that
+    growth comes from more emulated events per packet or from a higher cost per event) and
+    the retransmissions per packet (``retransmissions_per_packet``: whether the larger
+    one's packets carry loss recovery the smaller one's do not)."""
     out = {}
     for row, (lo, hi) in SCALING_ROWS.items():
         if lo in results and hi in results:
-            a, b = results[lo]["median_packets_per_cpu_s"], results[hi]["median_packets_per_cpu_s"]
-            out[row] = {"from": lo, "to": hi, "cost_growth": {c: round(a[c] / b[c], 3) for c in a}}
+            a, b = results[lo]["per_cpu_s_by_repeat"], results[hi]["per_cpu_s_by_repeat"]
+            ratios = {c: [x / y for x, y in zip(a[c], b[c], strict=True)] for c in a}
+            out[row] = {
+                "from": lo,
+                "to": hi,
+                "cost_growth": {c: round(statistics.median(r), 3) for c, r in ratios.items()},
+                "cost_growths": {c: [round(x, 3) for x in r] for c, r in ratios.items()},
+            }
             for key in ("events_per_packet", "retransmissions_per_packet"):
                 if key in results[lo] and key in results[hi]:
                     out[row][key] = [results[lo][key], results[hi][key]]

@@ -317,7 +317,9 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
             "",
             "## Per-packet cost growth",
             "",
-            "Per-packet CPU cost of the larger workload over the smaller; the events per "
+            "Per-packet CPU cost of the larger workload over the smaller: the median of the "
+            "per-repeat ratios [lowest-highest], both workloads run in turn in each repeat; "
+            "the events per "
             "packet of both tell whether a growth comes from more emulated events per packet "
             "or from a higher cost per event, their retransmissions per packet whether the "
             "larger one's packets carry loss recovery that the smaller one's do not.",
@@ -332,9 +334,14 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
             events = "-" if ev is None else f"{ev[0]:.3f} -> {ev[1]:.3f}"
             rt = row.get("retransmissions_per_packet")
             retx = "-" if rt is None else f"{rt[0]:.4f} -> {rt[1]:.4f}"
+            spread = row.get("cost_growths", {})
+            shown_growth = {
+                c: f"{g[c]:.2f}x" + (f" [{_range(spread[c])}]" if spread.get(c) else "")
+                for c in ("compiled", "python")
+            }
             lines.append(
-                f"| `{row['from']}` | `{row['to']}` | {g['compiled']:.2f}x | {g['python']:.2f}x "
-                f"| {events} | {retx} |"
+                f"| `{row['from']}` | `{row['to']}` | {shown_growth['compiled']} "
+                f"| {shown_growth['python']} | {events} | {retx} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -227,3 +227,60 @@ def test_the_report_names_the_machine_beyond_its_cpus_name():
     if sys.platform.startswith("linux"):
         assert m["cpu_id"].startswith("family ")
         assert "L1" in m["caches"]
+
+
+def test_scaling_workloads_run_in_turn_within_each_repeat_and_rows_pair_their_repeats(
+    monkeypatch, capsys
+):
+    """The scaling workloads run in turn within each repeat (every core of one, then the
+    next), and a scaling row's cost growth is the median of the per-repeat ratios, not the
+    ratio of the medians: a phase of the machine's speed that slows one repeat of both
+    workloads cancels, as it does in a speed-up."""
+    import json
+
+    from benchmarks import emulator_speed as bench
+
+    # packets per CPU-second of (workload, core) in repeat k: repeat 1 runs in a slow phase
+    speed = {
+        ("connections_1", False): [4.0e6, 2.0e6, 4.2e6],
+        ("connections_64", False): [2.0e6, 1.9e6, 2.0e6],
+        ("connections_1", True): [1.0e5, 0.5e5, 1.0e5],
+        ("connections_64", True): [0.8e5, 0.45e5, 0.8e5],
+    }
+    calls = []
+
+    def child(name, pure, args, tree=bench.ROOT):
+        k = sum(1 for c in calls if c[:2] == (name, pure))
+        calls.append((name, pure))
+        return {
+            "per_cpu_s": speed[(name, pure)][k],
+            "unit": "packets",
+            "count": 1000,
+            "events": 1500,
+            "retransmissions": 0,
+            "checksum": 1.0,
+            "core": "python" if pure else "compiled",
+            "source": str(tree.resolve()),
+        }
+
+    monkeypatch.setattr(bench, "_child", child)
+    args = ["--workloads", "connections_1,connections_64", "--repeats", "3"]
+    assert bench.main(args) == 0
+    one_repeat = [
+        ("connections_1", False),
+        ("connections_1", True),
+        ("connections_64", False),
+        ("connections_64", True),
+    ]
+    assert calls == one_repeat * 3
+    row = json.loads(capsys.readouterr().out)["scaling"]["connections"]
+    assert row["cost_growths"]["compiled"] == [2.0, 1.053, 2.1]
+    assert row["cost_growth"]["compiled"] == 2.0
+    assert row["cost_growths"]["python"] == [1.25, 1.111, 1.25]
+    assert row["cost_growth"]["python"] == 1.25
+    speed[("connections_64", False)] = [2.5e6, 1.0e6, 2.1e6]
+    calls.clear()
+    assert bench.main(args) == 0
+    row = json.loads(capsys.readouterr().out)["scaling"]["connections"]
+    assert row["cost_growths"]["compiled"] == [1.6, 2.0, 2.0]
+    assert row["cost_growth"]["compiled"] == 2.0  # the medians' ratio: 4.0 / 2.1 = 1.90

@@ -276,6 +276,7 @@ def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_p
                 "from": "connections_1",
                 "to": "same_share_64",
                 "cost_growth": {"compiled": 1.3, "python": 1.1},
+                "cost_growths": {"compiled": [1.25, 1.3, 1.42], "python": [1.1, 1.1, 1.2]},
                 "events_per_packet": [1.5, 1.45],
                 "retransmissions_per_packet": [0.0, 0.0],
             },
@@ -304,7 +305,8 @@ def test_the_speed_page_shows_the_benchmarks_targets_workloads_and_scaling(tmp_p
     ) in page
     assert "| `paths_2` | `paths_8` | 1.20x | 1.30x | 1.500 -> 1.400 | - |" in page
     assert (
-        "| `connections_1` | `same_share_64` | 1.30x | 1.10x | 1.500 -> 1.450 | 0.0000 -> 0.0000 |"
+        "| `connections_1` | `same_share_64` | 1.30x [1.25-1.42] | 1.10x [1.10-1.20] "
+        "| 1.500 -> 1.450 | 0.0000 -> 0.0000 |"
     ) in page
     del report["targets"]
     path.write_text(json.dumps(report))
