@@ -255,6 +255,11 @@ def shown(x) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
+#: where :func:`machine` reads the CPU's fields and its caches (Linux)
+CPUINFO = Path("/proc/cpuinfo")
+CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
 def machine() -> dict:
     """What the run ran on: the CPU's model (Linux's ``/proc/cpuinfo``, else the platform's
     name for it), its number of CPUs, and the operating system. On Linux also the CPU's
@@ -264,7 +269,7 @@ def machine() -> dict:
     cpu = platform.processor()
     out: dict = {}
     try:
-        with open("/proc/cpuinfo") as f:
+        with open(CPUINFO) as f:
             fields: dict = {}
             for line in f:
                 if not line.strip():
@@ -280,7 +285,7 @@ def machine() -> dict:
     except OSError:
         pass
     caches = []
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+    for index in sorted(CPU_CACHES.glob("index*")):
         try:
             level, kind, size = ((index / f).read_text().strip() for f in ("level", "type", "size"))
         except OSError:
@@ -758,7 +763,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def _entry(name: str, runs: dict, args, previous: dict | None = None) -> dict:
+def _entry(name: str, runs: dict, args, previous: dict | None) -> dict:
     """Workload ``name``'s entry of the report from its runs per core (:func:`_repeats`;
     ``previous``: the report's revision timed beside this tree), its summary printed on
     standard error."""
@@ -813,7 +818,7 @@ def _entry(name: str, runs: dict, args, previous: dict | None = None) -> dict:
         )
     if "vs_previous_median" in entry:
         print(
-            f"{'':16s} {previous['commit'][:12] if previous else args.against} "
+            f"{'':16s} {previous['commit'][:12]} "
             f"{entry[f'median_{unit}_per_cpu_s']['previous']:>9,}  this tree "
             f"x{entry['vs_previous_median']:.2f}  identical={entry['identical_to_previous']}",
             file=sys.stderr,

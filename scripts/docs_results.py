@@ -319,8 +319,7 @@ def speed_page(report: Mapping, path: Path = SPEED_JSON) -> str:
             "",
             "Per-packet CPU cost of the larger workload over the smaller: the median of the "
             "per-repeat ratios [lowest-highest], both workloads run in turn in each repeat; "
-            "the events per "
-            "packet of both tell whether a growth comes from more emulated events per packet "
+            "the events per packet of both tell whether a growth comes from more emulated events per packet "
             "or from a higher cost per event, their retransmissions per packet whether the "
             "larger one's packets carry loss recovery that the smaller one's do not.",
             "",
